@@ -1,0 +1,32 @@
+//===- BraidOps.h - braid ops, attributes and interfaces --------*- C++ -*-===//
+
+#ifndef BRAID_DIALECT_BRAID_IR_BRAIDOPS_H
+#define BRAID_DIALECT_BRAID_IR_BRAIDOPS_H
+
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Dialect/Braid/IR/BraidTraits.h"
+#include "braid/Eval/EvalContext.h"
+#include "braid/Eval/Tensor.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "braid/Dialect/Braid/IR/BraidEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "braid/Dialect/Braid/IR/BraidAttrs.h.inc"
+
+#include "braid/Dialect/Braid/IR/BraidInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "braid/Dialect/Braid/IR/BraidOps.h.inc"
+
+#endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_H

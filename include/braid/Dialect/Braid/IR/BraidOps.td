@@ -1,0 +1,383 @@
+//===- BraidOps.td - braid ops -----------------------------*- tablegen -*-===//
+
+#ifndef BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD
+#define BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD
+
+include "braid/Dialect/Braid/IR/BraidDialect.td"
+include "braid/Dialect/Braid/IR/BraidAttrs.td"
+include "braid/Dialect/Braid/IR/BraidInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/CallInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/FunctionInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Every value of a model op has a static shape.
+def Braid_StaticShapes : NativeOpTrait<"StaticShapes"> {
+  let cppNamespace = "::mlir::OpTrait::braid";
+}
+
+def Braid_FloatTensor : RankedTensorOf<[F64, F32, BF16, F16]>;
+def Braid_IdTensor : RankedTensorOf<[I32, I64]>;
+
+// Model ops: pure, evaluable, verified.
+class Braid_ModelOp<string mnemonic, list<Trait> traits = []>
+    : Braid_Op<mnemonic, traits # [Pure, Braid_StaticShapes,
+        DeclareOpInterfaceMethods<Braid_EvalOpInterface>]>;
+
+//===----------------------------------------------------------------------===//
+// Parameters and layers
+//===----------------------------------------------------------------------===//
+
+def Braid_ParamOp : Braid_Op<"param", [Pure, Braid_StaticShapes,
+    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+  let summary = "A named, trainable parameter.";
+  let description = [{
+    Produces the parameter called `name`. Inside a `braid.layer` the name is
+    local: instance `i` of a `braid.repeat` with prefix `P` sees the
+    parameter `P.i.name`. Elsewhere the name is the full name. Full names are
+    the keys of weight files and checkpoints. Two `braid.param` ops with the
+    same full name denote the same tensor (tied weights).
+
+    ```mlir
+    %w = braid.param "mlp.fc.weight" {init = #braid.init<normal(0.02)>} : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Braid_InitAttr:$init);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braid_LayerOp : Braid_Op<"layer", [IsolatedFromAbove, Symbol,
+    FunctionOpInterface, CallableOpInterface, AutomaticAllocationScope]> {
+  let summary = "A layer, defined once and applied by braid.repeat.";
+  let description = [{
+    A function-like definition of one layer: its arguments are the values
+    flowing in, `braid.yield` returns the values flowing out, and the
+    `braid.param` ops in its body are the layer's parameters (local names).
+    Layers are the unit of pipeline stages, recomputation and the F/B/W
+    phases; repeated layers share one definition, so the IR does not grow
+    with depth.
+
+    ```mlir
+    braid.layer @block(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+      %w = braid.param "fc.weight" {init = #braid.init<normal(0.02)>} : tensor<16x16xf32>
+      %y = braid.matmul %x, %w : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+      braid.yield %y : tensor<2x8x16xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<FunctionType>:$function_type,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    //===------------------------------------------------------------------===//
+    // FunctionOpInterface / CallableOpInterface
+    //===------------------------------------------------------------------===//
+    ::mlir::Region *getCallableRegion() { return &getBody(); }
+    ::llvm::ArrayRef<::mlir::Type> getArgumentTypes() {
+      return getFunctionType().getInputs();
+    }
+    ::llvm::ArrayRef<::mlir::Type> getResultTypes() {
+      return getFunctionType().getResults();
+    }
+  }];
+}
+
+def Braid_YieldOp : Braid_Op<"yield", [Pure, HasParent<"LayerOp">,
+    ReturnLike, Terminator]> {
+  let summary = "Returns a layer's outputs.";
+  let arguments = (ins Variadic<AnyType>:$operands);
+  let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+}
+
+def Braid_RepeatOp : Braid_Op<"repeat", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+  let summary = "Applies a layer `count` times in sequence.";
+  let description = [{
+    Runs instances `first` .. `first + count - 1` of the layer `layer`, each
+    consuming the previous instance's results. Instance `i` names its
+    parameters `prefix.i.<local name>`. The layer's result types must equal
+    its argument types.
+
+    ```mlir
+    %h = braid.repeat @block(%x) {prefix = "h", count = 12 : i64}
+        : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<AnyRankedTensor>:$inputs,
+                       StrAttr:$prefix, I64Attr:$count,
+                       DefaultValuedAttr<I64Attr, "0">:$first);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $layer `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+def Braid_MatmulOp : Braid_ModelOp<"matmul"> {
+  let summary = "Batched matrix product with optional transposes.";
+  let description = [{
+    `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_a`), `rhs` is
+    `[..., K, N]` (`[..., N, K]` with `transpose_b`). Batch dimensions
+    broadcast as in NumPy. The result is `[..., M, N]`.
+  }];
+  let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class Braid_BinaryOp<string mnemonic, string what>
+    : Braid_ModelOp<mnemonic> {
+  let summary = "Elementwise " # what # " with NumPy broadcasting.";
+  let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_AddOp : Braid_BinaryOp<"add", "sum">;
+def Braid_SubOp : Braid_BinaryOp<"sub", "difference">;
+def Braid_MulOp : Braid_BinaryOp<"mul", "product">;
+def Braid_DivOp : Braid_BinaryOp<"div", "quotient">;
+
+class Braid_UnaryOp<string mnemonic, string what>
+    : Braid_ModelOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Braid_NegOp : Braid_UnaryOp<"neg", "Elementwise negation.">;
+def Braid_ExpOp : Braid_UnaryOp<"exp", "Elementwise exponential.">;
+def Braid_SqrtOp : Braid_UnaryOp<"sqrt", "Elementwise square root.">;
+def Braid_RsqrtOp : Braid_UnaryOp<"rsqrt", "Elementwise reciprocal square root.">;
+def Braid_ReluOp : Braid_UnaryOp<"relu", "Elementwise max(x, 0).">;
+def Braid_SiluOp : Braid_UnaryOp<"silu", "Elementwise x * sigmoid(x).">;
+
+def Braid_GeluOp : Braid_ModelOp<"gelu", [SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit, exact or tanh approximation.";
+  let description = [{
+    `exact`: `0.5 x (1 + erf(x / sqrt(2)))`.
+    `tanh`: `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))` (GPT-2).
+
+    ```mlir
+    %y = braid.gelu tanh %x : tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_GeluApproximation:$approximate,
+                       Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$approximate $input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation, embeddings, attention, loss
+//===----------------------------------------------------------------------===//
+
+def Braid_SoftmaxOp : Braid_ModelOp<"softmax", [SameOperandsAndResultType]> {
+  let summary = "Softmax along one axis.";
+  let arguments = (ins Braid_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Braid_LayerNormOp : Braid_ModelOp<"layer_norm"> {
+  let summary = "Layer normalisation over the last dimension.";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` with the biased
+    variance over the last dimension; `scale` and `bias` have that
+    dimension's size.
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$scale,
+                       Braid_FloatTensor:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-05">:$epsilon);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_RmsNormOp : Braid_ModelOp<"rms_norm"> {
+  let summary = "Root-mean-square normalisation over the last dimension.";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * scale` over the last dimension.
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$scale,
+                       DefaultValuedAttr<F64Attr, "1.0e-06">:$epsilon);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_EmbeddingOp : Braid_ModelOp<"embedding"> {
+  let summary = "Looks up rows of a table.";
+  let description = [{
+    `table` is `[V, H]`, `ids` has any shape with integers in [0, V); the
+    result is `ids.shape + [H]`. An id out of range is an evaluation error.
+  }];
+  let arguments = (ins Braid_FloatTensor:$table, Braid_IdTensor:$ids);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_RotaryOp : Braid_ModelOp<"rotary", [SameOperandsAndResultType]> {
+  let summary = "Rotary position embedding (rotate-half convention).";
+  let description = [{
+    `input` is `[B, S, A, D]` with D even; the position of an element is its
+    index along dimension 1. Dimensions `i` and `i + D/2` are rotated by the
+    angle `p * base^(-2i/D)`, as in Llama and Hugging Face.
+  }];
+  let arguments = (ins Braid_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$base);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Braid_AttentionOp : Braid_ModelOp<"attention"> {
+  let summary = "Scaled dot-product attention with grouped KV heads.";
+  let description = [{
+    `query` is `[B, S, Hq, D]`; `key` and `value` are `[B, T, Hkv, D]` with
+    `Hq` a multiple of `Hkv`: query head `h` uses KV head `h / (Hq / Hkv)`.
+    `softmax(q k^T * scale) v` per head, with `scale` defaulting to
+    `1/sqrt(D)`. With `causal` (which requires S = T), query position `s`
+    attends to key positions `t <= s`. The result is `[B, S, Hq, D]`.
+  }];
+  let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key,
+                       Braid_FloatTensor:$value, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale applied to q k^T: the attribute, or 1/sqrt(head dim).
+    double getEffectiveScale();
+  }];
+}
+
+def Braid_CrossEntropyOp : Braid_ModelOp<"cross_entropy"> {
+  let summary = "Mean softmax cross-entropy against integer labels.";
+  let description = [{
+    `logits` is `[..., V]`, `labels` is `[...]` with integers in [0, V). The
+    rank-0 result is the mean over label positions of
+    `logsumexp(logits) - logits[label]`.
+  }];
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops and constants
+//===----------------------------------------------------------------------===//
+
+def Braid_ReshapeOp : Braid_ModelOp<"reshape"> {
+  let summary = "Reinterprets a tensor with a new shape (row-major).";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Braid_TransposeOp : Braid_ModelOp<"transpose"> {
+  let summary = "Permutes dimensions: result dim i is input dim permutation[i].";
+  let arguments = (ins AnyRankedTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Braid_ReduceOp : Braid_ModelOp<"reduce"> {
+  let summary = "Sum, mean or max over the given axes.";
+  let description = [{
+    Reduces `axes` (distinct, in range). With `keep_dims` the reduced
+    dimensions stay with size 1.
+
+    ```mlir
+    %s = braid.reduce sum %x {axes = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins Braid_ReduceKind:$kind, Braid_FloatTensor:$input,
+                       DenseI64ArrayAttr:$axes, UnitAttr:$keep_dims);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_BroadcastOp : Braid_ModelOp<"broadcast"> {
+  let summary = "Broadcasts to the result shape with NumPy rules.";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Braid_SliceOp : Braid_ModelOp<"slice"> {
+  let summary = "Strided slice [start, limit) with stride per dimension.";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit,
+                       OptionalAttr<DenseI64ArrayAttr>:$stride);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Braid_ConcatOp : Braid_ModelOp<"concat"> {
+  let summary = "Concatenates tensors along an axis.";
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Braid_ConstantOp : Braid_ModelOp<"constant", [ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor.";
+  let description = [{
+    ```mlir
+    %c = braid.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins TypedAttrInterface:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasVerifier = 1;
+}
+
+#endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

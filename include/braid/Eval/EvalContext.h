@@ -1,0 +1,44 @@
+//===- EvalContext.h - What ops can ask of the evaluator --------*- C++ -*-===//
+//
+// EvalOpInterface implementations compute from operand values alone, except
+// for the few ops that need the evaluator's state: parameters (seed, weights
+// file, layer-instance prefix) and layer application.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_EVAL_EVALCONTEXT_H
+#define BRAID_EVAL_EVALCONTEXT_H
+
+#include "braid/Eval/Tensor.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir {
+class Type;
+namespace braid {
+class LayerOp;
+class ParamOp;
+
+/// The tensor dtype that holds values of `elementType`, if there is one.
+std::optional<DType> getDType(Type elementType);
+
+class EvalContext {
+public:
+  virtual ~EvalContext();
+
+  /// The value of the parameter `op` declares, under the current layer
+  /// instance's prefix. Fails (with a diagnostic on `op`) if the weights do
+  /// not provide it with the declared shape.
+  virtual FailureOr<Tensor> getParameter(ParamOp op) = 0;
+
+  /// Evaluates `layer` on `args` with parameter names prefixed by
+  /// `prefix` (for example "h.3."), appending its yielded values to
+  /// `results`.
+  virtual LogicalResult callLayer(LayerOp layer, StringRef prefix,
+                                  ArrayRef<const Tensor *> args,
+                                  SmallVectorImpl<Tensor> &results) = 0;
+};
+
+} // namespace braid
+} // namespace mlir
+
+#endif // BRAID_EVAL_EVALCONTEXT_H

@@ -1,0 +1,98 @@
+//===- BraidAttrs.cpp - braid attributes -----------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+#include "braid/Dialect/Braid/IR/BraidEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "braid/Dialect/Braid/IR/BraidAttrs.cpp.inc"
+
+void BraidDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "braid/Dialect/Braid/IR/BraidAttrs.cpp.inc"
+      >();
+}
+
+unsigned InitAttr::getNumArgs(InitKind kind) {
+  switch (kind) {
+  case InitKind::zeros:
+  case InitKind::ones:
+    return 0;
+  case InitKind::constant:
+  case InitKind::normal:
+    return 1;
+  case InitKind::uniform:
+    return 2;
+  }
+  llvm_unreachable("unknown InitKind");
+}
+
+// #braid.init<normal(0.02)>, #braid.init<uniform(-1.0, 1.0)>, #braid.init<zeros>
+Attribute InitAttr::parse(AsmParser &parser, Type) {
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&keyword))
+    return {};
+  std::optional<InitKind> kind = symbolizeInitKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "unknown initializer '" << keyword
+                          << "'; expected zeros, ones, constant(c), "
+                             "normal(std) or uniform(lo, hi)";
+    return {};
+  }
+  unsigned numArgs = getNumArgs(*kind);
+  double args[2] = {0.0, 0.0};
+  if (numArgs > 0) {
+    if (parser.parseLParen())
+      return {};
+    for (unsigned i = 0; i < numArgs; ++i) {
+      if (i > 0 && parser.parseComma())
+        return {};
+      if (parser.parseFloat(args[i]))
+        return {};
+    }
+    if (parser.parseRParen())
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<InitAttr>(loc, parser.getContext(), *kind,
+                                     APFloat(args[0]), APFloat(args[1]));
+}
+
+void InitAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifyInitKind(getKind());
+  unsigned numArgs = getNumArgs(getKind());
+  if (numArgs > 0) {
+    printer << "(";
+    printer.printFloat(getA());
+    if (numArgs > 1) {
+      printer << ", ";
+      printer.printFloat(getB());
+    }
+    printer << ")";
+  }
+  printer << ">";
+}
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, APFloat a, APFloat b) {
+  double x = a.convertToDouble(), y = b.convertToDouble();
+  if (!std::isfinite(x) || !std::isfinite(y))
+    return emitError() << "initializer arguments must be finite";
+  if (kind == InitKind::normal && !(x > 0.0))
+    return emitError() << "normal initializer needs a positive standard "
+                          "deviation, got "
+                       << x;
+  if (kind == InitKind::uniform && !(x < y))
+    return emitError() << "uniform initializer needs lo < hi, got [" << x
+                       << ", " << y << ")";
+  return success();
+}

@@ -1,0 +1,56 @@
+//===- BraidDialect.cpp - The braid dialect --------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+#include "braid/Dialect/Braid/IR/BraidDialect.cpp.inc"
+
+void BraidDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "braid/Dialect/Braid/IR/BraidOps.cpp.inc"
+      >();
+}
+
+LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  return op->emitError() << "unknown braid attribute '"
+                         << attr.getName().getValue() << "'";
+}
+
+LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Type argType = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  if (name == "braid.name") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "argument #" << argIndex
+                             << ": braid.name must be a string";
+    return success();
+  }
+  if (name == "braid.range") {
+    auto range = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!range || range.getInt() < 1)
+      return op->emitError() << "argument #" << argIndex
+                             << ": braid.range must be a positive integer";
+    auto tensor = dyn_cast<RankedTensorType>(argType);
+    if (!tensor || !tensor.getElementType().isInteger())
+      return op->emitError() << "argument #" << argIndex
+                             << ": braid.range applies to integer tensors, "
+                                "not "
+                             << argType;
+    return success();
+  }
+  return op->emitError() << "argument #" << argIndex
+                         << ": unknown braid attribute '" << name
+                         << "'; known: braid.name, braid.range";
+}

@@ -1,0 +1,543 @@
+//===- BraidOps.cpp - braid op verifiers and assembly ----------------------===//
+//
+// Every verifier infers the result type from the operands and, when the IR
+// disagrees, says which type it expected.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::OpTrait::braid::verifyStaticShapes(Operation *op) {
+  auto check = [&](Type type, StringRef what, unsigned index) -> LogicalResult {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (shaped && !shaped.hasStaticShape())
+      return op->emitOpError() << what << " #" << index << " has type " << type
+                               << " with a dynamic dimension; braid needs "
+                                  "static shapes";
+    return success();
+  };
+  for (auto [i, type] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check(type, "operand", i)))
+      return failure();
+  for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check(type, "result", i)))
+      return failure();
+  return success();
+}
+
+LogicalResult mlir::OpTrait::braid::verifyNoUnknownAttributes(Operation *op) {
+  ArrayRef<StringAttr> known = op->getName().getAttributeNames();
+  for (NamedAttribute attr : op->getAttrs()) {
+    StringRef name = attr.getName().getValue();
+    if (name.contains('.') || llvm::is_contained(known, attr.getName()))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "has unknown attribute '" << name << "'";
+    if (known.empty())
+      return diag << "; it takes no attributes";
+    diag << "; known attributes: ";
+    llvm::interleaveComma(known, diag,
+                          [&](StringAttr a) { diag << a.getValue(); });
+    return diag;
+  }
+  return success();
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
+
+/// Checks that `result` has the inferred shape and element type.
+static LogicalResult checkResult(Operation *op, Value result,
+                                 ArrayRef<int64_t> shape, Type elementType) {
+  auto expected = RankedTensorType::get(shape, elementType);
+  if (result.getType() != expected)
+    return op->emitOpError() << "result type " << result.getType()
+                             << " does not match the inferred type "
+                             << expected;
+  return success();
+}
+
+/// All floating-point operands and results share one element type.
+static LogicalResult checkSameFloatElementType(Operation *op) {
+  Type first;
+  auto visit = [&](Type type) -> LogicalResult {
+    Type element = getElementTypeOrSelf(type);
+    if (!isa<FloatType>(element))
+      return success();
+    if (!first) {
+      first = element;
+      return success();
+    }
+    if (element != first)
+      return op->emitOpError() << "mixes element types " << first << " and "
+                               << element
+                               << "; all floating-point operands and results "
+                                  "must share one element type";
+    return success();
+  };
+  for (Type t : op->getOperandTypes())
+    if (failed(visit(t)))
+      return failure();
+  for (Type t : op->getResultTypes())
+    if (failed(visit(t)))
+      return failure();
+  return success();
+}
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Normalises `axis` against `rank`, reporting an out-of-range axis.
+static FailureOr<int64_t> checkAxis(Operation *op, int64_t axis, int64_t rank,
+                                    StringRef what = "axis") {
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError() << what << " " << axis
+                             << " is out of range for rank " << rank
+                             << "; expected 0 <= " << what << " < " << rank;
+  return axis;
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  StringRef name = getName();
+  if (name.empty())
+    return emitOpError("parameter name must not be empty");
+  if (llvm::any_of(name, [](char c) { return isspace(c) || c == '"'; }))
+    return emitOpError() << "parameter name '" << name
+                         << "' must not contain whitespace or quotes";
+  Operation *parent = (*this)->getParentOp();
+  if (!isa<LayerOp, FunctionOpInterface>(parent))
+    return emitOpError("must be directly inside a braid.layer or a function");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LayerOp
+//===----------------------------------------------------------------------===//
+
+ParseResult LayerOp::parse(OpAsmParser &parser, OperationState &result) {
+  auto buildFuncType = [](Builder &builder, ArrayRef<Type> argTypes,
+                          ArrayRef<Type> results,
+                          function_interface_impl::VariadicFlag,
+                          std::string &) {
+    return builder.getFunctionType(argTypes, results);
+  };
+  return function_interface_impl::parseFunctionOp(
+      parser, result, /*allowVariadic=*/false,
+      getFunctionTypeAttrName(result.name), buildFuncType,
+      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+}
+
+void LayerOp::print(OpAsmPrinter &p) {
+  function_interface_impl::printFunctionOp(
+      p, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
+      getArgAttrsAttrName(), getResAttrsAttrName());
+}
+
+LogicalResult LayerOp::verify() {
+  if (getBody().empty())
+    return emitOpError("must have a body");
+  auto yield = dyn_cast<YieldOp>(getBody().front().getTerminator());
+  if (!yield)
+    return emitOpError("body must end with braid.yield");
+  TypeRange yielded = yield.getOperandTypes();
+  ArrayRef<Type> declared = getResultTypes();
+  if (TypeRange(declared) != yielded) {
+    InFlightDiagnostic diag = yield.emitOpError()
+                              << "yields " << yielded.size() << " value(s) of types (";
+    llvm::interleaveComma(yielded, diag);
+    diag << ") but layer @" << getSymName() << " declares results (";
+    llvm::interleaveComma(declared, diag);
+    return diag << ")";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RepeatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RepeatOp::verify() {
+  // I64Attr getters are unsigned; read them as the signed values written.
+  int64_t count = getCount(), first = getFirst();
+  if (count < 1)
+    return emitOpError() << "count must be at least 1, got " << count;
+  if (first < 0)
+    return emitOpError() << "first must be non-negative, got " << first;
+  if (getPrefix().empty())
+    return emitOpError("prefix must not be empty");
+  return success();
+}
+
+LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto layer = symbolTable.lookupNearestSymbolFrom<LayerOp>(*this,
+                                                            getLayerAttr());
+  if (!layer)
+    return emitOpError() << "'" << getLayer()
+                         << "' does not name a braid.layer";
+  ArrayRef<Type> ins = layer.getArgumentTypes();
+  ArrayRef<Type> outs = layer.getResultTypes();
+  if (ins != outs)
+    return emitOpError() << "layer @" << getLayer()
+                         << " cannot be repeated: its result types must "
+                            "equal its argument types";
+  if (TypeRange(getInputs().getTypes()) != TypeRange(ins)) {
+    InFlightDiagnostic diag = emitOpError() << "operand types do not match "
+                                            << "layer @" << getLayer()
+                                            << "; expected (";
+    llvm::interleaveComma(ins, diag);
+    return diag << ")";
+  }
+  if (TypeRange(getResults().getTypes()) != TypeRange(outs)) {
+    InFlightDiagnostic diag = emitOpError() << "result types do not match "
+                                            << "layer @" << getLayer()
+                                            << "; expected (";
+    llvm::interleaveComma(outs, diag);
+    return diag << ")";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  ArrayRef<int64_t> a = tensorType(getLhs()).getShape();
+  ArrayRef<int64_t> b = tensorType(getRhs()).getShape();
+  if (a.size() < 2 || b.size() < 2)
+    return emitOpError() << "operands must have rank >= 2, got ranks "
+                         << a.size() << " and " << b.size();
+  size_t ra = a.size(), rb = b.size();
+  int64_t m = getTransposeA() ? a[ra - 1] : a[ra - 2];
+  int64_t ka = getTransposeA() ? a[ra - 2] : a[ra - 1];
+  int64_t kb = getTransposeB() ? b[rb - 1] : b[rb - 2];
+  int64_t n = getTransposeB() ? b[rb - 2] : b[rb - 1];
+  if (ka != kb)
+    return emitOpError() << "contracting dimensions differ: lhs "
+                         << shapeString(a) << " has K = " << ka << " but rhs "
+                         << shapeString(b) << " has K = " << kb;
+  auto batch = broadcastShapes(a.drop_back(2), b.drop_back(2));
+  if (!batch)
+    return emitOpError() << "batch dimensions " << shapeString(a.drop_back(2))
+                         << " and " << shapeString(b.drop_back(2))
+                         << " do not broadcast";
+  SmallVector<int64_t> shape = *batch;
+  shape.push_back(m);
+  shape.push_back(n);
+  return checkResult(*this, getResult(), shape,
+                     tensorType(getLhs()).getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBinary(Operation *op) {
+  if (failed(checkSameFloatElementType(op)))
+    return failure();
+  ArrayRef<int64_t> a = tensorType(op->getOperand(0)).getShape();
+  ArrayRef<int64_t> b = tensorType(op->getOperand(1)).getShape();
+  auto shape = broadcastShapes(a, b);
+  if (!shape)
+    return op->emitOpError() << "operand shapes " << shapeString(a) << " and "
+                             << shapeString(b) << " do not broadcast";
+  return checkResult(op, op->getResult(0), *shape,
+                     tensorType(op->getOperand(0)).getElementType());
+}
+
+LogicalResult AddOp::verify() { return verifyBinary(*this); }
+LogicalResult SubOp::verify() { return verifyBinary(*this); }
+LogicalResult MulOp::verify() { return verifyBinary(*this); }
+LogicalResult DivOp::verify() { return verifyBinary(*this); }
+
+//===----------------------------------------------------------------------===//
+// Normalisation, embeddings, attention, loss
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return checkAxis(*this, getAxis(), tensorType(getInput()).getRank());
+}
+
+/// Checks that a normalisation's `param` (scale or bias) is a vector over
+/// the last dimension of `input`.
+static LogicalResult checkNormParam(Operation *op, Value input, Value param,
+                                    StringRef what) {
+  ArrayRef<int64_t> shape = tensorType(input).getShape();
+  if (shape.empty())
+    return op->emitOpError("input must have rank >= 1");
+  ArrayRef<int64_t> p = tensorType(param).getShape();
+  if (p.size() != 1 || p[0] != shape.back())
+    return op->emitOpError()
+           << what << " has shape " << shapeString(p) << "; expected ["
+           << shape.back() << "] (the last dimension of the input)";
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(checkNormParam(*this, getInput(), getScale(), "scale")) ||
+      failed(checkNormParam(*this, getInput(), getBias(), "bias")))
+    return failure();
+  if (getEpsilon().convertToDouble() < 0.0)
+    return emitOpError("epsilon must be non-negative");
+  RankedTensorType in = tensorType(getInput());
+  return checkResult(*this, getResult(), in.getShape(), in.getElementType());
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(checkNormParam(*this, getInput(), getScale(), "scale")))
+    return failure();
+  if (getEpsilon().convertToDouble() < 0.0)
+    return emitOpError("epsilon must be non-negative");
+  RankedTensorType in = tensorType(getInput());
+  return checkResult(*this, getResult(), in.getShape(), in.getElementType());
+}
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  RankedTensorType table = tensorType(getTable());
+  if (table.getRank() != 2)
+    return emitOpError() << "table must have rank 2 ([vocab, hidden]), got "
+                         << shapeString(table.getShape());
+  SmallVector<int64_t> shape(tensorType(getIds()).getShape());
+  shape.push_back(table.getDimSize(1));
+  return checkResult(*this, getResult(), shape, table.getElementType());
+}
+
+LogicalResult RotaryOp::verify() {
+  ArrayRef<int64_t> shape = tensorType(getInput()).getShape();
+  if (shape.size() != 4)
+    return emitOpError() << "input must be [batch, seq, heads, head_dim], got "
+                         << shapeString(shape);
+  if (shape[3] % 2 != 0)
+    return emitOpError() << "head dimension " << shape[3]
+                         << " must be even to rotate pairs";
+  if (getBase().convertToDouble() <= 0.0)
+    return emitOpError("base must be positive");
+  return success();
+}
+
+double AttentionOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(double(tensorType(getQuery()).getDimSize(3)));
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  ArrayRef<int64_t> q = tensorType(getQuery()).getShape();
+  ArrayRef<int64_t> k = tensorType(getKey()).getShape();
+  ArrayRef<int64_t> v = tensorType(getValue()).getShape();
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
+    return emitOpError("query, key and value must be "
+                       "[batch, seq, heads, head_dim]");
+  if (k != v)
+    return emitOpError() << "value has shape " << shapeString(v)
+                         << "; expected the key's shape " << shapeString(k);
+  if (k[0] != q[0] || k[3] != q[3])
+    return emitOpError() << "key shape " << shapeString(k)
+                         << " does not fit query " << shapeString(q)
+                         << "; expected [" << q[0] << ", T, Hkv, " << q[3]
+                         << "]";
+  if (q[2] % k[2] != 0)
+    return emitOpError() << "query heads (" << q[2]
+                         << ") must be a multiple of key/value heads ("
+                         << k[2] << ")";
+  if (getCausal() && q[1] != k[1])
+    return emitOpError() << "causal attention needs equal query and key "
+                            "lengths, got "
+                         << q[1] << " and " << k[1];
+  if (getScale() && !(getScale()->convertToDouble() > 0.0))
+    return emitOpError("scale must be positive");
+  return checkResult(*this, getResult(), q,
+                     tensorType(getQuery()).getElementType());
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  ArrayRef<int64_t> labels = tensorType(getLabels()).getShape();
+  if (logits.empty())
+    return emitOpError("logits must have rank >= 1 ([..., vocab])");
+  if (labels != logits.drop_back())
+    return emitOpError() << "labels have shape " << shapeString(labels)
+                         << "; expected " << shapeString(logits.drop_back())
+                         << " (the logits' shape without the vocabulary)";
+  return checkResult(*this, getResult(), {},
+                     tensorType(getLogits()).getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkSameElementType(Operation *op, Value in,
+                                          Value out) {
+  Type a = tensorType(in).getElementType(), b = tensorType(out).getElementType();
+  if (a != b)
+    return op->emitOpError() << "result element type " << b
+                             << " differs from the input's " << a;
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult())))
+    return failure();
+  RankedTensorType in = tensorType(getInput()), out = tensorType(getResult());
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError() << "cannot reshape " << shapeString(in.getShape())
+                         << " (" << in.getNumElements() << " elements) to "
+                         << shapeString(out.getShape()) << " ("
+                         << out.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult())))
+    return failure();
+  RankedTensorType in = tensorType(getInput());
+  ArrayRef<int64_t> perm = getPermutation();
+  if ((int64_t)perm.size() != in.getRank())
+    return emitOpError() << "permutation has " << perm.size()
+                         << " entries; expected " << in.getRank();
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen[p])
+      return emitOpError() << "permutation " << shapeString(perm)
+                           << " is not a permutation of 0.." << in.getRank() - 1;
+    seen[p] = true;
+    shape.push_back(in.getDimSize(p));
+  }
+  return checkResult(*this, getResult(), shape, in.getElementType());
+}
+
+LogicalResult ReduceOp::verify() {
+  RankedTensorType in = tensorType(getInput());
+  ArrayRef<int64_t> axes = getAxes();
+  if (axes.empty())
+    return emitOpError("needs at least one axis to reduce");
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t a : axes) {
+    if (failed(checkAxis(*this, a, in.getRank())))
+      return failure();
+    if (!seen.insert(a).second)
+      return emitOpError() << "axis " << a << " appears twice";
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    if (!seen.contains(i))
+      shape.push_back(in.getDimSize(i));
+    else if (getKeepDims())
+      shape.push_back(1);
+  }
+  return checkResult(*this, getResult(), shape, in.getElementType());
+}
+
+LogicalResult BroadcastOp::verify() {
+  if (failed(checkSameElementType(*this, getInput(), getResult())))
+    return failure();
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
+  auto shape = broadcastShapes(in, out);
+  if (!shape || ArrayRef<int64_t>(*shape) != out)
+    return emitOpError() << "cannot broadcast " << shapeString(in) << " to "
+                         << shapeString(out);
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType in = tensorType(getInput());
+  int64_t rank = in.getRank();
+  ArrayRef<int64_t> start = getStart(), limit = getLimit();
+  SmallVector<int64_t> stride(rank, 1);
+  if (std::optional<ArrayRef<int64_t>> s = getStride())
+    stride.assign(s->begin(), s->end());
+  if ((int64_t)start.size() != rank || (int64_t)limit.size() != rank ||
+      (int64_t)stride.size() != rank)
+    return emitOpError() << "start, limit and stride need " << rank
+                         << " entries each (the input rank)";
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (stride[i] < 1)
+      return emitOpError() << "stride " << stride[i] << " in dimension " << i
+                           << " must be positive";
+    if (start[i] < 0 || start[i] > limit[i] || limit[i] > in.getDimSize(i))
+      return emitOpError() << "dimension " << i << ": need 0 <= start ("
+                           << start[i] << ") <= limit (" << limit[i]
+                           << ") <= size (" << in.getDimSize(i) << ")";
+    shape.push_back((limit[i] - start[i] + stride[i] - 1) / stride[i]);
+  }
+  return checkResult(*this, getResult(), shape, in.getElementType());
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  RankedTensorType first = tensorType(getInputs()[0]);
+  FailureOr<int64_t> axis = checkAxis(*this, getAxis(), first.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, v] : llvm::enumerate(getInputs().drop_front())) {
+    RankedTensorType t = tensorType(v);
+    if (t.getElementType() != first.getElementType())
+      return emitOpError() << "input #" << i + 1 << " has element type "
+                           << t.getElementType() << "; expected "
+                           << first.getElementType();
+    if (t.getRank() != first.getRank())
+      return emitOpError() << "input #" << i + 1 << " has rank "
+                           << t.getRank() << "; expected " << first.getRank();
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (d == *axis)
+        continue;
+      if (t.getDimSize(d) != first.getDimSize(d))
+        return emitOpError() << "input #" << i + 1 << " has shape "
+                             << shapeString(t.getShape())
+                             << "; all dimensions but " << *axis
+                             << " must equal input #0's "
+                             << shapeString(first.getShape());
+    }
+    shape[*axis] += t.getDimSize(*axis);
+  }
+  return checkResult(*this, getResult(), shape, first.getElementType());
+}
+
+LogicalResult ConstantOp::verify() {
+  if (!isa<DenseIntOrFPElementsAttr>(getValue()))
+    return emitOpError("value must be a dense<...> elements attribute");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "braid/Dialect/Braid/IR/BraidOps.cpp.inc"
+
+#include "braid/Dialect/Braid/IR/BraidInterfaces.cpp.inc"

@@ -1,0 +1,540 @@
+//===- BraidOpsEval.cpp - Reference semantics of braid ops -----------------===//
+//
+// EvalOpInterface implementations: the numerical definition of every braid
+// op, used by braid-eval as the oracle for all later passes. Values are
+// computed in double precision; the evaluator rounds results to their
+// element type. Clarity over speed: these loops define the semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+#include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::braid;
+
+std::optional<DType> mlir::braid::getDType(Type type) {
+  if (type.isF64())
+    return DType::F64;
+  if (type.isF32())
+    return DType::F32;
+  if (type.isF16())
+    return DType::F16;
+  if (type.isBF16())
+    return DType::BF16;
+  if (type.isInteger(64))
+    return DType::I64;
+  if (type.isInteger(32))
+    return DType::I32;
+  return std::nullopt;
+}
+
+EvalContext::~EvalContext() = default;
+
+/// An uninitialised result tensor with the shape and dtype of `v`.
+static Tensor resultFor(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return Tensor(type.getShape(),
+                getDType(type.getElementType()).value_or(DType::F64));
+}
+
+/// Splits `shape` around `axis` into (outer, size, inner) extents.
+static void splitAround(ArrayRef<int64_t> shape, int64_t axis, int64_t &outer,
+                        int64_t &size, int64_t &inner) {
+  outer = numElements(shape.take_front(axis));
+  size = shape[axis];
+  inner = numElements(shape.drop_front(axis + 1));
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and layers
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::evaluate(EvalContext &ctx, ArrayRef<const Tensor *>,
+                                SmallVectorImpl<Tensor> &results) {
+  FailureOr<Tensor> value = ctx.getParameter(*this);
+  if (failed(value))
+    return failure();
+  results.push_back(std::move(*value));
+  return success();
+}
+
+LogicalResult RepeatOp::evaluate(EvalContext &ctx,
+                                 ArrayRef<const Tensor *> operands,
+                                 SmallVectorImpl<Tensor> &results) {
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(*this,
+                                                             getLayerAttr());
+  if (!layer)
+    return emitOpError() << "'" << getLayer() << "' does not name a layer";
+  SmallVector<Tensor> carried;
+  for (const Tensor *t : operands)
+    carried.push_back(*t);
+  int64_t first = getFirst(), count = getCount();
+  for (int64_t i = first; i < first + count; ++i) {
+    SmallVector<const Tensor *> args;
+    for (const Tensor &t : carried)
+      args.push_back(&t);
+    SmallVector<Tensor> next;
+    std::string prefix = (getPrefix() + "." + Twine(i) + ".").str();
+    if (failed(ctx.callLayer(layer, prefix, args, next)))
+      return failure();
+    carried = std::move(next);
+  }
+  results.append(std::make_move_iterator(carried.begin()),
+                 std::make_move_iterator(carried.end()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                 SmallVectorImpl<Tensor> &results) {
+  const Tensor &a = *ops[0], &b = *ops[1];
+  Tensor c = resultFor(getResult());
+  int64_t ra = a.rank(), rb = b.rank(), rc = c.rank();
+  int64_t m = c.dim(rc - 2), n = c.dim(rc - 1);
+  int64_t k = getTransposeA() ? a.dim(ra - 2) : a.dim(ra - 1);
+  // Element strides of (row, column) of each operand's logical matrix.
+  int64_t aRow = getTransposeA() ? 1 : a.dim(ra - 1);
+  int64_t aCol = getTransposeA() ? a.dim(ra - 1) : 1;
+  int64_t bRow = getTransposeB() ? 1 : b.dim(rb - 1);
+  int64_t bCol = getTransposeB() ? b.dim(rb - 1) : 1;
+  ArrayRef<int64_t> batch = c.shape().drop_back(2);
+  std::vector<int64_t> aBatch = broadcastIndexMap(a.shape().drop_back(2), batch);
+  std::vector<int64_t> bBatch = broadcastIndexMap(b.shape().drop_back(2), batch);
+  int64_t aSize = a.dim(ra - 2) * a.dim(ra - 1);
+  int64_t bSize = b.dim(rb - 2) * b.dim(rb - 1);
+  for (int64_t p = 0, e = aBatch.size(); p < e; ++p) {
+    const double *pa = a.data() + aBatch[p] * aSize;
+    const double *pb = b.data() + bBatch[p] * bSize;
+    double *pc = c.data() + p * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (int64_t q = 0; q < k; ++q)
+          sum += pa[i * aRow + q * aCol] * pb[q * bRow + j * bCol];
+        pc[i * n + j] = sum;
+      }
+  }
+  results.push_back(std::move(c));
+  return success();
+}
+
+template <typename Fn>
+static LogicalResult evalBinary(Value result, ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results, Fn fn) {
+  Tensor c = resultFor(result);
+  std::vector<int64_t> ia = broadcastIndexMap(ops[0]->shape(), c.shape());
+  std::vector<int64_t> ib = broadcastIndexMap(ops[1]->shape(), c.shape());
+  for (int64_t i = 0, e = c.numElements(); i < e; ++i)
+    c[i] = fn((*ops[0])[ia[i]], (*ops[1])[ib[i]]);
+  results.push_back(std::move(c));
+  return success();
+}
+
+LogicalResult AddOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                              SmallVectorImpl<Tensor> &results) {
+  return evalBinary(getResult(), ops, results,
+                    [](double x, double y) { return x + y; });
+}
+LogicalResult SubOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                              SmallVectorImpl<Tensor> &results) {
+  return evalBinary(getResult(), ops, results,
+                    [](double x, double y) { return x - y; });
+}
+LogicalResult MulOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                              SmallVectorImpl<Tensor> &results) {
+  return evalBinary(getResult(), ops, results,
+                    [](double x, double y) { return x * y; });
+}
+LogicalResult DivOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                              SmallVectorImpl<Tensor> &results) {
+  return evalBinary(getResult(), ops, results,
+                    [](double x, double y) { return x / y; });
+}
+
+template <typename Fn>
+static LogicalResult evalUnary(Value result, ArrayRef<const Tensor *> ops,
+                               SmallVectorImpl<Tensor> &results, Fn fn) {
+  Tensor c = resultFor(result);
+  for (int64_t i = 0, e = c.numElements(); i < e; ++i)
+    c[i] = fn((*ops[0])[i]);
+  results.push_back(std::move(c));
+  return success();
+}
+
+LogicalResult NegOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                              SmallVectorImpl<Tensor> &results) {
+  return evalUnary(getResult(), ops, results, [](double x) { return -x; });
+}
+LogicalResult ExpOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                              SmallVectorImpl<Tensor> &results) {
+  return evalUnary(getResult(), ops, results,
+                   [](double x) { return std::exp(x); });
+}
+LogicalResult SqrtOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                               SmallVectorImpl<Tensor> &results) {
+  return evalUnary(getResult(), ops, results,
+                   [](double x) { return std::sqrt(x); });
+}
+LogicalResult RsqrtOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalUnary(getResult(), ops, results,
+                   [](double x) { return 1.0 / std::sqrt(x); });
+}
+LogicalResult ReluOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                               SmallVectorImpl<Tensor> &results) {
+  return evalUnary(getResult(), ops, results,
+                   [](double x) { return x > 0.0 ? x : 0.0; });
+}
+LogicalResult SiluOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                               SmallVectorImpl<Tensor> &results) {
+  return evalUnary(getResult(), ops, results,
+                   [](double x) { return x / (1.0 + std::exp(-x)); });
+}
+
+LogicalResult GeluOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                               SmallVectorImpl<Tensor> &results) {
+  if (getApproximate() == GeluApproximation::tanh)
+    return evalUnary(getResult(), ops, results, [](double x) {
+      const double c = std::sqrt(2.0 / M_PI);
+      return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+    });
+  return evalUnary(getResult(), ops, results, [](double x) {
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation, embeddings, attention, loss
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                  SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0];
+  Tensor y = resultFor(getResult());
+  int64_t outer, size, inner;
+  splitAround(x.shape(), getAxis(), outer, size, inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * size * inner + in;
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t i = 0; i < size; ++i)
+        mx = std::max(mx, x[base + i * inner]);
+      double sum = 0.0;
+      for (int64_t i = 0; i < size; ++i)
+        sum += (y[base + i * inner] = std::exp(x[base + i * inner] - mx));
+      for (int64_t i = 0; i < size; ++i)
+        y[base + i * inner] /= sum;
+    }
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult LayerNormOp::evaluate(EvalContext &,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0], &g = *ops[1], &b = *ops[2];
+  Tensor y = resultFor(getResult());
+  int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
+  double eps = getEpsilon().convertToDouble();
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *px = x.data() + r * h;
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < h; ++i)
+      mean += px[i];
+    mean /= h;
+    for (int64_t i = 0; i < h; ++i)
+      var += (px[i] - mean) * (px[i] - mean);
+    var /= h;
+    double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t i = 0; i < h; ++i)
+      y[r * h + i] = (px[i] - mean) * inv * g[i] + b[i];
+  }
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult RmsNormOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                  SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0], &g = *ops[1];
+  Tensor y = resultFor(getResult());
+  int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
+  double eps = getEpsilon().convertToDouble();
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *px = x.data() + r * h;
+    double ms = 0.0;
+    for (int64_t i = 0; i < h; ++i)
+      ms += px[i] * px[i];
+    double inv = 1.0 / std::sqrt(ms / h + eps);
+    for (int64_t i = 0; i < h; ++i)
+      y[r * h + i] = px[i] * inv * g[i];
+  }
+  results.push_back(std::move(y));
+  return success();
+}
+
+/// Reads an integer id, reporting one outside [0, bound) on `op`.
+static FailureOr<int64_t> checkedId(Operation *op, const Tensor &ids,
+                                    int64_t pos, int64_t bound,
+                                    StringRef what) {
+  double v = ids[pos];
+  if (!(v >= 0 && v < bound) || v != std::floor(v))
+    return op->emitOpError() << what << " " << v << " at flat position " << pos
+                             << " is out of range; expected 0 <= " << what
+                             << " < " << bound;
+  return static_cast<int64_t>(v);
+}
+
+LogicalResult EmbeddingOp::evaluate(EvalContext &,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &table = *ops[0], &ids = *ops[1];
+  Tensor y = resultFor(getResult());
+  int64_t v = table.dim(0), h = table.dim(1);
+  for (int64_t p = 0, e = ids.numElements(); p < e; ++p) {
+    FailureOr<int64_t> id = checkedId(*this, ids, p, v, "id");
+    if (failed(id))
+      return failure();
+    std::copy_n(table.data() + *id * h, h, y.data() + p * h);
+  }
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult RotaryOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                 SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0];
+  Tensor y = resultFor(getResult());
+  int64_t B = x.dim(0), S = x.dim(1), A = x.dim(2), D = x.dim(3), half = D / 2;
+  double base = getBase().convertToDouble();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t a = 0; a < A; ++a) {
+        int64_t off = ((b * S + s) * A + a) * D;
+        for (int64_t i = 0; i < half; ++i) {
+          double angle = s * std::pow(base, -2.0 * i / D);
+          double c = std::cos(angle), sn = std::sin(angle);
+          double x0 = x[off + i], x1 = x[off + i + half];
+          y[off + i] = x0 * c - x1 * sn;
+          y[off + i + half] = x1 * c + x0 * sn;
+        }
+      }
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult AttentionOp::evaluate(EvalContext &,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &q = *ops[0], &k = *ops[1], &v = *ops[2];
+  Tensor y = resultFor(getResult());
+  int64_t B = q.dim(0), S = q.dim(1), Hq = q.dim(2), D = q.dim(3);
+  int64_t T = k.dim(1), Hkv = k.dim(2), group = Hq / Hkv;
+  double scale = getEffectiveScale();
+  std::vector<double> p(T);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      int64_t kh = h / group;
+      for (int64_t s = 0; s < S; ++s) {
+        const double *pq = q.data() + ((b * S + s) * Hq + h) * D;
+        int64_t tEnd = getCausal() ? s + 1 : T;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t t = 0; t < tEnd; ++t) {
+          const double *pk = k.data() + ((b * T + t) * Hkv + kh) * D;
+          double dot = 0.0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += pq[d] * pk[d];
+          p[t] = dot * scale;
+          mx = std::max(mx, p[t]);
+        }
+        double sum = 0.0;
+        for (int64_t t = 0; t < tEnd; ++t)
+          sum += (p[t] = std::exp(p[t] - mx));
+        double *py = y.data() + ((b * S + s) * Hq + h) * D;
+        for (int64_t d = 0; d < D; ++d)
+          py[d] = 0.0;
+        for (int64_t t = 0; t < tEnd; ++t) {
+          const double *pv = v.data() + ((b * T + t) * Hkv + kh) * D;
+          for (int64_t d = 0; d < D; ++d)
+            py[d] += p[t] / sum * pv[d];
+        }
+      }
+    }
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::evaluate(EvalContext &,
+                                       ArrayRef<const Tensor *> ops,
+                                       SmallVectorImpl<Tensor> &results) {
+  const Tensor &logits = *ops[0], &labels = *ops[1];
+  Tensor y = resultFor(getResult());
+  int64_t v = logits.dim(logits.rank() - 1), rows = labels.numElements();
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    FailureOr<int64_t> label = checkedId(*this, labels, r, v, "label");
+    if (failed(label))
+      return failure();
+    const double *pl = logits.data() + r * v;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < v; ++i)
+      mx = std::max(mx, pl[i]);
+    double sum = 0.0;
+    for (int64_t i = 0; i < v; ++i)
+      sum += std::exp(pl[i] - mx);
+    total += mx + std::log(sum) - pl[*label];
+  }
+  y[0] = rows ? total / rows : 0.0;
+  results.push_back(std::move(y));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                  SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  std::copy_n(ops[0]->data(), y.numElements(), y.data());
+  results.push_back(std::move(y));
+  return success();
+}
+
+/// Calls `fn(outFlat, inFlat)` for every element of a result whose index i
+/// reads the input at sum_d(idx[d] * inStride[d]) + inOffset.
+template <typename Fn>
+static void forEachStrided(ArrayRef<int64_t> outShape,
+                           ArrayRef<int64_t> inStride, int64_t inOffset,
+                           Fn fn) {
+  int64_t n = numElements(outShape), rank = outShape.size();
+  SmallVector<int64_t> idx(rank, 0);
+  int64_t src = inOffset;
+  for (int64_t flat = 0; flat < n; ++flat) {
+    fn(flat, src);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < outShape[d]) {
+        src += inStride[d];
+        break;
+      }
+      src -= inStride[d] * (outShape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+LogicalResult TransposeOp::evaluate(EvalContext &,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0];
+  Tensor y = resultFor(getResult());
+  SmallVector<int64_t> xs = x.strides(), stride;
+  for (int64_t p : getPermutation())
+    stride.push_back(xs[p]);
+  forEachStrided(y.shape(), stride, 0,
+                 [&](int64_t out, int64_t in) { y[out] = x[in]; });
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult ReduceOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                 SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0];
+  Tensor y = resultFor(getResult());
+  bool isMax = getKind() == ReduceKind::max;
+  std::fill_n(y.data(), y.numElements(),
+              isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+  // Stride of each input dimension in the result (0 for reduced ones).
+  SmallVector<bool> reduced(x.rank(), false);
+  for (int64_t a : getAxes())
+    reduced[a] = true;
+  SmallVector<int64_t> outStride(x.rank(), 0);
+  int64_t s = 1, count = 1;
+  for (int64_t d = x.rank() - 1; d >= 0; --d) {
+    if (reduced[d]) {
+      count *= x.dim(d);
+      continue;
+    }
+    outStride[d] = s;
+    s *= x.dim(d);
+  }
+  forEachStrided(x.shape(), outStride, 0, [&](int64_t in, int64_t out) {
+    y[out] = isMax ? std::max(y[out], x[in]) : y[out] + x[in];
+  });
+  if (getKind() == ReduceKind::mean)
+    for (int64_t i = 0, e = y.numElements(); i < e; ++i)
+      y[i] /= count;
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult BroadcastOp::evaluate(EvalContext &,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  std::vector<int64_t> map = broadcastIndexMap(ops[0]->shape(), y.shape());
+  for (int64_t i = 0, e = y.numElements(); i < e; ++i)
+    y[i] = (*ops[0])[map[i]];
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult SliceOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0];
+  Tensor y = resultFor(getResult());
+  SmallVector<int64_t> xs = x.strides(), stride;
+  int64_t offset = 0;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    int64_t step = getStride() ? (*getStride())[d] : 1;
+    stride.push_back(xs[d] * step);
+    offset += getStart()[d] * xs[d];
+  }
+  forEachStrided(y.shape(), stride, offset,
+                 [&](int64_t out, int64_t in) { y[out] = x[in]; });
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult ConcatOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                 SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  int64_t axis = getAxis(), outer, size, inner;
+  splitAround(y.shape(), axis, outer, size, inner);
+  int64_t at = 0;
+  for (const Tensor *x : ops) {
+    int64_t part = x->dim(axis) * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy_n(x->data() + o * part, part,
+                  y.data() + o * size * inner + at * inner);
+    at += x->dim(axis);
+  }
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult ConstantOp::evaluate(EvalContext &, ArrayRef<const Tensor *>,
+                                   SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  auto dense = cast<DenseIntOrFPElementsAttr>(getValue());
+  int64_t i = 0;
+  if (isa<FloatType>(dense.getElementType())) {
+    for (APFloat f : dense.getValues<APFloat>()) {
+      bool lost;
+      f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      y[i++] = f.convertToDouble();
+    }
+  } else {
+    for (APInt v : dense.getValues<APInt>())
+      y[i++] = static_cast<double>(v.getSExtValue());
+  }
+  results.push_back(std::move(y));
+  return success();
+}

@@ -1,0 +1,7 @@
+"""Python side of Braid: model generators and file formats.
+
+Modules:
+  braid.ir           builds braid-dialect MLIR text with shape checking.
+  braid.models       generates GPT, Llama and MLP models (``python3 -m braid.models``).
+  braid.safetensors  reads and writes safetensors files (weights, inputs, outputs).
+"""

@@ -1,0 +1,200 @@
+//===- braid-eval.cpp - Reference evaluator for braid IR -------------------===//
+//
+// Evaluates one function of a braid module with the ops' reference
+// semantics and prints its results: rank-0 results in full precision, other
+// tensors as shape and checksums (all values with --dump).
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Eval/Evaluator.h"
+#include "braid/Support/SafeTensors.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::braid;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("braid-eval options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<model.mlir>"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    entry("entry", cl::desc("Function to evaluate (default: 'forward', or "
+                            "the module's only function)"),
+          cl::value_desc("name"), cl::cat(category));
+static cl::opt<uint64_t>
+    seed("seed", cl::desc("Seed for parameter initialisation and generated "
+                          "inputs (default 0)"),
+         cl::init(0), cl::cat(category));
+static cl::opt<bool> f64("f64",
+                         cl::desc("Evaluate all floating-point values in f64 "
+                                  "instead of their declared element types"),
+                         cl::cat(category));
+static cl::opt<std::string>
+    weightsFile("weights", cl::desc("Read parameters from this safetensors "
+                                    "file instead of their initializers"),
+                cl::value_desc("W.safetensors"), cl::cat(category));
+static cl::opt<std::string>
+    saveWeights("save-weights",
+                cl::desc("Write the parameters used, by full name"),
+                cl::value_desc("W.safetensors"), cl::cat(category));
+static cl::opt<std::string>
+    inputsFile("inputs", cl::desc("Read arguments by name (braid.name or "
+                                  "argN) from this safetensors file; missing "
+                                  "ones are generated from the seed"),
+               cl::value_desc("I.safetensors"), cl::cat(category));
+static cl::opt<std::string>
+    saveInputs("save-inputs", cl::desc("Write the arguments used, by name"),
+               cl::value_desc("I.safetensors"), cl::cat(category));
+static cl::opt<std::string>
+    saveOutputs("save-outputs",
+                cl::desc("Write the results as result0, result1, ..."),
+                cl::value_desc("O.safetensors"), cl::cat(category));
+static cl::opt<bool> dump("dump", cl::desc("Print every value of every result"),
+                          cl::cat(category));
+
+static int fail(const llvm::Twine &msg) {
+  llvm::WithColor::error(llvm::errs(), "braid-eval") << msg << "\n";
+  return 1;
+}
+
+static FunctionOpInterface findEntry(ModuleOp module) {
+  SmallVector<FunctionOpInterface> functions;
+  for (auto fn : module.getOps<func::FuncOp>())
+    functions.push_back(fn);
+  if (!entry.empty() || functions.size() != 1) {
+    StringRef name = entry.empty() ? StringRef("forward") : StringRef(entry);
+    for (FunctionOpInterface fn : functions)
+      if (fn.getName() == name)
+        return fn;
+    std::string known;
+    for (FunctionOpInterface fn : functions)
+      known += (known.empty() ? "@" : ", @") + fn.getName().str();
+    fail("no function @" + name + " in " + inputFile +
+         (known.empty() ? "; it defines no functions"
+                        : "; it defines " + known) +
+         (entry.empty() ? " (choose one with --entry)" : ""));
+    return nullptr;
+  }
+  return functions.front();
+}
+
+static void printTensor(llvm::raw_ostream &os, unsigned index, Type type,
+                        const Tensor &t) {
+  os << "result " << index << ": " << type;
+  if (t.rank() == 0) {
+    os << " = " << llvm::format("%.17g", t[0]) << "\n";
+    return;
+  }
+  double sum = 0.0, sumSq = 0.0;
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    sum += t[i];
+    sumSq += t[i] * t[i];
+  }
+  os << " sum = " << llvm::format("%.17g", sum)
+     << " l2 = " << llvm::format("%.17g", std::sqrt(sumSq)) << "\n";
+  if (!dump)
+    return;
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    os << (i % 8 ? " " : "  ") << llvm::format("%.17g", t[i])
+       << (i % 8 == 7 || i + 1 == t.numElements() ? "\n" : "");
+}
+
+static int saveFile(StringRef path, const TensorMap &tensors) {
+  if (llvm::Error err = writeSafeTensors(path, tensors))
+    return fail(llvm::toString(std::move(err)));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "braid-eval: evaluate a function of a braid model with the reference "
+      "semantics.\n\n"
+      "Parameters come from their initializers under --seed, or from "
+      "--weights. Inputs come from --inputs, or are generated from the "
+      "seed (integers need a braid.range argument attribute). Rank-0 "
+      "results print in full; tensors print as type, sum and L2 norm.\n");
+
+  MLIRContext context;
+  context.loadDialect<BraidDialect, func::FuncDialect>();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFile, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  FunctionOpInterface fn = findEntry(*module);
+  if (!fn)
+    return 1;
+
+  Evaluator evaluator(*module, EvalOptions{seed, f64});
+  if (!weightsFile.empty()) {
+    llvm::Expected<SafeTensorsFile> weights = readSafeTensors(weightsFile);
+    if (!weights)
+      return fail(llvm::toString(weights.takeError()));
+    evaluator.setWeights(std::move(weights->tensors));
+  }
+  TensorMap given;
+  if (!inputsFile.empty()) {
+    llvm::Expected<SafeTensorsFile> inputs = readSafeTensors(inputsFile);
+    if (!inputs)
+      return fail(llvm::toString(inputs.takeError()));
+    given = std::move(inputs->tensors);
+  }
+
+  FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
+  if (failed(inputs))
+    return 1;
+  FailureOr<SmallVector<Tensor>> results = evaluator.run(fn, *inputs);
+  if (failed(results) || failed(evaluator.checkAllWeightsUsed(fn)))
+    return 1;
+
+  ArrayRef<Type> resultTypes = fn.getResultTypes();
+  llvm::outs() << "@" << fn.getName() << " (seed " << seed
+               << (f64 ? ", f64" : "") << "): " << results->size()
+               << " result(s)\n";
+  TensorMap outputs;
+  for (auto [i, t] : llvm::enumerate(*results)) {
+    printTensor(llvm::outs(), i, resultTypes[i], t);
+    outputs.insert({"result" + std::to_string(i), t});
+  }
+
+  if (!saveWeights.empty())
+    if (int rc = saveFile(saveWeights, evaluator.getParameters()))
+      return rc;
+  if (!saveInputs.empty()) {
+    TensorMap named;
+    for (auto [i, t] : llvm::enumerate(*inputs))
+      named.insert({Evaluator::getArgumentName(fn, i), t});
+    if (int rc = saveFile(saveInputs, named))
+      return rc;
+  }
+  if (!saveOutputs.empty())
+    if (int rc = saveFile(saveOutputs, outputs))
+      return rc;
+  return 0;
+}

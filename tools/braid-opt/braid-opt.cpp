@@ -1,0 +1,24 @@
+//===- braid-opt.cpp - The braid optimizer driver --------------------------===//
+//
+// mlir-opt for braid IR: the braid dialect, the upstream dialects braid IR
+// uses, and the generic upstream passes (canonicalize, cse, ...).
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses();
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::braid::BraidDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Braid optimizer driver\n", registry));
+}
