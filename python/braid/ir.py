@@ -282,7 +282,7 @@ class Body:
     def gelu(self, x: Value, approximation: str = "tanh", hint: str = "gelu") -> Value:
         if approximation not in ("tanh", "exact"):
             raise ValueError(f"gelu approximation must be tanh or exact, got {approximation!r}")
-        return self._unary(f"gelu<{approximation}>", x, hint)
+        return self._unary(f"gelu {approximation}", x, hint)
 
     def softmax(self, x: Value, axis: int = -1, hint: str = "softmax") -> Value:
         axis = _axis(axis, len(x.type.shape))
@@ -370,7 +370,7 @@ class Body:
             shape = tuple(d for i, d in enumerate(x.type.shape) if i not in axes)
         result = TensorType(shape, x.type.element)
         attrs = f"axes = {_i64_array(axes)}" + (", keep_dims" if keep_dims else "")
-        return self._op(hint, f"braid.reduce<{kind}> {x} {{{attrs}}} : {_ftype([x], [result])}", result)
+        return self._op(hint, f"braid.reduce {kind} {x} {{{attrs}}} : {_ftype([x], [result])}", result)
 
     def broadcast(self, x: Value, shape: Sequence[int], hint: str = "bcast") -> Value:
         if broadcast_shapes(x.type.shape, shape) != tuple(shape):

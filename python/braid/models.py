@@ -25,7 +25,7 @@ GPT (GPT-2, pre-LN; tokens, labels [B, S]; logits [B, S, V]):
   h.{i}.mlp.fc.weight [H, F] normal(0.02), h.{i}.mlp.fc.bias [F] zeros
   h.{i}.mlp.proj.weight [F, H] normal(0.02/sqrt(2L)), h.{i}.mlp.proj.bias [H] zeros
   ln_f.weight [H] ones, ln_f.bias [H] zeros
-  layer_norm epsilon 1e-5, gelu<tanh>, causal attention with scale 1/sqrt(D);
+  layer_norm epsilon 1e-5, gelu tanh, causal attention with scale 1/sqrt(D);
   F defaults to 4H.
 
 Llama (tokens, labels [B, S]; logits [B, S, V]; no biases):

@@ -1,0 +1,657 @@
+// RUN: braid-opt %s -split-input-file -verify-diagnostics
+
+// Tests that dynamic shapes are rejected.
+func.func @dynamic(%x: tensor<?x4xf32>) {
+  // expected-error@+1 {{operand #0 has type 'tensor<?x4xf32>' with a dynamic dimension; braid needs static shapes}}
+  %0 = braid.relu %x : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a misspelt attribute is not silently ignored.
+func.func @unknown_attribute(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) {
+  // expected-error@+1 {{has unknown attribute 'transpose_c'; known attributes: transpose_a, transpose_b}}
+  %0 = braid.matmul %a, %b {transpose_c} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+// Tests that unknown dialect attributes are rejected.
+func.func @unknown_braid_attribute(%a: tensor<2xf32>) {
+  // expected-error@+1 {{unknown braid attribute 'braid.shard'}}
+  %0 = braid.relu %a {braid.shard = 1} : tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that braid.range applies only to integer arguments.
+// expected-error@+1 {{argument #0: braid.range applies to integer tensors, not 'tensor<2xf32>'}}
+func.func @range_on_float(%a: tensor<2xf32> {braid.range = 4 : i64}) {
+  return
+}
+
+// -----
+
+// Tests that braid.range must be positive.
+// expected-error@+1 {{argument #0: braid.range must be a positive integer}}
+func.func @range_zero(%a: tensor<2xi32> {braid.range = 0 : i64}) {
+  return
+}
+
+// -----
+
+// Tests that braid.name must be a string.
+// expected-error@+1 {{argument #0: braid.name must be a string}}
+func.func @name_not_string(%a: tensor<2xi32> {braid.name = 3 : i64}) {
+  return
+}
+
+// -----
+
+// Tests that unknown argument attributes are rejected.
+// expected-error@+1 {{argument #0: unknown braid attribute 'braid.vocab'; known: braid.name, braid.range}}
+func.func @unknown_arg_attribute(%a: tensor<2xi32> {braid.vocab = 3 : i64}) {
+  return
+}
+
+// -----
+
+func.func @unknown_init() {
+  // expected-error@+1 {{unknown initializer 'gaussian'; expected zeros, ones, constant(c), normal(std) or uniform(lo, hi)}}
+  %0 = braid.param "w" {init = #braid.init<gaussian(1.0)>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @normal_std() {
+  // expected-error@+1 {{normal initializer needs a positive standard deviation, got 0}}
+  %0 = braid.param "w" {init = #braid.init<normal(0.0)>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @uniform_bounds() {
+  // expected-error@+1 {{uniform initializer needs lo < hi, got [1.000000e+00, 1.000000e+00)}}
+  %0 = braid.param "w" {init = #braid.init<uniform(1.0, 1.0)>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @init_missing_argument() {
+  // expected-error@+1 {{expected '('}}
+  %0 = braid.param "w" {init = #braid.init<normal>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_empty_name() {
+  // expected-error@+1 {{parameter name must not be empty}}
+  %0 = braid.param "" {init = #braid.init<zeros>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_space() {
+  // expected-error@+1 {{parameter name 'a b' must not contain whitespace or quotes}}
+  %0 = braid.param "a b" {init = #braid.init<zeros>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_integer() {
+  // expected-error@+1 {{result #0 must be ranked tensor of 64-bit float or 32-bit float or bfloat16 type or 16-bit float values}}
+  %0 = braid.param "ids" {init = #braid.init<zeros>} : tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @param_missing_init() {
+  // expected-error@+1 {{requires attribute 'init'}}
+  %0 = braid.param "w" : tensor<2xf32>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{must be directly inside a braid.layer or a function}}
+%0 = braid.param "w" {init = #braid.init<zeros>} : tensor<2xf32>
+
+// -----
+
+braid.layer @wrong_yield(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = braid.constant dense<1.0> : tensor<3xf32>
+  // expected-error@+1 {{yields 1 value(s) of types ('tensor<3xf32>') but layer @wrong_yield declares results ('tensor<2xf32>')}}
+  braid.yield %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @yield_outside(%x: tensor<2xf32>) {
+  // expected-error@+1 {{expects parent op 'braid.layer'}}
+  braid.yield %x : tensor<2xf32>
+}
+
+// -----
+
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_count(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{count must be at least 1, got 0}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_first(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{first must be non-negative, got -1}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 1 : i64, first = -1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_prefix(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{prefix must not be empty}}
+  %0 = braid.repeat @id(%x) {prefix = "", count = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @repeat_unknown(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{'nope' does not name a braid.layer}}
+  %0 = braid.repeat @nope(%x) {prefix = "h", count = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+braid.layer @grow(%x: tensor<2xf32>) -> tensor<4xf32> {
+  %0 = braid.concat %x, %x {axis = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<4xf32>
+  braid.yield %0 : tensor<4xf32>
+}
+func.func @repeat_not_square(%x: tensor<2xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{layer @grow cannot be repeated: its result types must equal its argument types}}
+  %0 = braid.repeat @grow(%x) {prefix = "h", count = 1 : i64} : (tensor<2xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_operands(%x: tensor<3xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{operand types do not match layer @id; expected ('tensor<2xf32>')}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 1 : i64} : (tensor<3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_results(%x: tensor<2xf32>) -> tensor<3xf32> {
+  // expected-error@+1 {{result types do not match layer @id; expected ('tensor<2xf32>')}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 1 : i64} : (tensor<2xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<4xf32>, %b: tensor<4x2xf32>) {
+  // expected-error@+1 {{operands must have rank >= 2, got ranks 1 and 2}}
+  %0 = braid.matmul %a, %b : (tensor<4xf32>, tensor<4x2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<3x4xf32>, %b: tensor<5x2xf32>) {
+  // expected-error@+1 {{contracting dimensions differ: lhs [3, 4] has K = 4 but rhs [5, 2] has K = 5}}
+  %0 = braid.matmul %a, %b : (tensor<3x4xf32>, tensor<5x2xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x3x4xf32>, %b: tensor<3x4x2xf32>) {
+  // expected-error@+1 {{batch dimensions [2] and [3] do not broadcast}}
+  %0 = braid.matmul %a, %b : (tensor<2x3x4xf32>, tensor<3x4x2xf32>) -> tensor<2x3x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<3x4xf32>, %b: tensor<4x2xf32>) {
+  // expected-error@+1 {{result type 'tensor<3x3xf32>' does not match the inferred type 'tensor<3x2xf32>'}}
+  %0 = braid.matmul %a, %b : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_mixed(%a: tensor<3x4xf32>, %b: tensor<4x2xf16>) {
+  // expected-error@+1 {{mixes element types 'f32' and 'f16'; all floating-point operands and results must share one element type}}
+  %0 = braid.matmul %a, %b : (tensor<3x4xf32>, tensor<4x2xf16>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @add_broadcast(%a: tensor<3x4xf32>, %b: tensor<3xf32>) {
+  // expected-error@+1 {{operand shapes [3, 4] and [3] do not broadcast}}
+  %0 = braid.add %a, %b : (tensor<3x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @mul_result(%a: tensor<3x4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{result type 'tensor<4xf32>' does not match the inferred type 'tensor<3x4xf32>'}}
+  %0 = braid.mul %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_type(%a: tensor<3xf32>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "braid.exp"(%a) : (tensor<3xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_integer(%a: tensor<3xi32>) {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 64-bit float or 32-bit float or bfloat16 type or 16-bit float values}}
+  %0 = braid.sqrt %a : tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @gelu_mode(%a: tensor<3xf32>) {
+  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'approximate' [exact, tanh]}}
+  %0 = braid.gelu erf %a : tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<3x4xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2; expected 0 <= axis < 2}}
+  %0 = braid.softmax %a {axis = 2 : i64} : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{scale has shape [4]; expected [8] (the last dimension of the input)}}
+  %0 = braid.layer_norm %x, %g, %b : (tensor<2x8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<2x8xf32>) {
+  // expected-error@+1 {{bias has shape [2, 8]; expected [8] (the last dimension of the input)}}
+  %0 = braid.layer_norm %x, %g, %b : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{epsilon must be non-negative}}
+  %0 = braid.layer_norm %x, %g, %g {epsilon = -1.0 : f64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{result type 'tensor<8xf32>' does not match the inferred type 'tensor<2x8xf32>'}}
+  %0 = braid.layer_norm %x, %g, %g : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scale(%x: tensor<2x8xf32>, %g: tensor<2xf32>) {
+  // expected-error@+1 {{scale has shape [2]; expected [8] (the last dimension of the input)}}
+  %0 = braid.rms_norm %x, %g : (tensor<2x8xf32>, tensor<2xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{epsilon must be non-negative}}
+  %0 = braid.rms_norm %x, %g {epsilon = -1.0 : f64} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_table(%t: tensor<10xf32>, %ids: tensor<4xi32>) {
+  // expected-error@+1 {{table must have rank 2 ([vocab, hidden]), got [10]}}
+  %0 = braid.embedding %t, %ids : (tensor<10xf32>, tensor<4xi32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_result(%t: tensor<10x3xf32>, %ids: tensor<4xi32>) {
+  // expected-error@+1 {{result type 'tensor<4x10xf32>' does not match the inferred type 'tensor<4x3xf32>'}}
+  %0 = braid.embedding %t, %ids : (tensor<10x3xf32>, tensor<4xi32>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_float_ids(%t: tensor<10x3xf32>, %ids: tensor<4xf32>) {
+  // expected-error@+1 {{operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = braid.embedding %t, %ids : (tensor<10x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_rank(%x: tensor<2x8x16xf32>) {
+  // expected-error@+1 {{input must be [batch, seq, heads, head_dim], got [2, 8, 16]}}
+  %0 = braid.rotary %x : tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_odd(%x: tensor<2x8x4x7xf32>) {
+  // expected-error@+1 {{head dimension 7 must be even to rotate pairs}}
+  %0 = braid.rotary %x : tensor<2x8x4x7xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_base(%x: tensor<2x8x4x8xf32>) {
+  // expected-error@+1 {{base must be positive}}
+  %0 = braid.rotary %x {base = 0.0 : f64} : tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x8x32xf32>) {
+  // expected-error@+1 {{query, key and value must be [batch, seq, heads, head_dim]}}
+  %0 = braid.attention %q, %q, %q : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x4x4x8xf32>) {
+  // expected-error@+1 {{value has shape [2, 4, 4, 8]; expected the key's shape [2, 8, 4, 8]}}
+  %0 = braid.attention %q, %k, %v : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x16xf32>) {
+  // expected-error@+1 {{key shape [2, 8, 4, 16] does not fit query [2, 8, 4, 8]; expected [2, T, Hkv, 8]}}
+  %0 = braid.attention %q, %k, %k : (tensor<2x8x4x8xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x3x8xf32>) {
+  // expected-error@+1 {{query heads (4) must be a multiple of key/value heads (3)}}
+  %0 = braid.attention %q, %k, %k : (tensor<2x8x4x8xf32>, tensor<2x8x3x8xf32>, tensor<2x8x3x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_causal(%q: tensor<2x8x4x8xf32>, %k: tensor<2x6x4x8xf32>) {
+  // expected-error@+1 {{causal attention needs equal query and key lengths, got 8 and 6}}
+  %0 = braid.attention %q, %k, %k {causal} : (tensor<2x8x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x8x4x8xf32>) {
+  // expected-error@+1 {{scale must be positive}}
+  %0 = braid.attention %q, %q, %q {scale = -1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x8x4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x8x32xf32>' does not match the inferred type 'tensor<2x8x4x8xf32>'}}
+  %0 = braid.attention %q, %q, %q : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_rank(%l: tensor<f32>, %y: tensor<i32>) {
+  // expected-error@+1 {{logits must have rank >= 1 ([..., vocab])}}
+  %0 = braid.cross_entropy %l, %y : (tensor<f32>, tensor<i32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%l: tensor<2x8x16xf32>, %y: tensor<2x16xi32>) {
+  // expected-error@+1 {{labels have shape [2, 16]; expected [2, 8] (the logits' shape without the vocabulary)}}
+  %0 = braid.cross_entropy %l, %y : (tensor<2x8x16xf32>, tensor<2x16xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_result(%l: tensor<2x8x16xf32>, %y: tensor<2x8xi32>) {
+  // expected-error@+1 {{result type 'tensor<2x8xf32>' does not match the inferred type 'tensor<f32>'}}
+  %0 = braid.cross_entropy %l, %y : (tensor<2x8x16xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{cannot reshape [2, 3] (6 elements) to [7] (7 elements)}}
+  %0 = braid.reshape %x : (tensor<2x3xf32>) -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_type(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result element type 'f16' differs from the input's 'f32'}}
+  %0 = braid.reshape %x : (tensor<2x3xf32>) -> tensor<6xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_length(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{permutation has 3 entries; expected 2}}
+  %0 = braid.transpose %x {permutation = array<i64: 0, 1, 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{permutation [1, 1] is not a permutation of 0..1}}
+  %0 = braid.transpose %x {permutation = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x3xf32>' does not match the inferred type 'tensor<3x2xf32>'}}
+  %0 = braid.transpose %x {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_empty(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{needs at least one axis to reduce}}
+  %0 = braid.reduce sum %x {axes = array<i64>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_range(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2; expected 0 <= axis < 2}}
+  %0 = braid.reduce sum %x {axes = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_twice(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{axis 1 appears twice}}
+  %0 = braid.reduce max %x {axes = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_result(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result type 'tensor<2xf32>' does not match the inferred type 'tensor<2x1xf32>'}}
+  %0 = braid.reduce mean %x {axes = array<i64: 1>, keep_dims} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_shape(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{cannot broadcast [2, 3] to [3, 3]}}
+  %0 = braid.broadcast %x : (tensor<2x3xf32>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_shrink(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{cannot broadcast [2, 3] to [3]}}
+  %0 = braid.broadcast %x : (tensor<2x3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_entries(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{start, limit and stride need 2 entries each (the input rank)}}
+  %0 = braid.slice %x {start = array<i64: 0>, limit = array<i64: 2, 3>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_stride(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{stride 0 in dimension 1 must be positive}}
+  %0 = braid.slice %x {start = array<i64: 0, 0>, limit = array<i64: 2, 3>, stride = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{dimension 1: need 0 <= start (0) <= limit (4) <= size (3)}}
+  %0 = braid.slice %x {start = array<i64: 0, 0>, limit = array<i64: 2, 4>} : (tensor<2x3xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_result(%x: tensor<2x6xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x2xf32>' does not match the inferred type 'tensor<2x3xf32>'}}
+  %0 = braid.slice %x {start = array<i64: 0, 0>, limit = array<i64: 2, 6>, stride = array<i64: 1, 2>} : (tensor<2x6xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_none() {
+  // expected-error@+1 {{needs at least one input}}
+  %0 = braid.concat {axis = 0 : i64} : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2; expected 0 <= axis < 2}}
+  %0 = braid.concat %x, %x {axis = 2 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @concat_type(%x: tensor<2x3xf32>, %y: tensor<2x3xf16>) {
+  // expected-error@+1 {{input #1 has element type 'f16'; expected 'f32'}}
+  %0 = braid.concat %x, %y {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @concat_rank(%x: tensor<2x3xf32>, %y: tensor<3xf32>) {
+  // expected-error@+1 {{input #1 has rank 1; expected 2}}
+  %0 = braid.concat %x, %y {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dims(%x: tensor<2x3xf32>, %y: tensor<4x3xf32>) {
+  // expected-error@+1 {{input #1 has shape [4, 3]; all dimensions but 1 must equal input #0's [2, 3]}}
+  %0 = braid.concat %x, %y {axis = 1 : i64} : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @concat_result(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x5xf32>' does not match the inferred type 'tensor<2x6xf32>'}}
+  %0 = braid.concat %x, %x {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @constant_resource() {
+  // expected-error@+1 {{value must be a dense<...> elements attribute}}
+  %0 = braid.constant dense_resource<blob> : tensor<2xf32>
+  return
+}

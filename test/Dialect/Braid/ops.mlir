@@ -1,0 +1,129 @@
+// RUN: braid-opt %s | braid-opt | FileCheck %s
+// RUN: braid-opt %s --mlir-print-op-generic | braid-opt | FileCheck %s
+
+// Tests that parameters, layers and repeat round-trip.
+
+// CHECK-LABEL: braid.layer @block
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>) -> tensor<2x4xf32>
+braid.layer @block(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: %[[W:.*]] = braid.param "fc.weight" {init = #braid.init<normal(2.000000e-02)>} : tensor<4x4xf32>
+  %w = braid.param "fc.weight" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
+  // CHECK: braid.param "fc.bias" {init = #braid.init<zeros>} : tensor<4xf32>
+  %b = braid.param "fc.bias" {init = #braid.init<zeros>} : tensor<4xf32>
+  // CHECK: braid.param "u" {init = #braid.init<uniform(-1.000000e-01, 1.000000e-01)>} : tensor<4xf32>
+  %u = braid.param "u" {init = #braid.init<uniform(-0.1, 0.1)>} : tensor<4xf32>
+  // CHECK: braid.param "c" {init = #braid.init<constant(5.000000e-01)>} : tensor<4xf32>
+  %c = braid.param "c" {init = #braid.init<constant(0.5)>} : tensor<4xf32>
+  // CHECK: braid.param "o" {init = #braid.init<ones>} : tensor<4xf32>
+  %o = braid.param "o" {init = #braid.init<ones>} : tensor<4xf32>
+  // CHECK: %[[M:.*]] = braid.matmul %[[X]], %[[W]] : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %m = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %y = braid.add %m, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  // CHECK: braid.yield %{{.*}} : tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+
+// CHECK-LABEL: func.func @layers
+func.func @layers(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: braid.repeat @block(%{{.*}}) {count = 3 : i64, first = 2 : i64, prefix = "h"} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %y = braid.repeat @block(%x) {prefix = "h", count = 3 : i64, first = 2 : i64}
+      : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// Tests that the linear-algebra and elementwise ops round-trip.
+
+// CHECK-LABEL: func.func @arith
+func.func @arith(%a: tensor<3x2x4xf32>, %b: tensor<5x4xf32>, %c: tensor<3x4x5xf32>,
+                 %v: tensor<4xf32>) {
+  // CHECK: braid.matmul %{{.*}}, %{{.*}} {transpose_b} : (tensor<3x2x4xf32>, tensor<5x4xf32>) -> tensor<3x2x5xf32>
+  %0 = braid.matmul %a, %b {transpose_b} : (tensor<3x2x4xf32>, tensor<5x4xf32>) -> tensor<3x2x5xf32>
+  // CHECK: braid.matmul %{{.*}}, %{{.*}} : (tensor<3x2x4xf32>, tensor<3x4x5xf32>) -> tensor<3x2x5xf32>
+  %1 = braid.matmul %a, %c : (tensor<3x2x4xf32>, tensor<3x4x5xf32>) -> tensor<3x2x5xf32>
+  // CHECK: braid.matmul %{{.*}}, %{{.*}} {transpose_a} : (tensor<3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<3x5x5xf32>
+  %2 = braid.matmul %c, %c {transpose_a} : (tensor<3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<3x5x5xf32>
+  // CHECK: braid.add {{.*}} : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32>
+  %3 = braid.add %a, %v : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32>
+  // CHECK: braid.sub
+  %4 = braid.sub %v, %a : (tensor<4xf32>, tensor<3x2x4xf32>) -> tensor<3x2x4xf32>
+  // CHECK: braid.mul
+  %5 = braid.mul %a, %a : (tensor<3x2x4xf32>, tensor<3x2x4xf32>) -> tensor<3x2x4xf32>
+  // CHECK: braid.div
+  %6 = braid.div %a, %v : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32>
+  // CHECK: braid.neg %{{.*}} : tensor<4xf32>
+  %7 = braid.neg %v : tensor<4xf32>
+  // CHECK: braid.exp
+  %8 = braid.exp %v : tensor<4xf32>
+  // CHECK: braid.sqrt
+  %9 = braid.sqrt %v : tensor<4xf32>
+  // CHECK: braid.rsqrt
+  %10 = braid.rsqrt %v : tensor<4xf32>
+  // CHECK: braid.relu
+  %11 = braid.relu %v : tensor<4xf32>
+  // CHECK: braid.silu
+  %12 = braid.silu %v : tensor<4xf32>
+  // CHECK: braid.gelu tanh %{{.*}} : tensor<4xf32>
+  %13 = braid.gelu tanh %v : tensor<4xf32>
+  // CHECK: braid.gelu exact %{{.*}} : tensor<4xf32>
+  %14 = braid.gelu exact %v : tensor<4xf32>
+  return
+}
+
+// Tests that the model ops round-trip, in every element type.
+
+// CHECK-LABEL: func.func @model
+func.func @model(%x: tensor<2x8x4x16xbf16>, %kv: tensor<2x8x2x16xbf16>,
+                 %h: tensor<2x8x64xf16>, %g: tensor<64xf16>,
+                 %table: tensor<100x64xf16>, %ids: tensor<2x8xi64>,
+                 %labels: tensor<2x8xi32>) {
+  // CHECK: braid.softmax %{{.*}} {axis = 2 : i64} : tensor<2x8x64xf16>
+  %0 = braid.softmax %h {axis = 2 : i64} : tensor<2x8x64xf16>
+  // CHECK: braid.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : (tensor<2x8x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<2x8x64xf16>
+  %1 = braid.layer_norm %h, %g, %g {epsilon = 1.0e-06 : f64}
+      : (tensor<2x8x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<2x8x64xf16>
+  // CHECK: braid.rms_norm %{{.*}}, %{{.*}} : (tensor<2x8x64xf16>, tensor<64xf16>) -> tensor<2x8x64xf16>
+  %2 = braid.rms_norm %h, %g : (tensor<2x8x64xf16>, tensor<64xf16>) -> tensor<2x8x64xf16>
+  // CHECK: braid.embedding %{{.*}}, %{{.*}} : (tensor<100x64xf16>, tensor<2x8xi64>) -> tensor<2x8x64xf16>
+  %3 = braid.embedding %table, %ids : (tensor<100x64xf16>, tensor<2x8xi64>) -> tensor<2x8x64xf16>
+  // CHECK: braid.rotary %{{.*}} {base = 5.000000e+05 : f64} : tensor<2x8x4x16xbf16>
+  %4 = braid.rotary %x {base = 500000.0 : f64} : tensor<2x8x4x16xbf16>
+  // CHECK: braid.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} : (tensor<2x8x4x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> tensor<2x8x4x16xbf16>
+  %5 = braid.attention %x, %kv, %kv {causal}
+      : (tensor<2x8x4x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> tensor<2x8x4x16xbf16>
+  // CHECK: braid.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64}
+  %6 = braid.attention %x, %kv, %kv {scale = 0.125 : f64}
+      : (tensor<2x8x4x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> tensor<2x8x4x16xbf16>
+  // CHECK: braid.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x8x64xf16>, tensor<2x8xi32>) -> tensor<f16>
+  %7 = braid.cross_entropy %h, %labels : (tensor<2x8x64xf16>, tensor<2x8xi32>) -> tensor<f16>
+  return
+}
+
+// Tests that the shape ops and constants round-trip.
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x3x4xf32>, %ids: tensor<2x3xi32>) {
+  // CHECK: braid.reshape %{{.*}} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %0 = braid.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  // CHECK: braid.reshape %{{.*}} : (tensor<2x3xi32>) -> tensor<6xi32>
+  %1 = braid.reshape %ids : (tensor<2x3xi32>) -> tensor<6xi32>
+  // CHECK: braid.transpose %{{.*}} {permutation = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+  %2 = braid.transpose %x {permutation = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+  // CHECK: braid.reduce sum %{{.*}} {axes = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+  %3 = braid.reduce sum %x {axes = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+  // CHECK: braid.reduce mean %{{.*}} {axes = array<i64: 0, 2>, keep_dims} : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
+  %4 = braid.reduce mean %x {axes = array<i64: 0, 2>, keep_dims} : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
+  // CHECK: braid.reduce max
+  %5 = braid.reduce max %x {axes = array<i64: 0, 1, 2>} : (tensor<2x3x4xf32>) -> tensor<f32>
+  // CHECK: braid.broadcast %{{.*}} : (tensor<2x3x4xf32>) -> tensor<5x2x3x4xf32>
+  %6 = braid.broadcast %x : (tensor<2x3x4xf32>) -> tensor<5x2x3x4xf32>
+  // CHECK: braid.slice %{{.*}} {limit = array<i64: 2, 3, 4>, start = array<i64: 1, 0, 1>, stride = array<i64: 1, 2, 2>} : (tensor<2x3x4xf32>) -> tensor<1x2x2xf32>
+  %7 = braid.slice %x {start = array<i64: 1, 0, 1>, limit = array<i64: 2, 3, 4>, stride = array<i64: 1, 2, 2>}
+      : (tensor<2x3x4xf32>) -> tensor<1x2x2xf32>
+  // CHECK: braid.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
+  %8 = braid.concat %x, %x {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
+  // CHECK: braid.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+  %9 = braid.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  // CHECK: braid.constant dense<3> : tensor<2x2xi32>
+  %10 = braid.constant dense<3> : tensor<2x2xi32>
+  return
+}

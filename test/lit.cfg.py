@@ -1,0 +1,24 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "BRAID"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.braid_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%PYTHON", config.python_executable))
+config.substitutions.append(("%braid_src", config.braid_src_root))
+
+tool_dirs = [config.braid_tools_dir, config.llvm_tools_dir]
+tools = ["braid-opt", "braid-eval"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
