@@ -16,6 +16,8 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
 
 llvm_config.use_default_substitutions()
+# `not` and `count` are substituted only after a pipe; find them on PATH too.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%braid_src", config.braid_src_root))
 

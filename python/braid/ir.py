@@ -130,12 +130,13 @@ def _axis(axis: int, rank: int) -> int:
 class Body:
     """The body of a braid.layer or func.func; one method per op."""
 
-    def __init__(self, keyword: str, name: str, args: Sequence[Arg]):
-        self._keyword = keyword
+    KEYWORD = ""  # the op that holds the body, set by subclasses
+
+    def __init__(self, name: str, args: Sequence[Arg]):
         self.name = name
         self._names = set()
         self._lines: List[str] = []
-        self._arg_attrs = list(args)
+        self._arg_specs = list(args)
         self.args = [Value(self._fresh(a.name), a.type) for a in args]
         self.result_types: Optional[List[TensorType]] = None
 
@@ -168,19 +169,14 @@ class Body:
     def _signature(self) -> str:
         if self.result_types is None:
             raise ValueError(f"@{self.name} has no terminator")
-        args = []
-        for value, arg in zip(self.args, self._arg_attrs):
-            text = f"{value.name}: {value.type}"
-            if self._keyword == "func.func":
-                attrs = [f'braid.name = "{arg.name}"']
-                if arg.range is not None:
-                    attrs.append(f"braid.range = {arg.range} : i64")
-                text += " {" + ", ".join(attrs) + "}"
-            args.append(text)
+        args = ", ".join(self._arg_text(v, spec) for v, spec in zip(self.args, self._arg_specs))
         results = ", ".join(str(t) for t in self.result_types)
         if len(self.result_types) != 1:
             results = f"({results})"
-        return f"{self._keyword} @{self.name}({', '.join(args)}) -> {results}"
+        return f"{self.KEYWORD} @{self.name}({args}) -> {results}"
+
+    def _arg_text(self, value: Value, spec: Arg) -> str:
+        return f"{value.name}: {value.type}"
 
     def __str__(self) -> str:
         body = "".join(f"  {line}\n" for line in self._lines)
@@ -415,8 +411,10 @@ class Body:
 class Layer(Body):
     """A ``braid.layer``: define it once, apply it with Body.repeat."""
 
+    KEYWORD = "braid.layer"
+
     def __init__(self, name: str, args: Sequence[Tuple[str, TensorType]]):
-        super().__init__("braid.layer", name, [Arg(n, t) for n, t in args])
+        super().__init__(name, [Arg(n, t) for n, t in args])
 
     def yield_(self, *values: Value) -> None:
         self._terminate("braid.yield", values)
@@ -425,8 +423,13 @@ class Layer(Body):
 class Func(Body):
     """A ``func.func`` entry point; arguments carry braid.name (and braid.range)."""
 
-    def __init__(self, name: str, args: Sequence[Arg]):
-        super().__init__("func.func", name, args)
+    KEYWORD = "func.func"
+
+    def _arg_text(self, value: Value, spec: Arg) -> str:
+        attrs = [f'braid.name = "{spec.name}"']
+        if spec.range is not None:
+            attrs.append(f"braid.range = {spec.range} : i64")
+        return f"{value.name}: {value.type} {{{', '.join(attrs)}}}"
 
     def return_(self, *values: Value) -> None:
         self._terminate("return", values)

@@ -118,7 +118,7 @@ def _merge_heads(body: Body, x: Value, hint: str) -> Value:
 
 def _entries(module: Module, inputs: Sequence[Arg], labels: Arg,
              logits_of: Callable[[Body, List[Value]], Value]) -> str:
-    """Adds @forward(inputs, labels) -> loss and @logits(inputs) -> logits."""
+    """Adds @forward(inputs, labels) -> loss and @logits(inputs) -> logits; returns the text."""
     forward = module.func("forward", list(inputs) + [labels])
     logits = logits_of(forward, forward.args[:-1])
     forward.return_(forward.cross_entropy(logits, forward.args[-1]))

@@ -10,6 +10,7 @@
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 #include <limits>
@@ -285,11 +286,13 @@ static FailureOr<int64_t> checkedId(Operation *op, const Tensor &ids,
                                     int64_t pos, int64_t bound,
                                     StringRef what) {
   double v = ids[pos];
-  if (!(v >= 0 && v < bound) || v != std::floor(v))
-    return op->emitOpError() << what << " " << v << " at flat position " << pos
+  if (v >= 0 && v < bound && v == std::floor(v))
+    return static_cast<int64_t>(v);
+  std::string value;
+  llvm::raw_string_ostream(value) << llvm::format("%.17g", v);
+  return op->emitOpError() << what << " " << value << " at flat position " << pos
                              << " is out of range; expected 0 <= " << what
-                             << " < " << bound;
-  return static_cast<int64_t>(v);
+                           << " < " << bound;
 }
 
 LogicalResult EmbeddingOp::evaluate(EvalContext &,
