@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Braid's main job at this stage: generate a GPT model and evaluate its loss
+# with the reference evaluator. Sets up everything it needs first.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bash scripts/build.sh
+
+out=${BRAID_OUT:-$root/build/main-job}
+mkdir -p "$out"
+export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+
+echo "== Generating GPT (4 layers, hidden 128, 4 heads, seq 64, vocab 256, batch 4)"
+/usr/bin/python3 -m braid.models gpt --layers 4 --hidden 128 --heads 4 \
+  --seq 64 --vocab 256 --batch 4 -o "$out/gpt.mlir"
+echo "   $out/gpt.mlir: $(wc -l < "$out/gpt.mlir") lines of braid IR"
+
+echo "== Verifying with braid-opt"
+build/bin/braid-opt "$out/gpt.mlir" > /dev/null
+
+echo "== Evaluating the loss with braid-eval (seed 0; ln(256) = 5.545 is chance)"
+build/bin/braid-eval "$out/gpt.mlir" --entry forward --seed 0 \
+  --save-weights "$out/gpt.weights.safetensors" \
+  --save-inputs "$out/gpt.inputs.safetensors"
+echo "== Weights: $out/gpt.weights.safetensors, inputs: $out/gpt.inputs.safetensors"
