@@ -103,3 +103,11 @@
 //
 // RUN: not braid-eval 2>&1 | FileCheck %s --check-prefix=USAGE
 // USAGE: Not enough positional command line arguments specified!
+//
+// Tests that declarations of one parameter must agree, and that agreeing
+// ones denote the same tensor (tied weights).
+// RUN: not braid-eval %S/Inputs/tied.mlir 2>&1 | FileCheck %s --check-prefix=TIED
+// TIED: tied.mlir:4:8: error: 'braid.param' op declares parameter 'w' as 'tensor<2xf32>' with #braid.init<zeros>, but it was already declared as 'tensor<4xf32>' with #braid.init<zeros>
+// TIED: tied.mlir:3:8: note: first declaration
+// RUN: braid-eval %S/Inputs/tied.mlir --entry tied | FileCheck %s --check-prefix=SAMEW
+// SAMEW: result 1: tensor<4xf32> sum = 0 l2 = 0
