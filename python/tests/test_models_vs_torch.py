@@ -1,8 +1,8 @@
 """Runs braid.models models in braid-eval and compares loss and logits with PyTorch.
 
 braid-eval initialises the weights from a seed and saves them; the PyTorch
-reference (torch_reference.py, computed in float64) loads them by name. The
-f32 model is evaluated in f32, and with --f64 in f64.
+reference (torch_reference.py) loads them by name. The f32 model is evaluated
+in f32 on both sides, and with --f64 (torch float64) in f64.
 """
 
 import numpy as np
@@ -34,15 +34,19 @@ def _save(path, **arrays):
     return path
 
 
+TORCH_DTYPE = {"F32": torch.float32, "F64": torch.float64}
+
+
 def _load(path, dtype):
     tensors = st.load(path)
     for name, t in tensors.items():
         assert t.dtype == dtype, f"{path.name}: {name} is {t.dtype}, expected {dtype}"
-    return {name: torch.from_numpy(st.to_numpy(t)).double() for name, t in tensors.items()}
+    return {name: torch.from_numpy(st.to_numpy(t)).to(TORCH_DTYPE[dtype]) for name, t in tensors.items()}
 
 
 def _relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     assert actual.shape == expected.shape
+    actual, expected = actual.double(), expected.double()
     return ((actual - expected).abs().max() / expected.abs().max()).item()
 
 
@@ -92,7 +96,7 @@ def test_mlp_matches_torch(tmp_path, braid_eval):
 
     saved = _load(weights_file, "F32")
     weights = ref.Weights(saved)
-    expected_logits = ref.mlp_logits(weights, torch.from_numpy(x).double(), layers=3)
+    expected_logits = ref.mlp_logits(weights, torch.from_numpy(x), layers=3)
     assert weights.used == set(saved)
     expected_loss = ref.cross_entropy(expected_logits, torch.from_numpy(labels))
     loss = _load(tmp_path / "out.safetensors", "F32")["result0"]
