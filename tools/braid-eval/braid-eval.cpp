@@ -59,10 +59,12 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     saveInputs("save-inputs", cl::desc("Write the arguments used, by name"),
                cl::value_desc("I.safetensors"), cl::cat(category));
-static cl::opt<std::string>
-    saveOutputs("save-outputs",
-                cl::desc("Write the results as result0, result1, ..."),
-                cl::value_desc("O.safetensors"), cl::cat(category));
+static cl::opt<std::string> saveOutputs(
+    "save-outputs",
+    cl::desc("Write the results as result0, result1, ...; a gradient result "
+             "(braid.gradient_of) is written under its parameter's name, "
+             "one tensor per layer instance"),
+    cl::value_desc("O.safetensors"), cl::cat(category));
 static cl::opt<bool> dump("dump", cl::desc("Print every value of every result"),
                           cl::cat(category));
 
@@ -111,6 +113,32 @@ static void printTensor(llvm::raw_ostream &os, unsigned index, Type type,
   for (int64_t i = 0; i < t.numElements(); ++i)
     os << (i % 8 ? " " : "  ") << llvm::format("%.17g", t[i])
        << (i % 8 == 7 || i + 1 == t.numElements() ? "\n" : "");
+}
+
+/// Adds result `index` of `fn` to `outputs`: as "resultN", or, for a
+/// gradient, under its parameter's full name (unstacked per instance).
+static void addOutput(FunctionOpInterface fn, unsigned index, const Tensor &t,
+                      TensorMap &outputs) {
+  auto of = fn.getResultAttrOfType<StringAttr>(index, "braid.gradient_of");
+  if (!of) {
+    outputs.insert({"result" + std::to_string(index), t});
+    return;
+  }
+  auto instances =
+      fn.getResultAttrOfType<DenseI64ArrayAttr>(index, "braid.instances");
+  if (!instances) {
+    outputs.insert({of.str(), t});
+    return;
+  }
+  StringRef pattern = of.getValue();
+  auto [head, tail] = pattern.split("{}");
+  Tensor slice(t.shape().drop_front(), t.dtype());
+  for (int64_t k = 0; k < instances[1]; ++k) {
+    std::copy_n(t.data() + k * slice.numElements(), slice.numElements(),
+                slice.data());
+    outputs.insert(
+        {(head + std::to_string(instances[0] + k) + tail).str(), slice});
+  }
 }
 
 static int saveFile(StringRef path, const TensorMap &tensors) {
@@ -180,7 +208,7 @@ int main(int argc, char **argv) {
   TensorMap outputs;
   for (auto [i, t] : llvm::enumerate(*results)) {
     printTensor(llvm::outs(), i, resultTypes[i], t);
-    outputs.insert({"result" + std::to_string(i), t});
+    addOutput(fn, i, t, outputs);
   }
 
   if (!saveWeights.empty())

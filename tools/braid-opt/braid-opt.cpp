@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +17,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  mlir::braid::registerBraidPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::braid::BraidDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();

@@ -21,8 +21,40 @@ void BraidDialect::initialize() {
 
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
-  return op->emitError() << "unknown braid attribute '"
-                         << attr.getName().getValue() << "'";
+  StringRef name = attr.getName().getValue();
+  if (name == "braid.phase") {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (!phase || !llvm::is_contained({"F", "B", "W"}, phase.getValue()))
+      return op->emitError() << "braid.phase must be \"F\", \"B\" or \"W\"";
+    return success();
+  }
+  return op->emitError() << "unknown braid attribute '" << name
+                         << "'; known: braid.phase";
+}
+
+LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == "braid.gradient_of" || name == "braid.name") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "result #" << resultIndex << ": " << name
+                             << " must be a string";
+    return success();
+  }
+  if (name == "braid.instances") {
+    auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!range || range.size() != 2 || range[0] < 0 || range[1] < 1)
+      return op->emitError() << "result #" << resultIndex
+                             << ": braid.instances must be array<i64: first, "
+                                "count> with first >= 0 and count >= 1";
+    return success();
+  }
+  return op->emitError() << "result #" << resultIndex
+                         << ": unknown braid attribute '" << name
+                         << "'; known: braid.name, braid.gradient_of, "
+                            "braid.instances";
 }
 
 LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,

@@ -187,6 +187,14 @@ LogicalResult RepeatOp::verify() {
     return emitOpError() << "first must be non-negative, got " << first;
   if (getPrefix().empty())
     return emitOpError("prefix must not be empty");
+  if (getCarried()) {
+    int64_t carried = *getCarried();
+    if (carried < 0 || carried > (int64_t)getInputs().size() ||
+        carried > (int64_t)getResults().size())
+      return emitOpError() << "carried (" << carried
+                           << ") must be between 0 and the number of "
+                              "operands and of results";
+  }
   return success();
 }
 
@@ -196,24 +204,42 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!layer)
     return emitOpError() << "'" << getLayer()
                          << "' does not name a braid.layer";
+  unsigned carried = getNumCarried();
+  int64_t count = getCount();
   ArrayRef<Type> ins = layer.getArgumentTypes();
   ArrayRef<Type> outs = layer.getResultTypes();
-  if (ins != outs)
+  if (ins.size() < carried || outs.size() < carried ||
+      ins.take_front(carried) != outs.take_front(carried))
     return emitOpError() << "layer @" << getLayer()
                          << " cannot be repeated: its result types must "
-                            "equal its argument types";
-  if (TypeRange(getInputs().getTypes()) != TypeRange(ins)) {
+                            "equal its argument types"
+                         << (getCarried() ? " for the carried values" : "");
+
+  // The types the operands and results must have: carried ones as in the
+  // layer, stacked ones with a leading dimension of `count`.
+  auto expected = [&](ArrayRef<Type> layerTypes) {
+    SmallVector<Type> types(layerTypes.take_front(carried));
+    for (Type t : layerTypes.drop_front(carried)) {
+      auto r = cast<RankedTensorType>(t);
+      SmallVector<int64_t> shape{count};
+      shape.append(r.getShape().begin(), r.getShape().end());
+      types.push_back(RankedTensorType::get(shape, r.getElementType()));
+    }
+    return types;
+  };
+  SmallVector<Type> wantIns = expected(ins), wantOuts = expected(outs);
+  if (TypeRange(getInputs().getTypes()) != TypeRange(wantIns)) {
     InFlightDiagnostic diag = emitOpError() << "operand types do not match "
                                             << "layer @" << getLayer()
                                             << "; expected (";
-    llvm::interleaveComma(ins, diag);
+    llvm::interleaveComma(wantIns, diag);
     return diag << ")";
   }
-  if (TypeRange(getResults().getTypes()) != TypeRange(outs)) {
+  if (TypeRange(getResults().getTypes()) != TypeRange(wantOuts)) {
     InFlightDiagnostic diag = emitOpError() << "result types do not match "
                                             << "layer @" << getLayer()
                                             << "; expected (";
-    llvm::interleaveComma(outs, diag);
+    llvm::interleaveComma(wantOuts, diag);
     return diag << ")";
   }
   return success();
@@ -349,35 +375,46 @@ double AttentionOp::getEffectiveScale() {
   return 1.0 / std::sqrt(double(tensorType(getQuery()).getDimSize(3)));
 }
 
-LogicalResult AttentionOp::verify() {
-  if (failed(checkSameFloatElementType(*this)))
+/// Checks query, key and value shapes and the scale of an attention op.
+static LogicalResult verifyAttentionOperands(Operation *op, Value query,
+                                             Value key, Value value,
+                                             bool causal,
+                                             std::optional<APFloat> scale) {
+  if (failed(checkSameFloatElementType(op)))
     return failure();
-  ArrayRef<int64_t> q = tensorType(getQuery()).getShape();
-  ArrayRef<int64_t> k = tensorType(getKey()).getShape();
-  ArrayRef<int64_t> v = tensorType(getValue()).getShape();
+  ArrayRef<int64_t> q = tensorType(query).getShape();
+  ArrayRef<int64_t> k = tensorType(key).getShape();
+  ArrayRef<int64_t> v = tensorType(value).getShape();
   if (q.size() != 4 || k.size() != 4 || v.size() != 4)
-    return emitOpError("query, key and value must be "
-                       "[batch, seq, heads, head_dim]");
+    return op->emitOpError("query, key and value must be "
+                           "[batch, seq, heads, head_dim]");
   if (k != v)
-    return emitOpError() << "value has shape " << shapeString(v)
-                         << "; expected the key's shape " << shapeString(k);
+    return op->emitOpError() << "value has shape " << shapeString(v)
+                             << "; expected the key's shape " << shapeString(k);
   if (k[0] != q[0] || k[3] != q[3])
-    return emitOpError() << "key shape " << shapeString(k)
-                         << " does not fit query " << shapeString(q)
-                         << "; expected [" << q[0] << ", T, Hkv, " << q[3]
-                         << "]";
+    return op->emitOpError() << "key shape " << shapeString(k)
+                             << " does not fit query " << shapeString(q)
+                             << "; expected [" << q[0] << ", T, Hkv, " << q[3]
+                             << "]";
   if (q[2] % k[2] != 0)
-    return emitOpError() << "query heads (" << q[2]
-                         << ") must be a multiple of key/value heads ("
-                         << k[2] << ")";
-  if (getCausal() && q[1] != k[1])
-    return emitOpError() << "causal attention needs equal query and key "
-                            "lengths, got "
-                         << q[1] << " and " << k[1];
-  if (getScale() && !(getScale()->convertToDouble() > 0.0))
-    return emitOpError("scale must be positive");
-  return checkResult(*this, getResult(), q,
-                     tensorType(getQuery()).getElementType());
+    return op->emitOpError() << "query heads (" << q[2]
+                             << ") must be a multiple of key/value heads ("
+                             << k[2] << ")";
+  if (causal && q[1] != k[1])
+    return op->emitOpError() << "causal attention needs equal query and key "
+                                "lengths, got "
+                             << q[1] << " and " << k[1];
+  if (scale && !(scale->convertToDouble() > 0.0))
+    return op->emitOpError("scale must be positive");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getCausal(), getScale())))
+    return failure();
+  RankedTensorType q = tensorType(getQuery());
+  return checkResult(*this, getResult(), q.getShape(), q.getElementType());
 }
 
 LogicalResult CrossEntropyOp::verify() {
@@ -440,26 +477,52 @@ LogicalResult TransposeOp::verify() {
   return checkResult(*this, getResult(), shape, in.getElementType());
 }
 
-LogicalResult ReduceOp::verify() {
-  RankedTensorType in = tensorType(getInput());
-  ArrayRef<int64_t> axes = getAxes();
+/// The result shape of reducing `axes` of `in`, or failure (reported).
+static FailureOr<SmallVector<int64_t>>
+inferReduceShape(Operation *op, RankedTensorType in, ArrayRef<int64_t> axes,
+                 bool keepDims) {
   if (axes.empty())
-    return emitOpError("needs at least one axis to reduce");
+    return op->emitOpError("needs at least one axis to reduce");
   llvm::SmallSet<int64_t, 4> seen;
   for (int64_t a : axes) {
-    if (failed(checkAxis(*this, a, in.getRank())))
+    if (failed(checkAxis(op, a, in.getRank())))
       return failure();
     if (!seen.insert(a).second)
-      return emitOpError() << "axis " << a << " appears twice";
+      return op->emitOpError() << "axis " << a << " appears twice";
   }
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < in.getRank(); ++i) {
     if (!seen.contains(i))
       shape.push_back(in.getDimSize(i));
-    else if (getKeepDims())
+    else if (keepDims)
       shape.push_back(1);
   }
-  return checkResult(*this, getResult(), shape, in.getElementType());
+  return shape;
+}
+
+LogicalResult ReduceOp::verify() {
+  RankedTensorType in = tensorType(getInput());
+  FailureOr<SmallVector<int64_t>> shape =
+      inferReduceShape(*this, in, getAxes(), getKeepDims());
+  if (failed(shape))
+    return failure();
+  return checkResult(*this, getResult(), *shape, in.getElementType());
+}
+
+LogicalResult ReduceMaxGradOp::verify() {
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  RankedTensorType in = tensorType(getInput());
+  FailureOr<SmallVector<int64_t>> shape =
+      inferReduceShape(*this, in, getAxes(), getKeepDims());
+  if (failed(shape))
+    return failure();
+  auto gradType = RankedTensorType::get(*shape, in.getElementType());
+  if (getGrad().getType() != gradType)
+    return emitOpError() << "grad has type " << getGrad().getType()
+                         << "; expected " << gradType
+                         << " (the type of the reduction's result)";
+  return checkResult(*this, getResult(), in.getShape(), in.getElementType());
 }
 
 LogicalResult BroadcastOp::verify() {
@@ -474,29 +537,56 @@ LogicalResult BroadcastOp::verify() {
   return success();
 }
 
-LogicalResult SliceOp::verify() {
-  RankedTensorType in = tensorType(getInput());
+/// The shape of slicing `in` with start/limit/stride, or failure.
+static FailureOr<SmallVector<int64_t>>
+inferSliceShape(Operation *op, RankedTensorType in, ArrayRef<int64_t> start,
+                ArrayRef<int64_t> limit,
+                std::optional<ArrayRef<int64_t>> strideAttr) {
   int64_t rank = in.getRank();
-  ArrayRef<int64_t> start = getStart(), limit = getLimit();
   SmallVector<int64_t> stride(rank, 1);
-  if (std::optional<ArrayRef<int64_t>> s = getStride())
-    stride.assign(s->begin(), s->end());
+  if (strideAttr)
+    stride.assign(strideAttr->begin(), strideAttr->end());
   if ((int64_t)start.size() != rank || (int64_t)limit.size() != rank ||
       (int64_t)stride.size() != rank)
-    return emitOpError() << "start, limit and stride need " << rank
-                         << " entries each (the input rank)";
+    return op->emitOpError() << "start, limit and stride need " << rank
+                             << " entries each (the input rank)";
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i) {
     if (stride[i] < 1)
-      return emitOpError() << "stride " << stride[i] << " in dimension " << i
-                           << " must be positive";
+      return op->emitOpError() << "stride " << stride[i] << " in dimension "
+                               << i << " must be positive";
     if (start[i] < 0 || start[i] > limit[i] || limit[i] > in.getDimSize(i))
-      return emitOpError() << "dimension " << i << ": need 0 <= start ("
-                           << start[i] << ") <= limit (" << limit[i]
-                           << ") <= size (" << in.getDimSize(i) << ")";
+      return op->emitOpError() << "dimension " << i << ": need 0 <= start ("
+                               << start[i] << ") <= limit (" << limit[i]
+                               << ") <= size (" << in.getDimSize(i) << ")";
     shape.push_back((limit[i] - start[i] + stride[i] - 1) / stride[i]);
   }
-  return checkResult(*this, getResult(), shape, in.getElementType());
+  return shape;
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType in = tensorType(getInput());
+  FailureOr<SmallVector<int64_t>> shape =
+      inferSliceShape(*this, in, getStart(), getLimit(), getStride());
+  if (failed(shape))
+    return failure();
+  return checkResult(*this, getResult(), *shape, in.getElementType());
+}
+
+LogicalResult SliceGradOp::verify() {
+  RankedTensorType out = tensorType(getResult());
+  if (failed(checkSameElementType(*this, getGrad(), getResult())))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape =
+      inferSliceShape(*this, out, getStart(), getLimit(), getStride());
+  if (failed(shape))
+    return failure();
+  auto gradType = RankedTensorType::get(*shape, out.getElementType());
+  if (getGrad().getType() != gradType)
+    return emitOpError() << "grad has type " << getGrad().getType()
+                         << "; expected " << gradType
+                         << " (the slice of the result type)";
+  return success();
 }
 
 LogicalResult ConcatOp::verify() {
@@ -535,6 +625,84 @@ LogicalResult ConstantOp::verify() {
   if (!isa<DenseIntOrFPElementsAttr>(getValue()))
     return emitOpError("value must be a dense<...> elements attribute");
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+/// Checks that `grad` and the result have the type of `input`.
+static LogicalResult checkLikeInput(Operation *op, Value input, Value grad) {
+  if (grad.getType() != input.getType())
+    return op->emitOpError() << "grad has type " << grad.getType()
+                             << "; expected the input's type "
+                             << input.getType();
+  return checkResult(op, op->getResult(0), tensorType(input).getShape(),
+                     tensorType(input).getElementType());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(checkNormParam(*this, getInput(), getScale(), "scale")))
+    return failure();
+  return checkLikeInput(*this, getInput(), getGrad());
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(checkNormParam(*this, getInput(), getScale(), "scale")))
+    return failure();
+  return checkLikeInput(*this, getInput(), getGrad());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  RankedTensorType table = tensorType(getResult());
+  if (table.getRank() != 2)
+    return emitOpError() << "result must be a [vocab, hidden] table, got "
+                         << table;
+  SmallVector<int64_t> shape(tensorType(getIds()).getShape());
+  shape.push_back(table.getDimSize(1));
+  auto gradType = RankedTensorType::get(shape, table.getElementType());
+  if (getGrad().getType() != gradType)
+    return emitOpError() << "grad has type " << getGrad().getType()
+                         << "; expected " << gradType;
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getCausal(), getScale())))
+    return failure();
+  if (getGrad().getType() != getQuery().getType())
+    return emitOpError() << "grad has type " << getGrad().getType()
+                         << "; expected the query's type "
+                         << getQuery().getType();
+  int64_t operand = getOperand();
+  if (operand < 0 || operand > 2)
+    return emitOpError() << "operand must be 0 (query), 1 (key) or 2 "
+                            "(value), got "
+                         << operand;
+  Type want = getOperation()->getOperand(operand).getType();
+  if (getResult().getType() != want)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " does not match the inferred type " << want;
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  if (logits.empty() ||
+      tensorType(getLabels()).getShape() != logits.drop_back())
+    return emitOpError() << "labels must have the logits' shape without the "
+                            "last dimension";
+  if (tensorType(getGrad()).getRank() != 0)
+    return emitOpError("grad must be rank 0 (the gradient of the mean loss)");
+  return checkResult(*this, getResult(), logits,
+                     tensorType(getLogits()).getElementType());
 }
 
 #define GET_OP_CLASSES

@@ -71,22 +71,45 @@ LogicalResult RepeatOp::evaluate(EvalContext &ctx,
                                                              getLayerAttr());
   if (!layer)
     return emitOpError() << "'" << getLayer() << "' does not name a layer";
-  SmallVector<Tensor> carried;
-  for (const Tensor *t : operands)
-    carried.push_back(*t);
+  unsigned numCarried = getNumCarried();
   int64_t first = getFirst(), count = getCount();
-  for (int64_t i = first; i < first + count; ++i) {
+  SmallVector<Tensor> carried;
+  for (const Tensor *t : operands.take_front(numCarried))
+    carried.push_back(*t);
+  // Stacked results, filled slice by slice.
+  SmallVector<Tensor> stacked;
+  for (Value r : getResults().drop_front(numCarried))
+    stacked.push_back(resultFor(r));
+
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t slot = getReverse() ? count - 1 - n : n;
+    SmallVector<Tensor> slices;
+    for (const Tensor *t : operands.drop_front(numCarried)) {
+      Tensor s(t->shape().drop_front(), t->dtype());
+      std::copy_n(t->data() + slot * s.numElements(), s.numElements(),
+                  s.data());
+      slices.push_back(std::move(s));
+    }
     SmallVector<const Tensor *> args;
     for (const Tensor &t : carried)
       args.push_back(&t);
-    SmallVector<Tensor> next;
-    std::string prefix = (getPrefix() + "." + Twine(i) + ".").str();
-    if (failed(ctx.callLayer(layer, prefix, args, next)))
+    for (const Tensor &t : slices)
+      args.push_back(&t);
+    SmallVector<Tensor> outs;
+    std::string prefix = (getPrefix() + "." + Twine(first + slot) + ".").str();
+    if (failed(ctx.callLayer(layer, prefix, args, outs)))
       return failure();
-    carried = std::move(next);
+    for (auto [stack, out] :
+         llvm::zip_equal(stacked, ArrayRef<Tensor>(outs).drop_front(numCarried)))
+      std::copy_n(out.data(), out.numElements(),
+                  stack.data() + slot * out.numElements());
+    outs.resize(numCarried);
+    carried = std::move(outs);
   }
   results.append(std::make_move_iterator(carried.begin()),
                  std::make_move_iterator(carried.end()));
+  results.append(std::make_move_iterator(stacked.begin()),
+                 std::make_move_iterator(stacked.end()));
   return success();
 }
 
@@ -317,13 +340,14 @@ LogicalResult RotaryOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
   Tensor y = resultFor(getResult());
   int64_t B = x.dim(0), S = x.dim(1), A = x.dim(2), D = x.dim(3), half = D / 2;
   double base = getBase().convertToDouble();
+  double sign = getInverse() ? -1.0 : 1.0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t a = 0; a < A; ++a) {
         int64_t off = ((b * S + s) * A + a) * D;
         for (int64_t i = 0; i < half; ++i) {
           double angle = s * std::pow(base, -2.0 * i / D);
-          double c = std::cos(angle), sn = std::sin(angle);
+          double c = std::cos(angle), sn = sign * std::sin(angle);
           double x0 = x[off + i], x1 = x[off + i + half];
           y[off + i] = x0 * c - x1 * sn;
           y[off + i + half] = x1 * c + x0 * sn;
@@ -539,5 +563,246 @@ LogicalResult ConstantOp::evaluate(EvalContext &, ArrayRef<const Tensor *>,
       y[i++] = static_cast<double>(v.getSExtValue());
   }
   results.push_back(std::move(y));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReluGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                   SmallVectorImpl<Tensor> &results) {
+  return evalBinary(getResult(), ops, results, [](double x, double g) {
+    return x > 0.0 ? g : 0.0;
+  });
+}
+
+LogicalResult SiluGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                   SmallVectorImpl<Tensor> &results) {
+  return evalBinary(getResult(), ops, results, [](double x, double g) {
+    double s = 1.0 / (1.0 + std::exp(-x));
+    return g * s * (1.0 + x * (1.0 - s));
+  });
+}
+
+LogicalResult GeluGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                   SmallVectorImpl<Tensor> &results) {
+  if (getApproximate() == GeluApproximation::tanh)
+    return evalBinary(getResult(), ops, results, [](double x, double g) {
+      const double c = std::sqrt(2.0 / M_PI), a = 0.044715;
+      double t = std::tanh(c * (x + a * x * x * x));
+      return g * (0.5 * (1.0 + t) +
+                  0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * a * x * x));
+    });
+  return evalBinary(getResult(), ops, results, [](double x, double g) {
+    double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
+    double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    return g * (cdf + x * pdf);
+  });
+}
+
+LogicalResult LayerNormGradOp::evaluate(EvalContext &,
+                                        ArrayRef<const Tensor *> ops,
+                                        SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0], &g = *ops[1], &dy = *ops[2];
+  Tensor dx = resultFor(getResult());
+  int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
+  double eps = getEpsilon().convertToDouble();
+  std::vector<double> xhat(h), dxhat(h);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *px = x.data() + r * h, *pdy = dy.data() + r * h;
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < h; ++i)
+      mean += px[i];
+    mean /= h;
+    for (int64_t i = 0; i < h; ++i)
+      var += (px[i] - mean) * (px[i] - mean);
+    double inv = 1.0 / std::sqrt(var / h + eps);
+    double meanD = 0.0, meanDX = 0.0;
+    for (int64_t i = 0; i < h; ++i) {
+      xhat[i] = (px[i] - mean) * inv;
+      dxhat[i] = pdy[i] * g[i];
+      meanD += dxhat[i];
+      meanDX += dxhat[i] * xhat[i];
+    }
+    meanD /= h;
+    meanDX /= h;
+    for (int64_t i = 0; i < h; ++i)
+      dx[r * h + i] = inv * (dxhat[i] - meanD - xhat[i] * meanDX);
+  }
+  results.push_back(std::move(dx));
+  return success();
+}
+
+LogicalResult RmsNormGradOp::evaluate(EvalContext &,
+                                      ArrayRef<const Tensor *> ops,
+                                      SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0], &g = *ops[1], &dy = *ops[2];
+  Tensor dx = resultFor(getResult());
+  int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
+  double eps = getEpsilon().convertToDouble();
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *px = x.data() + r * h, *pdy = dy.data() + r * h;
+    double ms = 0.0, dot = 0.0;
+    for (int64_t i = 0; i < h; ++i) {
+      ms += px[i] * px[i];
+      dot += pdy[i] * g[i] * px[i];
+    }
+    double inv = 1.0 / std::sqrt(ms / h + eps);
+    for (int64_t i = 0; i < h; ++i)
+      dx[r * h + i] =
+          inv * pdy[i] * g[i] - px[i] * inv * inv * inv * dot / h;
+  }
+  results.push_back(std::move(dx));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::evaluate(EvalContext &,
+                                        ArrayRef<const Tensor *> ops,
+                                        SmallVectorImpl<Tensor> &results) {
+  const Tensor &ids = *ops[0], &dy = *ops[1];
+  Tensor table = resultFor(getResult());
+  int64_t v = table.dim(0), h = table.dim(1);
+  std::fill_n(table.data(), table.numElements(), 0.0);
+  for (int64_t p = 0, e = ids.numElements(); p < e; ++p) {
+    FailureOr<int64_t> id = checkedId(*this, ids, p, v, "id");
+    if (failed(id))
+      return failure();
+    for (int64_t i = 0; i < h; ++i)
+      table[*id * h + i] += dy[p * h + i];
+  }
+  results.push_back(std::move(table));
+  return success();
+}
+
+LogicalResult AttentionGradOp::evaluate(EvalContext &,
+                                        ArrayRef<const Tensor *> ops,
+                                        SmallVectorImpl<Tensor> &results) {
+  const Tensor &q = *ops[0], &k = *ops[1], &v = *ops[2], &dy = *ops[3];
+  int64_t B = q.dim(0), S = q.dim(1), Hq = q.dim(2), D = q.dim(3);
+  int64_t T = k.dim(1), Hkv = k.dim(2), group = Hq / Hkv;
+  double scale = getScale() ? getScale()->convertToDouble()
+                            : 1.0 / std::sqrt(double(D));
+  Tensor dq(q.shape(), q.dtype()), dk(k.shape(), k.dtype()),
+      dv(v.shape(), v.dtype());
+  std::vector<double> p(T), dp(T);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      int64_t kh = h / group;
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t qOff = ((b * S + s) * Hq + h) * D;
+        int64_t tEnd = getCausal() ? s + 1 : T;
+        // Recompute the attention probabilities of query s.
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t t = 0; t < tEnd; ++t) {
+          int64_t kOff = ((b * T + t) * Hkv + kh) * D;
+          double dot = 0.0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += q[qOff + d] * k[kOff + d];
+          p[t] = dot * scale;
+          mx = std::max(mx, p[t]);
+        }
+        double sum = 0.0;
+        for (int64_t t = 0; t < tEnd; ++t)
+          sum += (p[t] = std::exp(p[t] - mx));
+        double pdp = 0.0;
+        for (int64_t t = 0; t < tEnd; ++t) {
+          p[t] /= sum;
+          int64_t vOff = ((b * T + t) * Hkv + kh) * D;
+          double dot = 0.0;
+          for (int64_t d = 0; d < D; ++d) {
+            dot += dy[qOff + d] * v[vOff + d];
+            dv[vOff + d] += p[t] * dy[qOff + d];
+          }
+          dp[t] = dot;
+          pdp += p[t] * dot;
+        }
+        for (int64_t t = 0; t < tEnd; ++t) {
+          double ds = p[t] * (dp[t] - pdp) * scale;
+          int64_t kOff = ((b * T + t) * Hkv + kh) * D;
+          for (int64_t d = 0; d < D; ++d) {
+            dq[qOff + d] += ds * k[kOff + d];
+            dk[kOff + d] += ds * q[qOff + d];
+          }
+        }
+      }
+    }
+  Tensor *chosen[] = {&dq, &dk, &dv};
+  results.push_back(std::move(*chosen[getOperand()]));
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::evaluate(EvalContext &,
+                                           ArrayRef<const Tensor *> ops,
+                                           SmallVectorImpl<Tensor> &results) {
+  const Tensor &logits = *ops[0], &labels = *ops[1], &g = *ops[2];
+  Tensor dl = resultFor(getResult());
+  int64_t v = logits.dim(logits.rank() - 1), rows = labels.numElements();
+  double coeff = rows ? g[0] / rows : 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    FailureOr<int64_t> label = checkedId(*this, labels, r, v, "label");
+    if (failed(label))
+      return failure();
+    const double *pl = logits.data() + r * v;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < v; ++i)
+      mx = std::max(mx, pl[i]);
+    double sum = 0.0;
+    for (int64_t i = 0; i < v; ++i)
+      sum += std::exp(pl[i] - mx);
+    for (int64_t i = 0; i < v; ++i)
+      dl[r * v + i] =
+          coeff * (std::exp(pl[i] - mx) / sum - (i == *label ? 1.0 : 0.0));
+  }
+  results.push_back(std::move(dl));
+  return success();
+}
+
+LogicalResult ReduceMaxGradOp::evaluate(EvalContext &,
+                                        ArrayRef<const Tensor *> ops,
+                                        SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = *ops[0], &dy = *ops[1];
+  Tensor dx = resultFor(getResult());
+  SmallVector<bool> reduced(x.rank(), false);
+  for (int64_t a : getAxes())
+    reduced[a] = true;
+  SmallVector<int64_t> outStride(x.rank(), 0);
+  int64_t s = 1;
+  for (int64_t d = x.rank() - 1; d >= 0; --d)
+    if (!reduced[d]) {
+      outStride[d] = s;
+      s *= x.dim(d);
+    }
+  std::vector<double> mx(dy.numElements(),
+                         -std::numeric_limits<double>::infinity());
+  std::vector<int64_t> ties(dy.numElements(), 0);
+  forEachStrided(x.shape(), outStride, 0, [&](int64_t in, int64_t out) {
+    mx[out] = std::max(mx[out], x[in]);
+  });
+  forEachStrided(x.shape(), outStride, 0, [&](int64_t in, int64_t out) {
+    ties[out] += x[in] == mx[out];
+  });
+  forEachStrided(x.shape(), outStride, 0, [&](int64_t in, int64_t out) {
+    dx[in] = x[in] == mx[out] ? dy[out] / ties[out] : 0.0;
+  });
+  results.push_back(std::move(dx));
+  return success();
+}
+
+LogicalResult SliceGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &dy = *ops[0];
+  Tensor dx = resultFor(getResult());
+  std::fill_n(dx.data(), dx.numElements(), 0.0);
+  SmallVector<int64_t> xs = dx.strides(), stride;
+  int64_t offset = 0;
+  for (int64_t d = 0; d < dx.rank(); ++d) {
+    int64_t step = getStride() ? (*getStride())[d] : 1;
+    stride.push_back(xs[d] * step);
+    offset += getStart()[d] * xs[d];
+  }
+  forEachStrided(dy.shape(), stride, offset,
+                 [&](int64_t out, int64_t in) { dx[in] = dy[out]; });
+  results.push_back(std::move(dx));
   return success();
 }

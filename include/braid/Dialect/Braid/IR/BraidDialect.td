@@ -30,6 +30,7 @@ def Braid_Dialect : Dialect {
     void registerAttributes();
   }];
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 

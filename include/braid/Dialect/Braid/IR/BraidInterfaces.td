@@ -28,4 +28,36 @@ def Braid_EvalOpInterface : OpInterface<"EvalOpInterface"> {
   ];
 }
 
+def Braid_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::braid";
+  let description = [{
+    Reverse-mode differentiation: how to build, as IR, the vector-Jacobian
+    product of an op with respect to one operand. `braid-autodiff` asks for
+    one operand at a time, so that the gradient of an activation (the B
+    phase, on the pipeline's critical path) and the gradient of a parameter
+    (the W phase, deferrable) are separate ops. A rule may use the op's
+    operands and results (values saved by the forward pass) and the result
+    gradients (produced by the backward pass), nothing else.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Whether the op's results depend differentiably on operand `index`.
+        Integer operands (ids, labels) are not differentiable.
+      }],
+      "bool", "isDifferentiableOperand", (ins "unsigned":$index), [{}], [{
+        return ::llvm::isa<::mlir::FloatType>(::mlir::getElementTypeOrSelf(
+            $_op->getOperand(index).getType()));
+      }]>,
+    InterfaceMethod<[{
+        Builds the gradient of the loss with respect to operand `index`,
+        given the gradient of each result (`resultGrads`, same types as the
+        results), at the builder's insertion point. Returns a value of the
+        operand's type.
+      }],
+      "::mlir::Value", "buildGradient",
+      (ins "::mlir::OpBuilder &":$builder, "unsigned":$index,
+           "::mlir::ValueRange":$resultGrads)>,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDINTERFACES_TD

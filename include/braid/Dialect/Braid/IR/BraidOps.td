@@ -27,6 +27,11 @@ class Braid_ModelOp<string mnemonic, list<Trait> traits = []>
     : Braid_Op<mnemonic, traits # [Pure, Braid_StaticShapes,
         DeclareOpInterfaceMethods<Braid_EvalOpInterface>]>;
 
+// Differentiable model ops: also implement the gradient interface.
+class Braid_DiffOp<string mnemonic, list<Trait> traits = []>
+    : Braid_ModelOp<mnemonic, traits # [
+        DeclareOpInterfaceMethods<Braid_GradientOpInterface, ["buildGradient"]>]>;
+
 //===----------------------------------------------------------------------===//
 // Parameters and layers
 //===----------------------------------------------------------------------===//
@@ -102,12 +107,25 @@ def Braid_YieldOp : Braid_Op<"yield", [Pure, HasParent<"LayerOp">,
 def Braid_RepeatOp : Braid_Op<"repeat", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
-  let summary = "Applies a layer `count` times in sequence.";
+  let summary = "Applies a layer `count` times in sequence (a scan).";
   let description = [{
-    Runs instances `first` .. `first + count - 1` of the layer `layer`, each
-    consuming the previous instance's results. Instance `i` names its
-    parameters `prefix.i.<local name>`. The layer's result types must equal
-    its argument types.
+    Runs instances `first` .. `first + count - 1` of the layer `layer`
+    (last to first with `reverse`). Instance `i` names its parameters
+    `prefix.i.<local name>`.
+
+    The first `carried` operands (all of them by default) are threaded
+    through the instances: each instance consumes the previous one's first
+    `carried` results. The remaining operands are stacked: their leading
+    dimension has size `count`, and instance `i` receives slice `i - first`.
+    Likewise the results after the first `carried` are stacked: instance `i`
+    yields slice `i - first` of each. So the layer's signature is
+    `(carried..., slices...) -> (carried..., slices...)`, and its carried
+    result types must equal its carried argument types.
+
+    Models use the plain form; `braid-autodiff` uses stacked operands and
+    results to save per-instance activations in the forward pass and replay
+    them in reverse in the backward pass, so that the training step, too,
+    does not grow with depth.
 
     ```mlir
     %h = braid.repeat @block(%x) {prefix = "h", count = 12 : i64}
@@ -116,19 +134,27 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
   }];
   let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<AnyRankedTensor>:$inputs,
                        StrAttr:$prefix, I64Attr:$count,
-                       DefaultValuedAttr<I64Attr, "0">:$first);
+                       DefaultValuedAttr<I64Attr, "0">:$first,
+                       OptionalAttr<I64Attr>:$carried, UnitAttr:$reverse);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $layer `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of carried operands (and results).
+    unsigned getNumCarried() {
+      return getCarried() ? static_cast<unsigned>(*getCarried())
+                          : getInputs().size();
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
 // Linear algebra and elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-def Braid_MatmulOp : Braid_ModelOp<"matmul"> {
+def Braid_MatmulOp : Braid_DiffOp<"matmul"> {
   let summary = "Batched matrix product with optional transposes.";
   let description = [{
     `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_a`), `rhs` is
@@ -145,7 +171,7 @@ def Braid_MatmulOp : Braid_ModelOp<"matmul"> {
 }
 
 class Braid_BinaryOp<string mnemonic, string what>
-    : Braid_ModelOp<mnemonic> {
+    : Braid_DiffOp<mnemonic> {
   let summary = "Elementwise " # what # " with NumPy broadcasting.";
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
@@ -161,7 +187,7 @@ def Braid_MulOp : Braid_BinaryOp<"mul", "product">;
 def Braid_DivOp : Braid_BinaryOp<"div", "quotient">;
 
 class Braid_UnaryOp<string mnemonic, string what>
-    : Braid_ModelOp<mnemonic, [SameOperandsAndResultType]> {
+    : Braid_DiffOp<mnemonic, [SameOperandsAndResultType]> {
   let summary = what;
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
@@ -175,7 +201,7 @@ def Braid_RsqrtOp : Braid_UnaryOp<"rsqrt", "Elementwise reciprocal square root."
 def Braid_ReluOp : Braid_UnaryOp<"relu", "Elementwise max(x, 0).">;
 def Braid_SiluOp : Braid_UnaryOp<"silu", "Elementwise x * sigmoid(x).">;
 
-def Braid_GeluOp : Braid_ModelOp<"gelu", [SameOperandsAndResultType]> {
+def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit, exact or tanh approximation.";
   let description = [{
     `exact`: `0.5 x (1 + erf(x / sqrt(2)))`.
@@ -195,7 +221,7 @@ def Braid_GeluOp : Braid_ModelOp<"gelu", [SameOperandsAndResultType]> {
 // Normalisation, embeddings, attention, loss
 //===----------------------------------------------------------------------===//
 
-def Braid_SoftmaxOp : Braid_ModelOp<"softmax", [SameOperandsAndResultType]> {
+def Braid_SoftmaxOp : Braid_DiffOp<"softmax", [SameOperandsAndResultType]> {
   let summary = "Softmax along one axis.";
   let arguments = (ins Braid_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Braid_FloatTensor:$result);
@@ -203,7 +229,7 @@ def Braid_SoftmaxOp : Braid_ModelOp<"softmax", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Braid_LayerNormOp : Braid_ModelOp<"layer_norm"> {
+def Braid_LayerNormOp : Braid_DiffOp<"layer_norm"> {
   let summary = "Layer normalisation over the last dimension.";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` with the biased
@@ -220,7 +246,7 @@ def Braid_LayerNormOp : Braid_ModelOp<"layer_norm"> {
   let hasVerifier = 1;
 }
 
-def Braid_RmsNormOp : Braid_ModelOp<"rms_norm"> {
+def Braid_RmsNormOp : Braid_DiffOp<"rms_norm"> {
   let summary = "Root-mean-square normalisation over the last dimension.";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale` over the last dimension.
@@ -234,7 +260,7 @@ def Braid_RmsNormOp : Braid_ModelOp<"rms_norm"> {
   let hasVerifier = 1;
 }
 
-def Braid_EmbeddingOp : Braid_ModelOp<"embedding"> {
+def Braid_EmbeddingOp : Braid_DiffOp<"embedding"> {
   let summary = "Looks up rows of a table.";
   let description = [{
     `table` is `[V, H]`, `ids` has any shape with integers in [0, V); the
@@ -248,21 +274,24 @@ def Braid_EmbeddingOp : Braid_ModelOp<"embedding"> {
   let hasVerifier = 1;
 }
 
-def Braid_RotaryOp : Braid_ModelOp<"rotary", [SameOperandsAndResultType]> {
+def Braid_RotaryOp : Braid_DiffOp<"rotary", [SameOperandsAndResultType]> {
   let summary = "Rotary position embedding (rotate-half convention).";
   let description = [{
     `input` is `[B, S, A, D]` with D even; the position of an element is its
     index along dimension 1. Dimensions `i` and `i + D/2` are rotated by the
-    angle `p * base^(-2i/D)`, as in Llama and Hugging Face.
+    angle `p * base^(-2i/D)`, as in Llama and Hugging Face. With `inverse`
+    the rotation is by the negated angle (the transpose, used for the
+    gradient).
   }];
   let arguments = (ins Braid_FloatTensor:$input,
-                       DefaultValuedAttr<F64Attr, "10000.0">:$base);
+                       DefaultValuedAttr<F64Attr, "10000.0">:$base,
+                       UnitAttr:$inverse);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
-def Braid_AttentionOp : Braid_ModelOp<"attention"> {
+def Braid_AttentionOp : Braid_DiffOp<"attention"> {
   let summary = "Scaled dot-product attention with grouped KV heads.";
   let description = [{
     `query` is `[B, S, Hq, D]`; `key` and `value` are `[B, T, Hkv, D]` with
@@ -285,7 +314,7 @@ def Braid_AttentionOp : Braid_ModelOp<"attention"> {
   }];
 }
 
-def Braid_CrossEntropyOp : Braid_ModelOp<"cross_entropy"> {
+def Braid_CrossEntropyOp : Braid_DiffOp<"cross_entropy"> {
   let summary = "Mean softmax cross-entropy against integer labels.";
   let description = [{
     `logits` is `[..., V]`, `labels` is `[...]` with integers in [0, V). The
@@ -304,7 +333,7 @@ def Braid_CrossEntropyOp : Braid_ModelOp<"cross_entropy"> {
 // Shape ops and constants
 //===----------------------------------------------------------------------===//
 
-def Braid_ReshapeOp : Braid_ModelOp<"reshape"> {
+def Braid_ReshapeOp : Braid_DiffOp<"reshape"> {
   let summary = "Reinterprets a tensor with a new shape (row-major).";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
@@ -312,7 +341,7 @@ def Braid_ReshapeOp : Braid_ModelOp<"reshape"> {
   let hasVerifier = 1;
 }
 
-def Braid_TransposeOp : Braid_ModelOp<"transpose"> {
+def Braid_TransposeOp : Braid_DiffOp<"transpose"> {
   let summary = "Permutes dimensions: result dim i is input dim permutation[i].";
   let arguments = (ins AnyRankedTensor:$input,
                        DenseI64ArrayAttr:$permutation);
@@ -321,7 +350,7 @@ def Braid_TransposeOp : Braid_ModelOp<"transpose"> {
   let hasVerifier = 1;
 }
 
-def Braid_ReduceOp : Braid_ModelOp<"reduce"> {
+def Braid_ReduceOp : Braid_DiffOp<"reduce"> {
   let summary = "Sum, mean or max over the given axes.";
   let description = [{
     Reduces `axes` (distinct, in range). With `keep_dims` the reduced
@@ -340,7 +369,7 @@ def Braid_ReduceOp : Braid_ModelOp<"reduce"> {
   let hasVerifier = 1;
 }
 
-def Braid_BroadcastOp : Braid_ModelOp<"broadcast"> {
+def Braid_BroadcastOp : Braid_DiffOp<"broadcast"> {
   let summary = "Broadcasts to the result shape with NumPy rules.";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
@@ -348,7 +377,7 @@ def Braid_BroadcastOp : Braid_ModelOp<"broadcast"> {
   let hasVerifier = 1;
 }
 
-def Braid_SliceOp : Braid_ModelOp<"slice"> {
+def Braid_SliceOp : Braid_DiffOp<"slice"> {
   let summary = "Strided slice [start, limit) with stride per dimension.";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start,
                        DenseI64ArrayAttr:$limit,
@@ -358,7 +387,7 @@ def Braid_SliceOp : Braid_ModelOp<"slice"> {
   let hasVerifier = 1;
 }
 
-def Braid_ConcatOp : Braid_ModelOp<"concat"> {
+def Braid_ConcatOp : Braid_DiffOp<"concat"> {
   let summary = "Concatenates tensors along an axis.";
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
@@ -377,6 +406,137 @@ def Braid_ConstantOp : Braid_ModelOp<"constant", [ConstantLike,
   let arguments = (ins TypedAttrInterface:$value);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "attr-dict $value";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops: emitted by braid-autodiff for the ops whose vector-Jacobian
+// product is not a short composition of other braid ops.
+//===----------------------------------------------------------------------===//
+
+class Braid_ActivationGradOp<string mnemonic, string what>
+    : Braid_ModelOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Gradient of " # what # ": `grad * f'(input)`.";
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$grad);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
+}
+
+def Braid_ReluGradOp : Braid_ActivationGradOp<"relu_grad", "relu">;
+def Braid_SiluGradOp : Braid_ActivationGradOp<"silu_grad", "silu">;
+
+def Braid_GeluGradOp : Braid_ModelOp<"gelu_grad", [SameOperandsAndResultType]> {
+  let summary = "Gradient of gelu: `grad * gelu'(input)`.";
+  let arguments = (ins Braid_GeluApproximation:$approximate,
+                       Braid_FloatTensor:$input, Braid_FloatTensor:$grad);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $approximate $input `,` $grad attr-dict `:` type($input)
+  }];
+}
+
+def Braid_LayerNormGradOp : Braid_ModelOp<"layer_norm_grad"> {
+  let summary = "Input gradient of layer_norm.";
+  let description = [{
+    The gradient with respect to `input` of `layer_norm(input, scale, _)`
+    given the result gradient `grad`. The scale and bias gradients are
+    separate (W-phase) computations.
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$scale,
+                       Braid_FloatTensor:$grad,
+                       DefaultValuedAttr<F64Attr, "1.0e-05">:$epsilon);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_RmsNormGradOp : Braid_ModelOp<"rms_norm_grad"> {
+  let summary = "Input gradient of rms_norm.";
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$scale,
+                       Braid_FloatTensor:$grad,
+                       DefaultValuedAttr<F64Attr, "1.0e-06">:$epsilon);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_EmbeddingGradOp : Braid_ModelOp<"embedding_grad"> {
+  let summary = "Table gradient of embedding (scatter-add of row gradients).";
+  let description = [{
+    Row `v` of the `[V, H]` result is the sum of the rows of `grad`
+    (`ids.shape + [H]`) at the positions where `ids` equals `v`.
+  }];
+  let arguments = (ins Braid_IdTensor:$ids, Braid_FloatTensor:$grad);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$ids `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Braid_AttentionGradOp : Braid_ModelOp<"attention_grad"> {
+  let summary = "Gradient of attention with respect to one of q, k, v.";
+  let description = [{
+    The gradient with respect to operand `operand` (0: query, 1: key,
+    2: value) of `attention(query, key, value)` with the same `causal` and
+    `scale`, given the result gradient `grad`. Grouped KV heads sum the
+    gradients of the query heads that share them.
+  }];
+  let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key,
+                       Braid_FloatTensor:$value, Braid_FloatTensor:$grad,
+                       I64Attr:$operand, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_CrossEntropyGradOp : Braid_ModelOp<"cross_entropy_grad"> {
+  let summary = "Logits gradient of cross_entropy.";
+  let description = [{
+    `(softmax(logits) - onehot(labels)) * grad / N` with N the number of
+    label positions and `grad` the rank-0 gradient of the mean loss.
+  }];
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels,
+                       Braid_FloatTensor:$grad);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ReduceMaxGradOp : Braid_ModelOp<"reduce_max_grad"> {
+  let summary = "Input gradient of reduce max.";
+  let description = [{
+    Routes each element of `grad` (the result gradient of `reduce max` over
+    `axes`) to the input elements equal to the maximum, split evenly among
+    ties (as `torch.amax`).
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$axes, UnitAttr:$keep_dims);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_SliceGradOp : Braid_ModelOp<"slice_grad"> {
+  let summary = "Input gradient of slice: scatters into zeros.";
+  let description = [{
+    The result has the sliced tensor's shape; the elements selected by
+    `start`, `limit` and `stride` hold `grad`, all others are zero.
+  }];
+  let arguments = (ins AnyRankedTensor:$grad, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit,
+                       OptionalAttr<DenseI64ArrayAttr>:$stride);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
