@@ -43,7 +43,8 @@ FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
   auto it = parameters.find(name);
   if (it != parameters.end()) {
     ParamOp first = declarations.lookup(name);
-    if (first.getType() != op.getType() || first.getInit() != op.getInit()) {
+    if (first.getType() != op.getType() || first.getInit() != op.getInit() ||
+        first.getState() != op.getState()) {
       InFlightDiagnostic diag = op.emitOpError()
                                 << "declares parameter '" << name << "' as "
                                 << op.getType() << " with " << op.getInit()
@@ -57,21 +58,25 @@ FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
   }
 
   Tensor value(type.getShape(), dtypeFor(type));
-  if (weights) {
-    auto w = weights->find(name);
-    if (w == weights->end())
-      return op.emitOpError() << "parameter '" << name << "' ("
-                              << op.getType()
-                              << ") is missing from the weights file";
+  std::optional<TensorMap> &source = op.getState() ? optimizerState : weights;
+  StringRef fileKind = op.getState() ? "optimizer-state" : "weights";
+  if (source) {
+    auto w = source->find(name);
+    if (w == source->end())
+      return op.emitOpError() << (op.getState() ? "state" : "parameter")
+                              << " '" << name << "' (" << op.getType()
+                              << ") is missing from the " << fileKind
+                              << " file";
     if (w->second.shape() != type.getShape())
       return op.emitOpError()
              << "parameter '" << name << "' has shape "
-             << shapeString(w->second.shape()) << " in the weights file; "
+             << shapeString(w->second.shape()) << " in the " << fileKind
+             << " file; "
              << "the model declares " << shapeString(type.getShape());
     if (!isFloatDType(w->second.dtype()))
       return op.emitOpError() << "parameter '" << name << "' has integer "
                               << "dtype " << dtypeName(w->second.dtype())
-                              << " in the weights file";
+                              << " in the " << fileKind << " file";
     std::copy_n(w->second.data(), value.numElements(), value.data());
     value.roundToDType();
   } else {
@@ -82,19 +87,56 @@ FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
   return value;
 }
 
+LogicalResult Evaluator::storeParameter(StoreParamOp op, const Tensor &value) {
+  std::string name = prefix + op.getName().str();
+  auto it = parameters.find(name);
+  if (it == parameters.end())
+    return op.emitOpError() << "stores '" << name
+                            << "', which no braid.param has declared yet";
+  if (it->second.shape() != value.shape())
+    return op.emitOpError() << "stores a value of shape "
+                            << shapeString(value.shape()) << " into '" << name
+                            << "' of shape " << shapeString(it->second.shape());
+  DType dtype = it->second.dtype();
+  it->second = value;
+  it->second.setDType(dtype);
+  it->second.roundToDType();
+  return success();
+}
+
+TensorMap Evaluator::getParameters() const {
+  TensorMap out;
+  for (const auto &[name, t] : parameters)
+    if (!declarations.lookup(name).getState())
+      out.insert({name, t});
+  return out;
+}
+
+TensorMap Evaluator::getOptimizerState() const {
+  TensorMap out;
+  for (const auto &[name, t] : parameters)
+    if (declarations.lookup(name).getState())
+      out.insert({name, t});
+  return out;
+}
+
 LogicalResult Evaluator::checkAllWeightsUsed(FunctionOpInterface fn) {
-  if (!weights)
-    return success();
-  std::string unused;
-  for (const auto &kv : *weights)
-    if (!parameters.count(kv.first))
-      unused += (unused.empty() ? "'" : ", '") + kv.first + "'";
-  if (unused.empty())
-    return success();
-  return fn.emitError() << "the weights file has tensors that no parameter "
-                           "of @"
-                        << fn.getName() << " uses: " << unused
-                        << " (wrong file or wrong model?)";
+  for (auto [source, kind] : {std::make_pair(&weights, "weights"),
+                              std::make_pair(&optimizerState,
+                                             "optimizer-state")}) {
+    if (!*source)
+      continue;
+    std::string unused;
+    for (const auto &kv : **source)
+      if (!parameters.count(kv.first))
+        unused += (unused.empty() ? "'" : ", '") + kv.first + "'";
+    if (!unused.empty())
+      return fn.emitError() << "the " << kind
+                            << " file has tensors that no parameter of @"
+                            << fn.getName() << " uses: " << unused
+                            << " (wrong file or wrong model?)";
+  }
+  return success();
 }
 
 LogicalResult Evaluator::callLayer(LayerOp layer, StringRef instancePrefix,

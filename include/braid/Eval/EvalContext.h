@@ -17,6 +17,7 @@ class Type;
 namespace braid {
 class LayerOp;
 class ParamOp;
+class StoreParamOp;
 
 /// The tensor dtype that holds values of `elementType`, if there is one.
 std::optional<DType> getDType(Type elementType);
@@ -29,6 +30,11 @@ public:
   /// instance's prefix. Fails (with a diagnostic on `op`) if the weights do
   /// not provide it with the declared shape.
   virtual FailureOr<Tensor> getParameter(ParamOp op) = 0;
+
+  /// Replaces the value of the tensor `op` names (under the current layer
+  /// instance's prefix) with `value`. Fails (with a diagnostic on `op`) if
+  /// it was declared with another shape.
+  virtual LogicalResult storeParameter(StoreParamOp op, const Tensor &value) = 0;
 
   /// Evaluates `layer` on `args` with parameter names prefixed by
   /// `prefix` (for example "h.3."), appending its yielded values to

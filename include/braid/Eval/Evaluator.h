@@ -35,6 +35,10 @@ public:
   /// Uses `weights` instead of initializers. Every parameter the evaluation
   /// touches must be present with its declared shape.
   void setWeights(TensorMap weights) { this->weights = std::move(weights); }
+  /// Likewise for optimizer state (braid.param with `state`).
+  void setOptimizerState(TensorMap state) {
+    optimizerState = std::move(state);
+  }
 
   /// The name of argument `index` of `fn`: its `braid.name`, or "argN".
   static std::string getArgumentName(FunctionOpInterface fn, unsigned index);
@@ -49,15 +53,19 @@ public:
   FailureOr<SmallVector<Tensor>> run(FunctionOpInterface fn,
                                      ArrayRef<Tensor> inputs);
 
-  /// Fails, naming them, if the weights set by setWeights contain tensors
-  /// no parameter used; call after run.
+  /// Fails, naming them, if the weights (or optimizer state) given contain
+  /// tensors no braid.param used; call after run.
   LogicalResult checkAllWeightsUsed(FunctionOpInterface fn);
 
-  /// Every parameter materialised so far, by full name, in first-use order.
-  const TensorMap &getParameters() const { return parameters; }
+  /// Every trainable parameter materialised so far, by full name, in
+  /// first-use order.
+  TensorMap getParameters() const;
+  /// Every optimizer-state tensor (braid.param with `state`) so far.
+  TensorMap getOptimizerState() const;
 
   // EvalContext.
   FailureOr<Tensor> getParameter(ParamOp op) override;
+  LogicalResult storeParameter(StoreParamOp op, const Tensor &value) override;
   LogicalResult callLayer(LayerOp layer, StringRef prefix,
                           ArrayRef<const Tensor *> args,
                           SmallVectorImpl<Tensor> &results) override;
@@ -70,7 +78,7 @@ private:
 
   ModuleOp module;
   EvalOptions options;
-  std::optional<TensorMap> weights;
+  std::optional<TensorMap> weights, optimizerState;
   TensorMap parameters;
   /// Declaration that first materialised each parameter (to check ties).
   llvm::StringMap<ParamOp> declarations;

@@ -169,8 +169,8 @@ braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
   braid.yield %x : tensor<2xf32>
 }
 func.func @repeat_prefix(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error@+1 {{prefix must not be empty}}
-  %0 = braid.repeat @id(%x) {prefix = "", count = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  // expected-error@+1 {{prefix 'a b' must not contain spaces}}
+  %0 = braid.repeat @id(%x) {prefix = "a b", count = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
 

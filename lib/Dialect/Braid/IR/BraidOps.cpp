@@ -132,6 +132,16 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
+LogicalResult StoreParamOp::verify() {
+  StringRef name = getName();
+  if (name.empty())
+    return emitOpError("parameter name must not be empty");
+  Operation *parent = (*this)->getParentOp();
+  if (!isa<LayerOp, FunctionOpInterface>(parent))
+    return emitOpError("must be directly inside a braid.layer or a function");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // LayerOp
 //===----------------------------------------------------------------------===//
@@ -185,8 +195,9 @@ LogicalResult RepeatOp::verify() {
     return emitOpError() << "count must be at least 1, got " << count;
   if (first < 0)
     return emitOpError() << "first must be non-negative, got " << first;
-  if (getPrefix().empty())
-    return emitOpError("prefix must not be empty");
+  if (getPrefix().contains(' '))
+    return emitOpError() << "prefix '" << getPrefix()
+                         << "' must not contain spaces";
   if (getCarried()) {
     int64_t carried = *getCarried();
     if (carried < 0 || carried > (int64_t)getInputs().size() ||
@@ -703,6 +714,93 @@ LogicalResult CrossEntropyGradOp::verify() {
     return emitOpError("grad must be rank 0 (the gradient of the mean loss)");
   return checkResult(*this, getResult(), logits,
                      tensorType(getLogits()).getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops
+//===----------------------------------------------------------------------===//
+
+/// Checks that `v` is a rank-0 tensor; `what` names it in the message.
+static LogicalResult checkScalar(Operation *op, Value v, StringRef what) {
+  if (tensorType(v).getRank() != 0)
+    return op->emitOpError() << what << " must be a rank-0 tensor, got "
+                             << v.getType();
+  return success();
+}
+
+LogicalResult LrScheduleOp::verify() {
+  if (failed(checkScalar(*this, getStep(), "step")) ||
+      failed(checkScalar(*this, getResult(), "the result")))
+    return failure();
+  int64_t warmup = getWarmupSteps(), total = getTotalSteps();
+  if (!(getLr().convertToDouble() > 0.0))
+    return emitOpError("lr must be positive");
+  if (getMinLr().convertToDouble() < 0.0 ||
+      getMinLr().convertToDouble() > getLr().convertToDouble())
+    return emitOpError("min_lr must be between 0 and lr");
+  if (warmup < 0 || total < 1)
+    return emitOpError() << "need warmup_steps >= 0 and total_steps >= 1, "
+                            "got "
+                         << warmup << " and " << total;
+  return success();
+}
+
+LogicalResult GlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  return checkScalar(*this, getResult(), "the result");
+}
+
+LogicalResult ClipCoefficientOp::verify() {
+  if (!(getMaxNorm().convertToDouble() > 0.0))
+    return emitOpError("max_norm must be positive");
+  return checkScalar(*this, getNorm(), "norm");
+}
+
+/// Checks an optimizer update: `state` tensors and the results have the
+/// parameter's type; `scalars` are rank-0.
+static LogicalResult checkUpdate(Operation *op, Value param,
+                                 ArrayRef<Value> state,
+                                 ArrayRef<Value> scalars) {
+  if (failed(checkSameFloatElementType(op)))
+    return failure();
+  for (Value v : state)
+    if (v.getType() != param.getType())
+      return op->emitOpError() << "operand has type " << v.getType()
+                               << "; expected the parameter's type "
+                               << param.getType();
+  for (Value v : op->getResults())
+    if (v.getType() != param.getType())
+      return op->emitOpError() << "result has type " << v.getType()
+                               << "; expected the parameter's type "
+                               << param.getType();
+  for (Value v : scalars)
+    if (failed(checkScalar(op, v, "learning rate, step and gradient scale")))
+      return failure();
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
+  if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0))
+    return emitOpError("beta1 and beta2 must be in [0, 1)");
+  if (!(getEpsilon().convertToDouble() > 0.0) ||
+      getWeightDecay().convertToDouble() < 0.0)
+    return emitOpError("needs epsilon > 0 and weight_decay >= 0");
+  return checkUpdate(*this, getParam(), {getGrad(), getM(), getV()},
+                     {getLr(), getStep(), getGradScale()});
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  if (getMomentum().convertToDouble() < 0.0 ||
+      getWeightDecay().convertToDouble() < 0.0)
+    return emitOpError("needs momentum >= 0 and weight_decay >= 0");
+  if (getNesterov() && !(getMomentum().convertToDouble() > 0.0))
+    return emitOpError("Nesterov momentum needs momentum > 0");
+  return checkUpdate(*this, getParam(), {getGrad(), getMomentumBuffer()},
+                     {getLr(), getGradScale()});
 }
 
 #define GET_OP_CLASSES

@@ -64,6 +64,12 @@ LogicalResult ParamOp::evaluate(EvalContext &ctx, ArrayRef<const Tensor *>,
   return success();
 }
 
+LogicalResult StoreParamOp::evaluate(EvalContext &ctx,
+                                     ArrayRef<const Tensor *> operands,
+                                     SmallVectorImpl<Tensor> &) {
+  return ctx.storeParameter(*this, *operands[0]);
+}
+
 LogicalResult RepeatOp::evaluate(EvalContext &ctx,
                                  ArrayRef<const Tensor *> operands,
                                  SmallVectorImpl<Tensor> &results) {
@@ -96,7 +102,10 @@ LogicalResult RepeatOp::evaluate(EvalContext &ctx,
     for (const Tensor &t : slices)
       args.push_back(&t);
     SmallVector<Tensor> outs;
-    std::string prefix = (getPrefix() + "." + Twine(first + slot) + ".").str();
+    std::string prefix =
+        getPrefix().empty()
+            ? std::string()
+            : (getPrefix() + "." + Twine(first + slot) + ".").str();
     if (failed(ctx.callLayer(layer, prefix, args, outs)))
       return failure();
     for (auto [stack, out] :
@@ -804,5 +813,102 @@ LogicalResult SliceGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
   forEachStrided(dy.shape(), stride, offset,
                  [&](int64_t out, int64_t in) { dx[in] = dy[out]; });
   results.push_back(std::move(dx));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult LrScheduleOp::evaluate(EvalContext &,
+                                     ArrayRef<const Tensor *> ops,
+                                     SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  double t = (*ops[0])[0], lr = getLr().convertToDouble();
+  double minLr = getMinLr().convertToDouble();
+  int64_t warmup = getWarmupSteps(), total = getTotalSteps();
+  if (t < warmup) {
+    y[0] = lr * (t + 1) / warmup;
+  } else {
+    double p = std::min(
+        1.0, (t - warmup) / std::max<double>(1.0, double(total - warmup)));
+    switch (getDecay()) {
+    case LrDecay::constant:
+      y[0] = lr;
+      break;
+    case LrDecay::linear:
+      y[0] = minLr + (lr - minLr) * (1.0 - p);
+      break;
+    case LrDecay::cosine:
+      y[0] = minLr + (lr - minLr) * 0.5 * (1.0 + std::cos(M_PI * p));
+      break;
+    }
+  }
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult GlobalNormOp::evaluate(EvalContext &,
+                                     ArrayRef<const Tensor *> ops,
+                                     SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  double sum = 0.0;
+  for (const Tensor *t : ops)
+    for (int64_t i = 0, e = t->numElements(); i < e; ++i)
+      sum += (*t)[i] * (*t)[i];
+  y[0] = std::sqrt(sum);
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult ClipCoefficientOp::evaluate(EvalContext &,
+                                          ArrayRef<const Tensor *> ops,
+                                          SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  y[0] = std::min(1.0, getMaxNorm().convertToDouble() / ((*ops[0])[0] + 1e-6));
+  results.push_back(std::move(y));
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::evaluate(EvalContext &,
+                                      ArrayRef<const Tensor *> ops,
+                                      SmallVectorImpl<Tensor> &results) {
+  const Tensor &p = *ops[0], &g = *ops[1], &m = *ops[2], &v = *ops[3];
+  double lr = (*ops[4])[0], t = (*ops[5])[0] + 1, scale = (*ops[6])[0];
+  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
+  double eps = getEpsilon().convertToDouble();
+  double wd = getWeightDecay().convertToDouble();
+  double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
+  Tensor np = resultFor(getNewParam()), nm = resultFor(getNewM()),
+         nv = resultFor(getNewV());
+  for (int64_t i = 0, e = p.numElements(); i < e; ++i) {
+    double gi = g[i] * scale;
+    nm[i] = b1 * m[i] + (1.0 - b1) * gi;
+    nv[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+    double decayed = p[i] * (1.0 - lr * wd);
+    np[i] = decayed - lr * (nm[i] / c1) / (std::sqrt(nv[i] / c2) + eps);
+  }
+  results.push_back(std::move(np));
+  results.push_back(std::move(nm));
+  results.push_back(std::move(nv));
+  return success();
+}
+
+LogicalResult SgdUpdateOp::evaluate(EvalContext &,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &p = *ops[0], &g = *ops[1], &buf = *ops[2];
+  double lr = (*ops[3])[0], scale = (*ops[4])[0];
+  double mu = getMomentum().convertToDouble();
+  double wd = getWeightDecay().convertToDouble();
+  Tensor np = resultFor(getNewParam()), nb = resultFor(getNewMomentumBuffer());
+  for (int64_t i = 0, e = p.numElements(); i < e; ++i) {
+    double gi = g[i] * scale + wd * p[i];
+    nb[i] = mu * buf[i] + gi;
+    double step = getNesterov() ? gi + mu * nb[i] : nb[i];
+    np[i] = p[i] - lr * step;
+  }
+  results.push_back(std::move(np));
+  results.push_back(std::move(nb));
   return success();
 }

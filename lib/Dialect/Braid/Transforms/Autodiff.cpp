@@ -12,6 +12,7 @@
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -32,28 +33,15 @@ using namespace mlir::braid;
 
 namespace {
 
-constexpr StringLiteral kPhaseAttr = "braid.phase";
-enum class Phase { F, B, W };
-
-StringRef phaseName(Phase p) {
-  return p == Phase::F ? "F" : p == Phase::B ? "B" : "W";
-}
-
 /// Tags every op the builder creates with the current phase.
 struct PhaseTagger : public OpBuilder::Listener {
   Phase phase = Phase::F;
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint) override {
-    if (isa<FunctionOpInterface>(op))
-      return;
-    op->setAttr(kPhaseAttr, StringAttr::get(op->getContext(),
-                                            phaseName(phase)));
+    if (!isa<FunctionOpInterface>(op))
+      setPhase(op, phase);
   }
 };
-
-/// Parameters and constants are free to recompute, so they are cloned into
-/// whichever layer uses them rather than saved between phases.
-bool isFree(Operation *op) { return isa<ParamOp, ConstantOp>(op); }
 
 bool isFloatTensor(Type t) {
   return isa<FloatType>(getElementTypeOrSelf(t));
@@ -76,7 +64,7 @@ struct LayerGradient {
   /// ones).
   unsigned numBProducts = 0;
   /// Local names of the parameters whose gradients W yields, in order.
-  SmallVector<std::string> params;
+  SmallVector<StringAttr> params;
 };
 
 /// Gradient of a layer parameter, stacked over a repeat's instances.
@@ -182,12 +170,8 @@ LogicalResult Differentiator::cloneForward(Block &src, IRMapping &mapping) {
     for (Value v : repeat.getInputs())
       operands.push_back(mapping.lookup(v));
     SmallVector<Type> resultTypes(repeat.getResultTypes());
-    for (Type t : f.getResultTypes().drop_front(repeat.getNumResults())) {
-      auto r = cast<RankedTensorType>(t);
-      SmallVector<int64_t> shape{(int64_t)repeat.getCount()};
-      shape.append(r.getShape().begin(), r.getShape().end());
-      resultTypes.push_back(RankedTensorType::get(shape, r.getElementType()));
-    }
+    for (Type t : f.getResultTypes().drop_front(repeat.getNumResults()))
+      resultTypes.push_back(stackedType(t, repeat.getCount()));
     auto clone = RepeatOp::create(
         b, repeat.getLoc(), resultTypes, f.getSymName(), operands,
         repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
@@ -281,12 +265,7 @@ LogicalResult Differentiator::sweepRepeat(RepeatOp repeat, IRMapping &mapping) {
   unsigned numCarried = repeat.getNumResults();
   Location loc = repeat.getLoc();
   int64_t count = repeat.getCount();
-  auto stacked = [&](Type t) {
-    auto r = cast<RankedTensorType>(t);
-    SmallVector<int64_t> shape{count};
-    shape.append(r.getShape().begin(), r.getShape().end());
-    return RankedTensorType::get(shape, r.getElementType());
-  };
+  auto stacked = [&](Type t) { return stackedType(t, count); };
 
   // B, last instance first: result gradients in, input gradients out.
   tagger.phase = Phase::B;
@@ -320,10 +299,24 @@ LogicalResult Differentiator::sweepRepeat(RepeatOp repeat, IRMapping &mapping) {
     auto weights = RepeatOp::create(
         b, loc, types, lg.w.getSymName(), operands, repeat.getPrefix(), count,
         repeat.getFirst(), b.getI64IntegerAttr(0), /*reverse=*/false);
-    for (auto [name, g] : llvm::zip_equal(lg.params, weights.getResults()))
-      stackedParamGrads.push_back(
-          {(repeat.getPrefix() + ".{}." + name).str(),
-           (int64_t)repeat.getFirst(), count, g});
+    for (auto [name, g] : llvm::zip_equal(lg.params, weights.getResults())) {
+      if (!repeat.getPrefix().empty()) {
+        stackedParamGrads.push_back(
+            {(repeat.getPrefix() + ".{}." + name.getValue()).str(),
+             (int64_t)repeat.getFirst(), count, g});
+        continue;
+      }
+      // Instances share the parameter: its gradient is their sum.
+      auto type = cast<RankedTensorType>(g.getType());
+      Value sum = ReduceOp::create(
+          b, loc,
+          RankedTensorType::get(type.getShape().drop_front(),
+                                type.getElementType()),
+          ReduceKind::sum, g, ArrayRef<int64_t>{0}, /*keep_dims=*/false);
+      auto [it, inserted] = paramGrads.insert({name.getValue(), sum});
+      if (!inserted)
+        it->second = AddOp::create(b, loc, sum.getType(), it->second, sum);
+    }
   }
   for (auto [input, g] :
        llvm::zip(repeat.getInputs(), backward.getResults()))
@@ -343,51 +336,6 @@ Value Differentiator::argGrad(Block &src, unsigned i) {
 //===----------------------------------------------------------------------===//
 // Layers: differentiate once into a combined block, then split by phase.
 //===----------------------------------------------------------------------===//
-
-/// Builds a layer of phase `phase` named `name`, whose body clones `ops`
-/// (mapping `args` to its arguments and cloning free ops on demand) and
-/// yields `yields`.
-static LayerOp buildLayer(OpBuilder &b, Location loc, StringRef name,
-                          Phase phase, ArrayRef<Value> args,
-                          ArrayRef<Operation *> ops, ArrayRef<Value> yields) {
-  OpBuilder::InsertionGuard guard(b);
-  SmallVector<Type> argTypes, resultTypes;
-  for (Value v : args)
-    argTypes.push_back(v.getType());
-  for (Value v : yields)
-    resultTypes.push_back(v.getType());
-  auto layer = LayerOp::create(b, loc, name,
-                               b.getFunctionType(argTypes, resultTypes),
-                               /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
-  Block *body = b.createBlock(&layer.getBody());
-  IRMapping mapping;
-  for (Value v : args)
-    mapping.map(v, body->addArgument(v.getType(), loc));
-  OpBuilder inner = OpBuilder::atBlockEnd(body);
-  // Clones the free op defining `v` the first time it is needed.
-  auto materialize = [&](Value v) {
-    if (mapping.contains(v))
-      return;
-    Operation *def = v.getDefiningOp();
-    assert(def && isFree(def) && "value must be passed in or recomputable");
-    inner.clone(*def, mapping)->setAttr(
-        kPhaseAttr, inner.getStringAttr(phaseName(phase)));
-  };
-  for (Operation *op : ops) {
-    for (Value operand : op->getOperands())
-      materialize(operand);
-    inner.clone(*op, mapping);
-  }
-  SmallVector<Value> mapped;
-  for (Value v : yields) {
-    materialize(v);
-    mapped.push_back(mapping.lookup(v));
-  }
-  // Forward results that are yielded as F values need no special casing:
-  // every yielded value is either mapped or free by construction.
-  YieldOp::create(inner, loc, mapped);
-  return layer;
-}
 
 FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
                                                               Location loc) {
@@ -439,19 +387,16 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
     forwardResults.push_back(mapping.lookup(v));
 
   // Split the combined block by phase.
-  auto phaseOfOp = [](Operation *op) {
-    StringRef p = op->getAttrOfType<StringAttr>(kPhaseAttr).getValue();
-    return p == "F" ? Phase::F : p == "B" ? Phase::B : Phase::W;
-  };
+  auto phaseOfOp = [](Operation *op) { return *getPhase(op); };
   SmallVector<Operation *> ops[3];
   for (Operation &op : *body)
-    if (!isFree(&op))
+    if (!isRecomputable(&op))
       ops[(int)phaseOfOp(&op)].push_back(&op);
   // The phase that produces `v`: the layer's inputs count as F, the result
   // gradients as B; free values belong to none.
   auto producer = [&](Value v) -> std::optional<Phase> {
     if (Operation *def = v.getDefiningOp()) {
-      if (isFree(def))
+      if (isRecomputable(def))
         return std::nullopt;
       return phaseOfOp(def);
     }
@@ -487,8 +432,8 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
   for (Value v : savedW)
     lg.savedForW.push_back(llvm::find(saved, v) - saved.begin());
   lg.numBProducts = bProducts.size();
-  for (auto &[name, g] : inner.paramGrads)
-    lg.params.push_back(name.str());
+  for (auto &[pname, g] : inner.paramGrads)
+    lg.params.push_back(b.getStringAttr(pname));
 
   b.setInsertionPoint(layer);
   StringRef name = layer.getSymName();

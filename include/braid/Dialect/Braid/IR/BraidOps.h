@@ -19,6 +19,15 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::braid {
+/// The named tensors (parameters, optimizer state) that braid.param reads
+/// and braid.store_param writes.
+struct ParameterResource
+    : public SideEffects::Resource::Base<ParameterResource> {
+  StringRef getName() final { return "braid.parameters"; }
+};
+} // namespace mlir::braid
+
 #include "braid/Dialect/Braid/IR/BraidEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

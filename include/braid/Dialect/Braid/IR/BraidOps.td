@@ -36,9 +36,15 @@ class Braid_DiffOp<string mnemonic, list<Trait> traits = []>
 // Parameters and layers
 //===----------------------------------------------------------------------===//
 
-def Braid_ParamOp : Braid_Op<"param", [Pure, Braid_StaticShapes,
+// The named tensors of a model (parameters and optimizer state), read by
+// braid.param and written by braid.store_param.
+def Braid_ParameterResource
+    : Resource<"::mlir::braid::ParameterResource">;
+
+def Braid_ParamOp : Braid_Op<"param", [Braid_StaticShapes,
+    MemoryEffects<[MemRead<Braid_ParameterResource>]>,
     DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
-  let summary = "A named, trainable parameter.";
+  let summary = "A named, trainable parameter (or optimizer state).";
   let description = [{
     Produces the parameter called `name`. Inside a `braid.layer` the name is
     local: instance `i` of a `braid.repeat` with prefix `P` sees the
@@ -46,13 +52,39 @@ def Braid_ParamOp : Braid_Op<"param", [Pure, Braid_StaticShapes,
     the keys of weight files and checkpoints. Two `braid.param` ops with the
     same full name denote the same tensor (tied weights).
 
+    With `state`, the tensor is optimizer state (AdamW moments, SGD
+    momentum): saved with the optimizer state, not with the weights, and
+    never differentiated.
+
+    Parameters behave like global variables (IREE's `util.global`): a
+    `braid.param` reads the current value, `braid.store_param` replaces it,
+    in program order.
+
     ```mlir
     %w = braid.param "mlp.fc.weight" {init = #braid.init<normal(0.02)>} : tensor<64x256xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name, Braid_InitAttr:$init);
+  let arguments = (ins StrAttr:$name, Braid_InitAttr:$init, UnitAttr:$state);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braid_StoreParamOp : Braid_Op<"store_param", [Braid_StaticShapes,
+    MemoryEffects<[MemWrite<Braid_ParameterResource>]>,
+    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+  let summary = "Replaces the value of a named parameter or state tensor.";
+  let description = [{
+    Writes `value` to the tensor `name` (local inside a layer, as for
+    `braid.param`); later `braid.param` reads of that name see it. The
+    optimizer update of a training step ends in these stores.
+
+    ```mlir
+    braid.store_param "mlp.fc.weight", %w : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Braid_FloatTensor:$value);
+  let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
   let hasVerifier = 1;
 }
 
@@ -111,7 +143,9 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
   let description = [{
     Runs instances `first` .. `first + count - 1` of the layer `layer`
     (last to first with `reverse`). Instance `i` names its parameters
-    `prefix.i.<local name>`.
+    `prefix.i.<local name>`; without a prefix, all instances share the
+    layer's parameters under their local names (a loop, as over
+    micro-batches, rather than a stack of layers).
 
     The first `carried` operands (all of them by default) are threaded
     through the instances: each instance consumes the previous one's first
@@ -133,7 +167,7 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<AnyRankedTensor>:$inputs,
-                       StrAttr:$prefix, I64Attr:$count,
+                       DefaultValuedStrAttr<StrAttr, "">:$prefix, I64Attr:$count,
                        DefaultValuedAttr<I64Attr, "0">:$first,
                        OptionalAttr<I64Attr>:$carried, UnitAttr:$reverse);
   let results = (outs Variadic<AnyRankedTensor>:$results);
@@ -537,6 +571,113 @@ def Braid_SliceGradOp : Braid_ModelOp<"slice_grad"> {
                        OptionalAttr<DenseI64ArrayAttr>:$stride);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops: learning rate, clipping, optimizer updates.
+//===----------------------------------------------------------------------===//
+
+def Braid_LrDecay : I32EnumAttr<"LrDecay", "learning-rate decay after warm-up", [
+    I32EnumAttrCase<"constant", 0>,
+    I32EnumAttrCase<"linear", 1>,
+    I32EnumAttrCase<"cosine", 2>]> {
+  let cppNamespace = "::mlir::braid";
+}
+
+def Braid_LrScheduleOp : Braid_ModelOp<"lr_schedule"> {
+  let summary = "Learning rate of a step: linear warm-up, then decay.";
+  let description = [{
+    For step `t` (0 for the first update): during warm-up
+    (`t < warmup_steps`) `lr * (t + 1) / warmup_steps`; afterwards, with
+    `p = min(1, (t - warmup_steps) / max(1, total_steps - warmup_steps))`,
+    `constant`: `lr`; `linear`: `min_lr + (lr - min_lr) (1 - p)`;
+    `cosine`: `min_lr + (lr - min_lr) (1 + cos(pi p)) / 2`.
+
+    ```mlir
+    %lr = braid.lr_schedule cosine %step {lr = 3.0e-4 : f64, min_lr = 3.0e-5 : f64,
+        warmup_steps = 100 : i64, total_steps = 1000 : i64} : (tensor<i64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Braid_LrDecay:$decay, Braid_IdTensor:$step,
+                       F64Attr:$lr, DefaultValuedAttr<F64Attr, "0.0">:$min_lr,
+                       DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
+                       DefaultValuedAttr<I64Attr, "1">:$total_steps);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $decay $step attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_GlobalNormOp : Braid_ModelOp<"global_norm"> {
+  let summary = "The L2 norm of all elements of all operands together.";
+  let arguments = (ins Variadic<Braid_FloatTensor>:$inputs);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Braid_ClipCoefficientOp : Braid_ModelOp<"clip_coefficient",
+    [SameOperandsAndResultType]> {
+  let summary = "Gradient scale of global-norm clipping.";
+  let description = [{
+    `min(1, max_norm / (norm + 1e-6))`, the factor `clip_grad_norm_`
+    multiplies every gradient by.
+  }];
+  let arguments = (ins Braid_FloatTensor:$norm, F64Attr:$max_norm);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$norm attr-dict `:` type($norm)";
+  let hasVerifier = 1;
+}
+
+def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update"> {
+  let summary = "One AdamW step for one parameter.";
+  let description = [{
+    With `g = grad * grad_scale`, `t = step + 1`, learning rate `lr`:
+    `param -= lr * weight_decay * param` (decoupled weight decay),
+    `m = beta1 m + (1 - beta1) g`, `v = beta2 v + (1 - beta2) g^2`,
+    `param -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)`.
+    Returns the new parameter, m and v (Loshchilov and Hutter 2019; as
+    torch.optim.AdamW).
+  }];
+  let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
+                       Braid_FloatTensor:$m, Braid_FloatTensor:$v,
+                       Braid_FloatTensor:$lr, Braid_IdTensor:$step,
+                       Braid_FloatTensor:$grad_scale,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-08">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs Braid_FloatTensor:$new_param, Braid_FloatTensor:$new_m,
+                      Braid_FloatTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `,` $lr `,` $step `,` $grad_scale attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_SgdUpdateOp : Braid_ModelOp<"sgd_update"> {
+  let summary = "One SGD step (momentum, optionally Nesterov) for one parameter.";
+  let description = [{
+    With `g = grad * grad_scale + weight_decay * param`:
+    `buf = momentum * buf + g`; `param -= lr * (nesterov ? g + momentum * buf : buf)`
+    (as torch.optim.SGD without dampening; with momentum 0, plain SGD).
+    Returns the new parameter and momentum buffer.
+  }];
+  let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
+                       Braid_FloatTensor:$momentum_buffer,
+                       Braid_FloatTensor:$lr, Braid_FloatTensor:$grad_scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       UnitAttr:$nesterov,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Braid_FloatTensor:$new_param,
+                      Braid_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $grad_scale attr-dict
+    `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
