@@ -15,6 +15,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -67,6 +68,25 @@ static cl::opt<std::string> saveOutputs(
     cl::value_desc("O.safetensors"), cl::cat(category));
 static cl::opt<bool> dump("dump", cl::desc("Print every value of every result"),
                           cl::cat(category));
+static cl::opt<unsigned> steps(
+    "steps",
+    cl::desc("Train: run the entry (default train_step) N times, feeding "
+             "the step number to its 'step' argument; parameters and "
+             "optimizer state carry over between steps"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
+static cl::opt<uint64_t>
+    startStep("start-step",
+              cl::desc("Number of the first step (to resume training)"),
+              cl::init(0), cl::cat(category));
+static cl::opt<std::string> optimizerStateFile(
+    "optimizer-state",
+    cl::desc("Read optimizer state (AdamW moments, SGD momentum) from this "
+             "safetensors file instead of starting from zeros"),
+    cl::value_desc("S.safetensors"), cl::cat(category));
+static cl::opt<std::string> saveOptimizerState(
+    "save-optimizer-state",
+    cl::desc("Write the optimizer state after the last step"),
+    cl::value_desc("S.safetensors"), cl::cat(category));
 
 static int fail(const llvm::Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "braid-eval") << msg << "\n";
@@ -78,7 +98,8 @@ static FunctionOpInterface findEntry(ModuleOp module) {
   for (auto fn : module.getOps<func::FuncOp>())
     functions.push_back(fn);
   if (!entry.empty() || functions.size() != 1) {
-    StringRef name = entry.empty() ? StringRef("forward") : StringRef(entry);
+    StringRef defaultName = steps ? "train_step" : "forward";
+    StringRef name = entry.empty() ? defaultName : StringRef(entry);
     for (FunctionOpInterface fn : functions)
       if (fn.getName() == name)
         return fn;
@@ -147,6 +168,61 @@ static int saveFile(StringRef path, const TensorMap &tensors) {
   return 0;
 }
 
+/// The index of the argument or result of `fn` named `name` (braid.name).
+static std::optional<unsigned> findNamed(FunctionOpInterface fn, StringRef name,
+                                         bool result) {
+  unsigned n = result ? fn.getNumResults() : fn.getNumArguments();
+  for (unsigned i = 0; i < n; ++i) {
+    auto attr = result ? fn.getResultAttrOfType<StringAttr>(i, "braid.name")
+                       : fn.getArgAttrOfType<StringAttr>(i, "braid.name");
+    if (attr && attr.getValue() == name)
+      return i;
+  }
+  return std::nullopt;
+}
+
+/// Runs `fn` for --steps steps, printing the loss of each, then saves what
+/// was asked for.
+static int train(Evaluator &evaluator, FunctionOpInterface fn,
+                 TensorMap given) {
+  if (!findNamed(fn, "step", /*result=*/false))
+    return fail("@" + fn.getName() + " has no argument named 'step' "
+                "(braid.name); --steps needs a training step (see "
+                "braid-opt --braid-train-step)");
+  std::optional<unsigned> lossIndex = findNamed(fn, "loss", true);
+  std::optional<unsigned> lrIndex = findNamed(fn, "lr", true);
+  std::optional<unsigned> normIndex = findNamed(fn, "grad_norm", true);
+  for (uint64_t step = startStep; step < startStep + steps; ++step) {
+    given["step"] = Tensor({}, DType::I64, static_cast<double>(step));
+    FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
+    if (failed(inputs))
+      return 1;
+    FailureOr<SmallVector<Tensor>> results = evaluator.run(fn, *inputs);
+    if (failed(results))
+      return 1;
+    if (step == startStep && failed(evaluator.checkAllWeightsUsed(fn)))
+      return 1;
+    llvm::outs() << "step " << step;
+    if (lossIndex)
+      llvm::outs() << " loss " << llvm::format("%.17g", (*results)[*lossIndex][0]);
+    if (lrIndex)
+      llvm::outs() << " lr " << llvm::format("%.6g", (*results)[*lrIndex][0]);
+    if (normIndex)
+      llvm::outs() << " grad_norm "
+                   << llvm::format("%.6g", (*results)[*normIndex][0]);
+    llvm::outs() << "\n";
+  }
+  if (!saveWeights.empty())
+    if (int rc = saveFile(saveWeights, evaluator.getParameters()))
+      return rc;
+  if (!saveOptimizerState.empty())
+    if (int rc = saveFile(saveOptimizerState, evaluator.getOptimizerState()))
+      return rc;
+  if (!saveInputs.empty() || !saveOutputs.empty())
+    return fail("--save-inputs and --save-outputs do not apply to --steps");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -157,7 +233,10 @@ int main(int argc, char **argv) {
       "Parameters come from their initializers under --seed, or from "
       "--weights. Inputs come from --inputs, or are generated from the "
       "seed (integers need a braid.range argument attribute). Rank-0 "
-      "results print in full; tensors print as type, sum and L2 norm.\n");
+      "results print in full; tensors print as type, sum and L2 norm.\n\n"
+      "With --steps N it trains: it runs a training step (from braid-opt "
+      "--braid-autodiff --braid-train-step) N times on the same inputs and "
+      "prints each step's loss, learning rate and gradient norm.\n");
 
   MLIRContext context;
   context.loadDialect<BraidDialect, func::FuncDialect>();
@@ -186,6 +265,12 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(weights.takeError()));
     evaluator.setWeights(std::move(weights->tensors));
   }
+  if (!optimizerStateFile.empty()) {
+    llvm::Expected<SafeTensorsFile> state = readSafeTensors(optimizerStateFile);
+    if (!state)
+      return fail(llvm::toString(state.takeError()));
+    evaluator.setOptimizerState(std::move(state->tensors));
+  }
   TensorMap given;
   if (!inputsFile.empty()) {
     llvm::Expected<SafeTensorsFile> inputs = readSafeTensors(inputsFile);
@@ -193,6 +278,9 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(inputs.takeError()));
     given = std::move(inputs->tensors);
   }
+
+  if (steps)
+    return train(evaluator, fn, given);
 
   FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
   if (failed(inputs))
@@ -213,6 +301,9 @@ int main(int argc, char **argv) {
 
   if (!saveWeights.empty())
     if (int rc = saveFile(saveWeights, evaluator.getParameters()))
+      return rc;
+  if (!saveOptimizerState.empty())
+    if (int rc = saveFile(saveOptimizerState, evaluator.getOptimizerState()))
       return rc;
   if (!saveInputs.empty()) {
     TensorMap named;

@@ -63,4 +63,74 @@ def AutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def TrainStepPass : Pass<"braid-train-step", "::mlir::ModuleOp"> {
+  let summary = "Builds the training step: gradient accumulation, clipping, "
+                "learning-rate schedule and optimizer update.";
+  let description = [{
+    From `<entry>_grad` (made by `braid-autodiff`), adds
+    `@train_step(batch..., %step) -> (loss, lr, grad_norm)`:
+
+    1. With `accumulation = k > 1`, every batch argument gains a leading
+       dimension of size k, and the gradient function runs once per
+       micro-batch (a `braid.repeat` without prefix, so all micro-batches
+       share the parameters); loss and gradients are averaged, which for a
+       mean loss over equal micro-batches is the update of one step on the
+       whole batch. With `defer-w`, the F and B ops of every micro-batch run
+       first and all W ops after them (the reordering zero-bubble pipeline
+       schedules rely on), with identical results.
+    2. The global gradient norm is computed; with `clip-norm > 0` every
+       gradient is scaled by `min(1, clip-norm / (norm + 1e-6))`.
+    3. The learning rate of `%step` follows `braid.lr_schedule` (linear
+       warm-up, then constant, linear or cosine decay). With
+       `lr-reference-batch = N`, `lr` and `min-lr` are first scaled by
+       global batch / N (the linear scaling rule of Goyal et al. 2017),
+       where the global batch is k times the size of the leading dimension
+       of the first batch argument.
+    4. Every parameter is updated by `braid.adamw_update` or
+       `braid.sgd_update` and written back with `braid.store_param`;
+       optimizer state lives in `braid.param ... {state}` tensors named
+       `<param>.adamw.m`, `<param>.adamw.v` or `<param>.sgd.momentum`
+       (zeros initially). Parameters of repeated layers are updated by a
+       `braid.repeat` over the same instances.
+
+    Run `braid-eval --steps N` on the result to train.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "The differentiated function (uses @<entry>_grad).">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd.">,
+    Option<"lr", "lr", "double", /*default=*/"3.0e-4", "Peak learning rate.">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "Learning rate at the end of the decay.">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Steps of linear warm-up.">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"1",
+           "Steps over which the learning rate decays (including warm-up).">,
+    Option<"decay", "decay", "std::string", /*default=*/"\"constant\"",
+           "Decay after warm-up: constant, linear or cosine.">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1.">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2.">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1.0e-8",
+           "AdamW epsilon.">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "Weight decay (default: 0.01 for adamw, 0 for sgd).">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum.">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD with Nesterov momentum.">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Global gradient-norm clipping threshold (0: off).">,
+    Option<"accumulation", "accumulation", "int64_t", /*default=*/"1",
+           "Micro-batches per step (gradient accumulation).">,
+    Option<"deferW", "defer-w", "bool", /*default=*/"false",
+           "Run every micro-batch's W ops after all F and B ops.">,
+    Option<"lrReferenceBatch", "lr-reference-batch", "int64_t",
+           /*default=*/"0",
+           "Scale the learning rate by global batch / this (0: off).">,
+  ];
+  let dependentDialects = ["::mlir::braid::BraidDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

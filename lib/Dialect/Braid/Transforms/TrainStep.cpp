@@ -1,0 +1,437 @@
+//===- TrainStep.cpp - Gradient accumulation and the optimizer update ------===//
+//
+// Wraps the gradient function of braid-autodiff into a training step:
+// micro-batch accumulation (optionally with every W after all F and B),
+// global-norm clipping, the learning-rate schedule and the parameter update.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_TRAINSTEPPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// One gradient result of the gradient function.
+struct Gradient {
+  /// Full name, or for a layer parameter a pattern with "{}".
+  std::string name;
+  /// For a layer parameter: the repeat's prefix, first instance, count and
+  /// the parameter's local name.
+  std::optional<std::pair<int64_t, int64_t>> instances;
+  std::string prefix, local;
+  /// Its result index in the gradient function and its declaration.
+  unsigned index = 0;
+  ParamOp decl;
+  /// The value in the training step.
+  Value value;
+};
+
+Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
+                     double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      b, loc, type,
+      DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+}
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return ConstantOp::create(
+      b, loc, t,
+      DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0.0)));
+}
+
+struct TrainStepPass
+    : public braid::impl::TrainStepPassBase<TrainStepPass> {
+  using TrainStepPassBase::TrainStepPassBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult checkOptions(Operation *anchor);
+  /// Clones `body` (minus its terminator) with `mapping` and returns the
+  /// mapped terminator operands.
+  SmallVector<Value> inlineBody(OpBuilder &b, Block &body, IRMapping &mapping);
+  /// The micro-batch loops; returns (loss, gradients).
+  FailureOr<SmallVector<Value>> accumulate(OpBuilder &b, func::FuncOp grad,
+                                           ValueRange batch);
+  /// Emits the update of one parameter at the builder's insertion point
+  /// (inside a layer when `local` names a layer parameter).
+  void update(OpBuilder &b, Location loc, ParamOp decl, StringRef name,
+              Value grad, Value lr, Value step, Value scale);
+  /// The braid.param declaring `local` in a layer repeated with `prefix`
+  /// by the gradient function, or the top-level declaration of `name`.
+  ParamOp findDeclaration(func::FuncOp grad, const Gradient &g);
+};
+
+} // namespace
+
+LogicalResult TrainStepPass::checkOptions(Operation *anchor) {
+  auto fail = [&](const Twine &msg) {
+    return anchor->emitError() << "braid-train-step: " << msg;
+  };
+  if (optimizer != "adamw" && optimizer != "sgd")
+    return fail("optimizer must be adamw or sgd, got '" + optimizer + "'");
+  if (decay != "constant" && decay != "linear" && decay != "cosine")
+    return fail("decay must be constant, linear or cosine, got '" + decay +
+                "'");
+  if (!(lr > 0.0))
+    return fail("lr must be positive");
+  if (minLr < 0.0 || minLr > lr)
+    return fail("min-lr must be between 0 and lr");
+  if (warmupSteps < 0 || totalSteps < 1)
+    return fail("need warmup-steps >= 0 and total-steps >= 1");
+  if (accumulation < 1)
+    return fail("accumulation must be at least 1");
+  if (clipNorm < 0.0)
+    return fail("clip-norm must be non-negative");
+  if (lrReferenceBatch < 0)
+    return fail("lr-reference-batch must be non-negative");
+  if (nesterov && !(momentum > 0.0))
+    return fail("nesterov needs momentum > 0");
+  return success();
+}
+
+SmallVector<Value> TrainStepPass::inlineBody(OpBuilder &b, Block &body,
+                                             IRMapping &mapping) {
+  for (Operation &op : body.without_terminator())
+    b.clone(op, mapping);
+  SmallVector<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(mapping.lookup(v));
+  return results;
+}
+
+/// Inserts leading arguments of `types` into `layer`, returning them.
+static SmallVector<Value> prependArguments(LayerOp layer, TypeRange types) {
+  Block &body = layer.getBody().front();
+  Location loc = layer.getLoc();
+  for (auto [i, t] : llvm::enumerate(types))
+    (void)layer.insertArgument(i, t, DictionaryAttr(), loc);
+  return SmallVector<Value>(body.getArguments().take_front(types.size()));
+}
+
+/// Makes `layer` add `sums` to the values it yields.
+static void addToYields(LayerOp layer, ArrayRef<Value> sums) {
+  auto yield = cast<YieldOp>(layer.getBody().front().getTerminator());
+  OpBuilder b(yield);
+  SmallVector<Value> next(yield.getOperands());
+  for (auto [i, sum] : llvm::enumerate(sums))
+    next[i] = AddOp::create(b, yield.getLoc(), next[i].getType(), sum, next[i]);
+  yield->setOperands(next);
+}
+
+FailureOr<SmallVector<Value>>
+TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
+  Block &body = grad.getBody().front();
+  Location loc = grad.getLoc();
+  if (accumulation == 1) {
+    IRMapping mapping;
+    mapping.map(body.getArguments(), batch);
+    return inlineBody(b, body, mapping);
+  }
+
+  SmallVector<Type> resultTypes(grad.getResultTypes());
+  ArrayRef<Type> gradTypes = ArrayRef<Type>(resultTypes).drop_front();
+  SmallVector<Value> returned(body.getTerminator()->getOperands());
+  SmallVector<Value> bodyArgs(body.getArguments());
+  SmallVector<Operation *> all, fb, w;
+  for (Operation &op : body.without_terminator()) {
+    if (isRecomputable(&op))
+      continue;
+    all.push_back(&op);
+    (getPhase(&op) == Phase::W ? w : fb).push_back(&op);
+  }
+  auto zeros = [&](ArrayRef<Type> types) {
+    SmallVector<Value> values;
+    for (Type t : types)
+      values.push_back(zerosLike(b, loc, t));
+    return values;
+  };
+  SmallVector<Value> sums;
+
+  if (!deferW) {
+    // One loop: each micro-batch runs its F, B and W and adds its loss and
+    // gradients to running sums (carried).
+    LayerOp layer;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(grad);
+      layer = buildLayer(b, loc, (grad.getSymName() + ".microbatch").str(),
+                         std::nullopt, bodyArgs, all, returned);
+    }
+    addToYields(layer, prependArguments(layer, resultTypes));
+    SmallVector<Value> operands = zeros(resultTypes);
+    operands.append(batch.begin(), batch.end());
+    auto loop = RepeatOp::create(b, loc, resultTypes, layer.getSymName(),
+                                 operands, /*prefix=*/"", accumulation,
+                                 /*first=*/0,
+                                 b.getI64IntegerAttr(resultTypes.size()),
+                                 /*reverse=*/false);
+    sums.assign(loop.getResults().begin(), loop.getResults().end());
+  } else {
+    // Two loops: F and B of every micro-batch first, then each
+    // micro-batch's W, adding its gradients to running sums.
+    auto fromFB = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return !def || (!isRecomputable(def) && getPhase(def) != Phase::W);
+    };
+    llvm::SetVector<Value> handed;
+    for (Operation *op : w)
+      for (Value v : op->getOperands())
+        if (fromFB(v))
+          handed.insert(v);
+    for (Value v : ArrayRef<Value>(returned).drop_front())
+      if (fromFB(v))
+        handed.insert(v);
+    LayerOp fbLayer, wLayer;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(grad);
+      SmallVector<Value> fbYields{returned[0]};
+      fbYields.append(handed.begin(), handed.end());
+      fbLayer = buildLayer(b, loc, (grad.getSymName() + ".FB").str(),
+                           std::nullopt, bodyArgs, fb, fbYields);
+      wLayer = buildLayer(b, loc, (grad.getSymName() + ".W").str(),
+                          std::nullopt, handed.getArrayRef(), w,
+                          ArrayRef<Value>(returned).drop_front());
+    }
+    addToYields(wLayer, prependArguments(wLayer, gradTypes));
+
+    SmallVector<Type> fbTypes;
+    for (Type t : fbLayer.getResultTypes())
+      fbTypes.push_back(stackedType(t, accumulation));
+    auto first = RepeatOp::create(b, loc, fbTypes, fbLayer.getSymName(),
+                                  SmallVector<Value>(batch), /*prefix=*/"",
+                                  accumulation, /*first=*/0,
+                                  b.getI64IntegerAttr(0), /*reverse=*/false);
+    SmallVector<Value> operands = zeros(gradTypes);
+    operands.append(first.getResults().begin() + 1, first.getResults().end());
+    auto second = RepeatOp::create(b, loc, gradTypes, wLayer.getSymName(),
+                                   operands, /*prefix=*/"", accumulation,
+                                   /*first=*/0,
+                                   b.getI64IntegerAttr(gradTypes.size()),
+                                   /*reverse=*/false);
+    // Losses summed in micro-batch order, as the single loop does.
+    sums.push_back(ReduceOp::create(
+        b, loc, cast<RankedTensorType>(resultTypes[0]), ReduceKind::sum,
+        first.getResult(0), ArrayRef<int64_t>{0}, /*keep_dims=*/false));
+    sums.append(second.getResults().begin(), second.getResults().end());
+  }
+  // Means over the micro-batches.
+  Value inv = scalarConstant(b, loc, getElementTypeOrSelf(resultTypes[0]),
+                             1.0 / accumulation);
+  for (Value &v : sums)
+    v = MulOp::create(b, loc, v.getType(), v, inv);
+  return sums;
+}
+
+ParamOp TrainStepPass::findDeclaration(func::FuncOp grad, const Gradient &g) {
+  ParamOp found;
+  if (!g.instances) {
+    grad.walk([&](ParamOp p) {
+      if (!found && p.getName() == g.name)
+        found = p;
+    });
+    return found;
+  }
+  // The layer of a repeat with this prefix declares it under its local name.
+  grad.walk([&](RepeatOp r) {
+    if (found || r.getPrefix() != g.prefix)
+      return;
+    auto layer =
+        SymbolTable::lookupNearestSymbolFrom<LayerOp>(r, r.getLayerAttr());
+    layer.walk([&](ParamOp p) {
+      if (!found && p.getName() == g.local)
+        found = p;
+    });
+  });
+  return found;
+}
+
+void TrainStepPass::update(OpBuilder &b, Location loc, ParamOp decl,
+                           StringRef name, Value grad, Value lr, Value step,
+                           Value scale) {
+  auto type = cast<RankedTensorType>(decl.getType());
+  auto zeros = InitAttr::get(b.getContext(), InitKind::zeros, APFloat(0.0),
+                             APFloat(0.0));
+  Value param = ParamOp::create(b, loc, type, name, decl.getInit(), false);
+  auto state = [&](StringRef suffix) -> Value {
+    return ParamOp::create(b, loc, type, (name + suffix).str(), zeros, true);
+  };
+  if (optimizer == "adamw") {
+    double wd = weightDecay < 0 ? 0.01 : weightDecay;
+    Value m = state(".adamw.m"), v = state(".adamw.v");
+    auto op = AdamWUpdateOp::create(
+        b, loc, TypeRange{type, type, type}, param, grad, m, v, lr, step,
+        scale, APFloat(beta1.getValue()), APFloat(beta2.getValue()),
+        APFloat(epsilon.getValue()), APFloat(wd));
+    StoreParamOp::create(b, loc, name, op.getNewParam());
+    StoreParamOp::create(b, loc, (name + ".adamw.m").str(), op.getNewM());
+    StoreParamOp::create(b, loc, (name + ".adamw.v").str(), op.getNewV());
+    return;
+  }
+  double wd = weightDecay < 0 ? 0.0 : weightDecay;
+  Value buf = state(".sgd.momentum");
+  auto op = SgdUpdateOp::create(b, loc, TypeRange{type, type}, param, grad,
+                                buf, lr, scale, APFloat(momentum.getValue()),
+                                nesterov.getValue(), APFloat(wd));
+  StoreParamOp::create(b, loc, name, op.getNewParam());
+  StoreParamOp::create(b, loc, (name + ".sgd.momentum").str(),
+                       op.getNewMomentumBuffer());
+}
+
+void TrainStepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (failed(checkOptions(module)))
+    return signalPassFailure();
+  std::string gradName = entry + "_grad";
+  auto grad = module.lookupSymbol<func::FuncOp>(gradName);
+  if (!grad) {
+    module.emitError() << "braid-train-step: no function @" << gradName
+                       << "; run braid-autodiff (entry=" << entry
+                       << ") first";
+    return signalPassFailure();
+  }
+  if (module.lookupSymbol("train_step")) {
+    module.emitError("braid-train-step: @train_step already exists");
+    return signalPassFailure();
+  }
+  Location loc = grad.getLoc();
+  auto lossType = cast<RankedTensorType>(grad.getResultTypes()[0]);
+  Type elementType = lossType.getElementType();
+
+  // Gradients by parameter.
+  SmallVector<Gradient> grads;
+  for (unsigned i = 1; i < grad.getNumResults(); ++i) {
+    auto of = grad.getResultAttrOfType<StringAttr>(i, "braid.gradient_of");
+    if (!of || of.getValue().starts_with("arg:"))
+      continue;
+    Gradient g;
+    g.name = of.str();
+    g.index = i;
+    if (auto inst = grad.getResultAttrOfType<DenseI64ArrayAttr>(
+            i, "braid.instances")) {
+      g.instances = std::make_pair(inst[0], inst[1]);
+      auto [prefix, local] = of.getValue().split(".{}.");
+      g.prefix = prefix.str();
+      g.local = local.str();
+    }
+    g.decl = findDeclaration(grad, g);
+    if (!g.decl) {
+      grad.emitOpError() << "returns a gradient of '" << g.name
+                         << "' but declares no such parameter";
+      return signalPassFailure();
+    }
+    grads.push_back(std::move(g));
+  }
+  if (grads.empty()) {
+    grad.emitOpError("has no parameter gradients to train with");
+    return signalPassFailure();
+  }
+
+  // @train_step(batch..., step) -> (loss, lr, grad_norm).
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(grad);
+  SmallVector<Type> argTypes;
+  for (Type t : grad.getArgumentTypes())
+    argTypes.push_back(accumulation > 1 ? stackedType(t, accumulation) : t);
+  auto stepType = RankedTensorType::get({}, b.getI64Type());
+  argTypes.push_back(stepType);
+  SmallVector<Type> resultTypes(3, lossType);
+  auto fn = func::FuncOp::create(b, loc, "train_step",
+                                 b.getFunctionType(argTypes, resultTypes));
+  for (unsigned i = 0; i < grad.getNumArguments(); ++i)
+    fn.setArgAttrs(i, grad.getArgAttrDict(i));
+  fn.setArgAttr(argTypes.size() - 1, "braid.name", b.getStringAttr("step"));
+  for (auto [i, name] : llvm::enumerate(
+           ArrayRef<StringRef>{"loss", "lr", "grad_norm"}))
+    fn.setResultAttr(i, "braid.name", b.getStringAttr(name));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+  ValueRange batch = body->getArguments().drop_back();
+  Value step = body->getArguments().back();
+
+  FailureOr<SmallVector<Value>> sums = accumulate(b, grad, batch);
+  if (failed(sums))
+    return signalPassFailure();
+  Value loss = (*sums)[0];
+  for (Gradient &g : grads)
+    g.value = (*sums)[g.index];
+
+  // Clipping and the learning rate.
+  SmallVector<Value> gradValues;
+  for (const Gradient &g : grads)
+    gradValues.push_back(g.value);
+  Value norm = GlobalNormOp::create(b, loc, lossType, gradValues);
+  Value scale =
+      clipNorm > 0.0
+          ? Value(ClipCoefficientOp::create(b, loc, norm,
+                                            APFloat(clipNorm.getValue())))
+          : scalarConstant(b, loc, elementType, 1.0);
+  double lrScale = 1.0;
+  if (lrReferenceBatch > 0) {
+    auto first = cast<RankedTensorType>(grad.getArgumentTypes()[0]);
+    int64_t global =
+        accumulation * (first.getRank() ? first.getDimSize(0) : 1);
+    lrScale = double(global) / lrReferenceBatch;
+  }
+  Value rate = LrScheduleOp::create(
+      b, loc, lossType, *symbolizeLrDecay(decay), step, APFloat(lr * lrScale),
+      APFloat(minLr * lrScale), warmupSteps, totalSteps);
+
+  // Updates: top-level parameters here, layer parameters in a repeat over
+  // the instances of the forward pass.
+  llvm::MapVector<StringRef, SmallVector<const Gradient *>> byPrefix;
+  for (const Gradient &g : grads) {
+    if (g.instances)
+      byPrefix[g.prefix].push_back(&g);
+    else
+      update(b, loc, g.decl, g.name, g.value, rate, step, scale);
+  }
+  for (auto &[prefix, group] : byPrefix) {
+    auto [first, count] = *group.front()->instances;
+    SmallVector<Type> carried{lossType, stepType, lossType};
+    SmallVector<Type> layerArgs(carried);
+    for (const Gradient *g : group)
+      layerArgs.push_back(ParamOp(g->decl).getType());
+    LayerOp layer;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(fn);
+      layer = LayerOp::create(b, loc, ("train_step." + prefix + ".update").str(),
+                              b.getFunctionType(layerArgs, carried), nullptr,
+                              nullptr);
+      Block *lb = b.createBlock(&layer.getBody());
+      for (Type t : layerArgs)
+        lb->addArgument(t, loc);
+      ValueRange args = lb->getArguments();
+      for (auto [i, g] : llvm::enumerate(group))
+        update(b, loc, ParamOp(g->decl), g->local, args[3 + i], args[0], args[1],
+               args[2]);
+      YieldOp::create(b, loc, args.take_front(3));
+    }
+    SmallVector<Value> operands{rate, step, scale};
+    SmallVector<Type> types(carried);
+    for (const Gradient *g : group) {
+      operands.push_back(g->value);
+    }
+    RepeatOp::create(b, loc, types, layer.getSymName(), operands, prefix,
+                     count, first, b.getI64IntegerAttr(3), /*reverse=*/false);
+  }
+  func::ReturnOp::create(b, loc, ValueRange{loss, rate, norm});
+}
