@@ -19,6 +19,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <functional>
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "braid-autodiff"
@@ -74,11 +77,14 @@ struct StackedParamGrad {
   Value grad;
 };
 
+enum class Recompute { None, Full, Selective };
+
 class Differentiator {
 public:
   Differentiator(ModuleOp module, OpBuilder &b, PhaseTagger &tagger,
-                 llvm::StringMap<LayerGradient> &layers)
-      : module(module), b(b), tagger(tagger), layers(layers) {}
+                 llvm::StringMap<LayerGradient> &layers, Recompute recompute)
+      : module(module), b(b), tagger(tagger), layers(layers),
+        recompute(recompute) {}
 
   /// Clones `src`'s ops (all but its terminator) at the builder's insertion
   /// point, with `mapping` holding the block arguments. `wrt` marks the
@@ -112,6 +118,7 @@ private:
   OpBuilder &b;
   PhaseTagger &tagger;
   llvm::StringMap<LayerGradient> &layers;
+  Recompute recompute;
   /// Values that depend on a block argument (activations), and values
   /// whose gradient is wanted (they depend on a parameter or on a block
   /// argument in `wrt`).
@@ -367,7 +374,7 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
   for (auto [from, to] : llvm::zip(src.getArguments(), inputs))
     mapping.map(from, to);
 
-  Differentiator inner(module, b, tagger, layers);
+  Differentiator inner(module, b, tagger, layers, recompute);
   SmallVector<bool> wrt(src.getNumArguments(), true);
   if (failed(inner.forward(src, mapping, wrt)) ||
       failed(inner.backward(src, mapping, seeds))) {
@@ -422,6 +429,64 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
   for (auto &[pname, g] : inner.paramGrads)
     if (producer(g) == Phase::B)
       bProducts.insert(g);
+
+  // Recomputation: B re-runs the chosen F ops from saved inputs instead of
+  // receiving their results, and hands W the recomputed values it needs.
+  // Selective recomputation takes the marked ops and the data movement
+  // (reshapes, transposes) applied to their results.
+  std::function<bool(Operation *)> recomputed = [&](Operation *op) {
+    if (!op || producer(op->getResult(0)) != Phase::F)
+      return false;
+    if (recompute == Recompute::Full)
+      return true;
+    if (recompute == Recompute::None)
+      return false;
+    if (op->hasTrait<OpTrait::braid::SelectivelyRecomputed>())
+      return true;
+    return op->hasTrait<OpTrait::braid::MovesDataOnly>() &&
+           llvm::all_of(op->getOperands(), [&](Value v) {
+             return recomputed(v.getDefiningOp());
+           });
+  };
+  llvm::SetVector<Operation *> replay;
+  std::function<void(Operation *)> addReplay = [&](Operation *op) {
+    if (!recomputed(op) || !replay.insert(op))
+      return;
+    for (Value v : op->getOperands())
+      addReplay(v.getDefiningOp());
+  };
+  for (Value v : savedB)
+    addReplay(v.getDefiningOp());
+  for (Value v : savedW)
+    addReplay(v.getDefiningOp());
+  auto replayed = [&](Value v) {
+    return v.getDefiningOp() && replay.contains(v.getDefiningOp());
+  };
+  if (!replay.empty()) {
+    llvm::SetVector<Value> keepB, keepW;
+    for (Value v : savedB)
+      if (!replayed(v))
+        keepB.insert(v);
+    for (Operation *op : replay)
+      for (Value v : op->getOperands())
+        if (producer(v) == Phase::F && !replayed(v))
+          keepB.insert(v);
+    for (Value v : savedW) {
+      if (replayed(v))
+        bProducts.insert(v);
+      else
+        keepW.insert(v);
+    }
+    savedB = std::move(keepB);
+    savedW = std::move(keepW);
+    SmallVector<Operation *> bOps;
+    for (Operation *op : ops[0])
+      if (replay.contains(op))
+        bOps.push_back(op);
+    bOps.append(ops[1].begin(), ops[1].end());
+    ops[1] = std::move(bOps);
+  }
+
   llvm::SetVector<Value> saved;
   saved.insert(savedB.begin(), savedB.end());
   saved.insert(savedW.begin(), savedW.end());
@@ -471,6 +536,17 @@ struct AutodiffPass : public braid::impl::AutodiffPassBase<AutodiffPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    auto mode = llvm::StringSwitch<std::optional<Recompute>>(recompute)
+                    .Case("none", Recompute::None)
+                    .Case("full", Recompute::Full)
+                    .Case("selective", Recompute::Selective)
+                    .Default(std::nullopt);
+    if (!mode) {
+      module.emitError() << "braid-autodiff: recompute must be none, full or "
+                            "selective, got '"
+                         << recompute << "'";
+      return signalPassFailure();
+    }
     auto fn = module.lookupSymbol<func::FuncOp>(entry);
     if (!fn) {
       module.emitError() << "braid-autodiff: no function @" << entry
@@ -512,7 +588,7 @@ struct AutodiffPass : public braid::impl::AutodiffPassBase<AutodiffPass> {
     for (Type t : type.getInputs())
       wrt.push_back(wrtArguments && isFloatTensor(t));
     llvm::StringMap<LayerGradient> layers;
-    Differentiator diff(module, b, tagger, layers);
+    Differentiator diff(module, b, tagger, layers, *mode);
     if (failed(diff.forward(src, mapping, wrt))) {
       grad.erase();
       return signalPassFailure();

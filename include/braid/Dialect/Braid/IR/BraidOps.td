@@ -19,6 +19,16 @@ def Braid_StaticShapes : NativeOpTrait<"StaticShapes"> {
   let cppNamespace = "::mlir::OpTrait::braid";
 }
 
+// See mlir::OpTrait::braid::SelectivelyRecomputed.
+def Braid_SelectivelyRecomputed : NativeOpTrait<"SelectivelyRecomputed"> {
+  let cppNamespace = "::mlir::OpTrait::braid";
+}
+
+// See mlir::OpTrait::braid::MovesDataOnly.
+def Braid_MovesDataOnly : NativeOpTrait<"MovesDataOnly"> {
+  let cppNamespace = "::mlir::OpTrait::braid";
+}
+
 def Braid_FloatTensor : RankedTensorOf<[F64, F32, BF16, F16]>;
 def Braid_IdTensor : RankedTensorOf<[I32, I64]>;
 
@@ -325,7 +335,8 @@ def Braid_RotaryOp : Braid_DiffOp<"rotary", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Braid_AttentionOp : Braid_DiffOp<"attention"> {
+def Braid_AttentionOp : Braid_DiffOp<"attention",
+    [Braid_SelectivelyRecomputed]> {
   let summary = "Scaled dot-product attention with grouped KV heads.";
   let description = [{
     `query` is `[B, S, Hq, D]`; `key` and `value` are `[B, T, Hkv, D]` with
@@ -367,7 +378,7 @@ def Braid_CrossEntropyOp : Braid_DiffOp<"cross_entropy"> {
 // Shape ops and constants
 //===----------------------------------------------------------------------===//
 
-def Braid_ReshapeOp : Braid_DiffOp<"reshape"> {
+def Braid_ReshapeOp : Braid_DiffOp<"reshape", [Braid_MovesDataOnly]> {
   let summary = "Reinterprets a tensor with a new shape (row-major).";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
@@ -375,7 +386,7 @@ def Braid_ReshapeOp : Braid_DiffOp<"reshape"> {
   let hasVerifier = 1;
 }
 
-def Braid_TransposeOp : Braid_DiffOp<"transpose"> {
+def Braid_TransposeOp : Braid_DiffOp<"transpose", [Braid_MovesDataOnly]> {
   let summary = "Permutes dimensions: result dim i is input dim permutation[i].";
   let arguments = (ins AnyRankedTensor:$input,
                        DenseI64ArrayAttr:$permutation);
@@ -403,7 +414,7 @@ def Braid_ReduceOp : Braid_DiffOp<"reduce"> {
   let hasVerifier = 1;
 }
 
-def Braid_BroadcastOp : Braid_DiffOp<"broadcast"> {
+def Braid_BroadcastOp : Braid_DiffOp<"broadcast", [Braid_MovesDataOnly]> {
   let summary = "Broadcasts to the result shape with NumPy rules.";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
@@ -411,7 +422,7 @@ def Braid_BroadcastOp : Braid_DiffOp<"broadcast"> {
   let hasVerifier = 1;
 }
 
-def Braid_SliceOp : Braid_DiffOp<"slice"> {
+def Braid_SliceOp : Braid_DiffOp<"slice", [Braid_MovesDataOnly]> {
   let summary = "Strided slice [start, limit) with stride per dimension.";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start,
                        DenseI64ArrayAttr:$limit,
@@ -421,7 +432,7 @@ def Braid_SliceOp : Braid_DiffOp<"slice"> {
   let hasVerifier = 1;
 }
 
-def Braid_ConcatOp : Braid_DiffOp<"concat"> {
+def Braid_ConcatOp : Braid_DiffOp<"concat", [Braid_MovesDataOnly]> {
   let summary = "Concatenates tensors along an axis.";
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);

@@ -32,6 +32,19 @@ public:
   }
 };
 
+/// Marks the ops that selective activation recomputation recomputes
+/// instead of saving: the attention core, whose saved activations grow with
+/// the square of the sequence length while its FLOPs are small (Korthikanti
+/// et al. 2022).
+template <typename ConcreteType>
+class SelectivelyRecomputed
+    : public TraitBase<ConcreteType, SelectivelyRecomputed> {};
+
+/// Marks ops that only move data (reshape, transpose, ...): no arithmetic,
+/// so recomputing them is free wherever their input is recomputed.
+template <typename ConcreteType>
+class MovesDataOnly : public TraitBase<ConcreteType, MovesDataOnly> {};
+
 } // namespace mlir::OpTrait::braid
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDTRAITS_H

@@ -24,6 +24,11 @@ def AutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
     parameter gradients). The training step therefore stays independent of
     depth.
 
+    With `recompute=full`, `@L.F` saves only the layer's inputs and `@L.B`
+    re-runs the forward ops before its own; with `recompute=selective`,
+    only ops marked `SelectivelyRecomputed` (the attention core) are re-run.
+    The gradients are the same; the saved activations are smaller.
+
     Gradient results carry `braid.gradient_of`: the parameter's full name,
     or for a layer parameter a pattern such as `h.{}.fc.weight` whose `{}`
     is the instance; such results are stacked over the instances listed in
@@ -55,6 +60,11 @@ def AutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
            "The function to differentiate (its first result is the loss).">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+           "Activation recomputation in layers: none (save what the "
+           "backward needs), full (save each layer's inputs and recompute "
+           "its forward in B) or selective (recompute only the attention "
+           "core).">,
     Option<"wrtArguments", "wrt-arguments", "bool", /*default=*/"false",
            "Also return gradients of the floating-point arguments "
            "(braid.gradient_of = \"arg:<name>\").">,
