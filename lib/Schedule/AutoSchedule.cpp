@@ -26,6 +26,11 @@
 //     next pass slightly) or left idle, unless this stage is already the
 //     least idle one, in which case it is always filled.
 //
+// All eight are also built under lower memory limits than the one given
+// (every integer below it, at most 64 of them): the heuristic is not
+// monotonic in the limit, and among equally short schedules Braid prefers
+// the shorter makespan and then the smaller peak memory.
+//
 // Times in this construction are exactly the simulator's (transfer latency
 // between stages, no overlap on a rank), so the cost compared is the
 // simulated one.
@@ -38,12 +43,16 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace mlir::braid::sched;
 
 namespace {
 enum Pass { F = 0, B = 1, W = 2 };
+
+/// How many limits below the requested one the search also tries.
+constexpr int kMaxLowerLimits = 64;
 
 struct Variant {
   bool allowBubbleBeforeFirstB;
@@ -291,32 +300,54 @@ mlir::braid::sched::buildAutoZeroBubble(const CostModel &costs,
         llvm::inconvertibleErrorCode(),
         llvm::formatv("memory limit {0} is below one micro-batch activation; "
                       "no forward can run",
-                      options.memoryLimit));
+                      formatNumber(options.memoryLimit)));
 
-  GreedyBuilder builder(costs, numMicrobatches, options);
+  // Lower limits than the one given are tried too: the heuristic is not
+  // monotonic in the limit, and among equally short schedules the one that
+  // needs the least memory is preferred.
+  std::vector<double> limits = {options.memoryLimit};
+  int below = static_cast<int>(std::ceil(options.memoryLimit)) - 1;
+  int numLower = std::min(below, kMaxLowerLimits);
+  for (int i = 0; i < numLower; ++i)
+    limits.push_back(below - static_cast<double>(i) * (below - 1) /
+                                 std::max(1, numLower - 1));
+
   std::optional<Schedule> best;
   double bestCost = std::numeric_limits<double>::infinity();
-  double bestMakespan = bestCost;
-  for (int bits = 0; bits < 8; ++bits) {
-    Variant variant{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0};
-    std::optional<std::vector<std::vector<Action>>> order =
-        builder.build(variant);
-    if (!order)
-      continue;
-    Schedule candidate("auto", p, numMicrobatches);
-    candidate.ranks = std::move(*order);
-    llvm::Expected<SimulationResult> sim =
-        simulate(candidate, costs, options.memory);
-    if (!sim) {
-      llvm::consumeError(sim.takeError());
-      continue;
-    }
-    // Ties go to the first variant tried, so the result is deterministic.
-    if (sim->cost < bestCost - 1e-9 ||
-        (sim->cost <= bestCost + 1e-9 && sim->makespan < bestMakespan - 1e-9)) {
-      bestCost = sim->cost;
-      bestMakespan = sim->makespan;
-      best = std::move(candidate);
+  double bestMakespan = bestCost, bestMemory = bestCost;
+  for (double limit : limits) {
+    AutoScheduleOptions limited = options;
+    limited.memoryLimit = std::floor(limit * 1e9) / 1e9;
+    GreedyBuilder builder(costs, numMicrobatches, limited);
+    for (int bits = 0; bits < 8; ++bits) {
+      Variant variant{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0};
+      std::optional<std::vector<std::vector<Action>>> order =
+          builder.build(variant);
+      if (!order)
+        continue;
+      Schedule candidate("auto", p, numMicrobatches);
+      candidate.ranks = std::move(*order);
+      llvm::Expected<SimulationResult> sim =
+          simulate(candidate, costs, options.memory);
+      if (!sim) {
+        llvm::consumeError(sim.takeError());
+        continue;
+      }
+      // Shortest cost, then makespan, then peak memory; ties go to the first
+      // tried, so the result is deterministic.
+      auto compare = [](double a, double b) {
+        return a < b - 1e-9 ? -1 : a > b + 1e-9 ? 1 : 0;
+      };
+      int byCost = compare(sim->cost, bestCost);
+      int byMakespan = compare(sim->makespan, bestMakespan);
+      int byMemory = compare(sim->getMaxPeakMemory(), bestMemory);
+      if (byCost < 0 || (byCost == 0 && byMakespan < 0) ||
+          (byCost == 0 && byMakespan == 0 && byMemory < 0)) {
+        bestCost = sim->cost;
+        bestMakespan = sim->makespan;
+        bestMemory = sim->getMaxPeakMemory();
+        best = std::move(candidate);
+      }
     }
   }
   if (!best)
@@ -324,6 +355,6 @@ mlir::braid::sched::buildAutoZeroBubble(const CostModel &costs,
         llvm::inconvertibleErrorCode(),
         llvm::formatv("no schedule keeps activation memory within {0} "
                       "micro-batches on every stage",
-                      options.memoryLimit));
+                      formatNumber(options.memoryLimit)));
   return std::move(*best);
 }

@@ -48,7 +48,8 @@ void mlir::braid::sched::writeChromeTrace(llvm::raw_ostream &os,
         });
       }
       for (int r = 0; r < schedule.numRanks; ++r) {
-        for (auto [i, a] : llvm::enumerate(schedule.ranks[r])) {
+        for (size_t i = 0, e = schedule.ranks[r].size(); i < e; ++i) {
+          const Action &a = schedule.ranks[r][i];
           const TimedAction &t = result.timeline[r][i];
           json.object([&] {
             json.attribute("pid", 0);

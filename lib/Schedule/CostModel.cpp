@@ -59,7 +59,7 @@ llvm::Error CostModel::validate(int numStages) const {
             llvm::inconvertibleErrorCode(),
             llvm::formatv("{0} time of stage {1} is {2}; times must be "
                           "finite and not negative",
-                          what, i, times[i]));
+                          what, i, formatNumber(times[i])));
     return llvm::Error::success();
   };
   if (llvm::Error err = check(forward, "forward", numStages))

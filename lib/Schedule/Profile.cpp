@@ -135,7 +135,8 @@ mlir::braid::sched::getProfileSettings(const CsvTable &table, double seq) {
 
 llvm::Expected<CostModel> mlir::braid::sched::getCostModelFromProfile(
     const CsvTable &table, int numRanks, int numMicrobatches, int numChunks,
-    llvm::StringRef model, std::optional<double> *weightFraction) {
+    llvm::StringRef model, std::optional<double> *weightFraction,
+    double seq) {
   int numStages = numRanks * numChunks;
   // Per-stage layout.
   if (table.getColumn("stage")) {
@@ -210,7 +211,7 @@ llvm::Expected<CostModel> mlir::braid::sched::getCostModelFromProfile(
   }
 
   llvm::Expected<std::vector<ProfileSetting>> settings =
-      getProfileSettings(table);
+      getProfileSettings(table, seq);
   if (!settings)
     return settings.takeError();
   std::vector<const ProfileSetting *> matches;

@@ -306,7 +306,8 @@ llvm::Error Verifier::execute() {
       return fail(r, i,
                   llvm::formatv("activation memory reaches {0} micro-batches, "
                                 "above the limit of {1}",
-                                memoryNow[r], *options.memoryLimit));
+                                formatNumber(memoryNow[r], 4),
+                                formatNumber(*options.memoryLimit, 4)));
     return llvm::Error::success();
   };
 

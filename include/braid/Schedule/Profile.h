@@ -68,12 +68,14 @@ getProfileSettings(const CsvTable &table, double seq = 1024);
 /// either layout. A per-setting profile must have exactly one row for (p, m)
 /// (after filtering by `model` when given); a per-stage profile must have one
 /// row per stage, p*v of them. `weightFraction` receives the memory model of
-/// the chosen setting, if it has one.
+/// the chosen setting (sequence length `seq` unless the file has a `seq`
+/// column), if it has one.
 llvm::Expected<CostModel>
 getCostModelFromProfile(const CsvTable &table, int numRanks,
                         int numMicrobatches, int numChunks,
                         llvm::StringRef model = "",
-                        std::optional<double> *weightFraction = nullptr);
+                        std::optional<double> *weightFraction = nullptr,
+                        double seq = 1024);
 
 } // namespace mlir::braid::sched
 

@@ -655,3 +655,240 @@ func.func @constant_resource() {
   %0 = braid.constant dense_resource<blob> : tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @store_param_empty(%x: tensor<2xf32>) {
+  // expected-error@+1 {{parameter name must not be empty}}
+  braid.store_param "", %x : tensor<2xf32>
+  return
+}
+
+// -----
+
+braid.layer @scan(%acc: tensor<4xf32>, %x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  braid.yield %acc, %x : tensor<4xf32>, tensor<4xf32>
+}
+func.func @repeat_stacked_count(%g: tensor<4xf32>, %xs: tensor<2x4xf32>) {
+  // expected-error@+1 {{operand types do not match layer @scan; expected ('tensor<4xf32>', 'tensor<3x4xf32>')}}
+  %a, %b = braid.repeat @scan(%g, %xs) {count = 3 : i64, carried = 1 : i64} : (tensor<4xf32>, tensor<2x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return
+}
+
+// -----
+
+braid.layer @scan(%acc: tensor<4xf32>, %x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  braid.yield %acc, %x : tensor<4xf32>, tensor<4xf32>
+}
+func.func @repeat_carried(%g: tensor<4xf32>, %xs: tensor<3x4xf32>) {
+  // expected-error@+1 {{carried (3) must be between 0 and the number of operands and of results}}
+  %a, %b = braid.repeat @scan(%g, %xs) {count = 3 : i64, carried = 3 : i64} : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_type(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x4xf32>) {
+  // expected-error@+1 {{grad has type 'tensor<2x4xf32>'; expected the input's type 'tensor<2x8xf32>'}}
+  %0 = braid.layer_norm_grad %x, %g, %dy : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error@+1 {{scale has shape [4]; expected [8] (the last dimension of the input)}}
+  %0 = braid.rms_norm_grad %x, %g, %x : (tensor<2x8xf32>, tensor<4xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_shape(%ids: tensor<2x3xi32>, %dy: tensor<2x3x4xf32>) {
+  // expected-error@+1 {{grad has type 'tensor<2x3x4xf32>'; expected 'tensor<2x3x8xf32>'}}
+  %0 = braid.embedding_grad %ids, %dy : (tensor<2x3xi32>, tensor<2x3x4xf32>) -> tensor<10x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_rank(%ids: tensor<2x3xi32>, %dy: tensor<2x3x4xf32>) {
+  // expected-error@+1 {{result must be a [vocab, hidden] table, got 'tensor<4xf32>'}}
+  %0 = braid.embedding_grad %ids, %dy : (tensor<2x3xi32>, tensor<2x3x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_operand(%q: tensor<1x2x2x4xf32>) {
+  // expected-error@+1 {{operand must be 0 (query), 1 (key) or 2 (value), got 3}}
+  %0 = braid.attention_grad %q, %q, %q, %q {operand = 3 : i64} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_result(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x2x4xf32>) {
+  // expected-error@+1 {{result type 'tensor<1x2x4x4xf32>' does not match the inferred type 'tensor<1x2x2x4xf32>'}}
+  %0 = braid.attention_grad %q, %k, %k, %q {operand = 1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_dy(%q: tensor<1x2x2x4xf32>, %dy: tensor<1x2x2x8xf32>) {
+  // expected-error@+1 {{grad has type 'tensor<1x2x2x8xf32>'; expected the query's type 'tensor<1x2x2x4xf32>'}}
+  %0 = braid.attention_grad %q, %q, %q, %dy {operand = 0 : i64} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x8xf32>) -> tensor<1x2x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_scalar(%l: tensor<2x5xf32>, %y: tensor<2xi32>, %g: tensor<2xf32>) {
+  // expected-error@+1 {{grad must be rank 0 (the gradient of the mean loss)}}
+  %0 = braid.cross_entropy_grad %l, %y, %g : (tensor<2x5xf32>, tensor<2xi32>, tensor<2xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_labels(%l: tensor<2x5xf32>, %y: tensor<5xi32>, %g: tensor<f32>) {
+  // expected-error@+1 {{labels must have the logits' shape without the last dimension}}
+  %0 = braid.cross_entropy_grad %l, %y, %g : (tensor<2x5xf32>, tensor<5xi32>, tensor<f32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_grad_type(%x: tensor<2x3xf32>, %dy: tensor<3xf32>) {
+  // expected-error@+1 {{grad has type 'tensor<3xf32>'; expected 'tensor<2xf32>' (the type of the reduction's result)}}
+  %0 = braid.reduce_max_grad %x, %dy {axes = array<i64: 1>} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_type(%dy: tensor<2x2xf32>) {
+  // expected-error@+1 {{grad has type 'tensor<2x2xf32>'; expected 'tensor<1x2xf32>' (the slice of the result type)}}
+  %0 = braid.slice_grad %dy {start = array<i64: 1, 0>, limit = array<i64: 2, 2>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_lr(%step: tensor<i64>) {
+  // expected-error@+1 {{lr must be positive}}
+  %0 = braid.lr_schedule constant %step {lr = 0.0 : f64} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_min(%step: tensor<i64>) {
+  // expected-error@+1 {{min_lr must be between 0 and lr}}
+  %0 = braid.lr_schedule linear %step {lr = 1.0 : f64, min_lr = 2.0 : f64} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_steps(%step: tensor<i64>) {
+  // expected-error@+1 {{need warmup_steps >= 0 and total_steps >= 1, got 0 and 0}}
+  %0 = braid.lr_schedule cosine %step {lr = 1.0 : f64, total_steps = 0 : i64} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_step_rank(%step: tensor<2xi64>) {
+  // expected-error@+1 {{step must be a rank-0 tensor, got 'tensor<2xi64>'}}
+  %0 = braid.lr_schedule constant %step {lr = 1.0 : f64} : (tensor<2xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @global_norm_none() {
+  // expected-error@+1 {{needs at least one input}}
+  %0 = braid.global_norm : () -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @global_norm_rank(%x: tensor<2xf32>) {
+  // expected-error@+1 {{the result must be a rank-0 tensor, got 'tensor<2xf32>'}}
+  %0 = braid.global_norm %x : (tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @clip_max(%n: tensor<f32>) {
+  // expected-error@+1 {{max_norm must be positive}}
+  %0 = braid.clip_coefficient %n {max_norm = 0.0 : f64} : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_beta(%p: tensor<4xf32>, %s: tensor<f32>, %t: tensor<i64>) {
+  // expected-error@+1 {{beta1 and beta2 must be in [0, 1)}}
+  %a, %b, %c = braid.adamw_update %p, %p, %p, %p, %s, %t, %s {beta1 = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_eps(%p: tensor<4xf32>, %s: tensor<f32>, %t: tensor<i64>) {
+  // expected-error@+1 {{needs epsilon > 0 and weight_decay >= 0}}
+  %a, %b, %c = braid.adamw_update %p, %p, %p, %p, %s, %t, %s {epsilon = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_state_type(%p: tensor<4xf32>, %m: tensor<3xf32>, %s: tensor<f32>, %t: tensor<i64>) {
+  // expected-error@+1 {{operand has type 'tensor<3xf32>'; expected the parameter's type 'tensor<4xf32>'}}
+  %a, %b, %c = braid.adamw_update %p, %p, %m, %p, %s, %t, %s : (tensor<4xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_lr_rank(%p: tensor<4xf32>, %t: tensor<i64>, %s: tensor<f32>) {
+  // expected-error@+1 {{learning rate, step and gradient scale must be a rank-0 tensor, got 'tensor<4xf32>'}}
+  %a, %b, %c = braid.adamw_update %p, %p, %p, %p, %p, %t, %s : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_nesterov(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{Nesterov momentum needs momentum > 0}}
+  %a, %b = braid.sgd_update %p, %p, %p, %s, %s {nesterov} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_result(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{result has type 'tensor<2xf32>'; expected the parameter's type 'tensor<4xf32>'}}
+  %a, %b = braid.sgd_update %p, %p, %p, %s, %s : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @bad_phase(%x: tensor<2xf32>) {
+  // expected-error@+1 {{braid.phase must be "F", "B" or "W"}}
+  %0 = braid.relu %x {braid.phase = "X"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{result #0: braid.instances must be array<i64: first, count> with first >= 0 and count >= 1}}
+func.func @bad_instances(%x: tensor<2xf32>) -> (tensor<2xf32> {braid.instances = array<i64: 0>}) {
+  return %x : tensor<2xf32>
+}

@@ -127,3 +127,72 @@ func.func @shapes(%x: tensor<2x3x4xf32>, %ids: tensor<2x3xi32>) {
   %10 = braid.constant dense<3> : tensor<2x2xi32>
   return
 }
+
+// Tests that the gradient ops round-trip.
+
+// CHECK-LABEL: func.func @gradients
+func.func @gradients(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %ids: tensor<2x3xi32>,
+                     %q: tensor<2x3x4x8xf32>, %kv: tensor<2x3x2x8xf32>, %s: tensor<f32>) {
+  // CHECK: braid.relu_grad %{{.*}}, %{{.*}} : tensor<2x3x8xf32>
+  %0 = braid.relu_grad %x, %x : tensor<2x3x8xf32>
+  // CHECK: braid.silu_grad
+  %1 = braid.silu_grad %x, %x : tensor<2x3x8xf32>
+  // CHECK: braid.gelu_grad tanh %{{.*}}, %{{.*}} : tensor<2x3x8xf32>
+  %2 = braid.gelu_grad tanh %x, %x : tensor<2x3x8xf32>
+  // CHECK: braid.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  %3 = braid.layer_norm_grad %x, %g, %x : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  // CHECK: braid.rms_norm_grad
+  %4 = braid.rms_norm_grad %x, %g, %x : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  // CHECK: braid.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x3xi32>, tensor<2x3x8xf32>) -> tensor<16x8xf32>
+  %5 = braid.embedding_grad %ids, %x : (tensor<2x3xi32>, tensor<2x3x8xf32>) -> tensor<16x8xf32>
+  // CHECK: braid.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal, operand = 1 : i64} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x2x8xf32>
+  %6 = braid.attention_grad %q, %kv, %kv, %q {causal, operand = 1 : i64}
+      : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x2x8xf32>
+  // CHECK: braid.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<f32>) -> tensor<2x3x8xf32>
+  %7 = braid.cross_entropy_grad %x, %ids, %s : (tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<f32>) -> tensor<2x3x8xf32>
+  // CHECK: braid.reduce_max_grad %{{.*}}, %{{.*}} {axes = array<i64: 2>} : (tensor<2x3x8xf32>, tensor<2x3xf32>) -> tensor<2x3x8xf32>
+  %m = braid.reduce max %x {axes = array<i64: 2>} : (tensor<2x3x8xf32>) -> tensor<2x3xf32>
+  %8 = braid.reduce_max_grad %x, %m {axes = array<i64: 2>} : (tensor<2x3x8xf32>, tensor<2x3xf32>) -> tensor<2x3x8xf32>
+  // CHECK: braid.slice_grad %{{.*}} {limit = array<i64: 2, 3, 8>, start = array<i64: 0, 1, 0>, stride = array<i64: 1, 1, 2>} : (tensor<2x2x4xf32>) -> tensor<2x3x8xf32>
+  %sl = braid.slice %x {start = array<i64: 0, 1, 0>, limit = array<i64: 2, 3, 8>, stride = array<i64: 1, 1, 2>} : (tensor<2x3x8xf32>) -> tensor<2x2x4xf32>
+  %9 = braid.slice_grad %sl {start = array<i64: 0, 1, 0>, limit = array<i64: 2, 3, 8>, stride = array<i64: 1, 1, 2>} : (tensor<2x2x4xf32>) -> tensor<2x3x8xf32>
+  // CHECK: braid.rotary %{{.*}} {inverse} : tensor<2x3x4x8xf32>
+  %10 = braid.rotary %q {inverse} : tensor<2x3x4x8xf32>
+  return
+}
+
+// Tests that the training ops, parameter stores and stacked repeats
+// round-trip.
+
+// CHECK-LABEL: braid.layer @scan
+braid.layer @scan(%acc: tensor<4xf32>, %x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %s = braid.add %acc, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  braid.yield %s, %s : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @training
+func.func @training(%step: tensor<i64>, %g: tensor<4xf32>, %xs: tensor<3x4xf32>) {
+  // CHECK: braid.repeat @scan(%{{.*}}, %{{.*}}) {carried = 1 : i64, count = 3 : i64, reverse} : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  %sum, %partial = braid.repeat @scan(%g, %xs) {count = 3 : i64, carried = 1 : i64, reverse}
+      : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  // CHECK: braid.lr_schedule cosine %{{.*}} {lr = 1.000000e-03 : f64, min_lr = 1.000000e-04 : f64, total_steps = 100 : i64, warmup_steps = 10 : i64} : (tensor<i64>) -> tensor<f32>
+  %lr = braid.lr_schedule cosine %step {lr = 1.0e-3 : f64, min_lr = 1.0e-4 : f64, warmup_steps = 10 : i64, total_steps = 100 : i64}
+      : (tensor<i64>) -> tensor<f32>
+  // CHECK: braid.global_norm %{{.*}}, %{{.*}} : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<f32>
+  %n = braid.global_norm %g, %xs : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<f32>
+  // CHECK: braid.clip_coefficient %{{.*}} {max_norm = 1.000000e+00 : f64} : tensor<f32>
+  %c = braid.clip_coefficient %n {max_norm = 1.0 : f64} : tensor<f32>
+  %p = braid.param "p" {init = #braid.init<zeros>} : tensor<4xf32>
+  // CHECK: braid.param "p.adamw.m" {init = #braid.init<zeros>, state} : tensor<4xf32>
+  %m = braid.param "p.adamw.m" {init = #braid.init<zeros>, state} : tensor<4xf32>
+  // CHECK: braid.adamw_update {{.*}} {beta2 = 0.94999999999999996 : f64}
+  %p2, %m2, %v2 = braid.adamw_update %p, %g, %m, %m, %lr, %step, %c {beta2 = 0.95 : f64}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  // CHECK: braid.sgd_update {{.*}} {momentum = 9.000000e-01 : f64, nesterov}
+  %p3, %b3 = braid.sgd_update %p, %g, %m, %lr, %c {momentum = 0.9 : f64, nesterov}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  // CHECK: braid.store_param "p", %{{.*}} : tensor<4xf32>
+  braid.store_param "p", %p2 : tensor<4xf32>
+  return
+}

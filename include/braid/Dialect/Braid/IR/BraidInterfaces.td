@@ -60,4 +60,42 @@ def Braid_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Braid_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::braid";
+  let description = [{
+    What an op costs: floating-point operations, split into those of matrix
+    products (matmul, the attention core: what tensor cores run and what
+    the literature's closed forms count) and the rest, and bytes moved.
+    Used by the cost report and, later, by the planner. Matrix products
+    count 2 FLOPs per multiply-add; causal attention is counted dense, as
+    Megatron-LM and Qi et al. 2023 count it.
+  }];
+  let methods = [
+    InterfaceMethod<"FLOPs of matrix products.", "double", "getMatmulFlops",
+      (ins), [{}], [{ return 0.0; }]>,
+    InterfaceMethod<[{
+        All FLOPs, matrix products included (elementwise ops count one per
+        result element by default).
+      }], "double", "getFlops", (ins), [{}], [{
+        double n = 0.0;
+        for (::mlir::Type t : $_op->getResultTypes())
+          if (auto s = ::llvm::dyn_cast<::mlir::ShapedType>(t))
+            n += s.getNumElements();
+        return n + $_op.getMatmulFlops();
+      }]>,
+    InterfaceMethod<"Bytes read and written (operands plus results).",
+      "double", "getBytes", (ins), [{}], [{
+        double n = 0.0;
+        auto add = [&](::mlir::Type t) {
+          if (auto s = ::llvm::dyn_cast<::mlir::ShapedType>(t))
+            n += s.getNumElements() *
+                 ((s.getElementTypeBitWidth() + 7) / 8);
+        };
+        for (::mlir::Type t : $_op->getOperandTypes()) add(t);
+        for (::mlir::Type t : $_op->getResultTypes()) add(t);
+        return n;
+      }]>,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDINTERFACES_TD

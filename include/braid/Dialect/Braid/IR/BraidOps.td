@@ -35,7 +35,8 @@ def Braid_IdTensor : RankedTensorOf<[I32, I64]>;
 // Model ops: pure, evaluable, verified.
 class Braid_ModelOp<string mnemonic, list<Trait> traits = []>
     : Braid_Op<mnemonic, traits # [Pure, Braid_StaticShapes,
-        DeclareOpInterfaceMethods<Braid_EvalOpInterface>]>;
+        DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
+        Braid_CostOpInterface]>;
 
 // Differentiable model ops: also implement the gradient interface.
 class Braid_DiffOp<string mnemonic, list<Trait> traits = []>
@@ -198,7 +199,8 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
 // Linear algebra and elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-def Braid_MatmulOp : Braid_DiffOp<"matmul"> {
+def Braid_MatmulOp : Braid_DiffOp<"matmul",
+    [DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
   let summary = "Batched matrix product with optional transposes.";
   let description = [{
     `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_a`), `rhs` is
@@ -336,7 +338,8 @@ def Braid_RotaryOp : Braid_DiffOp<"rotary", [SameOperandsAndResultType]> {
 }
 
 def Braid_AttentionOp : Braid_DiffOp<"attention",
-    [Braid_SelectivelyRecomputed]> {
+    [Braid_SelectivelyRecomputed,
+     DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
   let summary = "Scaled dot-product attention with grouped KV heads.";
   let description = [{
     `query` is `[B, S, Hq, D]`; `key` and `value` are `[B, T, Hkv, D]` with
@@ -521,7 +524,8 @@ def Braid_EmbeddingGradOp : Braid_ModelOp<"embedding_grad"> {
   let hasVerifier = 1;
 }
 
-def Braid_AttentionGradOp : Braid_ModelOp<"attention_grad"> {
+def Braid_AttentionGradOp : Braid_ModelOp<"attention_grad",
+    [DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
   let summary = "Gradient of attention with respect to one of q, k, v.";
   let description = [{
     The gradient with respect to operand `operand` (0: query, 1: key,

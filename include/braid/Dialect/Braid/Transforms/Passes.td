@@ -143,4 +143,25 @@ def TrainStepPass : Pass<"braid-train-step", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def CostReportPass : Pass<"braid-cost-report", "::mlir::ModuleOp"> {
+  let summary = "Prints per-layer F, B and W FLOPs and saved activation "
+                "memory of a gradient function.";
+  let description = [{
+    For `@<entry>_grad` (made by `braid-autodiff`), prints one row per
+    repeated layer and one for the ops outside layers: the number of
+    instances, the matrix-product FLOPs per instance of each phase (F, B,
+    W), all FLOPs per instance, and the bytes of activations F saves for the
+    backward per instance (what recomputation reduces). Counts come from
+    `CostOpInterface`. The IR is unchanged.
+
+    ```
+    $ braid-opt model.mlir --braid-autodiff --braid-cost-report -o /dev/null
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "The differentiated function (reports on @<entry>_grad).">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
