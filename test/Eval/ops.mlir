@@ -230,15 +230,15 @@ func.func @rounding() -> (tensor<2xf32>, tensor<2xbf16>) {
 // TRAIN: result 2: tensor<f64> = 13
 // TRAIN: result 3: tensor<f64> = 1
 // TRAIN: result 4: tensor<1xf64>
-// TRAIN-NEXT: 0.900000000{{49999|50000}}{{[0-9]*$}}
+// TRAIN-NEXT: {{^ +}}0.900000000{{49999|50000}}{{[0-9]*$}}
 // TRAIN: result 5: tensor<1xf64>
-// TRAIN-NEXT: {{0.19999999999999|0.20000000000000}}{{[0-9]*$}}
+// TRAIN-NEXT: {{^ +}}{{0.19999999999999|0.20000000000000}}{{[0-9]*$}}
 // TRAIN: result 6: tensor<1xf64>
-// TRAIN-NEXT: {{0.0039999999999999|0.0040000000000000}}{{[0-9]*$}}
+// TRAIN-NEXT: {{^ +}}{{0.0039999999999999|0.0040000000000000}}{{[0-9]*$}}
 // TRAIN: result 7: tensor<1xf64>
-// TRAIN-NEXT: 0.579{{4999999999999|5}}
+// TRAIN-NEXT: {{^ +}}0.579{{4999999999999|5}}
 // TRAIN: result 8: tensor<1xf64>
-// TRAIN-NEXT: 2.4{{5|4999999999999}}
+// TRAIN-NEXT: {{^ +}}2.4{{5|4999999999999}}
 func.func @training() -> (tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, tensor<1xf64>,
                           tensor<1xf64>, tensor<1xf64>, tensor<1xf64>, tensor<1xf64>) {
   %s0 = braid.constant dense<0> : tensor<i64>
