@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Braid's main job at this stage: generate a GPT model and evaluate its loss
-# with the reference evaluator. Sets up everything it needs first.
+# Braid's main job at this stage: generate a GPT model, evaluate its loss
+# with the reference evaluator, derive its training step and train it on one
+# batch, with the loss falling. Sets up everything it needs first.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -23,3 +24,15 @@ build/bin/braid-eval "$out/gpt.mlir" --entry forward --seed 0 \
   --save-weights "$out/gpt.weights.safetensors" \
   --save-inputs "$out/gpt.inputs.safetensors"
 echo "== Weights: $out/gpt.weights.safetensors, inputs: $out/gpt.inputs.safetensors"
+
+echo "== Deriving the training step (autodiff with B/W split, AdamW, warm-up + cosine, clipping)"
+build/bin/braid-opt "$out/gpt.mlir" --braid-autodiff \
+  --braid-train-step="lr=3e-3 min-lr=3e-4 warmup-steps=5 total-steps=30 decay=cosine clip-norm=1.0" \
+  --braid-cost-report -o "$out/gpt.train.mlir"
+
+echo "== Training 30 steps on the saved batch with braid-eval"
+build/bin/braid-eval "$out/gpt.train.mlir" --steps 30 --seed 0 \
+  --inputs "$out/gpt.inputs.safetensors" \
+  --save-weights "$out/gpt.trained.safetensors" \
+  --save-optimizer-state "$out/gpt.optimizer.safetensors"
+echo "== Trained weights: $out/gpt.trained.safetensors"

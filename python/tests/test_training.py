@@ -206,3 +206,29 @@ def test_resume_continues_the_trajectory(tmp_path, braid_opt, braid_eval):
     second = _losses(braid_eval.run(train, "--steps", 3, "--start-step", 3, "--weights", tmp_path / "w.st",
                                     "--optimizer-state", tmp_path / "s.st").stdout)
     assert first + second == straight
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_recomputation_changes_nothing(tmp_path, braid_opt, braid_eval, kind):
+    """Every recomputation mode gives the gradients and training steps of none (f64, 1e-12)."""
+    config, _ = MODELS[kind]
+    model = tmp_path / "model.mlir"
+    model.write_text(getattr(models, kind)(**config, dtype="f64"))
+    results = {}
+    for mode in ("none", "selective", "full"):
+        grad = tmp_path / f"{mode}.mlir"
+        grad.write_text(braid_opt.run(model, f"--braid-autodiff=recompute={mode}",
+                                      "--braid-train-step=lr=0.01 clip-norm=1.0").stdout)
+        braid_eval.run(grad, "--entry", "forward_grad", "--seed", 6, "--save-outputs", tmp_path / f"{mode}.st")
+        grads = {n: st.to_numpy(t) for n, t in st.load(tmp_path / f"{mode}.st").items()}
+        losses = _losses(braid_eval.run(grad, "--steps", 3, "--seed", 6).stdout)
+        results[mode] = (grads, losses)
+    base_grads, base_losses = results["none"]
+    for mode in ("selective", "full"):
+        grads, losses = results[mode]
+        assert set(grads) == set(base_grads)
+        for n in base_grads:
+            scale = max(np.abs(base_grads[n]).max(), 1e-300)
+            assert np.abs(grads[n] - base_grads[n]).max() <= 1e-12 * scale, f"{mode}: {n}"
+        for a, b in zip(losses, base_losses):
+            assert abs(a - b) <= 1e-12 * abs(b), mode
