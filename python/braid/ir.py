@@ -284,10 +284,11 @@ class Body:
         axis = _axis(axis, len(x.type.shape))
         return self._unary("softmax", x, hint, f" {{axis = {axis} : i64}}")
 
-    def rotary(self, x: Value, base: float = 10000.0, hint: str = "rope") -> Value:
+    def rotary(self, x: Value, base: float = 10000.0, inverse: bool = False, hint: str = "rope") -> Value:
         if len(x.type.shape) != 4 or x.type.shape[3] % 2:
             raise ValueError(f"rotary needs [B, S, A, D] with D even, got {x.type}")
-        return self._unary("rotary", x, hint, f" {{base = {mlir_float(base)} : f64}}")
+        flags = ", inverse" if inverse else ""
+        return self._unary("rotary", x, hint, f" {{base = {mlir_float(base)} : f64{flags}}}")
 
     # --- normalisation, embedding, attention, loss ----------------------
 

@@ -92,6 +92,8 @@ CASES = {
     "embedding_i64_ids": Case({"table": normal(10, 4), "ids": ids(10, 5, dtype=np.int64)},
                               lambda f, t, i: f.embedding(t, i), lambda t, i: t[i], {"ids": 10}),
     "rotary": Case({"x": normal(2, 5, 3, 8)}, lambda f, x: f.rotary(x, 10000.0), lambda x: ref.rotary(x, 10000.0)),
+    "rotary_inverse": Case({"x": normal(2, 5, 3, 8)}, lambda f, x: f.rotary(x, 500.0, inverse=True),
+                           lambda x: ref.rotary(x, 500.0, inverse=True)),
     "rotary_base_100": Case({"x": normal(1, 9, 2, 4)}, lambda f, x: f.rotary(x, 100.0),
                             lambda x: ref.rotary(x, 100.0)),
     "attention_causal_gqa": Case({"q": normal(2, 6, 4, 8), "k": normal(2, 6, 2, 8), "v": normal(2, 6, 2, 8)},

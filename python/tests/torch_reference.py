@@ -26,14 +26,15 @@ class Weights:
         return self._tensors[name]
 
 
-def rotary(x: torch.Tensor, base: float) -> torch.Tensor:
-    """Rotate-half rotary embedding of x [B, S, A, D]; position = index in dim 1."""
+def rotary(x: torch.Tensor, base: float, inverse: bool = False) -> torch.Tensor:
+    """Rotate-half rotary embedding of x [B, S, A, D]; position = index in dim 1.
+    With `inverse`, the rotation by the negated angle."""
     d = x.shape[-1]
     half = d // 2
     freq = base ** (-2.0 * torch.arange(half, dtype=torch.float64) / d)
     angle = torch.arange(x.shape[1], dtype=torch.float64)[:, None] * freq[None, :]  # [S, D/2]
     cos = angle.cos()[None, :, None, :].to(x.dtype)
-    sin = angle.sin()[None, :, None, :].to(x.dtype)
+    sin = angle.sin()[None, :, None, :].to(x.dtype) * (-1 if inverse else 1)
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
