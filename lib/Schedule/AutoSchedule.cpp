@@ -88,13 +88,17 @@ private:
   bool fits(int stage, Pass pass) const {
     return memoryNow[stage] + getMemoryDelta(pass) <= limit + kEpsilon;
   }
-  double getComm(int stage) const { return costs.getCommTime(stage, stage + 1); }
+  double getComm(int stage) const {
+    return costs.getCommTime(stage, stage + 1);
+  }
   /// When the input of the next `pass` of `stage` is available.
   double getReady(int stage, Pass pass) const;
   /// Appends the next pass of kind `pass` to `stage`; false if memory would
   /// exceed the limit.
   bool place(int stage, Pass pass);
-  bool hasPendingW(int stage) const { return count[W][stage] < count[B][stage]; }
+  bool hasPendingW(int stage) const {
+    return count[W][stage] < count[B][stage];
+  }
   /// Runs W passes that fit before `arrival` (see the file comment).
   bool fillBefore(int stage, double arrival, const Variant &variant);
   /// Runs W passes until `pass` fits in memory.
@@ -156,8 +160,7 @@ bool GreedyBuilder::makeRoomFor(int stage, Pass pass) {
 
 bool GreedyBuilder::fillBefore(int stage, double arrival,
                                const Variant &variant) {
-  while (hasPendingW(stage) &&
-         freeAt[stage] + getCost(W, stage) <= arrival)
+  while (hasPendingW(stage) && freeAt[stage] + getCost(W, stage) <= arrival)
     place(stage, W);
   if (!hasPendingW(stage) || freeAt[stage] >= arrival)
     return true;
@@ -230,8 +233,8 @@ GreedyBuilder::build(Variant variant) {
         continue;
       // Far enough ahead: is a forward now worth delaying the successor's
       // next backward round trip?
-      double successorNeeds = freeAt[s + 1] + getCost(F, s + 1) +
-                              getCost(B, s + 1) + getComm(s);
+      double successorNeeds =
+          freeAt[s + 1] + getCost(F, s + 1) + getCost(B, s + 1) + getComm(s);
       if (freeAt[s] >= successorNeeds) {
         wantF[s] = 0;
         continue;

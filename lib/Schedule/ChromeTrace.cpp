@@ -63,9 +63,8 @@ void mlir::braid::sched::writeChromeTrace(llvm::raw_ostream &os,
                 json.attribute("peer", a.peer);
             });
             if (a.isCompute()) {
-              json.attribute("name",
-                             getActionKindName(a.kind).str() +
-                                 std::to_string(a.microbatch));
+              json.attribute("name", getActionKindName(a.kind).str() +
+                                         std::to_string(a.microbatch));
               json.attribute("cat", getActionKindName(a.kind));
               json.attribute("ph", "X");
               json.attribute("dur", (t.end - t.start) * usPerUnit);

@@ -55,9 +55,8 @@ llvm::Error mlir::braid::sched::insertCommunication(Schedule &schedule,
 
   // The keys only need the order in which passes end, so any positive times
   // do; clamp zero-length passes so that a pass always ends after it starts.
-  CostModel timing = costs ? *costs
-                           : CostModel::uniform(p, schedule.numChunks, 1, 1,
-                                                1, 0);
+  CostModel timing =
+      costs ? *costs : CostModel::uniform(p, schedule.numChunks, 1, 1, 1, 0);
   double largest = 1;
   for (const std::vector<double> *times :
        {&timing.forward, &timing.backward, &timing.weight})
@@ -93,8 +92,7 @@ llvm::Error mlir::braid::sched::insertCommunication(Schedule &schedule,
       int consumerStage = isForward ? stage + 1 : stage - 1;
       if (consumerStage < 0 || consumerStage >= numStages)
         continue;
-      auto [receiver, receiverChunk] =
-          schedule.getRankAndChunk(consumerStage);
+      auto [receiver, receiverChunk] = schedule.getRankAndChunk(consumerStage);
       if (receiver == r)
         continue;
       auto it = index[receiver].find({a.microbatch, receiverChunk, !isForward});
@@ -103,12 +101,12 @@ llvm::Error mlir::braid::sched::insertCommunication(Schedule &schedule,
             llvm::inconvertibleErrorCode(),
             llvm::formatv("rank {0} has no {1} of micro-batch {2} chunk {3} "
                           "to consume what rank {4} sends",
-                          receiver, isForward ? "F" : "backward",
-                          a.microbatch, receiverChunk, r));
-      transfers.push_back(Transfer{
-          sim->timeline[r][i].end, r, static_cast<int>(i), receiver,
-          isForward ? Payload::Activation : Payload::Gradient, a.microbatch,
-          a.chunk, receiverChunk, it->second});
+                          receiver, isForward ? "F" : "backward", a.microbatch,
+                          receiverChunk, r));
+      transfers.push_back(
+          Transfer{sim->timeline[r][i].end, r, static_cast<int>(i), receiver,
+                   isForward ? Payload::Activation : Payload::Gradient,
+                   a.microbatch, a.chunk, receiverChunk, it->second});
     }
   }
   llvm::sort(transfers, [](const Transfer &a, const Transfer &b) {

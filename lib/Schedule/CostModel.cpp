@@ -10,8 +10,8 @@
 
 using namespace mlir::braid::sched;
 
-CostModel CostModel::uniform(int numRanks, int numChunks, double tf,
-                             double tb, double tw, double tcomm) {
+CostModel CostModel::uniform(int numRanks, int numChunks, double tf, double tb,
+                             double tw, double tcomm) {
   int stages = numRanks * numChunks;
   CostModel costs;
   costs.forward.assign(stages, tf / numChunks);

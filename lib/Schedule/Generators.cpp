@@ -7,6 +7,7 @@
 
 #include "braid/Schedule/Generators.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -22,10 +23,13 @@ static llvm::Error makeError(const llvm::Twine &message) {
 //===----------------------------------------------------------------------===//
 
 llvm::ArrayRef<ScheduleKind> mlir::braid::sched::getAllScheduleKinds() {
-  static const ScheduleKind kinds[] = {
-      ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-      ScheduleKind::Interleaved1F1B, ScheduleKind::ZBH1,
-      ScheduleKind::ZBH2, ScheduleKind::ZBV, ScheduleKind::Auto};
+  static const ScheduleKind kinds[] = {ScheduleKind::GPipe,
+                                       ScheduleKind::OneFOneB,
+                                       ScheduleKind::Interleaved1F1B,
+                                       ScheduleKind::ZBH1,
+                                       ScheduleKind::ZBH2,
+                                       ScheduleKind::ZBV,
+                                       ScheduleKind::Auto};
   return kinds;
 }
 
@@ -176,12 +180,13 @@ Schedule mlir::braid::sched::buildZBH1(int numRanks, int numMicrobatches) {
   for (int r = 0; r < numRanks; ++r) {
     std::vector<Action> &actions = schedule.ranks[r];
     int f = 0, b = 0, w = 0;
-    // Warm-up as in 1F1B, minus the forward that pairs with the first B.
+    // Warm-up as in 1F1B.
     for (int i = 0; i < numRanks - 1 - r && f < m; ++i)
       actions.push_back(Action::forward(f++));
-    // Rank r skips its first r W passes: the time they would take is the
-    // bubble 1F1B leaves before its backwards arrive, and memory stays at p
-    // because the warm-up is one forward shorter per skipped W.
+    // Rank r skips the W of its first r backwards: later ranks wait for
+    // their next forward there, and the deferred W passes fill the
+    // cool-down bubble instead. Memory grows from 1F1B's p - r to p, rank
+    // 0's peak, so the schedule as a whole needs no more than 1F1B.
     for (int i = 0; i < r && f < m; ++i) {
       actions.push_back(Action::forward(f++));
       actions.push_back(Action::backward(b++));
@@ -329,9 +334,9 @@ llvm::Expected<int> mlir::braid::sched::resolveNumChunks(ScheduleKind kind,
 }
 
 /// The compute order of `request`, with `numChunks` resolved.
-static llvm::Expected<Schedule> buildComputeOrder(const ScheduleRequest &request,
-                                                  int numChunks,
-                                                  const CostModel &costs) {
+static llvm::Expected<Schedule>
+buildComputeOrder(const ScheduleRequest &request, int numChunks,
+                  const CostModel &costs) {
   int p = request.numRanks, m = request.numMicrobatches;
   switch (request.kind) {
   case ScheduleKind::GPipe:
@@ -369,8 +374,8 @@ mlir::braid::sched::generateSchedule(const ScheduleRequest &request) {
   if (!v)
     return v.takeError();
 
-  CostModel costs = request.costs ? *request.costs
-                                  : CostModel::uniform(p, *v, 1, 1, 1, 0);
+  CostModel costs =
+      request.costs ? *request.costs : CostModel::uniform(p, *v, 1, 1, 1, 0);
   if (llvm::Error err = costs.validate(p * *v))
     return std::move(err);
 

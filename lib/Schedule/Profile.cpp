@@ -92,8 +92,8 @@ mlir::braid::sched::getProfileSettings(const CsvTable &table, double seq) {
     ProfileSetting setting;
     setting.model = table.getText(row, "model").str();
     double values[6];
-    const char *names[6] = {"stages_p", "microbatches_m", "t_f",
-                            "t_b",      "t_w",            "t_comm"};
+    const char *names[6] = {"stages_p", "microbatches_m", "t_f", "t_b",
+                            "t_w",      "t_comm"};
     for (int k = 0; k < 6; ++k) {
       llvm::Expected<double> value = table.getNumber(row, names[k]);
       if (!value)
@@ -135,8 +135,7 @@ mlir::braid::sched::getProfileSettings(const CsvTable &table, double seq) {
 
 llvm::Expected<CostModel> mlir::braid::sched::getCostModelFromProfile(
     const CsvTable &table, int numRanks, int numMicrobatches, int numChunks,
-    llvm::StringRef model, std::optional<double> *weightFraction,
-    double seq) {
+    llvm::StringRef model, std::optional<double> *weightFraction, double seq) {
   int numStages = numRanks * numChunks;
   // Per-stage layout.
   if (table.getColumn("stage")) {
@@ -163,11 +162,10 @@ llvm::Expected<CostModel> mlir::braid::sched::getCostModelFromProfile(
                                        table.path, table.lines[row], *stage,
                                        numStages));
       seen[s] = true;
-      for (auto [name, times] :
-           {std::pair<const char *, std::vector<double> *>{"t_f",
-                                                           &costs.forward},
-            {"t_b", &costs.backward},
-            {"t_w", &costs.weight}}) {
+      for (auto [name, times] : {std::pair<const char *, std::vector<double> *>{
+                                     "t_f", &costs.forward},
+                                 {"t_b", &costs.backward},
+                                 {"t_w", &costs.weight}}) {
         llvm::Expected<double> value = table.getNumber(row, name);
         if (!value)
           return value.takeError();
@@ -217,9 +215,8 @@ llvm::Expected<CostModel> mlir::braid::sched::getCostModelFromProfile(
   std::vector<const ProfileSetting *> matches;
   std::vector<std::string> available, models;
   for (const ProfileSetting &s : *settings) {
-    available.push_back(
-        llvm::formatv("{0} p={1} m={2}", s.model, s.numRanks,
-                      s.numMicrobatches));
+    available.push_back(llvm::formatv("{0} p={1} m={2}", s.model, s.numRanks,
+                                      s.numMicrobatches));
     if (s.numRanks != numRanks || s.numMicrobatches != numMicrobatches)
       continue;
     models.push_back(s.model);

@@ -35,7 +35,8 @@ bool Schedule::hasCommunication() const {
 Schedule Schedule::withoutCommunication() const {
   Schedule result = *this;
   for (std::vector<Action> &actions : result.ranks)
-    llvm::erase_if(actions, [](const Action &a) { return a.isCommunication(); });
+    llvm::erase_if(actions,
+                   [](const Action &a) { return a.isCommunication(); });
   return result;
 }
 

@@ -58,15 +58,13 @@ mlir::braid::sched::simulate(const Schedule &schedule, const CostModel &costs,
                              const MemoryModel &memory) {
   int p = schedule.numRanks, m = schedule.numMicrobatches,
       v = schedule.numChunks, numStages = schedule.getNumStages();
-  if (p < 1 || m < 1 || v < 1 ||
-      static_cast<int>(schedule.ranks.size()) != p)
+  if (p < 1 || m < 1 || v < 1 || static_cast<int>(schedule.ranks.size()) != p)
     return makeError("malformed schedule: rank, micro-batch or chunk count");
   if (llvm::Error err = costs.validate(numStages))
     return std::move(err);
   for (int r = 0; r < p; ++r)
     for (const Action &a : schedule.ranks[r])
-      if (a.microbatch < 0 || a.microbatch >= m || a.chunk < 0 ||
-          a.chunk >= v)
+      if (a.microbatch < 0 || a.microbatch >= m || a.chunk < 0 || a.chunk >= v)
         return makeError(llvm::formatv(
             "rank {0}: {1} is outside {2} micro-batches and {3} chunks", r,
             formatAction(a), m, v));
@@ -114,9 +112,9 @@ mlir::braid::sched::simulate(const Schedule &schedule, const CostModel &costs,
           wait = true;
           return llvm::Error::success();
         }
-        ready = std::max(ready, end + (fromRank == r
-                                           ? 0.0
-                                           : costs.getCommTime(from, stage)));
+        ready = std::max(
+            ready,
+            end + (fromRank == r ? 0.0 : costs.getCommTime(from, stage)));
         return llvm::Error::success();
       };
       bool wait = false;

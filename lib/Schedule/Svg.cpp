@@ -74,8 +74,8 @@ void mlir::braid::sched::writeSvgTimeline(llvm::raw_ostream &os,
   os << llvm::formatv("<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n",
                       width, height);
   std::string title = llvm::formatv(
-      "{0}   p = {1}, m = {2}{3}   makespan {4}   bubble rate {5:f3}   "
-      "peak memory {6} M_B",
+      "{0} &#183; p = {1}, m = {2}{3} &#183; makespan {4} &#183; bubble "
+      "rate {5:f3} &#183; peak memory {6} M_B",
       schedule.name, p, schedule.numMicrobatches,
       schedule.numChunks > 1
           ? llvm::formatv(", v = {0}", schedule.numChunks).str()

@@ -80,7 +80,7 @@ private:
   bool explicitCommunication = true;
 
   // Execution state.
-  std::vector<bool> forwardDone, backwardDone, weightDone;
+  std::vector<bool> forwardDone, backwardDone;
   /// received[r][item key]: rank r has received the item.
   std::vector<std::map<std::tuple<int, int, int>, bool>> received;
 };
@@ -99,7 +99,8 @@ llvm::Error Verifier::checkShape() {
   for (int r = 0; r < p; ++r) {
     for (auto [i, a] : llvm::enumerate(schedule.ranks[r])) {
       if (a.microbatch < 0 || a.microbatch >= m)
-        return fail(r, i, llvm::formatv("micro-batch out of range [0, {0})", m));
+        return fail(r, i,
+                    llvm::formatv("micro-batch out of range [0, {0})", m));
       if (a.chunk < 0 || a.chunk >= v)
         return fail(r, i, llvm::formatv("chunk out of range [0, {0})", v));
       if (a.isCommunication() && (a.peer < 0 || a.peer >= p || a.peer == r))
@@ -118,18 +119,20 @@ llvm::Error Verifier::checkRoutes() {
       if (!a.isCommunication())
         continue;
       int stage = schedule.getStage(r, a.chunk);
-      bool toNext = (a.kind == ActionKind::Send) ==
-                    (a.payload == Payload::Activation);
+      bool toNext =
+          (a.kind == ActionKind::Send) == (a.payload == Payload::Activation);
       int other = toNext ? stage + 1 : stage - 1;
       if (other < 0 || other >= numStages)
-        return fail(r, i, llvm::formatv("stage {0} has no {1} neighbour",
-                                        stage, toNext ? "next" : "previous"));
+        return fail(r, i,
+                    llvm::formatv("stage {0} has no {1} neighbour", stage,
+                                  toNext ? "next" : "previous"));
       int otherRank = getRankOf(other);
       if (otherRank != a.peer)
-        return fail(r, i,
-                    llvm::formatv("stage {0}'s neighbour, stage {1}, is on rank "
-                                  "{2}, not rank {3}",
-                                  stage, other, otherRank, a.peer));
+        return fail(
+            r, i,
+            llvm::formatv("stage {0}'s neighbour, stage {1}, is on rank "
+                          "{2}, not rank {3}",
+                          stage, other, otherRank, a.peer));
     }
   }
   return llvm::Error::success();
@@ -219,7 +222,6 @@ llvm::Error Verifier::checkMatching() {
 llvm::Error Verifier::execute() {
   forwardDone.assign(numStages * m, false);
   backwardDone.assign(numStages * m, false);
-  weightDone.assign(numStages * m, false);
   received.assign(p, {});
   std::vector<size_t> next(p, 0);
   std::vector<double> memoryNow(p, 0);
@@ -297,9 +299,7 @@ llvm::Error Verifier::execute() {
       return llvm::Error::success();
     if (a.kind == ActionKind::Forward)
       forwardDone[k] = true;
-    else if (a.kind == ActionKind::Weight)
-      weightDone[k] = true;
-    else
+    else if (a.kind != ActionKind::Weight)
       backwardDone[k] = true;
     memoryNow[r] += options.memory.getDelta(a.kind, v);
     if (options.memoryLimit && memoryNow[r] > *options.memoryLimit + 1e-9)
@@ -325,8 +325,9 @@ llvm::Error Verifier::execute() {
     int receiver = a.kind == ActionKind::Send ? q : r;
     DataItem item = getItem(sender, schedule.ranks[sender][next[sender]]);
     if (!isProduced(item))
-      return fail(sender, next[sender], "sends data this rank has not "
-                                        "computed yet");
+      return fail(sender, next[sender],
+                  "sends data this rank has not "
+                  "computed yet");
     received[receiver][{static_cast<int>(item.payload), item.microbatch,
                         item.stage}] = true;
     ++next[r];
@@ -379,11 +380,11 @@ llvm::Error Verifier::execute() {
                                   ? schedule.getStage(r, a.chunk) - 1
                                   : schedule.getStage(r, a.chunk) + 1);
       std::string other =
-          isDone(q) ? llvm::formatv("rank {0}, which has finished", q).str()
-                    : llvm::formatv("rank {0}, blocked at action {1} ({2})", q,
-                                    next[q],
-                                    formatAction(schedule.ranks[q][next[q]]))
-                          .str();
+          isDone(q)
+              ? llvm::formatv("rank {0}, which has finished", q).str()
+              : llvm::formatv("rank {0}, blocked at action {1} ({2})", q,
+                              next[q], formatAction(schedule.ranks[q][next[q]]))
+                    .str();
       return fail(r, next[r], "deadlock: waits for " + other);
     }
   }

@@ -22,9 +22,6 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <functional>
-#include "llvm/Support/Debug.h"
-
-#define DEBUG_TYPE "braid-autodiff"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -63,9 +60,6 @@ struct LayerGradient {
   LayerOp f, b, w;
   /// Indices into F's stacked results that B and W take, in their order.
   SmallVector<unsigned> savedForB, savedForW;
-  /// Number of B's stacked results (the values W takes after the saved
-  /// ones).
-  unsigned numBProducts = 0;
   /// Local names of the parameters whose gradients W yields, in order.
   SmallVector<StringAttr> params;
 };
@@ -140,12 +134,12 @@ void Differentiator::analyse(Block &src, ArrayRef<bool> wrt) {
   for (Operation &op : src.without_terminator()) {
     bool isVarying = llvm::any_of(op.getOperands(),
                                   [&](Value v) { return varying.contains(v); });
-    bool isActive = isa<ParamOp>(op) ||
+    // Trainable parameters start gradients; optimizer state never does. A
+    // repeated layer has parameters of its own.
+    auto param = dyn_cast<ParamOp>(op);
+    bool isActive = (param && !param.getState()) || isa<RepeatOp>(op) ||
                     llvm::any_of(op.getOperands(),
                                  [&](Value v) { return active.contains(v); });
-    // A repeated layer has parameters of its own.
-    if (auto repeat = dyn_cast<RepeatOp>(op))
-      isActive = true;
     for (Value r : op.getResults()) {
       if (isVarying)
         varying.insert(r);
@@ -496,7 +490,6 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
     lg.savedForB.push_back(llvm::find(saved, v) - saved.begin());
   for (Value v : savedW)
     lg.savedForW.push_back(llvm::find(saved, v) - saved.begin());
-  lg.numBProducts = bProducts.size();
   for (auto &[pname, g] : inner.paramGrads)
     lg.params.push_back(b.getStringAttr(pname));
 
