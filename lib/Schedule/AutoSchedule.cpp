@@ -27,7 +27,7 @@
 //     least idle one, in which case it is always filled.
 //
 // All eight are also built under lower memory limits than the one given
-// (every integer below it, at most 64 of them): the heuristic is not
+// (integers down to half of it, at most 16 of them): the heuristic is not
 // monotonic in the limit, and among equally short schedules Braid prefers
 // the shorter makespan and then the smaller peak memory.
 //
@@ -52,7 +52,7 @@ namespace {
 enum Pass { F = 0, B = 1, W = 2 };
 
 /// How many limits below the requested one the search also tries.
-constexpr int kMaxLowerLimits = 64;
+constexpr int kMaxLowerLimits = 16;
 
 struct Variant {
   bool allowBubbleBeforeFirstB;
@@ -309,11 +309,13 @@ mlir::braid::sched::buildAutoZeroBubble(const CostModel &costs,
   // monotonic in the limit, and among equally short schedules the one that
   // needs the least memory is preferred.
   std::vector<double> limits = {options.memoryLimit};
-  int below = static_cast<int>(std::ceil(options.memoryLimit)) - 1;
-  int numLower = std::min(below, kMaxLowerLimits);
+  int top = static_cast<int>(std::ceil(options.memoryLimit)) - 1;
+  int bottom =
+      std::max(1, static_cast<int>(std::ceil(options.memoryLimit / 2)));
+  int numLower = std::min(top - bottom + 1, kMaxLowerLimits);
   for (int i = 0; i < numLower; ++i)
-    limits.push_back(below - static_cast<double>(i) * (below - 1) /
-                                 std::max(1, numLower - 1));
+    limits.push_back(std::round(top - static_cast<double>(i) * (top - bottom) /
+                                          std::max(1, numLower - 1)));
 
   std::optional<Schedule> best;
   double bestCost = std::numeric_limits<double>::infinity();

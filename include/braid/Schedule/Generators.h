@@ -29,7 +29,15 @@
 
 namespace mlir::braid::sched {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZBH1, ZBH2, ZBV, Auto };
+enum class ScheduleKind {
+  GPipe,
+  OneFOneB,
+  Interleaved1F1B,
+  ZBH1,
+  ZBH2,
+  ZBV,
+  Auto
+};
 
 /// Every kind, in the order `braid-sched --help` lists them.
 llvm::ArrayRef<ScheduleKind> getAllScheduleKinds();
@@ -50,8 +58,7 @@ Schedule build1F1B(int numRanks, int numMicrobatches);
 
 /// Megatron-LM's interleaved 1F1B over v chunks per rank (stage c*p + r).
 /// Micro-batches go round in groups of p, so m must be a multiple of p.
-llvm::Expected<Schedule> buildInterleaved1F1B(int numRanks,
-                                              int numMicrobatches,
+llvm::Expected<Schedule> buildInterleaved1F1B(int numRanks, int numMicrobatches,
                                               int numChunks);
 
 /// ZB-H1: 1F1B with B and W split and rank r's first r W passes deferred to
@@ -79,9 +86,9 @@ struct AutoScheduleOptions {
 /// the schedule with the smallest largest-stage execution time (the paper's
 /// cost; ties go to the shorter makespan). One chunk per rank: `costs` must
 /// have p stages. Fails if the limit is below one micro-batch.
-llvm::Expected<Schedule> buildAutoZeroBubble(const CostModel &costs,
-                                             int numMicrobatches,
-                                             const AutoScheduleOptions &options);
+llvm::Expected<Schedule>
+buildAutoZeroBubble(const CostModel &costs, int numMicrobatches,
+                    const AutoScheduleOptions &options);
 
 /// Adds the sends and receives that a compute-only schedule needs: one send
 /// after every F or B whose consumer is on another rank, one receive before

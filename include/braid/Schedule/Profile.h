@@ -70,12 +70,10 @@ getProfileSettings(const CsvTable &table, double seq = 1024);
 /// row per stage, p*v of them. `weightFraction` receives the memory model of
 /// the chosen setting (sequence length `seq` unless the file has a `seq`
 /// column), if it has one.
-llvm::Expected<CostModel>
-getCostModelFromProfile(const CsvTable &table, int numRanks,
-                        int numMicrobatches, int numChunks,
-                        llvm::StringRef model = "",
-                        std::optional<double> *weightFraction = nullptr,
-                        double seq = 1024);
+llvm::Expected<CostModel> getCostModelFromProfile(
+    const CsvTable &table, int numRanks, int numMicrobatches, int numChunks,
+    llvm::StringRef model = "", std::optional<double> *weightFraction = nullptr,
+    double seq = 1024);
 
 } // namespace mlir::braid::sched
 

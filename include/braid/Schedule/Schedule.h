@@ -118,9 +118,8 @@ struct Schedule {
   Schedule() = default;
   Schedule(llvm::StringRef name, int numRanks, int numMicrobatches,
            int numChunks = 1, Placement placement = Placement::Interleaved)
-      : name(name.str()), numRanks(numRanks),
-        numMicrobatches(numMicrobatches), numChunks(numChunks),
-        placement(placement), ranks(numRanks) {}
+      : name(name.str()), numRanks(numRanks), numMicrobatches(numMicrobatches),
+        numChunks(numChunks), placement(placement), ranks(numRanks) {}
 
   int getNumStages() const { return numRanks * numChunks; }
   /// The model stage that chunk `chunk` of rank `rank` computes.

@@ -1,4 +1,4 @@
-//===- Verifier.h - Dependencies, P2P matching, deadlock, memory -*- C++ -*-===//
+//===- Verifier.h - Dependencies, matching, deadlock, memory ----*- C++ -*-===//
 //
 // A schedule is checked before any code is generated from it:
 //
