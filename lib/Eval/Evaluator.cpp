@@ -6,6 +6,7 @@
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
@@ -57,7 +58,23 @@ FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
     return it->second;
   }
 
-  Tensor value(type.getShape(), dtypeFor(type));
+  // A sharded parameter is materialised whole, then this device's block is
+  // cut out of it, so every layout sees the same numbers.
+  ShardingAttr sharding = op.getBlockOfAttr();
+  MeshOp mesh;
+  if (sharding) {
+    if (!placement)
+      return op.emitOpError() << "reads a block of sharded parameter '" << name
+                              << "'; evaluate the per-device program with "
+                                 "braid-eval --mesh";
+    if (!sharding.getPartialAxes().empty())
+      return op.emitOpError("a parameter cannot be a partial sum");
+    mesh = placement->mesh;
+  }
+  SmallVector<int64_t> globalShape =
+      sharding ? getGlobalShape(type.getShape(), sharding, mesh)
+               : SmallVector<int64_t>(type.getShape());
+  Tensor value(globalShape, dtypeFor(type));
   std::optional<TensorMap> &source = op.getState() ? optimizerState : weights;
   StringRef fileKind = op.getState() ? "optimizer-state" : "weights";
   if (source) {
@@ -67,12 +84,12 @@ FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
                               << " '" << name << "' (" << op.getType()
                               << ") is missing from the " << fileKind
                               << " file";
-    if (w->second.shape() != type.getShape())
+    if (w->second.shape() != ArrayRef<int64_t>(globalShape))
       return op.emitOpError()
              << "parameter '" << name << "' has shape "
              << shapeString(w->second.shape()) << " in the " << fileKind
              << " file; "
-             << "the model declares " << shapeString(type.getShape());
+             << "the model declares " << shapeString(globalShape);
     if (!isFloatDType(w->second.dtype()))
       return op.emitOpError() << "parameter '" << name << "' has integer "
                               << "dtype " << dtypeName(w->second.dtype())
@@ -82,6 +99,8 @@ FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
   } else {
     initialise(value, op.getInit(), options.seed, name);
   }
+  if (sharding)
+    value = extractShard(value, sharding, mesh, placement->coords);
   declarations[name] = op;
   parameters.insert({name, value});
   return value;
@@ -101,6 +120,64 @@ LogicalResult Evaluator::storeParameter(StoreParamOp op, const Tensor &value) {
   it->second = value;
   it->second.setDType(dtype);
   it->second.roundToDType();
+  return success();
+}
+
+LogicalResult Evaluator::exchange(Operation *op, MeshOp mesh,
+                                 ArrayRef<StringRef> axes, const Tensor &mine,
+                                 SmallVectorImpl<Tensor> &group,
+                                 unsigned &position) {
+  SmallVector<unsigned> axisIndex;
+  int64_t size = 1;
+  for (StringRef a : axes) {
+    axisIndex.push_back(*mesh.getAxisIndex(a));
+    size *= mesh.getShape()[axisIndex.back()];
+  }
+  if (!placement) {
+    if (size != 1)
+      return op->emitOpError()
+             << "exchanges data between " << size
+             << " devices; evaluate the per-device program with braid-eval "
+                "--mesh";
+    group.push_back(mine);
+    position = 0;
+    return success();
+  }
+  if (mesh != placement->mesh)
+    return op->emitOpError() << "uses mesh @" << mesh.getSymName()
+                             << " but the run is on @"
+                             << placement->mesh.getSymName();
+  // Group members differ from this device only along `axes`; their order
+  // is the row-major order of their coordinates along `axes`.
+  ArrayRef<int64_t> shape = mesh.getShape();
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  SmallVector<int64_t> members;
+  position = 0;
+  for (int64_t k = 0; k < size; ++k) {
+    SmallVector<int64_t> coords(placement->coords);
+    int64_t rest = k;
+    for (int64_t j = (int64_t)axisIndex.size() - 1; j >= 0; --j) {
+      coords[axisIndex[j]] = rest % shape[axisIndex[j]];
+      rest /= shape[axisIndex[j]];
+    }
+    int64_t rank = 0;
+    for (auto [c, st] : llvm::zip(coords, strides))
+      rank += c * st;
+    if (rank == placement->rank)
+      position = k;
+    members.push_back(rank);
+  }
+  bool ok = placement->hub->exchange(
+      placement->rank, mine, [&](ArrayRef<const Tensor *> all) {
+        for (int64_t r : members)
+          group.push_back(*all[r]);
+      });
+  if (!ok)
+    return op->emitOpError() << "was abandoned on device "
+                             << placement->rank
+                             << " because another device failed";
   return success();
 }
 
@@ -212,6 +289,17 @@ Evaluator::makeInputs(FunctionOpInterface fn, const TensorMap &given) {
                             << fn.getArgument(i).getType()
                             << "; braid-eval needs statically shaped tensors";
     DType dtype = dtypeFor(type);
+    // A sharded argument of a per-device program: the whole input is made
+    // (or read) and this device's block taken from it.
+    auto sharding = fn.getArgAttrOfType<ShardingAttr>(i, "braid.block_of");
+    if (sharding && !placement)
+      return fn.emitError() << "argument '" << name
+                            << "' is sharded; evaluate the per-device "
+                               "program with braid-eval --mesh";
+    if (sharding)
+      type = RankedTensorType::get(
+          getGlobalShape(type.getShape(), sharding, placement->mesh),
+          type.getElementType());
     Tensor t(type.getShape(), dtype);
     auto it = given.find(name);
     if (it != given.end()) {
@@ -250,6 +338,8 @@ Evaluator::makeInputs(FunctionOpInterface fn, const TensorMap &given) {
       for (int64_t j = 0; j < t.numElements(); ++j)
         t[j] = std::floor(t[j]);
     }
+    if (sharding)
+      t = extractShard(t, sharding, placement->mesh, placement->coords);
     inputs.push_back(std::move(t));
   }
   for (const auto &kv : given)
@@ -272,4 +362,171 @@ FailureOr<SmallVector<Tensor>> Evaluator::run(FunctionOpInterface fn,
   if (failed(evaluateBlock(fn.getFunctionBody().front(), args, results)))
     return failure();
   return results;
+}
+
+//===----------------------------------------------------------------------===//
+// Multi-device runs
+//===----------------------------------------------------------------------===//
+
+bool ExchangeHub::barrier() {
+  std::unique_lock<std::mutex> lock(mutex);
+  if (aborted)
+    return false;
+  uint64_t gen = generation;
+  if (++arrived == numDevices) {
+    arrived = 0;
+    ++generation;
+    wake.notify_all();
+    return true;
+  }
+  wake.wait(lock, [&] { return generation != gen || aborted; });
+  return !aborted;
+}
+
+bool ExchangeHub::exchange(
+    int64_t rank, const Tensor &mine,
+    llvm::function_ref<void(ArrayRef<const Tensor *>)> read) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    slots[rank] = &mine;
+  }
+  if (!barrier())
+    return false;
+  read(slots);
+  return barrier();
+}
+
+void ExchangeHub::abort() {
+  std::lock_guard<std::mutex> lock(mutex);
+  aborted = true;
+  wake.notify_all();
+}
+
+SmallVector<int64_t> mlir::braid::getDeviceCoords(MeshOp mesh, int64_t rank) {
+  ArrayRef<int64_t> shape = mesh.getShape();
+  SmallVector<int64_t> coords(shape.size());
+  for (int64_t i = (int64_t)shape.size() - 1; i >= 0; --i) {
+    coords[i] = rank % shape[i];
+    rank /= shape[i];
+  }
+  return coords;
+}
+
+/// For each dimension: the number of blocks it is split into, and the
+/// index of the block the device at `coords` holds.
+static void blockIndex(ShardingAttr sharding, MeshOp mesh,
+                       ArrayRef<int64_t> coords, unsigned dim,
+                       int64_t &count, int64_t &index) {
+  count = 1;
+  index = 0;
+  for (StringRef a : sharding.getDimAxes(dim)) {
+    unsigned i = *mesh.getAxisIndex(a);
+    count *= mesh.getShape()[i];
+    index = index * mesh.getShape()[i] + coords[i];
+  }
+}
+
+SmallVector<int64_t> mlir::braid::getGlobalShape(ArrayRef<int64_t> local,
+                                                 ShardingAttr sharding,
+                                                 MeshOp mesh) {
+  SmallVector<int64_t> shape(local);
+  SmallVector<int64_t> zeros(mesh.getShape().size(), 0);
+  for (unsigned d = 0; d < shape.size(); ++d) {
+    int64_t count, index;
+    blockIndex(sharding, mesh, zeros, d, count, index);
+    shape[d] *= count;
+  }
+  return shape;
+}
+
+/// Calls `fn(globalFlat, localFlat)` for every element of the block at
+/// `offsets` with shape `local` inside a tensor of shape `global`.
+template <typename Fn>
+static void forEachInBlock(ArrayRef<int64_t> global, ArrayRef<int64_t> local,
+                           ArrayRef<int64_t> offsets, Fn fn) {
+  int64_t rank = global.size(), n = numElements(local);
+  SmallVector<int64_t> idx(rank, 0), strides(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * global[i + 1];
+  for (int64_t flat = 0; flat < n; ++flat) {
+    int64_t g = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      g += (offsets[d] + idx[d]) * strides[d];
+    fn(g, flat);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < local[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+Tensor mlir::braid::extractShard(const Tensor &global, ShardingAttr sharding,
+                                 MeshOp mesh, ArrayRef<int64_t> coords) {
+  SmallVector<int64_t> local(global.shape()), offsets;
+  for (unsigned d = 0; d < local.size(); ++d) {
+    int64_t count, index;
+    blockIndex(sharding, mesh, coords, d, count, index);
+    local[d] /= count;
+    offsets.push_back(index * local[d]);
+  }
+  Tensor out(local, global.dtype());
+  forEachInBlock(global.shape(), local, offsets,
+                 [&](int64_t g, int64_t l) { out[l] = global[g]; });
+  return out;
+}
+
+FailureOr<Tensor> mlir::braid::assembleShards(ArrayRef<Tensor> blocks,
+                                              ShardingAttr sharding,
+                                              MeshOp mesh,
+                                              std::string &error) {
+  ArrayRef<int64_t> local = blocks[0].shape();
+  SmallVector<int64_t> shape = getGlobalShape(local, sharding, mesh);
+  Tensor global(shape, blocks[0].dtype(), 0.0);
+  // Devices whose coordinates along the axes that neither split nor sum the
+  // value are all zero contribute; the others are replicas and must agree.
+  llvm::SmallSet<unsigned, 4> used;
+  for (unsigned d = 0; d < local.size(); ++d)
+    for (StringRef a : sharding.getDimAxes(d))
+      used.insert(*mesh.getAxisIndex(a));
+  for (StringRef a : sharding.getPartialAxes())
+    used.insert(*mesh.getAxisIndex(a));
+  SmallVector<int64_t> ranks;
+  for (int64_t r = 0, n = blocks.size(); r < n; ++r) {
+    SmallVector<int64_t> coords = getDeviceCoords(mesh, r);
+    SmallVector<int64_t> offsets;
+    for (unsigned d = 0; d < local.size(); ++d) {
+      int64_t count, index;
+      blockIndex(sharding, mesh, coords, d, count, index);
+      offsets.push_back(index * local[d]);
+    }
+    bool primary = true;
+    SmallVector<int64_t> source(coords);
+    for (unsigned i = 0; i < coords.size(); ++i)
+      if (!used.contains(i) && coords[i] != 0) {
+        primary = false;
+        source[i] = 0;
+      }
+    if (primary) {
+      forEachInBlock(shape, local, offsets, [&](int64_t g, int64_t l) {
+        global[g] += blocks[r][l];
+      });
+      continue;
+    }
+    // A replica: compare with the primary copy.
+    int64_t primaryRank = 0;
+    for (unsigned i = 0; i < source.size(); ++i)
+      primaryRank = primaryRank * mesh.getShape()[i] + source[i];
+    const Tensor &p = blocks[primaryRank];
+    for (int64_t i = 0; i < p.numElements(); ++i)
+      if (p[i] != blocks[r][i]) {
+        error = "devices " + std::to_string(primaryRank) + " and " +
+                std::to_string(r) +
+                " should hold the same block (they are replicas) but "
+                "differ at element " +
+                std::to_string(i);
+        return failure();
+      }
+  }
+  return global;
 }

@@ -22,6 +22,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <cmath>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -68,6 +69,13 @@ static cl::opt<std::string> saveOutputs(
     cl::value_desc("O.safetensors"), cl::cat(category));
 static cl::opt<bool> dump("dump", cl::desc("Print every value of every result"),
                           cl::cat(category));
+static cl::opt<std::string> meshName(
+    "mesh",
+    cl::desc("Run a per-device program on every device of this braid.mesh "
+             "(simulated, one thread each): sharded arguments and parameters "
+             "(braid.block_of) get their blocks, collectives exchange data, "
+             "and results are assembled into whole tensors"),
+    cl::value_desc("name"), cl::cat(category));
 static cl::opt<unsigned> steps(
     "steps",
     cl::desc("Train: run the entry (default train_step) N times, feeding "
@@ -168,6 +176,70 @@ static int saveFile(StringRef path, const TensorMap &tensors) {
   return 0;
 }
 
+/// Runs `fn` on every device of the mesh; fills `results` with the whole
+/// tensors assembled from the devices' blocks.
+static LogicalResult runOnMesh(ModuleOp module, FunctionOpInterface fn,
+                               const TensorMap &weights, const TensorMap &given,
+                               SmallVectorImpl<Tensor> &results) {
+  auto mesh = module.lookupSymbol<MeshOp>(meshName);
+  if (!mesh) {
+    fail("no braid.mesh @" + meshName + " in " + inputFile);
+    return failure();
+  }
+  int64_t n = mesh.getNumDevices();
+  ExchangeHub hub(n);
+  std::vector<SmallVector<Tensor>> perDevice(n);
+  std::vector<char> ok(n, 0);
+  std::vector<std::thread> threads;
+  for (int64_t rank = 0; rank < n; ++rank)
+    threads.emplace_back([&, rank] {
+      Evaluator evaluator(module, EvalOptions{seed, f64});
+      if (!weightsFile.empty())
+        evaluator.setWeights(weights);
+      evaluator.setPlacement(
+          DevicePlacement{mesh, rank, getDeviceCoords(mesh, rank), &hub});
+      FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
+      FailureOr<SmallVector<Tensor>> out =
+          succeeded(inputs) ? evaluator.run(fn, *inputs)
+                            : FailureOr<SmallVector<Tensor>>(failure());
+      if (failed(out) || failed(evaluator.checkAllWeightsUsed(fn))) {
+        hub.abort();
+        return;
+      }
+      perDevice[rank] = std::move(*out);
+      ok[rank] = 1;
+    });
+  for (std::thread &t : threads)
+    t.join();
+  if (llvm::is_contained(ok, 0))
+    return failure();
+
+  // A result without braid.block_of is replicated: every device must hold
+  // the same tensor.
+  for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+    auto sharding = fn.getResultAttrOfType<ShardingAttr>(i, "braid.block_of");
+    if (!sharding) {
+      SmallVector<Attribute> dims(
+          cast<RankedTensorType>(fn.getResultTypes()[i]).getRank(),
+          ArrayAttr::get(module.getContext(), {}));
+      sharding = ShardingAttr::get(
+          module.getContext(), FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+          ArrayAttr::get(module.getContext(), dims), nullptr);
+    }
+    SmallVector<Tensor> blocks;
+    for (int64_t r = 0; r < n; ++r)
+      blocks.push_back(perDevice[r][i]);
+    std::string error;
+    FailureOr<Tensor> whole = assembleShards(blocks, sharding, mesh, error);
+    if (failed(whole)) {
+      fn.emitError() << "result " << i << ": " << error;
+      return failure();
+    }
+    results.push_back(std::move(*whole));
+  }
+  return success();
+}
+
 /// The index of the argument or result of `fn` named `name` (braid.name).
 static std::optional<unsigned> findNamed(FunctionOpInterface fn, StringRef name,
                                          bool result) {
@@ -240,6 +312,8 @@ int main(int argc, char **argv) {
 
   MLIRContext context;
   context.loadDialect<BraidDialect, func::FuncDialect>();
+  // Diagnostics name the op and its location; dumping the op is noise.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
 
@@ -280,22 +354,46 @@ int main(int argc, char **argv) {
   }
 
   if (steps)
-    return train(evaluator, fn, given);
+    return meshName.empty()
+               ? train(evaluator, fn, given)
+               : fail("--steps does not support --mesh yet");
 
-  FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
-  if (failed(inputs))
-    return 1;
-  FailureOr<SmallVector<Tensor>> results = evaluator.run(fn, *inputs);
-  if (failed(results) || failed(evaluator.checkAllWeightsUsed(fn)))
-    return 1;
+  FailureOr<SmallVector<Tensor>> inputs = SmallVector<Tensor>();
+  FailureOr<SmallVector<Tensor>> results = SmallVector<Tensor>();
+  if (!meshName.empty()) {
+    if (!saveWeights.empty() || !saveInputs.empty() ||
+        !saveOptimizerState.empty())
+      return fail("--save-weights, --save-inputs and --save-optimizer-state "
+                  "do not support --mesh yet");
+    TensorMap weights;
+    if (!weightsFile.empty()) {
+      llvm::Expected<SafeTensorsFile> w = readSafeTensors(weightsFile);
+      if (!w)
+        return fail(llvm::toString(w.takeError()));
+      weights = std::move(w->tensors);
+    }
+    if (failed(runOnMesh(*module, fn, weights, given, *results)))
+      return 1;
+  } else {
+    inputs = evaluator.makeInputs(fn, given);
+    if (failed(inputs))
+      return 1;
+    results = evaluator.run(fn, *inputs);
+    if (failed(results) || failed(evaluator.checkAllWeightsUsed(fn)))
+      return 1;
+  }
 
   ArrayRef<Type> resultTypes = fn.getResultTypes();
   llvm::outs() << "@" << fn.getName() << " (seed " << seed
-               << (f64 ? ", f64" : "") << "): " << results->size()
-               << " result(s)\n";
+               << (f64 ? ", f64" : "")
+               << (meshName.empty() ? "" : ", mesh @" + meshName) << "): "
+               << results->size() << " result(s)\n";
   TensorMap outputs;
   for (auto [i, t] : llvm::enumerate(*results)) {
-    printTensor(llvm::outs(), i, resultTypes[i], t);
+    // Whole tensors: with --mesh, larger than a device's result type.
+    Type type = RankedTensorType::get(
+        t.shape(), cast<RankedTensorType>(resultTypes[i]).getElementType());
+    printTensor(llvm::outs(), i, type, t);
     addOutput(fn, i, t, outputs);
   }
 

@@ -16,6 +16,7 @@ namespace mlir {
 class Type;
 namespace braid {
 class LayerOp;
+class MeshOp;
 class ParamOp;
 class StoreParamOp;
 
@@ -35,6 +36,16 @@ public:
   /// instance's prefix) with `value`. Fails (with a diagnostic on `op`) if
   /// it was declared with another shape.
   virtual LogicalResult storeParameter(StoreParamOp op, const Tensor &value) = 0;
+
+  /// For a collective `op` over `axes` of `mesh`: exchanges `mine` with the
+  /// other devices of this device's group, filling `group` with every
+  /// member's tensor in group order and `position` with this device's
+  /// place in it. Outside a multi-device run only groups of one device are
+  /// possible.
+  virtual LogicalResult exchange(Operation *op, MeshOp mesh,
+                                 ArrayRef<StringRef> axes, const Tensor &mine,
+                                 SmallVectorImpl<Tensor> &group,
+                                 unsigned &position) = 0;
 
   /// Evaluates `layer` on `args` with parameter names prefixed by
   /// `prefix` (for example "h.3."), appending its yielded values to

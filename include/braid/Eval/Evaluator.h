@@ -17,7 +17,68 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <condition_variable>
+#include <mutex>
+
 namespace mlir::braid {
+
+/// Where the simulated devices of a multi-device run meet for collectives:
+/// a reusable barrier with one slot per device.
+class ExchangeHub {
+public:
+  explicit ExchangeHub(int64_t numDevices)
+      : numDevices(numDevices), slots(numDevices, nullptr) {}
+
+  /// Publishes `mine` as device `rank`'s, waits for every device, calls
+  /// `read` with all devices' tensors (indexed by rank), and waits again, so
+  /// that no slot is reused before everyone has read. Returns false if the
+  /// run was aborted.
+  bool exchange(int64_t rank, const Tensor &mine,
+                llvm::function_ref<void(ArrayRef<const Tensor *>)> read);
+  /// Makes every current and future exchange fail (a device has failed, so
+  /// the others must not wait for it).
+  void abort();
+
+private:
+  bool barrier();
+
+  int64_t numDevices;
+  std::vector<const Tensor *> slots;
+  std::mutex mutex;
+  std::condition_variable wake;
+  int64_t arrived = 0;
+  uint64_t generation = 0;
+  bool aborted = false;
+};
+
+/// This evaluator's device in a multi-device run.
+struct DevicePlacement {
+  MeshOp mesh;
+  int64_t rank = 0;
+  /// The device's coordinate along each mesh axis.
+  SmallVector<int64_t> coords;
+  ExchangeHub *hub = nullptr;
+};
+
+/// The coordinates of device `rank` of `mesh` (row-major over the axes).
+SmallVector<int64_t> getDeviceCoords(MeshOp mesh, int64_t rank);
+
+/// The shape of the whole tensor whose device-local block has `local`
+/// shape under `sharding`.
+SmallVector<int64_t> getGlobalShape(ArrayRef<int64_t> local,
+                                    ShardingAttr sharding, MeshOp mesh);
+
+/// The block of `global` the device at `coords` holds under `sharding`.
+Tensor extractShard(const Tensor &global, ShardingAttr sharding, MeshOp mesh,
+                    ArrayRef<int64_t> coords);
+
+/// The whole tensor from every device's block (`blocks[rank]`): blocks are
+/// placed by their devices' coordinates and partial sums added. Fails,
+/// with a message in `error`, if devices that must hold the same block
+/// (replicas) disagree.
+FailureOr<Tensor> assembleShards(ArrayRef<Tensor> blocks,
+                                 ShardingAttr sharding, MeshOp mesh,
+                                 std::string &error);
 
 struct EvalOptions {
   /// Seed of parameter initialisation and of generated inputs.
@@ -57,6 +118,11 @@ public:
   /// tensors no braid.param used; call after run.
   LogicalResult checkAllWeightsUsed(FunctionOpInterface fn);
 
+  /// Makes this evaluator one device of a multi-device run.
+  void setPlacement(DevicePlacement placement) {
+    this->placement = std::move(placement);
+  }
+
   /// Every trainable parameter materialised so far, by full name, in
   /// first-use order.
   TensorMap getParameters() const;
@@ -66,6 +132,9 @@ public:
   // EvalContext.
   FailureOr<Tensor> getParameter(ParamOp op) override;
   LogicalResult storeParameter(StoreParamOp op, const Tensor &value) override;
+  LogicalResult exchange(Operation *op, MeshOp mesh, ArrayRef<StringRef> axes,
+                         const Tensor &mine, SmallVectorImpl<Tensor> &group,
+                         unsigned &position) override;
   LogicalResult callLayer(LayerOp layer, StringRef prefix,
                           ArrayRef<const Tensor *> args,
                           SmallVectorImpl<Tensor> &results) override;
@@ -79,6 +148,7 @@ private:
   ModuleOp module;
   EvalOptions options;
   std::optional<TensorMap> weights, optimizerState;
+  std::optional<DevicePlacement> placement;
   TensorMap parameters;
   /// Declaration that first materialised each parameter (to check ties).
   llvm::StringMap<ParamOp> declarations;

@@ -3,6 +3,7 @@
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -95,4 +96,48 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "uniform initializer needs lo < hi, got [" << x
                        << ", " << y << ")";
   return success();
+}
+
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FlatSymbolRefAttr mesh, ArrayAttr dims,
+                                   ArrayAttr partial) {
+  llvm::SmallSet<StringRef, 4> seen;
+  auto checkAxis = [&](Attribute a) -> LogicalResult {
+    auto name = dyn_cast<StringAttr>(a);
+    if (!name || name.getValue().empty())
+      return emitError() << "mesh axes must be non-empty strings";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis '" << name.getValue()
+                         << "' is used twice in one sharding";
+    return success();
+  };
+  for (Attribute dim : dims) {
+    auto axes = dyn_cast<ArrayAttr>(dim);
+    if (!axes)
+      return emitError() << "each dimension's entry must be a list of mesh "
+                            "axes, like [\"dp\"] or []";
+    for (Attribute a : axes)
+      if (failed(checkAxis(a)))
+        return failure();
+  }
+  if (partial)
+    for (Attribute a : partial)
+      if (failed(checkAxis(a)))
+        return failure();
+  return success();
+}
+
+SmallVector<StringRef> ShardingAttr::getDimAxes(unsigned dim) const {
+  SmallVector<StringRef> axes;
+  for (Attribute a : cast<ArrayAttr>(getDims()[dim]))
+    axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+SmallVector<StringRef> ShardingAttr::getPartialAxes() const {
+  SmallVector<StringRef> axes;
+  if (getPartial())
+    for (Attribute a : getPartial())
+      axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
 }

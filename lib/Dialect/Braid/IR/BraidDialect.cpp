@@ -43,6 +43,16 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
                              << " must be a string";
     return success();
   }
+  if (name == "braid.sharding" || name == "braid.block_of") {
+    auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!sharding || !fn)
+      return op->emitError() << "result #" << resultIndex << ": " << name
+                             << " must be a #braid.sharding<...>";
+    return verifyShardingFor(op, sharding, fn.getResultTypes()[resultIndex],
+                             ("result #" + Twine(resultIndex)).str(),
+                             /*local=*/name == "braid.block_of");
+  }
   if (name == "braid.instances") {
     auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!range || range.size() != 2 || range[0] < 0 || range[1] < 1)
@@ -54,7 +64,7 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
   return op->emitError() << "result #" << resultIndex
                          << ": unknown braid attribute '" << name
                          << "'; known: braid.name, braid.gradient_of, "
-                            "braid.instances";
+                            "braid.instances, braid.sharding, braid.block_of";
 }
 
 LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
@@ -82,7 +92,17 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                              << argType;
     return success();
   }
+  if (name == "braid.sharding" || name == "braid.block_of") {
+    auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+    if (!sharding)
+      return op->emitError() << "argument #" << argIndex << ": " << name
+                             << " must be a #braid.sharding<...>";
+    return verifyShardingFor(op, sharding, argType,
+                             ("argument #" + Twine(argIndex)).str(),
+                             /*local=*/name == "braid.block_of");
+  }
   return op->emitError() << "argument #" << argIndex
                          << ": unknown braid attribute '" << name
-                         << "'; known: braid.name, braid.range";
+                         << "'; known: braid.name, braid.range, "
+                            "braid.sharding, braid.block_of";
 }

@@ -129,6 +129,9 @@ LogicalResult ParamOp::verify() {
   Operation *parent = (*this)->getParentOp();
   if (!isa<LayerOp, FunctionOpInterface>(parent))
     return emitOpError("must be directly inside a braid.layer or a function");
+  if (ShardingAttr block = getBlockOfAttr())
+    return verifyShardingFor(*this, block, getType(), "the parameter block",
+                             /*local=*/true);
   return success();
 }
 
@@ -801,6 +804,214 @@ LogicalResult SgdUpdateOp::verify() {
     return emitOpError("Nesterov momentum needs momentum > 0");
   return checkUpdate(*this, getParam(), {getGrad(), getMomentumBuffer()},
                      {getLr(), getGradScale()});
+}
+
+//===----------------------------------------------------------------------===//
+// Distribution
+//===----------------------------------------------------------------------===//
+
+LogicalResult MeshOp::verify() {
+  ArrayRef<int64_t> shape = getShape();
+  if (getAxes().size() != shape.size())
+    return emitOpError() << "has " << getAxes().size() << " axis names but "
+                         << shape.size() << " sizes";
+  if (shape.empty())
+    return emitOpError("needs at least one axis");
+  llvm::SmallSet<StringRef, 4> seen;
+  for (auto [name, size] : llvm::zip(getAxes(), shape)) {
+    StringRef n = cast<StringAttr>(name).getValue();
+    if (n.empty())
+      return emitOpError("axis names must not be empty");
+    if (!seen.insert(n).second)
+      return emitOpError() << "axis '" << n << "' appears twice";
+    if (size < 1)
+      return emitOpError() << "axis '" << n << "' has size " << size
+                           << "; sizes must be at least 1";
+  }
+  return success();
+}
+
+std::optional<unsigned> MeshOp::getAxisIndex(StringRef name) {
+  for (auto [i, a] : llvm::enumerate(getAxes()))
+    if (cast<StringAttr>(a).getValue() == name)
+      return i;
+  return std::nullopt;
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t n = 1;
+  for (int64_t s : getShape())
+    n *= s;
+  return n;
+}
+
+/// The mesh `op` refers to by `name`, or a diagnostic.
+static FailureOr<MeshOp> lookupMesh(Operation *op, FlatSymbolRefAttr name) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, name);
+  if (!mesh)
+    return op->emitOpError() << name << " does not name a braid.mesh";
+  return mesh;
+}
+
+/// The product of the sizes of `axes` of `mesh`, or a diagnostic naming an
+/// unknown axis.
+static FailureOr<int64_t> axesSize(Operation *op, MeshOp mesh,
+                                   ArrayRef<StringRef> axes) {
+  int64_t n = 1;
+  for (StringRef a : axes) {
+    std::optional<unsigned> i = mesh.getAxisIndex(a);
+    if (!i) {
+      InFlightDiagnostic diag = op->emitOpError()
+                                << "unknown mesh axis '" << a << "'; @"
+                                << mesh.getSymName() << " has axes ";
+      llvm::interleaveComma(mesh.getAxes(), diag, [&](Attribute x) {
+        diag << "'" << cast<StringAttr>(x).getValue() << "'";
+      });
+      return diag;
+    }
+    n *= mesh.getShape()[*i];
+  }
+  return n;
+}
+
+LogicalResult mlir::braid::verifyShardingFor(Operation *op,
+                                             ShardingAttr sharding, Type type,
+                                             StringRef what, bool local) {
+  FailureOr<MeshOp> mesh = lookupMesh(op, sharding.getMesh());
+  if (failed(mesh))
+    return failure();
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return op->emitOpError() << what << " of type " << type
+                             << " cannot be sharded";
+  if ((int64_t)sharding.getDims().size() != tensor.getRank())
+    return op->emitOpError() << "sharding of " << what << " lists "
+                             << sharding.getDims().size()
+                             << " dimensions but " << type << " has rank "
+                             << tensor.getRank();
+  for (int64_t d = 0; d < tensor.getRank(); ++d) {
+    SmallVector<StringRef> axes = sharding.getDimAxes(d);
+    FailureOr<int64_t> n = axesSize(op, *mesh, axes);
+    if (failed(n))
+      return failure();
+    if (!local && tensor.getDimSize(d) % *n != 0) {
+      InFlightDiagnostic diag = op->emitOpError()
+                                << "dimension " << d << " of size "
+                                << tensor.getDimSize(d) << " of " << what
+                                << " (" << type
+                                << ") is not divisible by mesh axes ";
+      llvm::interleaveComma(axes, diag, [&](StringRef a) {
+        diag << "'" << a << "' (size "
+             << mesh->getShape()[*mesh->getAxisIndex(a)] << ")";
+      });
+      return diag;
+    }
+  }
+  return axesSize(op, *mesh, sharding.getPartialAxes());
+}
+
+LogicalResult ShardOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyShardingFor(*this, getSharding(), getType(), "the value");
+}
+
+/// Common checks of a collective: its mesh exists and its axes are known
+/// and distinct. Returns the group size.
+static FailureOr<int64_t> verifyCollective(Operation *op,
+                                           FlatSymbolRefAttr meshName,
+                                           ArrayAttr axesAttr) {
+  FailureOr<MeshOp> mesh = lookupMesh(op, meshName);
+  if (failed(mesh))
+    return failure();
+  SmallVector<StringRef> axes;
+  llvm::SmallSet<StringRef, 4> seen;
+  for (Attribute a : axesAttr) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (!seen.insert(name).second)
+      return op->emitOpError() << "mesh axis '" << name << "' is listed twice";
+    axes.push_back(name);
+  }
+  if (axes.empty())
+    return op->emitOpError("needs at least one mesh axis");
+  return axesSize(op, *mesh, axes);
+}
+
+template <typename OpTy>
+static int64_t groupSizeOf(OpTy op, MeshOp mesh) {
+  int64_t n = 1;
+  for (Attribute a : op.getAxes())
+    n *= mesh.getShape()[*mesh.getAxisIndex(cast<StringAttr>(a).getValue())];
+  return n;
+}
+
+int64_t AllReduceOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t AllGatherOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t ReduceScatterOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t AllToAllOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t BroadcastFromOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &) {
+  if (getKind() == ReduceKind::mean)
+    return emitOpError("reduces with sum or max");
+  return verifyCollective(*this, getMeshAttr(), getAxes());
+}
+
+/// Checks that `result` is `input` with dimension `dim` scaled: multiplied
+/// by `n` (gather) or divided by it (scatter).
+static LogicalResult checkScaledDim(Operation *op, Value input, Value result,
+                                    int64_t dim, int64_t n, bool multiply) {
+  auto in = cast<RankedTensorType>(input.getType());
+  if (failed(checkAxis(op, dim, in.getRank(), "dim")))
+    return failure();
+  if (!multiply && in.getDimSize(dim) % n != 0)
+    return op->emitOpError() << "dimension " << dim << " of size "
+                             << in.getDimSize(dim)
+                             << " is not divisible by the group size " << n;
+  SmallVector<int64_t> shape(in.getShape());
+  shape[dim] = multiply ? shape[dim] * n : shape[dim] / n;
+  return checkResult(op, result, shape, in.getElementType());
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &) {
+  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+  if (failed(n))
+    return failure();
+  return checkScaledDim(*this, getInput(), getResult(), getDim(), *n, true);
+}
+
+LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &) {
+  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+  if (failed(n))
+    return failure();
+  return checkScaledDim(*this, getInput(), getResult(), getDim(), *n, false);
+}
+
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &) {
+  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+  if (failed(n))
+    return failure();
+  auto in = cast<RankedTensorType>(getInput().getType());
+  int64_t split = getSplitDim(), concat = getConcatDim();
+  if (failed(checkAxis(*this, split, in.getRank(), "split_dim")) ||
+      failed(checkAxis(*this, concat, in.getRank(), "concat_dim")))
+    return failure();
+  if (in.getDimSize(split) % *n != 0)
+    return emitOpError() << "dimension " << split << " of size "
+                         << in.getDimSize(split)
+                         << " is not divisible by the group size " << *n;
+  SmallVector<int64_t> shape(in.getShape());
+  shape[split] /= *n;
+  shape[concat] *= *n;
+  return checkResult(*this, getResult(), shape, in.getElementType());
+}
+
+LogicalResult BroadcastFromOp::verifySymbolUses(SymbolTableCollection &) {
+  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+  if (failed(n))
+    return failure();
+  if ((int64_t)getRoot() < 0 || (int64_t)getRoot() >= *n)
+    return emitOpError() << "root " << (int64_t)getRoot()
+                         << " is not a position in a group of " << *n;
+  return success();
 }
 
 #define GET_OP_CLASSES

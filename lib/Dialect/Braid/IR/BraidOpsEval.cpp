@@ -912,3 +912,122 @@ LogicalResult SgdUpdateOp::evaluate(EvalContext &,
   results.push_back(std::move(nb));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Distribution
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  results.push_back(*ops[0]);
+  return success();
+}
+
+/// Exchanges `mine` over the group of collective `op`.
+template <typename OpTy>
+static LogicalResult exchangeFor(OpTy op, EvalContext &ctx, const Tensor &mine,
+                                 SmallVectorImpl<Tensor> &group,
+                                 unsigned &position) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
+  SmallVector<StringRef> axes;
+  for (Attribute a : op.getAxes())
+    axes.push_back(cast<StringAttr>(a).getValue());
+  return ctx.exchange(op, mesh, axes, mine, group, position);
+}
+
+/// The sum (or max) of `group`, in group order.
+static Tensor combine(ArrayRef<Tensor> group, bool max) {
+  Tensor out = group[0];
+  for (const Tensor &t : group.drop_front())
+    for (int64_t i = 0, e = out.numElements(); i < e; ++i)
+      out[i] = max ? std::max(out[i], t[i]) : out[i] + t[i];
+  return out;
+}
+
+/// Splits `t` along `dim` into `n` equal blocks and returns block `k`.
+static Tensor block(const Tensor &t, int64_t dim, int64_t n, int64_t k) {
+  SmallVector<int64_t> shape(t.shape());
+  shape[dim] /= n;
+  Tensor out(shape, t.dtype());
+  int64_t outer, size, inner;
+  splitAround(t.shape(), dim, outer, size, inner);
+  int64_t part = shape[dim] * inner;
+  for (int64_t o = 0; o < outer; ++o)
+    std::copy_n(t.data() + o * size * inner + k * part, part,
+                out.data() + o * part);
+  return out;
+}
+
+/// Concatenates `parts` along `dim`.
+static Tensor concatenate(ArrayRef<Tensor> parts, int64_t dim) {
+  SmallVector<int64_t> shape(parts[0].shape());
+  shape[dim] *= parts.size();
+  Tensor out(shape, parts[0].dtype());
+  int64_t outer, size, inner;
+  splitAround(out.shape(), dim, outer, size, inner);
+  int64_t part = parts[0].dim(dim) * inner;
+  for (auto [k, p] : llvm::enumerate(parts))
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy_n(p.data() + o * part, part,
+                  out.data() + o * size * inner + k * part);
+  return out;
+}
+
+LogicalResult AllReduceOp::evaluate(EvalContext &ctx,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+    return failure();
+  results.push_back(combine(group, getKind() == ReduceKind::max));
+  return success();
+}
+
+LogicalResult AllGatherOp::evaluate(EvalContext &ctx,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+    return failure();
+  results.push_back(concatenate(group, getDim()));
+  return success();
+}
+
+LogicalResult ReduceScatterOp::evaluate(EvalContext &ctx,
+                                        ArrayRef<const Tensor *> ops,
+                                        SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+    return failure();
+  results.push_back(
+      block(combine(group, false), getDim(), group.size(), position));
+  return success();
+}
+
+LogicalResult AllToAllOp::evaluate(EvalContext &ctx,
+                                   ArrayRef<const Tensor *> ops,
+                                   SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+    return failure();
+  SmallVector<Tensor> received;
+  for (const Tensor &t : group)
+    received.push_back(block(t, getSplitDim(), group.size(), position));
+  results.push_back(concatenate(received, getConcatDim()));
+  return success();
+}
+
+LogicalResult BroadcastFromOp::evaluate(EvalContext &ctx,
+                                        ArrayRef<const Tensor *> ops,
+                                        SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+    return failure();
+  results.push_back(group[getRoot()]);
+  return success();
+}

@@ -269,9 +269,11 @@ void TrainStepPass::update(OpBuilder &b, Location loc, ParamOp decl,
   auto type = cast<RankedTensorType>(decl.getType());
   auto zeros = InitAttr::get(b.getContext(), InitKind::zeros, APFloat(0.0),
                              APFloat(0.0));
-  Value param = ParamOp::create(b, loc, type, name, decl.getInit(), false);
+  Value param = ParamOp::create(b, loc, type, name, decl.getInit(),
+                                /*state=*/false, /*block_of=*/nullptr);
   auto state = [&](StringRef suffix) -> Value {
-    return ParamOp::create(b, loc, type, (name + suffix).str(), zeros, true);
+    return ParamOp::create(b, loc, type, (name + suffix).str(), zeros,
+                           /*state=*/true, /*block_of=*/nullptr);
   };
   if (optimizer == "adamw") {
     double wd = weightDecay < 0 ? 0.01 : weightDecay;

@@ -57,4 +57,41 @@ def Braid_ReduceKind : I32EnumAttr<"ReduceKind", "reduction", [
   let cppNamespace = "::mlir::braid";
 }
 
+def Braid_ShardingAttr : AttrDef<Braid_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "How a tensor is distributed over a device mesh.";
+  let description = [{
+    For each dimension of the tensor, the mesh axes it is split over (major
+    to minor), and the axes over which the value is a pending partial sum:
+    each device holds a summand, and the tensor is the sum over those axes.
+    Unlisted axes replicate the tensor.
+
+    ```mlir
+    // Rows split over "dp", columns over "tp":
+    #braid.sharding<@mesh, [["dp"], ["tp"]]>
+    // Replicated, but a partial sum over "tp" (after a row-parallel matmul):
+    #braid.sharding<@mesh, [[], []], partial = ["tp"]>
+    ```
+
+    A dimension of size n split over axes of sizes a1..ak must be divisible
+    by their product; each device holds a contiguous block of n / (a1...ak)
+    entries, the blocks ordered by the device's coordinates along the axes,
+    major to minor. Checking against a mesh and a type is done where the
+    attribute is used.
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
+                        "::mlir::ArrayAttr":$dims,
+                        OptionalParameter<"::mlir::ArrayAttr">:$partial);
+  let assemblyFormat = [{
+    `<` $mesh `,` $dims (`,` `partial` `=` $partial^)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The axes dimension `dim` is split over.
+    ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
+    /// The axes the value is a partial sum over.
+    ::llvm::SmallVector<::llvm::StringRef> getPartialAxes() const;
+  }];
+}
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDATTRS_TD

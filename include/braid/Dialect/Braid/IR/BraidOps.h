@@ -35,7 +35,21 @@ struct ParameterResource
 
 #include "braid/Dialect/Braid/IR/BraidInterfaces.h.inc"
 
+namespace mlir::braid {
+class MeshOp;
+} // namespace mlir::braid
+
 #define GET_OP_CLASSES
 #include "braid/Dialect/Braid/IR/BraidOps.h.inc"
+
+namespace mlir::braid {
+/// Checks `sharding` against the mesh it names and against `type`: known
+/// axes, each used once, and matching rank; for a whole tensor (`local`
+/// false), also every split dimension divisible by its axes. With `local`,
+/// `type` is one device's block. Diagnostics go to `op` and name the value
+/// as `what`.
+LogicalResult verifyShardingFor(Operation *op, ShardingAttr sharding,
+                                Type type, StringRef what, bool local = false);
+} // namespace mlir::braid
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_H

@@ -67,6 +67,11 @@ def Braid_ParamOp : Braid_Op<"param", [Braid_StaticShapes,
     momentum): saved with the optimizer state, not with the weights, and
     never differentiated.
 
+    With `block_of` (in a per-device program), the op reads this device's
+    block of the parameter distributed by that sharding: its type is the
+    local shape, and the global shape is that times the sizes of the axes
+    each dimension is split over.
+
     Parameters behave like global variables (IREE's `util.global`): a
     `braid.param` reads the current value, `braid.store_param` replaces it,
     in program order.
@@ -75,7 +80,8 @@ def Braid_ParamOp : Braid_Op<"param", [Braid_StaticShapes,
     %w = braid.param "mlp.fc.weight" {init = #braid.init<normal(0.02)>} : tensor<64x256xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name, Braid_InitAttr:$init, UnitAttr:$state);
+  let arguments = (ins StrAttr:$name, Braid_InitAttr:$init, UnitAttr:$state,
+                       OptionalAttr<Braid_ShardingAttr>:$block_of);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -587,6 +593,138 @@ def Braid_SliceGradOp : Braid_ModelOp<"slice_grad"> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$grad attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Distribution: meshes, shardings, collectives
+//===----------------------------------------------------------------------===//
+
+def Braid_MeshOp : Braid_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "A logical device mesh with named axes.";
+  let description = [{
+    The devices of a parallel run arranged as an n-dimensional array whose
+    axes have names (`dp`, `tp`, `pp`, any names) and sizes. Device `r`
+    (row-major over the axes) has coordinates given by unravelling `r`.
+
+    ```mlir
+    braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$shape);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The index of axis `name`, if the mesh has it.
+    std::optional<unsigned> getAxisIndex(::llvm::StringRef name);
+    /// The product of the axis sizes.
+    int64_t getNumDevices();
+  }];
+}
+
+def Braid_ShardOp : Braid_Op<"shard", [Pure, SameOperandsAndResultType,
+    Braid_StaticShapes, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+  let summary = "Constrains a value to a sharding.";
+  let description = [{
+    Returns its input, which from here on has the sharding `sharding`: an
+    annotation for sharding propagation (stronger with a higher `priority`),
+    the identity for evaluation.
+
+    ```mlir
+    %y = braid.shard %x : tensor<8x64xf32> to #braid.sharding<@mesh, [["dp"], []]>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Braid_ShardingAttr:$sharding,
+                       DefaultValuedAttr<I64Attr, "0">:$priority);
+  let results = (outs AnyRankedTensor:$result);
+  // The sharding comes last: an attribute followed by `:` would take the
+  // type as its own.
+  let assemblyFormat = [{
+    $input `:` type($input) `to` qualified($sharding) attr-dict
+  }];
+}
+
+// Collectives exchange data between the devices of a group: those that
+// differ only in their coordinates along `axes` of `mesh`. They appear in
+// per-device programs (after partitioning), on local tensors.
+class Braid_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Braid_Op<mnemonic, traits # [Braid_StaticShapes,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
+        Braid_CostOpInterface]> {
+  let results = (outs AnyRankedTensor:$result);
+  let extraClassDeclaration = [{
+    /// The number of devices in each group.
+    int64_t getGroupSize(::mlir::braid::MeshOp mesh);
+  }];
+}
+
+def Braid_AllReduceOp : Braid_CollectiveOp<"all_reduce",
+    [SameOperandsAndResultType]> {
+  let summary = "Reduces (sums) a tensor over a group; every device gets the result.";
+  let description = [{
+    ```mlir
+    %y = braid.all_reduce sum %x on @mesh ["tp"] : tensor<8x64xf32>
+    ```
+    Sums are taken in group order, so every device gets the same bits.
+  }];
+  let arguments = (ins Braid_ReduceKind:$kind, AnyRankedTensor:$input,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let assemblyFormat = [{
+    $kind $input `on` $mesh $axes attr-dict `:` type($input)
+  }];
+}
+
+def Braid_AllGatherOp : Braid_CollectiveOp<"all_gather"> {
+  let summary = "Concatenates the group's tensors along a dimension.";
+  let description = [{
+    The result's dimension `dim` is the group size times the input's; the
+    blocks are in group order.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Braid_ReduceScatterOp : Braid_CollectiveOp<"reduce_scatter"> {
+  let summary = "Sums the group's tensors and gives each device one block.";
+  let description = [{
+    The sum is split along `dim` into group-size blocks; the device at group
+    position i gets block i.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Braid_AllToAllOp : Braid_CollectiveOp<"all_to_all"> {
+  let summary = "Splits along one dimension, exchanges, concatenates along another.";
+  let description = [{
+    Each device splits its tensor along `split_dim` into group-size blocks
+    and sends block j to the device at group position j, which concatenates
+    what it receives along `concat_dim` in group order.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Braid_BroadcastFromOp : Braid_CollectiveOp<"broadcast_from",
+    [SameOperandsAndResultType]> {
+  let summary = "Every device of the group gets the tensor of the root.";
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, DefaultValuedAttr<I64Attr, "0">:$root);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes attr-dict `:` type($input)
+  }];
 }
 
 //===----------------------------------------------------------------------===//
