@@ -28,8 +28,27 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "braid.phase must be \"F\", \"B\" or \"W\"";
     return success();
   }
+  if (name == "braid.shardings") {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    SmallVector<Value> tensors;
+    for (Value r : op->getResults())
+      if (isa<RankedTensorType>(r.getType()))
+        tensors.push_back(r);
+    if (!list || list.size() != tensors.size())
+      return op->emitError() << "braid.shardings must list one "
+                                "#braid.sharding per tensor result";
+    for (auto [a, r] : llvm::zip(list, tensors)) {
+      auto sharding = dyn_cast<ShardingAttr>(a);
+      if (!sharding)
+        return op->emitError("braid.shardings must list #braid.sharding "
+                             "attributes");
+      if (failed(verifyShardingFor(op, sharding, r.getType(), "a result")))
+        return failure();
+    }
+    return success();
+  }
   return op->emitError() << "unknown braid attribute '" << name
-                         << "'; known: braid.phase";
+                         << "'; known: braid.phase, braid.shardings";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

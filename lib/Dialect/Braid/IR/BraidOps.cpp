@@ -948,6 +948,8 @@ int64_t AllGatherOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh)
 int64_t ReduceScatterOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
 int64_t AllToAllOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
 int64_t BroadcastFromOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t AllSliceOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &) {
   if (getKind() == ReduceKind::mean)
@@ -979,6 +981,13 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &) {
 }
 
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &) {
+  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+  if (failed(n))
+    return failure();
+  return checkScaledDim(*this, getInput(), getResult(), getDim(), *n, false);
+}
+
+LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &) {
   FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
   if (failed(n))
     return failure();

@@ -1031,3 +1031,15 @@ LogicalResult BroadcastFromOp::evaluate(EvalContext &ctx,
   results.push_back(group[getRoot()]);
   return success();
 }
+
+LogicalResult AllSliceOp::evaluate(EvalContext &ctx,
+                                   ArrayRef<const Tensor *> ops,
+                                   SmallVectorImpl<Tensor> &results) {
+  // Only the position is needed; the exchange also keeps devices in step.
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+    return failure();
+  results.push_back(block(*ops[0], getDim(), group.size(), position));
+  return success();
+}

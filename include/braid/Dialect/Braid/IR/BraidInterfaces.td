@@ -98,4 +98,19 @@ def Braid_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Braid_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlir::braid";
+  let description = [{
+    How the op's operand and result dimensions map onto its iteration
+    factors (see ShardingRule.h, after Shardy's OpShardingRule). Sharding
+    propagation moves shardings through ops along factors; the partitioner
+    derives from the factors' shardings which collectives an op needs and
+    whether its results are partial sums.
+  }];
+  let methods = [
+    InterfaceMethod<"The op's sharding rule.",
+      "::mlir::braid::ShardingRule", "getShardingRule">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDINTERFACES_TD

@@ -5,6 +5,7 @@
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Dialect/Braid/IR/BraidTraits.h"
+#include "braid/Dialect/Braid/IR/ShardingRule.h"
 #include "braid/Eval/EvalContext.h"
 #include "braid/Eval/Tensor.h"
 

@@ -41,7 +41,8 @@ class Braid_ModelOp<string mnemonic, list<Trait> traits = []>
 // Differentiable model ops: also implement the gradient interface.
 class Braid_DiffOp<string mnemonic, list<Trait> traits = []>
     : Braid_ModelOp<mnemonic, traits # [
-        DeclareOpInterfaceMethods<Braid_GradientOpInterface, ["buildGradient"]>]>;
+        DeclareOpInterfaceMethods<Braid_GradientOpInterface, ["buildGradient"]>,
+        DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>]>;
 
 //===----------------------------------------------------------------------===//
 // Parameters and layers
@@ -53,6 +54,7 @@ def Braid_ParameterResource
     : Resource<"::mlir::braid::ParameterResource">;
 
 def Braid_ParamOp : Braid_Op<"param", [Braid_StaticShapes,
+    DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
     MemoryEffects<[MemRead<Braid_ParameterResource>]>,
     DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
   let summary = "A named, trainable parameter (or optimizer state).";
@@ -450,6 +452,7 @@ def Braid_ConcatOp : Braid_DiffOp<"concat", [Braid_MovesDataOnly]> {
 }
 
 def Braid_ConstantOp : Braid_ModelOp<"constant", [ConstantLike,
+    DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
     AllTypesMatch<["value", "result"]>]> {
   let summary = "A constant tensor.";
   let description = [{
@@ -623,6 +626,7 @@ def Braid_MeshOp : Braid_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 }
 
 def Braid_ShardOp : Braid_Op<"shard", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
     Braid_StaticShapes, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
   let summary = "Constrains a value to a sharding.";
@@ -712,6 +716,20 @@ def Braid_AllToAllOp : Braid_CollectiveOp<"all_to_all"> {
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$split_dim,
                        I64Attr:$concat_dim);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Braid_AllSliceOp : Braid_CollectiveOp<"all_slice"> {
+  let summary = "Each device keeps its block of a replicated tensor.";
+  let description = [{
+    The inverse of all_gather, without communication: the tensor is split
+    along `dim` into group-size blocks and the device at group position i
+    keeps block i.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
   let assemblyFormat = [{
     $input `on` $mesh $axes attr-dict `:` functional-type(operands, results)
   }];

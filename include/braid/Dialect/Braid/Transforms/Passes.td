@@ -164,4 +164,54 @@ def CostReportPass : Pass<"braid-cost-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def PropagateShardingPass : Pass<"braid-propagate-sharding", "::mlir::ModuleOp"> {
+  let summary = "Gives every value a sharding from a few annotations.";
+  let description = [{
+    Starting from `braid.sharding` argument attributes and `braid.shard`
+    constraints, moves shardings through ops along the factors of their
+    `ShardingRuleOpInterface` rules, forwards and backwards until nothing
+    changes, then makes every value still unknown replicated: the result is
+    total and never depends on iteration order beyond program order, so it
+    is deterministic. Where a factor gets different shardings from
+    different tensors, the one with the higher priority wins, then the one
+    of the larger tensor (moving it would cost more), then the first
+    operand. A sharding is dropped where its dimension is not divisible or
+    its axes are taken by another factor of the op. Layers repeated by
+    `braid.repeat` are propagated once, with the carried values' sharding.
+
+    Every op gets `braid.shardings` (one per result) and every function
+    argument `braid.sharding`. With `print-provenance`, a remark on each op
+    says where each result's sharding came from.
+  }];
+  let options = [
+    Option<"printProvenance", "print-provenance", "bool", /*default=*/"false",
+           "Report, for every op, why each result got its sharding.">,
+  ];
+}
+
+def PartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
+  let summary = "Rewrites sharded functions into the program each device runs.";
+  let description = [{
+    After `braid-propagate-sharding`, rewrites every function in place into
+    its per-device (SPMD) form: tensors get their local shapes, parameters
+    read their blocks (`block_of`), and where an op needs its operands
+    sharded differently from how they are, collectives are inserted. An op
+    whose reduction factor (a matmul's contraction, a mean over a sharded
+    batch) is sharded leaves a pending partial sum, resolved only where a
+    consumer needs it: by a reduce_scatter when the consumer wants the
+    summed axes on one dimension, by an all_reduce otherwise. Means are
+    scaled by each device's share first.
+
+    Resharding, in order: pending sums are resolved; dimensions sharded
+    differently are gathered (all_gather); dimensions the consumer wants
+    sharded are sliced locally (all_slice, no communication). Function
+    results are made replicated unless they carry `braid.sharding`; the
+    results and arguments of the rewritten function carry `braid.block_of`,
+    so `braid-eval --mesh` can run it and assemble whole tensors.
+
+    Megatron's MLP (column- then row-parallel) thus gets exactly one
+    all_reduce, and data parallelism none in the forward pass.
+  }];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

@@ -1,0 +1,55 @@
+//===- ShardingRule.h - How an op's dimensions map to factors ---*- C++ -*-===//
+//
+// After Shardy's OpShardingRule: an op's iteration space is a list of
+// factors; every dimension of every operand and result maps to at most one
+// factor. Sharding a factor over mesh axes shards every dimension mapped to
+// it. A factor that appears in operands but in no result is a reduction:
+// sharding it leaves the result a pending partial sum (or, for a mean, a
+// partial sum after scaling).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_IR_SHARDINGRULE_H
+#define BRAID_DIALECT_BRAID_IR_SHARDINGRULE_H
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+
+namespace mlir::braid {
+
+struct ShardingRule {
+  enum class Kind {
+    /// Appears in results: sharding it shards the results.
+    Parallel,
+    /// Summed over: sharding it makes the results partial sums.
+    Sum,
+    /// Averaged over: like Sum, after scaling each device's result by its
+    /// share.
+    Mean,
+    /// Must stay whole (a softmax or normalisation axis, a head
+    /// dimension).
+    Blocked,
+  };
+
+  struct Factor {
+    int64_t size;
+    Kind kind;
+  };
+
+  llvm::SmallVector<Factor> factors;
+  /// For each operand and result, for each dimension, the factor it maps to
+  /// or -1 (a broadcast dimension, or an integer operand's dimension the
+  /// rule leaves free).
+  llvm::SmallVector<llvm::SmallVector<int64_t>> operands, results;
+
+  /// Adds a factor, returning its index.
+  int64_t addFactor(int64_t size, Kind kind) {
+    factors.push_back({size, kind});
+    return factors.size() - 1;
+  }
+};
+
+} // namespace mlir::braid
+
+#endif // BRAID_DIALECT_BRAID_IR_SHARDINGRULE_H

@@ -1,0 +1,51 @@
+//===- ShardingUtils.h - Shardings as values for the passes -----*- C++ -*-===//
+//
+// A mutable view of #braid.sharding used by propagation and partitioning,
+// and how ops carry the shardings propagation chose.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_TRANSFORMS_SHARDINGUTILS_H
+#define BRAID_DIALECT_BRAID_TRANSFORMS_SHARDINGUTILS_H
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+namespace mlir::braid {
+
+/// The attribute on an op listing its results' shardings.
+constexpr StringLiteral kShardingsAttrName = "braid.shardings";
+
+struct Sharding {
+  /// Per dimension, the mesh axes it is split over (major to minor).
+  SmallVector<SmallVector<StringRef>> dims;
+  /// Axes over which the value is a pending partial sum.
+  SmallVector<StringRef> partial;
+
+  static Sharding replicated(int64_t rank) {
+    Sharding s;
+    s.dims.resize(rank);
+    return s;
+  }
+  static Sharding fromAttr(ShardingAttr attr);
+  ShardingAttr toAttr(MeshOp mesh) const;
+
+  bool isReplicated() const;
+  bool operator==(const Sharding &other) const {
+    return dims == other.dims && partial == other.partial;
+  }
+  bool operator!=(const Sharding &other) const { return !(*this == other); }
+  /// The product of the sizes of the axes dimension `d` is split over.
+  int64_t splitCount(MeshOp mesh, unsigned d) const;
+  /// The local shape of a tensor of `type` under this sharding.
+  RankedTensorType localType(MeshOp mesh, RankedTensorType type) const;
+};
+
+/// The product of the sizes of `axes` of `mesh`.
+int64_t axesSize(MeshOp mesh, ArrayRef<StringRef> axes);
+
+/// The shardings of `op`'s results recorded by propagation, if any.
+std::optional<SmallVector<Sharding>> getResultShardings(Operation *op);
+
+} // namespace mlir::braid
+
+#endif // BRAID_DIALECT_BRAID_TRANSFORMS_SHARDINGUTILS_H

@@ -1,0 +1,277 @@
+//===- BraidOpsSharding.cpp - Sharding rules of braid ops ------------------===//
+//
+// ShardingRuleOpInterface implementations: how each op's dimensions map to
+// iteration factors. Dimensions whose sharding the current partitioner
+// cannot handle locally (normalised axes, sequence positions, vocabulary
+// lookups) are Blocked; lifting a block is a matter of teaching the
+// partitioner the collective the op then needs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+using Kind = ShardingRule::Kind;
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// One parallel factor per result dimension; every operand is aligned to
+/// the result at its trailing dimensions (NumPy broadcasting), dimensions
+/// of size 1 that the result stretches map to no factor.
+static ShardingRule elementwiseRule(Operation *op) {
+  ShardingRule rule;
+  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
+  SmallVector<int64_t> factors;
+  for (int64_t d : out)
+    factors.push_back(rule.addFactor(d, Kind::Parallel));
+  for (Value v : op->getOperands()) {
+    ArrayRef<int64_t> in = shapeOf(v);
+    SmallVector<int64_t> map;
+    size_t offset = out.size() - in.size();
+    for (size_t i = 0; i < in.size(); ++i)
+      map.push_back(in[i] == out[offset + i] ? factors[offset + i] : -1);
+    rule.operands.push_back(map);
+  }
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    rule.results.push_back(factors);
+  return rule;
+}
+
+/// An elementwise rule whose listed factors (by result dimension) are
+/// blocked.
+static ShardingRule blockDims(ShardingRule rule, ArrayRef<int64_t> dims) {
+  for (int64_t d : dims)
+    rule.factors[rule.results[0][d]].kind = Kind::Blocked;
+  return rule;
+}
+
+ShardingRule ParamOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ConstantOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ShardOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule AddOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SubOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule MulOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule DivOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule NegOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ExpOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SqrtOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule RsqrtOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ReluOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SiluOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule GeluOp::getShardingRule() { return elementwiseRule(*this); }
+
+ShardingRule SoftmaxOp::getShardingRule() {
+  return blockDims(elementwiseRule(*this), {(int64_t)getAxis()});
+}
+
+ShardingRule LayerNormOp::getShardingRule() {
+  // Scale and bias are aligned with the normalised (last) dimension.
+  return blockDims(elementwiseRule(*this), {getType().getRank() - 1});
+}
+
+ShardingRule RmsNormOp::getShardingRule() {
+  return blockDims(elementwiseRule(*this), {getType().getRank() - 1});
+}
+
+ShardingRule RotaryOp::getShardingRule() {
+  // Positions are indices along dimension 1; the pairs span dimension 3.
+  return blockDims(elementwiseRule(*this), {1, 3});
+}
+
+ShardingRule MatmulOp::getShardingRule() {
+  ShardingRule rule;
+  ArrayRef<int64_t> out = getType().getShape();
+  ArrayRef<int64_t> a = shapeOf(getLhs()), b = shapeOf(getRhs());
+  size_t rank = out.size();
+  SmallVector<int64_t> batch;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    batch.push_back(rule.addFactor(out[i], Kind::Parallel));
+  int64_t m = rule.addFactor(out[rank - 2], Kind::Parallel);
+  int64_t n = rule.addFactor(out[rank - 1], Kind::Parallel);
+  int64_t k = rule.addFactor(getTransposeA() ? a[a.size() - 2] : a.back(),
+                             Kind::Sum);
+  auto operandMap = [&](ArrayRef<int64_t> shape, int64_t row, int64_t col) {
+    SmallVector<int64_t> map;
+    size_t offset = (rank - 2) - (shape.size() - 2);
+    for (size_t i = 0; i + 2 < shape.size(); ++i)
+      map.push_back(shape[i] == out[offset + i] ? batch[offset + i] : -1);
+    map.push_back(row);
+    map.push_back(col);
+    return map;
+  };
+  rule.operands.push_back(getTransposeA() ? operandMap(a, k, m)
+                                          : operandMap(a, m, k));
+  rule.operands.push_back(getTransposeB() ? operandMap(b, n, k)
+                                          : operandMap(b, k, n));
+  SmallVector<int64_t> result(batch);
+  result.push_back(m);
+  result.push_back(n);
+  rule.results.push_back(result);
+  return rule;
+}
+
+ShardingRule EmbeddingOp::getShardingRule() {
+  // ids [...] -> [..., H]; the table's rows are looked up (blocked: a
+  // vocabulary-parallel lookup needs an offset the partitioner does not
+  // emit yet), its columns are the hidden factor.
+  ShardingRule rule;
+  ArrayRef<int64_t> out = getType().getShape();
+  SmallVector<int64_t> factors;
+  for (int64_t d : out)
+    factors.push_back(rule.addFactor(d, Kind::Parallel));
+  int64_t vocab = rule.addFactor(shapeOf(getTable())[0], Kind::Blocked);
+  rule.operands.push_back({vocab, factors.back()});
+  rule.operands.push_back(SmallVector<int64_t>(ArrayRef(factors).drop_back()));
+  rule.results.push_back(factors);
+  return rule;
+}
+
+ShardingRule AttentionOp::getShardingRule() {
+  // q [B, S, Hq, D], k and v [B, T, Hkv, D]: batch and heads are parallel
+  // (query and key/value heads split together, which keeps each query
+  // head's KV head on its device when both divide); positions and the head
+  // dimension are blocked.
+  ShardingRule rule;
+  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
+  int64_t b = rule.addFactor(q[0], Kind::Parallel);
+  int64_t s = rule.addFactor(q[1], Kind::Blocked);
+  int64_t t = rule.addFactor(k[1], Kind::Blocked);
+  int64_t h = rule.addFactor(q[2], Kind::Parallel);
+  int64_t d = rule.addFactor(q[3], Kind::Blocked);
+  rule.operands.push_back({b, s, h, d});
+  rule.operands.push_back({b, t, h, d});
+  rule.operands.push_back({b, t, h, d});
+  rule.results.push_back({b, s, h, d});
+  return rule;
+}
+
+ShardingRule CrossEntropyOp::getShardingRule() {
+  // The mean over label positions: a mean factor per label dimension.
+  ShardingRule rule;
+  ArrayRef<int64_t> labels = shapeOf(getLabels());
+  SmallVector<int64_t> factors;
+  for (int64_t d : labels)
+    factors.push_back(rule.addFactor(d, Kind::Mean));
+  int64_t vocab = rule.addFactor(shapeOf(getLogits()).back(), Kind::Blocked);
+  SmallVector<int64_t> logits(factors);
+  logits.push_back(vocab);
+  rule.operands.push_back(logits);
+  rule.operands.push_back(factors);
+  rule.results.push_back({});
+  return rule;
+}
+
+ShardingRule ReshapeOp::getShardingRule() {
+  // Groups of dimensions with equal products correspond. A group of one
+  // input and one output dimension is a parallel factor; within a group
+  // that splits or merges dimensions, only the major dimension can carry a
+  // sharding (a block of the major dimension is contiguous in both).
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = getType().getShape();
+  SmallVector<int64_t> inMap(in.size(), -1), outMap(out.size(), -1);
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    // Size-1 dimensions join no group.
+    if (i < in.size() && in[i] == 1) {
+      ++i;
+      continue;
+    }
+    if (j < out.size() && out[j] == 1) {
+      ++j;
+      continue;
+    }
+    if (i == in.size() || j == out.size())
+      break;
+    size_t i0 = i, j0 = j;
+    int64_t pi = in[i++], pj = out[j++];
+    while (pi != pj) {
+      if (pi < pj)
+        pi *= in[i++];
+      else
+        pj *= out[j++];
+    }
+    if (i - i0 == 1 && j - j0 == 1) {
+      int64_t f = rule.addFactor(in[i0], Kind::Parallel);
+      inMap[i0] = outMap[j0] = f;
+    } else if (in[i0] == out[j0]) {
+      // Same major dimension: it can carry the group's sharding.
+      int64_t f = rule.addFactor(in[i0], Kind::Parallel);
+      inMap[i0] = outMap[j0] = f;
+    } else if (in[i0] % out[j0] == 0 || out[j0] % in[i0] == 0) {
+      // Splitting [H] into [A, D] (or merging back): a block of the major
+      // dimension is contiguous in both, so the two major dimensions share
+      // a factor of the smaller one's size (A): sharding H over t devices
+      // is sharding A over them when t divides A.
+      int64_t f = rule.addFactor(std::min(in[i0], out[j0]), Kind::Parallel);
+      inMap[i0] = outMap[j0] = f;
+    }
+  }
+  rule.operands.push_back(inMap);
+  rule.results.push_back(outMap);
+  return rule;
+}
+
+ShardingRule TransposeOp::getShardingRule() {
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<int64_t> factors;
+  for (int64_t d : in)
+    factors.push_back(rule.addFactor(d, Kind::Parallel));
+  rule.operands.push_back(factors);
+  SmallVector<int64_t> out;
+  for (int64_t p : getPermutation())
+    out.push_back(factors[p]);
+  rule.results.push_back(out);
+  return rule;
+}
+
+ShardingRule ReduceOp::getShardingRule() {
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  Kind reduced = getKind() == ReduceKind::sum    ? Kind::Sum
+                 : getKind() == ReduceKind::mean ? Kind::Mean
+                                                 : Kind::Blocked;
+  SmallVector<int64_t> factors, out;
+  for (auto [d, size] : llvm::enumerate(in)) {
+    bool isReduced = llvm::is_contained(getAxes(), (int64_t)d);
+    factors.push_back(rule.addFactor(size, isReduced ? reduced : Kind::Parallel));
+    if (!isReduced)
+      out.push_back(factors.back());
+    else if (getKeepDims())
+      out.push_back(-1);
+  }
+  rule.operands.push_back(factors);
+  rule.results.push_back(out);
+  return rule;
+}
+
+ShardingRule BroadcastOp::getShardingRule() { return elementwiseRule(*this); }
+
+ShardingRule SliceOp::getShardingRule() {
+  // Blocked: a sharded dimension would need its limit rewritten to the
+  // local size, which the partitioner does not do yet.
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<int64_t> factors;
+  for (int64_t a : in)
+    factors.push_back(rule.addFactor(a, Kind::Blocked));
+  rule.operands.push_back(factors);
+  rule.results.push_back(factors);
+  return rule;
+}
+
+ShardingRule ConcatOp::getShardingRule() {
+  ShardingRule rule = elementwiseRule(*this);
+  // Operands differ from the result along the axis: map it nowhere.
+  int64_t axis = getAxis();
+  rule.factors[rule.results[0][axis]].kind = Kind::Blocked;
+  for (auto [i, v] : llvm::enumerate(getInputs()))
+    rule.operands[i][axis] = shapeOf(v)[axis] == getType().getDimSize(axis)
+                                 ? rule.results[0][axis]
+                                 : -1;
+  return rule;
+}

@@ -1,0 +1,380 @@
+//===- Partition.cpp - SPMD partitioning -----------------------------------===//
+//
+// Rewrites functions annotated by braid-propagate-sharding into per-device
+// programs: local shapes, parameter blocks, and the collectives implied by
+// the ops' sharding rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SmallSet.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// A value of the per-device program and how it is distributed.
+struct Local {
+  Value value;
+  Sharding sharding;
+};
+
+class Partitioner {
+public:
+  /// `layers` records the layers already rewritten (with their carried
+  /// shardings): a layer is shared by every repeat of it.
+  Partitioner(MeshOp mesh,
+              DenseMap<Operation *, SmallVector<Sharding>> &layers)
+      : mesh(mesh), layersDone(layers) {}
+
+  /// Rewrites `block` in place: its arguments have `argShardings`; the
+  /// terminator's operands are resharded to `resultShardings`.
+  LogicalResult run(Block &block, ArrayRef<Sharding> argShardings,
+                    ArrayRef<Sharding> resultShardings);
+
+private:
+  /// Reshards `v` (on this device) to `to`, emitting collectives.
+  Value reshard(OpBuilder &b, Location loc, Local v, const Sharding &to);
+  LogicalResult partitionOp(Operation *op, OpBuilder &b);
+  LogicalResult partitionRepeat(RepeatOp repeat, OpBuilder &b);
+
+  ArrayAttr axesAttr(ArrayRef<StringRef> axes) {
+    SmallVector<Attribute> names;
+    for (StringRef a : axes)
+      names.push_back(StringAttr::get(mesh.getContext(), a));
+    return ArrayAttr::get(mesh.getContext(), names);
+  }
+
+  MeshOp mesh;
+  /// The global (original) value -> its per-device replacement.
+  DenseMap<Value, Local> locals;
+  DenseMap<Operation *, SmallVector<Sharding>> &layersDone;
+  /// Rules of the original ops, taken while their types are still global.
+  DenseMap<Operation *, ShardingRule> rules;
+};
+
+} // namespace
+
+Value Partitioner::reshard(OpBuilder &b, Location loc, Local v,
+                           const Sharding &to) {
+  Sharding from = v.sharding;
+  Value value = v.value;
+  auto type = [&](Value x) { return cast<RankedTensorType>(x.getType()); };
+  auto withDim = [&](Value x, int64_t d, int64_t size) {
+    SmallVector<int64_t> shape(type(x).getShape());
+    shape[d] = size;
+    return RankedTensorType::get(shape, type(x).getElementType());
+  };
+  // 1. Pending sums: a reduce_scatter if the target splits one dimension
+  //    over exactly the summed axes, an all_reduce otherwise.
+  if (!from.partial.empty()) {
+    std::optional<unsigned> scatterDim;
+    for (unsigned d = 0; d < to.dims.size(); ++d)
+      if (to.dims[d] == from.partial && from.dims[d].empty())
+        scatterDim = d;
+    if (scatterDim) {
+      int64_t n = axesSize(mesh, from.partial);
+      value = ReduceScatterOp::create(
+          b, loc,
+          withDim(value, *scatterDim, type(value).getDimSize(*scatterDim) / n),
+          value, mesh.getSymName(), axesAttr(from.partial), *scatterDim);
+      from.dims[*scatterDim] = from.partial;
+    } else {
+      value = AllReduceOp::create(b, loc, value.getType(), ReduceKind::sum,
+                                  value, mesh.getSymName(),
+                                  axesAttr(from.partial));
+    }
+    from.partial.clear();
+  }
+  // 2. Dimensions split differently: gather them whole.
+  for (unsigned d = 0; d < from.dims.size(); ++d) {
+    if (from.dims[d] == to.dims[d] || from.dims[d].empty())
+      continue;
+    int64_t n = axesSize(mesh, from.dims[d]);
+    value = AllGatherOp::create(
+        b, loc, withDim(value, d, type(value).getDimSize(d) * n), value,
+        mesh.getSymName(), axesAttr(from.dims[d]), d);
+    from.dims[d].clear();
+  }
+  // 3. Dimensions the target splits: keep this device's block.
+  for (unsigned d = 0; d < to.dims.size(); ++d) {
+    if (from.dims[d] == to.dims[d] || to.dims[d].empty())
+      continue;
+    int64_t n = axesSize(mesh, to.dims[d]);
+    value = AllSliceOp::create(
+        b, loc, withDim(value, d, type(value).getDimSize(d) / n), value,
+        mesh.getSymName(), axesAttr(to.dims[d]), d);
+    from.dims[d] = to.dims[d];
+  }
+  return value;
+}
+
+/// The factor shardings of `op` implied by its results' shardings (parallel
+/// factors) and its operands' propagated shardings (reduction factors).
+static SmallVector<SmallVector<StringRef>>
+factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
+                ArrayRef<Sharding> results, MeshOp mesh) {
+  SmallVector<SmallVector<StringRef>> factors(rule.factors.size());
+  SmallVector<bool> set(rule.factors.size(), false);
+  llvm::SmallSet<StringRef, 4> used;
+  auto take = [&](int64_t f, ArrayRef<StringRef> axes) {
+    if (f < 0 || set[f] || axes.empty())
+      return;
+    set[f] = true;
+    if (rule.factors[f].kind == ShardingRule::Kind::Blocked ||
+        rule.factors[f].size % axesSize(mesh, axes) != 0 ||
+        llvm::any_of(axes, [&](StringRef a) { return used.contains(a); }))
+      return;
+    factors[f].assign(axes.begin(), axes.end());
+    for (StringRef a : axes)
+      used.insert(a);
+  };
+  for (auto [map, s] : llvm::zip(rule.results, results))
+    for (auto [d, f] : llvm::enumerate(map))
+      take(f, s.dims[d]);
+  for (auto [map, s] : llvm::zip(rule.operands, operands))
+    for (auto [d, f] : llvm::enumerate(map))
+      if (f >= 0 && rule.factors[f].kind != ShardingRule::Kind::Parallel)
+        take(f, s.dims[d]);
+  return factors;
+}
+
+/// The sharding of a tensor whose dimensions map to `map`.
+static Sharding shardingFromFactors(ArrayRef<int64_t> map,
+                                    ArrayRef<SmallVector<StringRef>> factors) {
+  Sharding s = Sharding::replicated(map.size());
+  for (auto [d, f] : llvm::enumerate(map))
+    if (f >= 0)
+      s.dims[d] = factors[f];
+  return s;
+}
+
+/// The propagated sharding of a global value.
+static Sharding propagatedSharding(Value v) {
+  if (Operation *def = v.getDefiningOp())
+    if (auto s = getResultShardings(def))
+      return (*s)[cast<OpResult>(v).getResultNumber()];
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    Operation *parent = arg.getOwner()->getParentOp();
+    if (auto fn = dyn_cast<FunctionOpInterface>(parent))
+      if (auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
+                                                     "braid.sharding"))
+        return Sharding::fromAttr(s);
+  }
+  return Sharding::replicated(cast<RankedTensorType>(v.getType()).getRank());
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
+  Location loc = op->getLoc();
+  if (auto shard = dyn_cast<ShardOp>(op)) {
+    Sharding to = Sharding::fromAttr(shard.getSharding());
+    Local in = locals.lookup(shard.getInput());
+    locals[shard.getResult()] = {reshard(b, loc, in, to), to};
+    return success();
+  }
+  auto ruleIt = rules.find(op);
+  if (ruleIt == rules.end())
+    return op->emitOpError("has no sharding rule, so it cannot be "
+                           "partitioned");
+  const ShardingRule &rule = ruleIt->second;
+  std::optional<SmallVector<Sharding>> targets = getResultShardings(op);
+  if (!targets)
+    return op->emitOpError("has no braid.shardings; run "
+                           "braid-propagate-sharding first");
+  SmallVector<Sharding> operandShardings;
+  for (Value v : op->getOperands())
+    operandShardings.push_back(propagatedSharding(v));
+  auto factors = factorShardings(rule, operandShardings, *targets, mesh);
+
+  // Constants cannot be cut by device at compile time: keep them whole.
+  if (isa<ConstantOp>(op))
+    for (auto &axes : factors)
+      axes.clear();
+
+  IRMapping mapping;
+  for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands)) {
+    Local in = locals.lookup(v);
+    mapping.map(v, reshard(b, loc, in, shardingFromFactors(map, factors)));
+  }
+  Operation *local = b.clone(*op, mapping);
+  local->removeAttr(kShardingsAttrName);
+
+  // Results: local types, and pending sums over sharded reduction factors.
+  SmallVector<StringRef> partial;
+  double meanScale = 1.0;
+  for (auto [f, factor] : llvm::enumerate(rule.factors)) {
+    if (factor.kind == ShardingRule::Kind::Sum ||
+        factor.kind == ShardingRule::Kind::Mean)
+      partial.append(factors[f].begin(), factors[f].end());
+    if (factor.kind == ShardingRule::Kind::Mean && !factors[f].empty())
+      meanScale /= axesSize(mesh, factors[f]);
+  }
+  for (auto [r, map] : llvm::zip(local->getResults(), rule.results)) {
+    Sharding s = shardingFromFactors(map, factors);
+    s.partial = partial;
+    r.setType(s.localType(mesh, cast<RankedTensorType>(r.getType())));
+    Value value = r;
+    if (meanScale != 1.0) {
+      // Each device averaged its share: weigh it so that the pending sum
+      // is the global mean.
+      auto t = cast<RankedTensorType>(r.getType());
+      auto scalarType = RankedTensorType::get({}, t.getElementType());
+      Value w = ConstantOp::create(
+          b, loc, scalarType,
+          DenseElementsAttr::get(scalarType,
+                                 b.getFloatAttr(t.getElementType(), meanScale)));
+      value = MulOp::create(b, loc, t, r, w);
+    }
+    locals[op->getResult(r.getResultNumber())] = {value, s};
+  }
+  if (auto param = dyn_cast<ParamOp>(local)) {
+    Sharding s = locals.lookup(op->getResult(0)).sharding;
+    if (!s.isReplicated())
+      param.setBlockOfAttr(s.toAttr(mesh));
+  }
+  return success();
+}
+
+LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
+  if (repeat.getCarried())
+    return repeat.emitOpError("with stacked operands cannot be partitioned "
+                              "yet");
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+      repeat, repeat.getLayerAttr());
+  Block &body = layer.getBody().front();
+  SmallVector<Sharding> carried;
+  auto done = layersDone.find(layer);
+  if (done != layersDone.end()) {
+    carried = done->second;
+  } else {
+    for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+      auto s = layer.getArgAttrOfType<ShardingAttr>(i, "braid.sharding");
+      carried.push_back(s ? Sharding::fromAttr(s)
+                          : Sharding::replicated(
+                                cast<RankedTensorType>(
+                                    body.getArgument(i).getType())
+                                    .getRank()));
+    }
+    layersDone[layer] = carried;
+    Partitioner inner(mesh, layersDone);
+    if (failed(inner.run(body, carried, carried)))
+      return failure();
+    SmallVector<Type> types(body.getArgumentTypes());
+    layer.setType(FunctionType::get(layer.getContext(), types, types));
+    for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+      layer.removeArgAttr(i, StringAttr::get(layer.getContext(),
+                                             "braid.sharding"));
+      if (!carried[i].isReplicated())
+        layer.setArgAttr(i, "braid.block_of", carried[i].toAttr(mesh));
+    }
+  }
+  SmallVector<Value> operands;
+  for (auto [v, s] : llvm::zip(repeat.getInputs(), carried))
+    operands.push_back(reshard(b, repeat.getLoc(), locals.lookup(v), s));
+  auto local = RepeatOp::create(
+      b, repeat.getLoc(), TypeRange(ValueRange(operands)), repeat.getLayer(),
+      operands, repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
+      nullptr, false);
+  for (auto [r, s] : llvm::zip(repeat.getResults(), carried))
+    locals[r] = {local.getResult(r.getResultNumber()), s};
+  return success();
+}
+
+LogicalResult Partitioner::run(Block &block, ArrayRef<Sharding> argShardings,
+                               ArrayRef<Sharding> resultShardings) {
+  for (Operation &op : block)
+    if (auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op))
+      rules[&op] = ruleOp.getShardingRule();
+  for (auto [arg, s] : llvm::zip(block.getArguments(), argShardings)) {
+    arg.setType(s.localType(mesh, cast<RankedTensorType>(arg.getType())));
+    locals[arg] = {arg, s};
+  }
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  OpBuilder b(block.getParent()->getContext());
+  for (Operation *op : ops) {
+    b.setInsertionPoint(op);
+    if (op->hasTrait<OpTrait::IsTerminator>()) {
+      SmallVector<Value> operands;
+      for (auto [v, s] : llvm::zip(op->getOperands(), resultShardings))
+        operands.push_back(reshard(b, op->getLoc(), locals.lookup(v), s));
+      op->setOperands(operands);
+      continue;
+    }
+    LogicalResult result = isa<RepeatOp>(op)
+                               ? partitionRepeat(cast<RepeatOp>(op), b)
+                               : partitionOp(op, b);
+    if (failed(result))
+      return failure();
+  }
+  // The original ops are dead now (their uses were remapped).
+  for (Operation *op : llvm::reverse(ops))
+    if (!op->hasTrait<OpTrait::IsTerminator>()) {
+      op->dropAllUses();
+      op->erase();
+    }
+  return success();
+}
+
+namespace {
+struct PartitionPass : public braid::impl::PartitionPassBase<PartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    if (meshes.size() != 1) {
+      module.emitError() << "braid-partition: needs exactly one braid.mesh, "
+                            "found "
+                         << meshes.size();
+      return signalPassFailure();
+    }
+    MeshOp mesh = meshes.front();
+    MLIRContext *ctx = module.getContext();
+    DenseMap<Operation *, SmallVector<Sharding>> layers;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      Block &body = fn.getBody().front();
+      SmallVector<Sharding> args, results;
+      for (BlockArgument a : body.getArguments())
+        args.push_back(propagatedSharding(a));
+      for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+        auto s = fn.getResultAttrOfType<ShardingAttr>(i, "braid.sharding");
+        results.push_back(
+            s ? Sharding::fromAttr(s)
+              : Sharding::replicated(
+                    cast<RankedTensorType>(fn.getResultTypes()[i]).getRank()));
+      }
+      Partitioner partitioner(mesh, layers);
+      if (failed(partitioner.run(body, args, results)))
+        return signalPassFailure();
+      SmallVector<Type> argTypes(body.getArgumentTypes());
+      SmallVector<Type> resultTypes(
+          body.getTerminator()->getOperandTypes());
+      fn.setType(FunctionType::get(ctx, argTypes, resultTypes));
+      for (auto [i, s] : llvm::enumerate(args)) {
+        fn.removeArgAttr(i, StringAttr::get(ctx, "braid.sharding"));
+        if (!s.isReplicated())
+          fn.setArgAttr(i, "braid.block_of", s.toAttr(mesh));
+      }
+      for (auto [i, s] : llvm::enumerate(results)) {
+        fn.removeResultAttr(i, StringAttr::get(ctx, "braid.sharding"));
+        if (!s.isReplicated())
+          fn.setResultAttr(i, "braid.block_of", s.toAttr(mesh));
+      }
+    }
+  }
+};
+} // namespace

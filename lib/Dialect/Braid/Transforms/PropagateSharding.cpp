@@ -1,0 +1,323 @@
+//===- PropagateSharding.cpp - Sharding propagation ------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallSet.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_PROPAGATESHARDINGPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// What is known about a value's sharding and why.
+struct Known {
+  Sharding sharding;
+  int64_t priority = 0;
+  /// The annotation it derives from.
+  std::string why;
+  /// The op that moved it here, if it was propagated.
+  Operation *via = nullptr;
+};
+
+double bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return double(t.getNumElements()) *
+         ((t.getElementTypeBitWidth() + 7) / 8);
+}
+
+std::string describe(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "'" << op->getName() << "' at " << op->getLoc();
+  return s;
+}
+
+class Propagator {
+public:
+  Propagator(MeshOp mesh) : mesh(mesh) {}
+
+  /// Propagates through `block` until nothing changes.
+  LogicalResult run(Block &block);
+  /// Makes the braid.shard constraints in `region` known.
+  LogicalResult seedConstraints(Region &region);
+  /// Records every value's sharding (replicated where still unknown).
+  void annotate(Block &block, bool provenance);
+
+  DenseMap<Value, Known> known;
+
+private:
+  /// Applies `op`'s rule once; sets `changed` if something became known.
+  void visit(Operation *op, bool &changed);
+  LogicalResult visitRepeat(RepeatOp repeat, bool &changed);
+
+  MeshOp mesh;
+  DenseMap<Operation *, bool> layersDone;
+  DenseSet<Operation *> layersSeeded;
+};
+
+} // namespace
+
+void Propagator::visit(Operation *op, bool &changed) {
+  auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!ruleOp)
+    return;
+  ShardingRule rule = ruleOp.getShardingRule();
+  SmallVector<Value> tensors;
+  SmallVector<ArrayRef<int64_t>> maps;
+  for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands)) {
+    tensors.push_back(v);
+    maps.push_back(map);
+  }
+  for (auto [v, map] : llvm::zip(op->getResults(), rule.results)) {
+    tensors.push_back(v);
+    maps.push_back(map);
+  }
+
+  // The best candidate sharding of each factor.
+  struct Candidate {
+    SmallVector<StringRef> axes;
+    int64_t priority;
+    double bytes;
+    unsigned index;
+    std::string why;
+  };
+  SmallVector<std::optional<Candidate>> chosen(rule.factors.size());
+  for (auto [index, v] : llvm::enumerate(tensors)) {
+    auto it = known.find(v);
+    if (it == known.end())
+      continue;
+    for (auto [d, f] : llvm::enumerate(maps[index])) {
+      if (f < 0)
+        continue;
+      Candidate c{it->second.sharding.dims[d], it->second.priority,
+                  bytesOf(v), (unsigned)index, it->second.why};
+      std::optional<Candidate> &best = chosen[f];
+      if (!best || c.priority > best->priority ||
+          (c.priority == best->priority && c.bytes > best->bytes))
+        best = c;
+    }
+  }
+  // Blocked factors stay whole; an axis goes to one factor only, the
+  // strongest first.
+  SmallVector<int64_t> order;
+  for (int64_t f = 0, e = rule.factors.size(); f < e; ++f)
+    if (chosen[f])
+      order.push_back(f);
+  llvm::stable_sort(order, [&](int64_t a, int64_t b) {
+    if (chosen[a]->priority != chosen[b]->priority)
+      return chosen[a]->priority > chosen[b]->priority;
+    return chosen[a]->bytes > chosen[b]->bytes;
+  });
+  llvm::SmallSet<StringRef, 4> used;
+  for (int64_t f : order) {
+    Candidate &c = *chosen[f];
+    if (rule.factors[f].kind == ShardingRule::Kind::Blocked ||
+        rule.factors[f].size % axesSize(mesh, c.axes) != 0 ||
+        llvm::any_of(c.axes, [&](StringRef a) { return used.contains(a); }))
+      c.axes.clear();
+    for (StringRef a : c.axes)
+      used.insert(a);
+  }
+
+  for (auto [index, v] : llvm::enumerate(tensors)) {
+    if (known.count(v) || !isa<RankedTensorType>(v.getType()))
+      continue;
+    auto type = cast<RankedTensorType>(v.getType());
+    Known k;
+    k.sharding = Sharding::replicated(type.getRank());
+    bool informed = false;
+    llvm::SmallSet<StringRef, 4> taken;
+    for (auto [d, f] : llvm::enumerate(maps[index])) {
+      if (f < 0 || !chosen[f])
+        continue;
+      informed = true;
+      Candidate &c = *chosen[f];
+      k.priority = std::max(k.priority, c.priority);
+      if (k.why.empty())
+        k.why = c.why;
+      if (c.axes.empty() || type.getDimSize(d) % axesSize(mesh, c.axes) != 0 ||
+          llvm::any_of(c.axes, [&](StringRef a) { return taken.contains(a); }))
+        continue;
+      for (StringRef a : c.axes)
+        taken.insert(a);
+      k.sharding.dims[d] = c.axes;
+    }
+    if (!informed)
+      continue;
+    k.via = op;
+    known[v] = std::move(k);
+    changed = true;
+  }
+}
+
+LogicalResult Propagator::visitRepeat(RepeatOp repeat, bool &changed) {
+  // Carried values keep their sharding through every instance: propagate
+  // it as through an identity, and into the layer's body.
+  unsigned n = repeat.getNumCarried();
+  for (unsigned i = 0; i < n; ++i) {
+    Value in = repeat.getInputs()[i], out = repeat.getResult(i);
+    auto a = known.find(in), b = known.find(out);
+    if (a != known.end() && b == known.end()) {
+      known[out] = a->second;
+      changed = true;
+    } else if (b != known.end() && a == known.end()) {
+      known[in] = b->second;
+      changed = true;
+    }
+  }
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+      repeat, repeat.getLayerAttr());
+  Block &body = layer.getBody().front();
+  if (layersSeeded.insert(layer).second &&
+      failed(seedConstraints(layer.getBody())))
+    return failure();
+  for (unsigned i = 0; i < n; ++i) {
+    auto it = known.find(repeat.getInputs()[i]);
+    if (it == known.end() || known.count(body.getArgument(i)))
+      continue;
+    Known k = it->second;
+    k.via = repeat;
+    known[body.getArgument(i)] = std::move(k);
+    changed = true;
+  }
+  return run(body);
+}
+
+LogicalResult Propagator::seedConstraints(Region &region) {
+  WalkResult walk = region.walk([&](ShardOp op) {
+    Known k{Sharding::fromAttr(op.getSharding()), (int64_t)op.getPriority(),
+            "the constraint " + describe(op)};
+    if (!k.sharding.partial.empty()) {
+      op.emitOpError("partial shardings are produced by the partitioner, "
+                     "not requested");
+      return WalkResult::interrupt();
+    }
+    if (op.getSharding().getMesh().getValue() != mesh.getSymName()) {
+      op.emitOpError() << "uses a mesh other than @" << mesh.getSymName();
+      return WalkResult::interrupt();
+    }
+    known[op.getResult()] = k;
+    if (!known.count(op.getInput()))
+      known[op.getInput()] = k;
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult Propagator::run(Block &block) {
+  // Each sweep makes at least one value known or stops, so this ends.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation &op : block) {
+      if (auto repeat = dyn_cast<RepeatOp>(op)) {
+        if (repeat.getCarried())
+          return repeat.emitOpError("with stacked operands cannot be "
+                                    "sharded yet");
+        if (failed(visitRepeat(repeat, changed)))
+          return failure();
+        continue;
+      }
+      visit(&op, changed);
+    }
+    for (Operation &op : llvm::reverse(block))
+      if (!isa<RepeatOp>(op))
+        visit(&op, changed);
+  }
+  return success();
+}
+
+void Propagator::annotate(Block &block, bool provenance) {
+  auto shardingOf = [&](Value v) -> const Known & {
+    auto [it, inserted] = known.try_emplace(v);
+    if (inserted) {
+      it->second.sharding = Sharding::replicated(
+          cast<RankedTensorType>(v.getType()).getRank());
+      it->second.why = "replicated: no annotation reaches it";
+    }
+    return it->second;
+  };
+  for (Operation &op : block) {
+    if (op.getNumResults() == 0 || op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    SmallVector<Attribute> attrs;
+    for (Value r : op.getResults()) {
+      if (!isa<RankedTensorType>(r.getType()))
+        continue;
+      const Known &k = shardingOf(r);
+      attrs.push_back(k.sharding.toAttr(mesh));
+      if (provenance) {
+        InFlightDiagnostic remark =
+            op.emitRemark() << "result #"
+                            << cast<OpResult>(r).getResultNumber() << " is "
+                            << k.sharding.toAttr(mesh) << ": ";
+        if (k.via && k.via != &op)
+          remark << "propagated through " << describe(k.via) << " from ";
+        remark << k.why;
+      }
+    }
+    op.setAttr(kShardingsAttrName, ArrayAttr::get(op.getContext(), attrs));
+    if (auto repeat = dyn_cast<RepeatOp>(op)) {
+      auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+          repeat, repeat.getLayerAttr());
+      if (!layersDone[layer]) {
+        layersDone[layer] = true;
+        Block &body = layer.getBody().front();
+        for (BlockArgument a : body.getArguments())
+          layer.setArgAttr(a.getArgNumber(), "braid.sharding",
+                           shardingOf(a).sharding.toAttr(mesh));
+        annotate(body, provenance);
+      }
+    }
+  }
+}
+
+namespace {
+struct PropagateShardingPass
+    : public braid::impl::PropagateShardingPassBase<PropagateShardingPass> {
+  using PropagateShardingPassBase::PropagateShardingPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    if (meshes.size() != 1) {
+      module.emitError() << "braid-propagate-sharding: needs exactly one "
+                            "braid.mesh, found "
+                         << meshes.size();
+      return signalPassFailure();
+    }
+    MeshOp mesh = meshes.front();
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      Propagator propagator(mesh);
+      Block &body = fn.getBody().front();
+      for (BlockArgument a : body.getArguments())
+        if (auto s = fn.getArgAttrOfType<ShardingAttr>(a.getArgNumber(),
+                                                       "braid.sharding"))
+          propagator.known[a] = {Sharding::fromAttr(s), 0,
+                                 "the annotation of argument #" +
+                                     std::to_string(a.getArgNumber())};
+      if (failed(propagator.seedConstraints(fn.getBody())) ||
+          failed(propagator.run(body)))
+        return signalPassFailure();
+      propagator.annotate(body, printProvenance);
+      for (BlockArgument a : body.getArguments()) {
+        auto it = propagator.known.find(a);
+        Sharding s = it != propagator.known.end()
+                         ? it->second.sharding
+                         : Sharding::replicated(
+                               cast<RankedTensorType>(a.getType()).getRank());
+        fn.setArgAttr(a.getArgNumber(), "braid.sharding", s.toAttr(mesh));
+      }
+    }
+  }
+};
+} // namespace
