@@ -410,7 +410,7 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
                              << " does not fit query " << shapeString(q)
                              << "; expected [" << q[0] << ", T, Hkv, " << q[3]
                              << "]";
-  if (q[2] % k[2] != 0)
+  if (k[2] == 0 || q[2] % k[2] != 0)
     return op->emitOpError() << "query heads (" << q[2]
                              << ") must be a multiple of key/value heads ("
                              << k[2] << ")";

@@ -61,8 +61,13 @@ private:
   /// The global (original) value -> its per-device replacement.
   DenseMap<Value, Local> locals;
   DenseMap<Operation *, SmallVector<Sharding>> &layersDone;
-  /// Rules of the original ops, taken while their types are still global.
-  DenseMap<Operation *, ShardingRule> rules;
+  /// Rules and operand/result shapes of the original ops, taken while all
+  /// their types are still global (block arguments change in place).
+  struct OpInfo {
+    ShardingRule rule;
+    SmallVector<SmallVector<int64_t>> operandShapes, resultShapes;
+  };
+  DenseMap<Operation *, OpInfo> infos;
 };
 
 } // namespace
@@ -125,7 +130,9 @@ Value Partitioner::reshard(OpBuilder &b, Location loc, Local v,
 /// factors) and its operands' propagated shardings (reduction factors).
 static SmallVector<SmallVector<StringRef>>
 factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
-                ArrayRef<Sharding> results, MeshOp mesh) {
+                ArrayRef<Sharding> results, MeshOp mesh,
+                ArrayRef<ArrayRef<int64_t>> operandShapes,
+                ArrayRef<ArrayRef<int64_t>> resultShapes) {
   SmallVector<SmallVector<StringRef>> factors(rule.factors.size());
   SmallVector<bool> set(rule.factors.size(), false);
   llvm::SmallSet<StringRef, 4> used;
@@ -134,7 +141,8 @@ factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
       return;
     set[f] = true;
     if (rule.factors[f].kind == ShardingRule::Kind::Blocked ||
-        rule.factors[f].size % axesSize(mesh, axes) != 0 ||
+        !rule.isDivisible(f, axesSize(mesh, axes), operandShapes,
+                          resultShapes) ||
         llvm::any_of(axes, [&](StringRef a) { return used.contains(a); }))
       return;
     factors[f].assign(axes.begin(), axes.end());
@@ -184,11 +192,11 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     locals[shard.getResult()] = {reshard(b, loc, in, to), to};
     return success();
   }
-  auto ruleIt = rules.find(op);
-  if (ruleIt == rules.end())
+  auto infoIt = infos.find(op);
+  if (infoIt == infos.end())
     return op->emitOpError("has no sharding rule, so it cannot be "
                            "partitioned");
-  const ShardingRule &rule = ruleIt->second;
+  const ShardingRule &rule = infoIt->second.rule;
   std::optional<SmallVector<Sharding>> targets = getResultShardings(op);
   if (!targets)
     return op->emitOpError("has no braid.shardings; run "
@@ -196,7 +204,13 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
   SmallVector<Sharding> operandShardings;
   for (Value v : op->getOperands())
     operandShardings.push_back(propagatedSharding(v));
-  auto factors = factorShardings(rule, operandShardings, *targets, mesh);
+  SmallVector<ArrayRef<int64_t>> operandShapes, resultShapes;
+  for (const auto &s : infoIt->second.operandShapes)
+    operandShapes.push_back(s);
+  for (const auto &s : infoIt->second.resultShapes)
+    resultShapes.push_back(s);
+  auto factors = factorShardings(rule, operandShardings, *targets, mesh,
+                                 operandShapes, resultShapes);
 
   // Constants cannot be cut by device at compile time: keep them whole.
   if (isa<ConstantOp>(op))
@@ -294,9 +308,19 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
 
 LogicalResult Partitioner::run(Block &block, ArrayRef<Sharding> argShardings,
                                ArrayRef<Sharding> resultShardings) {
-  for (Operation &op : block)
-    if (auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op))
-      rules[&op] = ruleOp.getShardingRule();
+  for (Operation &op : block) {
+    auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
+    if (!ruleOp)
+      continue;
+    OpInfo &info = infos[&op];
+    info.rule = ruleOp.getShardingRule();
+    for (Value v : op.getOperands())
+      info.operandShapes.emplace_back(
+          cast<RankedTensorType>(v.getType()).getShape());
+    for (Value v : op.getResults())
+      info.resultShapes.emplace_back(
+          cast<RankedTensorType>(v.getType()).getShape());
+  }
   for (auto [arg, s] : llvm::zip(block.getArguments(), argShardings)) {
     arg.setType(s.localType(mesh, cast<RankedTensorType>(arg.getType())));
     locals[arg] = {arg, s};

@@ -116,11 +116,17 @@ void Propagator::visit(Operation *op, bool &changed) {
       return chosen[a]->priority > chosen[b]->priority;
     return chosen[a]->bytes > chosen[b]->bytes;
   });
+  SmallVector<ArrayRef<int64_t>> operandShapes, resultShapes;
+  for (Value v : op->getOperands())
+    operandShapes.push_back(cast<RankedTensorType>(v.getType()).getShape());
+  for (Value v : op->getResults())
+    resultShapes.push_back(cast<RankedTensorType>(v.getType()).getShape());
   llvm::SmallSet<StringRef, 4> used;
   for (int64_t f : order) {
     Candidate &c = *chosen[f];
     if (rule.factors[f].kind == ShardingRule::Kind::Blocked ||
-        rule.factors[f].size % axesSize(mesh, c.axes) != 0 ||
+        !rule.isDivisible(f, axesSize(mesh, c.axes), operandShapes,
+                          resultShapes) ||
         llvm::any_of(c.axes, [&](StringRef a) { return used.contains(a); }))
       c.axes.clear();
     for (StringRef a : c.axes)
@@ -258,7 +264,7 @@ void Propagator::annotate(Block &block, bool provenance) {
             op.emitRemark() << "result #"
                             << cast<OpResult>(r).getResultNumber() << " is "
                             << k.sharding.toAttr(mesh) << ": ";
-        if (k.via && k.via != &op)
+        if (k.via)
           remark << "propagated through " << describe(k.via) << " from ";
         remark << k.why;
       }

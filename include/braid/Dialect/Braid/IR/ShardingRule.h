@@ -43,6 +43,25 @@ struct ShardingRule {
   /// rule leaves free).
   llvm::SmallVector<llvm::SmallVector<int64_t>> operands, results;
 
+  /// Whether every dimension mapped to factor `f` (sizes from `operandShapes`
+  /// and `resultShapes`) is divisible by `n`: a factor can only be split n
+  /// ways if every tensor it indexes can.
+  bool isDivisible(int64_t f, int64_t n,
+                   llvm::ArrayRef<llvm::ArrayRef<int64_t>> operandShapes,
+                   llvm::ArrayRef<llvm::ArrayRef<int64_t>> resultShapes) const {
+    if (factors[f].size % n != 0)
+      return false;
+    auto check = [&](llvm::ArrayRef<llvm::SmallVector<int64_t>> maps,
+                     llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes) {
+      for (size_t t = 0; t < maps.size() && t < shapes.size(); ++t)
+        for (size_t d = 0; d < maps[t].size(); ++d)
+          if (maps[t][d] == f && shapes[t][d] % n != 0)
+            return false;
+      return true;
+    };
+    return check(operands, operandShapes) && check(results, resultShapes);
+  }
+
   /// Adds a factor, returning its index.
   int64_t addFactor(int64_t size, Kind kind) {
     factors.push_back({size, kind});

@@ -214,4 +214,34 @@ def PartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
   }];
 }
 
+def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
+  let summary = "Applies the standard data- and tensor-parallel annotations "
+                "to GPT/Llama-shaped models.";
+  let description = [{
+    A convenience planner: adds `braid.mesh @mesh` with axes `dp` and `tp`,
+    splits the leading (batch) dimension of every function argument over
+    `dp`, and applies Megatron-LM's tensor parallelism by parameter name
+    (the names `python -m braid.models` uses):
+
+    - column-parallel (output dimension over `tp`): `attn.{q,k,v}`,
+      `mlp.fc`, `self_attn.{q,k,v}_proj`, `mlp.{gate,up}_proj`, with their
+      biases;
+    - row-parallel (input dimension over `tp`): `attn.proj`, `mlp.proj`,
+      `self_attn.o_proj`, `mlp.down_proj`.
+
+    Everything else follows by `braid-propagate-sharding`. Annotations
+    already in the IR are kept and take precedence (the planner's are
+    priority -1). A dimension not divisible by its axis is an error naming
+    the parameter, never a silently replicated tensor.
+
+    ```
+    braid-opt gpt.mlir --braid-shard="dp=2 tp=2" --braid-propagate-sharding --braid-partition
+    ```
+  }];
+  let options = [
+    Option<"dp", "dp", "int64_t", /*default=*/"1", "Data-parallel degree.">,
+    Option<"tp", "tp", "int64_t", /*default=*/"1", "Tensor-parallel degree.">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

@@ -1,0 +1,111 @@
+//===- Shard.cpp - Standard dp/tp annotations for GPT and Llama ------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_SHARDPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+enum class Parallel { None, Column, Row };
+
+/// Megatron's split of the projection a parameter belongs to.
+Parallel classify(StringRef name) {
+  static const char *column[] = {"attn.q.",           "attn.k.",
+                                 "attn.v.",           "mlp.fc.",
+                                 "self_attn.q_proj.", "self_attn.k_proj.",
+                                 "self_attn.v_proj.", "mlp.gate_proj.",
+                                 "mlp.up_proj."};
+  static const char *row[] = {"attn.proj.", "mlp.proj.", "self_attn.o_proj.",
+                              "mlp.down_proj."};
+  for (const char *c : column)
+    if (name.starts_with(c) || name.contains((Twine(".") + c).str()))
+      return Parallel::Column;
+  for (const char *r : row)
+    if (name.starts_with(r) || name.contains((Twine(".") + r).str()))
+      return Parallel::Row;
+  return Parallel::None;
+}
+
+struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
+  using ShardPassBase::ShardPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (dp < 1 || tp < 1) {
+      module.emitError("braid-shard: dp and tp must be at least 1");
+      return signalPassFailure();
+    }
+    if (!module.getOps<MeshOp>().empty()) {
+      module.emitError("braid-shard: the module already has a braid.mesh; "
+                       "annotate it by hand or remove the mesh");
+      return signalPassFailure();
+    }
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    auto mesh = MeshOp::create(b, module.getLoc(), "mesh",
+                               b.getStrArrayAttr({"dp", "tp"}),
+                               b.getDenseI64ArrayAttr({dp, tp}));
+
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (dp == 1)
+        break;
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        auto type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
+        if (!type || type.getRank() == 0 ||
+            fn.getArgAttr(i, "braid.sharding"))
+          continue;
+        if (type.getDimSize(0) % dp != 0) {
+          fn.emitOpError() << "argument #" << i << " has batch dimension "
+                           << type.getDimSize(0)
+                           << ", not divisible by dp = " << (int64_t)dp;
+          return signalPassFailure();
+        }
+        Sharding s = Sharding::replicated(type.getRank());
+        s.dims[0] = {"dp"};
+        fn.setArgAttr(i, "braid.sharding", s.toAttr(mesh));
+      }
+    }
+    if (tp == 1)
+      return;
+    WalkResult walk = module.walk([&](ParamOp param) {
+      Parallel kind = classify(param.getName());
+      auto type = cast<RankedTensorType>(param.getType());
+      if (kind == Parallel::None || param.getState())
+        return WalkResult::advance();
+      // Weights are [in, out]: column-parallel splits out (and the bias),
+      // row-parallel splits in (and leaves the bias whole).
+      int64_t dim = kind == Parallel::Column ? type.getRank() - 1 : 0;
+      if (kind == Parallel::Row && type.getRank() == 1)
+        return WalkResult::advance();
+      if (type.getDimSize(dim) % tp != 0) {
+        param.emitOpError() << "parameter '" << param.getName()
+                            << "' has dimension " << dim << " of size "
+                            << type.getDimSize(dim)
+                            << ", not divisible by tp = " << (int64_t)tp;
+        return WalkResult::interrupt();
+      }
+      Sharding s = Sharding::replicated(type.getRank());
+      s.dims[dim] = {"tp"};
+      OpBuilder after(param->getContext());
+      after.setInsertionPointAfter(param);
+      auto shard = ShardOp::create(after, param.getLoc(), param.getResult(),
+                                   s.toAttr(mesh), /*priority=*/-1);
+      param.getResult().replaceAllUsesExcept(shard.getResult(), shard);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+  }
+};
+
+} // namespace

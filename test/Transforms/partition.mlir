@@ -1,0 +1,62 @@
+// RUN: braid-opt %s -split-input-file --braid-propagate-sharding --braid-partition | FileCheck %s
+
+// Tests Megatron's MLP on dp x tp: the column-parallel first matmul needs
+// no communication, the row-parallel second one leaves a partial sum that
+// exactly one all_reduce over tp resolves; the batch split over dp needs
+// none in the forward pass. The replicated result is gathered over dp.
+
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32> {braid.block_of = #braid.sharding<@mesh, {{\[}}["dp"], []]>}) -> tensor<4x8xf32>
+// CHECK: %[[W1:.*]] = braid.param "w1" {block_of = #braid.sharding<@mesh, {{\[}}[], ["tp"]]>, {{.*}}} : tensor<8x8xf32>
+// CHECK: %[[H:.*]] = braid.matmul %[[X]], %[[W1]] : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+// CHECK: %[[A:.*]] = braid.gelu tanh %[[H]] : tensor<2x8xf32>
+// CHECK: %[[W2:.*]] = braid.param "w2" {block_of = #braid.sharding<@mesh, {{\[}}["tp"], []]>, {{.*}}} : tensor<8x8xf32>
+// CHECK: %[[P:.*]] = braid.matmul %[[A]], %[[W2]] : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+// CHECK-COUNT-1: braid.all_reduce
+// CHECK-NEXT: %[[Y:.*]] = braid.all_gather %{{.*}} on @mesh ["dp"] {dim = 0 : i64} : (tensor<2x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: return %[[Y]]
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 2>}
+func.func @mlp(%x: tensor<4x8xf32> {braid.sharding = #braid.sharding<@mesh, [["dp"], []]>}) -> tensor<4x8xf32> {
+  %w1 = braid.param "w1" {init = #braid.init<normal(0.5)>} : tensor<8x16xf32>
+  %w1s = braid.shard %w1 : tensor<8x16xf32> to #braid.sharding<@mesh, [[], ["tp"]]>
+  %h = braid.matmul %x, %w1s : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a = braid.gelu tanh %h : tensor<4x16xf32>
+  %w2 = braid.param "w2" {init = #braid.init<normal(0.5)>} : tensor<16x8xf32>
+  %w2s = braid.shard %w2 : tensor<16x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %y = braid.matmul %a, %w2s : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a pending sum consumed split over the summed axis becomes a
+// reduce_scatter (as sequence parallelism needs), not an all_reduce.
+
+// CHECK-LABEL: func.func @scatter
+// CHECK: %[[P:.*]] = braid.matmul
+// CHECK-NOT: braid.all_reduce
+// CHECK: braid.reduce_scatter %[[P]] on @mesh ["tp"] {dim = 0 : i64} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+braid.mesh @mesh {axes = ["tp"], shape = array<i64: 2>}
+func.func @scatter(%x: tensor<4x16xf32> {braid.sharding = #braid.sharding<@mesh, [[], ["tp"]]>}) -> (tensor<4x8xf32> {braid.sharding = #braid.sharding<@mesh, [["tp"], []]>}) {
+  %w = braid.param "w" {init = #braid.init<normal(0.5)>} : tensor<16x8xf32>
+  %ws = braid.shard %w : tensor<16x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %y = braid.matmul %x, %ws : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests a mean over a batch split over dp: each device's mean is weighted
+// by its share before the sum.
+
+// CHECK-LABEL: func.func @loss
+// CHECK: %[[L:.*]] = braid.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x5xf32>, tensor<2xi32>) -> tensor<f32>
+// CHECK: %[[HALF:.*]] = braid.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[W:.*]] = braid.mul %[[L]], %[[HALF]]
+// CHECK: braid.all_reduce sum %[[W]] on @mesh ["dp"] : tensor<f32>
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+func.func @loss(%l: tensor<4x5xf32> {braid.sharding = #braid.sharding<@mesh, [["dp"], []]>},
+                %y: tensor<4xi32> {braid.sharding = #braid.sharding<@mesh, [["dp"]]>}) -> tensor<f32> {
+  %c = braid.cross_entropy %l, %y : (tensor<4x5xf32>, tensor<4xi32>) -> tensor<f32>
+  return %c : tensor<f32>
+}
