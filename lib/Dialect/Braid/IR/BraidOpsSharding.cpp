@@ -275,3 +275,131 @@ ShardingRule ConcatOp::getShardingRule() {
                                  : -1;
   return rule;
 }
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+ShardingRule ReluGradOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SiluGradOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule GeluGradOp::getShardingRule() { return elementwiseRule(*this); }
+
+ShardingRule LayerNormGradOp::getShardingRule() {
+  return blockDims(elementwiseRule(*this), {getType().getRank() - 1});
+}
+
+ShardingRule RmsNormGradOp::getShardingRule() {
+  return blockDims(elementwiseRule(*this), {getType().getRank() - 1});
+}
+
+ShardingRule EmbeddingGradOp::getShardingRule() {
+  // Row gradients at every position are summed into the table: the
+  // positions are sum factors; rows blocked, columns parallel.
+  ShardingRule rule;
+  ArrayRef<int64_t> ids = shapeOf(getIds());
+  SmallVector<int64_t> positions;
+  for (int64_t d : ids)
+    positions.push_back(rule.addFactor(d, Kind::Sum));
+  int64_t vocab = rule.addFactor(getType().getDimSize(0), Kind::Blocked);
+  int64_t hidden = rule.addFactor(getType().getDimSize(1), Kind::Parallel);
+  rule.operands.push_back(positions);
+  SmallVector<int64_t> grad(positions);
+  grad.push_back(hidden);
+  rule.operands.push_back(grad);
+  rule.results.push_back({vocab, hidden});
+  return rule;
+}
+
+ShardingRule AttentionGradOp::getShardingRule() {
+  ShardingRule rule;
+  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
+  int64_t b = rule.addFactor(q[0], Kind::Parallel);
+  int64_t s = rule.addFactor(q[1], Kind::Blocked);
+  int64_t t = rule.addFactor(k[1], Kind::Blocked);
+  int64_t h = rule.addFactor(q[2], Kind::Parallel);
+  int64_t d = rule.addFactor(q[3], Kind::Blocked);
+  SmallVector<int64_t> qMap{b, s, h, d}, kMap{b, t, h, d};
+  rule.operands = {qMap, kMap, kMap, qMap};
+  rule.results.push_back(getOperand() == 0 ? qMap : kMap);
+  return rule;
+}
+
+ShardingRule CrossEntropyGradOp::getShardingRule() {
+  // The gradient of a mean: each label position's row, divided by the
+  // number of positions.
+  ShardingRule rule;
+  ArrayRef<int64_t> labels = shapeOf(getLabels());
+  SmallVector<int64_t> factors;
+  for (int64_t d : labels)
+    factors.push_back(rule.addFactor(d, Kind::ParallelMean));
+  int64_t vocab = rule.addFactor(getType().getShape().back(), Kind::Blocked);
+  SmallVector<int64_t> logits(factors);
+  logits.push_back(vocab);
+  rule.operands = {logits, factors, {}};
+  rule.results.push_back(logits);
+  return rule;
+}
+
+ShardingRule ReduceMaxGradOp::getShardingRule() {
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<int64_t> factors, grad;
+  for (auto [d, size] : llvm::enumerate(in)) {
+    bool reduced = llvm::is_contained(getAxes(), (int64_t)d);
+    factors.push_back(
+        rule.addFactor(size, reduced ? Kind::Blocked : Kind::Parallel));
+    if (!reduced)
+      grad.push_back(factors.back());
+    else if (getKeepDims())
+      grad.push_back(-1);
+  }
+  rule.operands = {factors, grad};
+  rule.results.push_back(factors);
+  return rule;
+}
+
+ShardingRule SliceGradOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> in, out;
+  for (int64_t d : shapeOf(getGrad()))
+    in.push_back(rule.addFactor(d, Kind::Blocked));
+  for (int64_t d : getType().getShape())
+    out.push_back(rule.addFactor(d, Kind::Blocked));
+  rule.operands.push_back(in);
+  rule.results.push_back(out);
+  return rule;
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops and parameter stores
+//===----------------------------------------------------------------------===//
+
+ShardingRule LrScheduleOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ClipCoefficientOp::getShardingRule() {
+  return elementwiseRule(*this);
+}
+ShardingRule AdamWUpdateOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SgdUpdateOp::getShardingRule() { return elementwiseRule(*this); }
+
+ShardingRule GlobalNormOp::getShardingRule() {
+  // The square root of a sum over everything: blocked, so every input is
+  // whole where it is computed.
+  ShardingRule rule;
+  for (Value v : getInputs()) {
+    SmallVector<int64_t> map;
+    for (int64_t d : shapeOf(v))
+      map.push_back(rule.addFactor(d, Kind::Blocked));
+    rule.operands.push_back(map);
+  }
+  rule.results.push_back({});
+  return rule;
+}
+
+ShardingRule StoreParamOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> map;
+  for (int64_t d : shapeOf(getValue()))
+    map.push_back(rule.addFactor(d, Kind::Parallel));
+  rule.operands.push_back(map);
+  return rule;
+}

@@ -154,7 +154,9 @@ factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
       take(f, s.dims[d]);
   for (auto [map, s] : llvm::zip(rule.operands, operands))
     for (auto [d, f] : llvm::enumerate(map))
-      if (f >= 0 && rule.factors[f].kind != ShardingRule::Kind::Parallel)
+      if (f >= 0 && (rule.results.empty() ||
+                     rule.factors[f].kind == ShardingRule::Kind::Sum ||
+                     rule.factors[f].kind == ShardingRule::Kind::Mean))
         take(f, s.dims[d]);
   return factors;
 }
@@ -198,6 +200,8 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
                            "partitioned");
   const ShardingRule &rule = infoIt->second.rule;
   std::optional<SmallVector<Sharding>> targets = getResultShardings(op);
+  if (!targets && op->getNumResults() == 0)
+    targets.emplace();
   if (!targets)
     return op->emitOpError("has no braid.shardings; run "
                            "braid-propagate-sharding first");
@@ -232,7 +236,9 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     if (factor.kind == ShardingRule::Kind::Sum ||
         factor.kind == ShardingRule::Kind::Mean)
       partial.append(factors[f].begin(), factors[f].end());
-    if (factor.kind == ShardingRule::Kind::Mean && !factors[f].empty())
+    if ((factor.kind == ShardingRule::Kind::Mean ||
+         factor.kind == ShardingRule::Kind::ParallelMean) &&
+        !factors[f].empty())
       meanScale /= axesSize(mesh, factors[f]);
   }
   for (auto [r, map] : llvm::zip(local->getResults(), rule.results)) {
@@ -262,46 +268,75 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
 }
 
 LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
-  if (repeat.getCarried())
-    return repeat.emitOpError("with stacked operands cannot be partitioned "
-                              "yet");
   auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
       repeat, repeat.getLayerAttr());
   Block &body = layer.getBody().front();
-  SmallVector<Sharding> carried;
+  unsigned n = repeat.getNumCarried();
+  auto recorded = [&](DictionaryAttr attrs, Type type) {
+    auto s = attrs ? attrs.getAs<ShardingAttr>("braid.sharding")
+                   : ShardingAttr();
+    return s ? Sharding::fromAttr(s)
+             : Sharding::replicated(cast<RankedTensorType>(type).getRank());
+  };
+  // The shardings of the layer's arguments and results (per instance).
+  SmallVector<Sharding> args, results;
   auto done = layersDone.find(layer);
   if (done != layersDone.end()) {
-    carried = done->second;
+    args.assign(done->second.begin(),
+                done->second.begin() + body.getNumArguments());
+    results.assign(done->second.begin() + body.getNumArguments(),
+                   done->second.end());
   } else {
-    for (unsigned i = 0; i < body.getNumArguments(); ++i) {
-      auto s = layer.getArgAttrOfType<ShardingAttr>(i, "braid.sharding");
-      carried.push_back(s ? Sharding::fromAttr(s)
-                          : Sharding::replicated(
-                                cast<RankedTensorType>(
-                                    body.getArgument(i).getType())
-                                    .getRank()));
-    }
-    layersDone[layer] = carried;
+    for (unsigned i = 0; i < body.getNumArguments(); ++i)
+      args.push_back(
+          recorded(layer.getArgAttrDict(i), body.getArgument(i).getType()));
+    for (unsigned i = 0; i < layer.getNumResults(); ++i)
+      results.push_back(
+          recorded(layer.getResultAttrDict(i), layer.getResultTypes()[i]));
+    // Carried values leave as they came in.
+    for (unsigned i = 0; i < n; ++i)
+      results[i] = args[i];
+    SmallVector<Sharding> all(args);
+    all.append(results.begin(), results.end());
+    layersDone[layer] = all;
     Partitioner inner(mesh, layersDone);
-    if (failed(inner.run(body, carried, carried)))
+    if (failed(inner.run(body, args, results)))
       return failure();
-    SmallVector<Type> types(body.getArgumentTypes());
-    layer.setType(FunctionType::get(layer.getContext(), types, types));
-    for (unsigned i = 0; i < body.getNumArguments(); ++i) {
-      layer.removeArgAttr(i, StringAttr::get(layer.getContext(),
-                                             "braid.sharding"));
-      if (!carried[i].isReplicated())
-        layer.setArgAttr(i, "braid.block_of", carried[i].toAttr(mesh));
+    SmallVector<Type> argTypes(body.getArgumentTypes());
+    SmallVector<Type> resultTypes(body.getTerminator()->getOperandTypes());
+    layer.setType(FunctionType::get(layer.getContext(), argTypes, resultTypes));
+    StringAttr name = StringAttr::get(layer.getContext(), "braid.sharding");
+    for (unsigned i = 0; i < args.size(); ++i) {
+      layer.removeArgAttr(i, name);
+      if (!args[i].isReplicated())
+        layer.setArgAttr(i, "braid.block_of", args[i].toAttr(mesh));
+    }
+    for (unsigned i = 0; i < results.size(); ++i) {
+      layer.removeResultAttr(i, name);
+      if (!results[i].isReplicated())
+        layer.setResultAttr(i, "braid.block_of", results[i].toAttr(mesh));
     }
   }
+  auto stacked = [](Sharding s) {
+    s.dims.insert(s.dims.begin(), SmallVector<StringRef>());
+    return s;
+  };
   SmallVector<Value> operands;
-  for (auto [v, s] : llvm::zip(repeat.getInputs(), carried))
-    operands.push_back(reshard(b, repeat.getLoc(), locals.lookup(v), s));
+  for (auto [i, v] : llvm::enumerate(repeat.getInputs()))
+    operands.push_back(reshard(b, repeat.getLoc(), locals.lookup(v),
+                               i < n ? args[i] : stacked(args[i])));
+  SmallVector<Type> types;
+  SmallVector<Sharding> resultShardings;
+  for (auto [i, r] : llvm::enumerate(repeat.getResults())) {
+    Sharding s = i < n ? results[i] : stacked(results[i]);
+    types.push_back(s.localType(mesh, cast<RankedTensorType>(r.getType())));
+    resultShardings.push_back(s);
+  }
   auto local = RepeatOp::create(
-      b, repeat.getLoc(), TypeRange(ValueRange(operands)), repeat.getLayer(),
-      operands, repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
-      nullptr, false);
-  for (auto [r, s] : llvm::zip(repeat.getResults(), carried))
+      b, repeat.getLoc(), types, repeat.getLayer(), operands,
+      repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
+      repeat.getCarriedAttr(), repeat.getReverse());
+  for (auto [r, s] : llvm::zip(repeat.getResults(), resultShardings))
     locals[r] = {local.getResult(r.getResultNumber()), s};
   return success();
 }

@@ -164,35 +164,54 @@ void Propagator::visit(Operation *op, bool &changed) {
   }
 }
 
+/// `s` with a leading (stacked) dimension added or removed.
+static Sharding stack(const Sharding &s) {
+  Sharding out = s;
+  out.dims.insert(out.dims.begin(), SmallVector<StringRef>());
+  return out;
+}
+static Sharding unstack(const Sharding &s) {
+  Sharding out = s;
+  out.dims.erase(out.dims.begin());
+  return out;
+}
+
 LogicalResult Propagator::visitRepeat(RepeatOp repeat, bool &changed) {
-  // Carried values keep their sharding through every instance: propagate
-  // it as through an identity, and into the layer's body.
-  unsigned n = repeat.getNumCarried();
-  for (unsigned i = 0; i < n; ++i) {
-    Value in = repeat.getInputs()[i], out = repeat.getResult(i);
-    auto a = known.find(in), b = known.find(out);
-    if (a != known.end() && b == known.end()) {
-      known[out] = a->second;
-      changed = true;
-    } else if (b != known.end() && a == known.end()) {
-      known[in] = b->second;
-      changed = true;
-    }
-  }
   auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
       repeat, repeat.getLayerAttr());
   Block &body = layer.getBody().front();
   if (layersSeeded.insert(layer).second &&
       failed(seedConstraints(layer.getBody())))
     return failure();
-  for (unsigned i = 0; i < n; ++i) {
-    auto it = known.find(repeat.getInputs()[i]);
-    if (it == known.end() || known.count(body.getArgument(i)))
-      continue;
-    Known k = it->second;
+  unsigned n = repeat.getNumCarried();
+  Operation *yield = body.getTerminator();
+  // Makes `to` known from `from` (a stacked value has one more leading,
+  // unsplit dimension than its per-instance slice).
+  auto link = [&](Value from, Value to, int shift) {
+    auto a = known.find(from);
+    if (a == known.end() || known.count(to))
+      return;
+    Known k = a->second;
+    if (shift > 0)
+      k.sharding = stack(k.sharding);
+    else if (shift < 0)
+      k.sharding = unstack(k.sharding);
     k.via = repeat;
-    known[body.getArgument(i)] = std::move(k);
+    known[to] = std::move(k);
     changed = true;
+  };
+  auto both = [&](Value outer, Value inner, bool stacked) {
+    link(outer, inner, stacked ? -1 : 0);
+    link(inner, outer, stacked ? 1 : 0);
+  };
+  for (unsigned i = 0; i < repeat.getInputs().size(); ++i)
+    both(repeat.getInputs()[i], body.getArgument(i), i >= n);
+  for (unsigned i = 0; i < repeat.getNumResults(); ++i)
+    both(repeat.getResult(i), yield->getOperand(i), i >= n);
+  // Carried values keep their sharding through every instance.
+  for (unsigned i = 0; i < n; ++i) {
+    link(body.getArgument(i), yield->getOperand(i), 0);
+    link(yield->getOperand(i), body.getArgument(i), 0);
   }
   return run(body);
 }
@@ -224,9 +243,6 @@ LogicalResult Propagator::run(Block &block) {
     changed = false;
     for (Operation &op : block) {
       if (auto repeat = dyn_cast<RepeatOp>(op)) {
-        if (repeat.getCarried())
-          return repeat.emitOpError("with stacked operands cannot be "
-                                    "sharded yet");
         if (failed(visitRepeat(repeat, changed)))
           return failure();
         continue;
@@ -279,6 +295,9 @@ void Propagator::annotate(Block &block, bool provenance) {
         for (BlockArgument a : body.getArguments())
           layer.setArgAttr(a.getArgNumber(), "braid.sharding",
                            shardingOf(a).sharding.toAttr(mesh));
+        for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+          layer.setResultAttr(i, "braid.sharding",
+                              shardingOf(v).sharding.toAttr(mesh));
         annotate(body, provenance);
       }
     }

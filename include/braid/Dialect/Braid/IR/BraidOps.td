@@ -36,13 +36,13 @@ def Braid_IdTensor : RankedTensorOf<[I32, I64]>;
 class Braid_ModelOp<string mnemonic, list<Trait> traits = []>
     : Braid_Op<mnemonic, traits # [Pure, Braid_StaticShapes,
         DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
-        Braid_CostOpInterface]>;
+        Braid_CostOpInterface,
+        DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>]>;
 
 // Differentiable model ops: also implement the gradient interface.
 class Braid_DiffOp<string mnemonic, list<Trait> traits = []>
     : Braid_ModelOp<mnemonic, traits # [
-        DeclareOpInterfaceMethods<Braid_GradientOpInterface, ["buildGradient"]>,
-        DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>]>;
+        DeclareOpInterfaceMethods<Braid_GradientOpInterface, ["buildGradient"]>]>;
 
 //===----------------------------------------------------------------------===//
 // Parameters and layers
@@ -90,6 +90,7 @@ def Braid_ParamOp : Braid_Op<"param", [Braid_StaticShapes,
 }
 
 def Braid_StoreParamOp : Braid_Op<"store_param", [Braid_StaticShapes,
+    DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
     MemoryEffects<[MemWrite<Braid_ParameterResource>]>,
     DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
   let summary = "Replaces the value of a named parameter or state tensor.";
@@ -452,7 +453,6 @@ def Braid_ConcatOp : Braid_DiffOp<"concat", [Braid_MovesDataOnly]> {
 }
 
 def Braid_ConstantOp : Braid_ModelOp<"constant", [ConstantLike,
-    DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
     AllTypesMatch<["value", "result"]>]> {
   let summary = "A constant tensor.";
   let description = [{

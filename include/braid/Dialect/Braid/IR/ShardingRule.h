@@ -22,6 +22,9 @@ struct ShardingRule {
   enum class Kind {
     /// Appears in results: sharding it shards the results.
     Parallel,
+    /// Parallel, but the op divides by the factor's whole extent (the
+    /// gradient of a mean): each device's result is scaled by its share.
+    ParallelMean,
     /// Summed over: sharding it makes the results partial sums.
     Sum,
     /// Averaged over: like Sum, after scaling each device's result by its
