@@ -176,69 +176,154 @@ static int saveFile(StringRef path, const TensorMap &tensors) {
   return 0;
 }
 
-/// Runs `fn` on every device of the mesh; fills `results` with the whole
-/// tensors assembled from the devices' blocks.
-static LogicalResult runOnMesh(ModuleOp module, FunctionOpInterface fn,
-                               const TensorMap &weights, const TensorMap &given,
-                               SmallVectorImpl<Tensor> &results) {
-  auto mesh = module.lookupSymbol<MeshOp>(meshName);
-  if (!mesh) {
-    fail("no braid.mesh @" + meshName + " in " + inputFile);
-    return failure();
-  }
-  int64_t n = mesh.getNumDevices();
-  ExchangeHub hub(n);
-  std::vector<SmallVector<Tensor>> perDevice(n);
-  std::vector<char> ok(n, 0);
-  std::vector<std::thread> threads;
-  for (int64_t rank = 0; rank < n; ++rank)
-    threads.emplace_back([&, rank] {
-      Evaluator evaluator(module, EvalOptions{seed, f64});
-      if (!weightsFile.empty())
-        evaluator.setWeights(weights);
-      evaluator.setPlacement(
-          DevicePlacement{mesh, rank, getDeviceCoords(mesh, rank), &hub});
-      FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
-      FailureOr<SmallVector<Tensor>> out =
-          succeeded(inputs) ? evaluator.run(fn, *inputs)
-                            : FailureOr<SmallVector<Tensor>>(failure());
-      if (failed(out) || failed(evaluator.checkAllWeightsUsed(fn))) {
-        hub.abort();
-        return;
-      }
-      perDevice[rank] = std::move(*out);
-      ok[rank] = 1;
-    });
-  for (std::thread &t : threads)
-    t.join();
-  if (llvm::is_contained(ok, 0))
-    return failure();
+namespace {
 
-  // A result without braid.block_of is replicated: every device must hold
-  // the same tensor.
-  for (unsigned i = 0; i < fn.getNumResults(); ++i) {
-    auto sharding = fn.getResultAttrOfType<ShardingAttr>(i, "braid.block_of");
-    if (!sharding) {
-      SmallVector<Attribute> dims(
-          cast<RankedTensorType>(fn.getResultTypes()[i]).getRank(),
-          ArrayAttr::get(module.getContext(), {}));
-      sharding = ShardingAttr::get(
-          module.getContext(), FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-          ArrayAttr::get(module.getContext(), dims), nullptr);
-    }
-    SmallVector<Tensor> blocks;
-    for (int64_t r = 0; r < n; ++r)
-      blocks.push_back(perDevice[r][i]);
-    std::string error;
-    FailureOr<Tensor> whole = assembleShards(blocks, sharding, mesh, error);
-    if (failed(whole)) {
-      fn.emitError() << "result " << i << ": " << error;
+/// Runs functions of the module, on one device or on every device of a
+/// mesh, keeping parameters and optimizer state between calls.
+class Runner {
+public:
+  virtual ~Runner() = default;
+  /// Evaluates `fn` on `given` inputs, filling `results` with whole
+  /// tensors. With `checkWeights`, also fails on unused weights.
+  virtual LogicalResult call(FunctionOpInterface fn, const TensorMap &given,
+                             SmallVectorImpl<Tensor> &results,
+                             bool checkWeights) = 0;
+  /// The parameters (or optimizer state) as whole tensors.
+  virtual FailureOr<TensorMap> tensors(bool state) = 0;
+};
+
+class SerialRunner : public Runner {
+public:
+  SerialRunner(Evaluator &evaluator) : evaluator(evaluator) {}
+  LogicalResult call(FunctionOpInterface fn, const TensorMap &given,
+                     SmallVectorImpl<Tensor> &results,
+                     bool checkWeights) override {
+    FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
+    if (failed(inputs))
       return failure();
-    }
-    results.push_back(std::move(*whole));
+    FailureOr<SmallVector<Tensor>> out = evaluator.run(fn, *inputs);
+    if (failed(out) ||
+        (checkWeights && failed(evaluator.checkAllWeightsUsed(fn))))
+      return failure();
+    results.append(out->begin(), out->end());
+    return success();
   }
-  return success();
-}
+  FailureOr<TensorMap> tensors(bool state) override {
+    return state ? evaluator.getOptimizerState() : evaluator.getParameters();
+  }
+
+private:
+  Evaluator &evaluator;
+};
+
+/// One evaluator per device of the mesh, each on its own thread per call,
+/// exchanging data through an ExchangeHub.
+class MeshRunner : public Runner {
+public:
+  MeshRunner(ModuleOp module, MeshOp mesh, const TensorMap *weights,
+             const TensorMap *state)
+      : mesh(mesh) {
+    for (int64_t rank = 0, n = mesh.getNumDevices(); rank < n; ++rank) {
+      devices.push_back(
+          std::make_unique<Evaluator>(module, EvalOptions{seed, f64}));
+      if (weights)
+        devices.back()->setWeights(*weights);
+      if (state)
+        devices.back()->setOptimizerState(*state);
+    }
+  }
+
+  LogicalResult call(FunctionOpInterface fn, const TensorMap &given,
+                     SmallVectorImpl<Tensor> &results,
+                     bool checkWeights) override {
+    int64_t n = devices.size();
+    ExchangeHub hub(n);
+    std::vector<SmallVector<Tensor>> perDevice(n);
+    std::vector<char> ok(n, 0);
+    std::vector<std::thread> threads;
+    for (int64_t rank = 0; rank < n; ++rank)
+      threads.emplace_back([&, rank] {
+        Evaluator &evaluator = *devices[rank];
+        evaluator.setPlacement(
+            DevicePlacement{mesh, rank, getDeviceCoords(mesh, rank), &hub});
+        FailureOr<SmallVector<Tensor>> inputs =
+            evaluator.makeInputs(fn, given);
+        FailureOr<SmallVector<Tensor>> out =
+            succeeded(inputs) ? evaluator.run(fn, *inputs)
+                              : FailureOr<SmallVector<Tensor>>(failure());
+        if (failed(out) ||
+            (checkWeights && failed(evaluator.checkAllWeightsUsed(fn)))) {
+          hub.abort();
+          return;
+        }
+        perDevice[rank] = std::move(*out);
+        ok[rank] = 1;
+      });
+    for (std::thread &t : threads)
+      t.join();
+    if (llvm::is_contained(ok, 0))
+      return failure();
+    // A result without braid.block_of is replicated: every device must
+    // hold the same tensor.
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      SmallVector<Tensor> blocks;
+      for (int64_t r = 0; r < n; ++r)
+        blocks.push_back(perDevice[r][i]);
+      std::string error;
+      FailureOr<Tensor> whole = assembleShards(
+          blocks,
+          shardingOr(fn.getResultAttrOfType<ShardingAttr>(i, "braid.block_of"),
+                     blocks[0].rank()),
+          mesh, error);
+      if (failed(whole)) {
+        fn.emitError() << "result " << i << ": " << error;
+        return failure();
+      }
+      results.push_back(std::move(*whole));
+    }
+    return success();
+  }
+
+  FailureOr<TensorMap> tensors(bool state) override {
+    TensorMap local = state ? devices[0]->getOptimizerState()
+                            : devices[0]->getParameters();
+    TensorMap whole;
+    for (const auto &[name, first] : local) {
+      SmallVector<Tensor> blocks;
+      for (auto &device : devices) {
+        TensorMap mine =
+            state ? device->getOptimizerState() : device->getParameters();
+        blocks.push_back(mine.find(name)->second);
+      }
+      std::string error;
+      FailureOr<Tensor> t = assembleShards(
+          blocks, shardingOr(devices[0]->getBlockOf(name), first.rank()),
+          mesh, error);
+      if (failed(t)) {
+        fail("'" + name + "': " + error);
+        return failure();
+      }
+      whole.insert({name, std::move(*t)});
+    }
+    return whole;
+  }
+
+private:
+  /// `s`, or a replicated sharding of a rank-`rank` tensor.
+  ShardingAttr shardingOr(ShardingAttr s, int64_t rank) {
+    if (s)
+      return s;
+    MLIRContext *ctx = mesh.getContext();
+    SmallVector<Attribute> dims(rank, ArrayAttr::get(ctx, {}));
+    return ShardingAttr::get(ctx, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                             ArrayAttr::get(ctx, dims), nullptr);
+  }
+
+  MeshOp mesh;
+  std::vector<std::unique_ptr<Evaluator>> devices;
+};
+
+} // namespace
 
 /// The index of the argument or result of `fn` named `name` (braid.name).
 static std::optional<unsigned> findNamed(FunctionOpInterface fn, StringRef name,
@@ -253,10 +338,24 @@ static std::optional<unsigned> findNamed(FunctionOpInterface fn, StringRef name,
   return std::nullopt;
 }
 
+/// Saves the weights and optimizer state, if asked to.
+static int saveState(Runner &runner) {
+  for (auto [path, state] : {std::make_pair(&saveWeights, false),
+                             std::make_pair(&saveOptimizerState, true)}) {
+    if (path->empty())
+      continue;
+    FailureOr<TensorMap> tensors = runner.tensors(state);
+    if (failed(tensors))
+      return 1;
+    if (int rc = saveFile(*path, *tensors))
+      return rc;
+  }
+  return 0;
+}
+
 /// Runs `fn` for --steps steps, printing the loss of each, then saves what
 /// was asked for.
-static int train(Evaluator &evaluator, FunctionOpInterface fn,
-                 TensorMap given) {
+static int train(Runner &runner, FunctionOpInterface fn, TensorMap given) {
   if (!findNamed(fn, "step", /*result=*/false))
     return fail("@" + fn.getName() + " has no argument named 'step' "
                 "(braid.name); --steps needs a training step (see "
@@ -266,33 +365,22 @@ static int train(Evaluator &evaluator, FunctionOpInterface fn,
   std::optional<unsigned> normIndex = findNamed(fn, "grad_norm", true);
   for (uint64_t step = startStep; step < startStep + steps; ++step) {
     given["step"] = Tensor({}, DType::I64, static_cast<double>(step));
-    FailureOr<SmallVector<Tensor>> inputs = evaluator.makeInputs(fn, given);
-    if (failed(inputs))
-      return 1;
-    FailureOr<SmallVector<Tensor>> results = evaluator.run(fn, *inputs);
-    if (failed(results))
-      return 1;
-    if (step == startStep && failed(evaluator.checkAllWeightsUsed(fn)))
+    SmallVector<Tensor> results;
+    if (failed(runner.call(fn, given, results, step == startStep)))
       return 1;
     llvm::outs() << "step " << step;
     if (lossIndex)
-      llvm::outs() << " loss " << llvm::format("%.17g", (*results)[*lossIndex][0]);
+      llvm::outs() << " loss " << llvm::format("%.17g", results[*lossIndex][0]);
     if (lrIndex)
-      llvm::outs() << " lr " << llvm::format("%.6g", (*results)[*lrIndex][0]);
+      llvm::outs() << " lr " << llvm::format("%.6g", results[*lrIndex][0]);
     if (normIndex)
       llvm::outs() << " grad_norm "
-                   << llvm::format("%.6g", (*results)[*normIndex][0]);
+                   << llvm::format("%.6g", results[*normIndex][0]);
     llvm::outs() << "\n";
   }
-  if (!saveWeights.empty())
-    if (int rc = saveFile(saveWeights, evaluator.getParameters()))
-      return rc;
-  if (!saveOptimizerState.empty())
-    if (int rc = saveFile(saveOptimizerState, evaluator.getOptimizerState()))
-      return rc;
   if (!saveInputs.empty() || !saveOutputs.empty())
     return fail("--save-inputs and --save-outputs do not apply to --steps");
-  return 0;
+  return saveState(runner);
 }
 
 int main(int argc, char **argv) {
@@ -353,35 +441,42 @@ int main(int argc, char **argv) {
     given = std::move(inputs->tensors);
   }
 
-  if (steps)
-    return meshName.empty()
-               ? train(evaluator, fn, given)
-               : fail("--steps does not support --mesh yet");
-
-  FailureOr<SmallVector<Tensor>> inputs = SmallVector<Tensor>();
-  FailureOr<SmallVector<Tensor>> results = SmallVector<Tensor>();
-  if (!meshName.empty()) {
-    if (!saveWeights.empty() || !saveInputs.empty() ||
-        !saveOptimizerState.empty())
-      return fail("--save-weights, --save-inputs and --save-optimizer-state "
-                  "do not support --mesh yet");
-    TensorMap weights;
-    if (!weightsFile.empty()) {
-      llvm::Expected<SafeTensorsFile> w = readSafeTensors(weightsFile);
-      if (!w)
-        return fail(llvm::toString(w.takeError()));
-      weights = std::move(w->tensors);
-    }
-    if (failed(runOnMesh(*module, fn, weights, given, *results)))
-      return 1;
+  std::unique_ptr<Runner> runner;
+  std::optional<TensorMap> meshWeights, meshState;
+  if (meshName.empty()) {
+    runner = std::make_unique<SerialRunner>(evaluator);
   } else {
+    auto mesh = module->lookupSymbol<MeshOp>(meshName);
+    if (!mesh)
+      return fail("no braid.mesh @" + meshName + " in " + inputFile);
+    for (auto [file, map] : {std::make_pair(&weightsFile, &meshWeights),
+                             std::make_pair(&optimizerStateFile, &meshState)}) {
+      if (file->empty())
+        continue;
+      llvm::Expected<SafeTensorsFile> f = readSafeTensors(*file);
+      if (!f)
+        return fail(llvm::toString(f.takeError()));
+      *map = std::move(f->tensors);
+    }
+    runner = std::make_unique<MeshRunner>(
+        *module, mesh, meshWeights ? &*meshWeights : nullptr,
+        meshState ? &*meshState : nullptr);
+  }
+  if (steps)
+    return train(*runner, fn, given);
+
+  if (!meshName.empty() && !saveInputs.empty())
+    return fail("--save-inputs does not support --mesh yet");
+  FailureOr<SmallVector<Tensor>> inputs = SmallVector<Tensor>();
+  SmallVector<Tensor> resultTensors;
+  if (failed(runner->call(fn, given, resultTensors, /*checkWeights=*/true)))
+    return 1;
+  if (meshName.empty()) {
     inputs = evaluator.makeInputs(fn, given);
     if (failed(inputs))
       return 1;
-    results = evaluator.run(fn, *inputs);
-    if (failed(results) || failed(evaluator.checkAllWeightsUsed(fn)))
-      return 1;
   }
+  FailureOr<SmallVector<Tensor>> results = std::move(resultTensors);
 
   ArrayRef<Type> resultTypes = fn.getResultTypes();
   llvm::outs() << "@" << fn.getName() << " (seed " << seed
@@ -397,12 +492,8 @@ int main(int argc, char **argv) {
     addOutput(fn, i, t, outputs);
   }
 
-  if (!saveWeights.empty())
-    if (int rc = saveFile(saveWeights, evaluator.getParameters()))
-      return rc;
-  if (!saveOptimizerState.empty())
-    if (int rc = saveFile(saveOptimizerState, evaluator.getOptimizerState()))
-      return rc;
+  if (int rc = saveState(*runner))
+    return rc;
   if (!saveInputs.empty()) {
     TensorMap named;
     for (auto [i, t] : llvm::enumerate(*inputs))

@@ -128,6 +128,12 @@ public:
   TensorMap getParameters() const;
   /// Every optimizer-state tensor (braid.param with `state`) so far.
   TensorMap getOptimizerState() const;
+  /// How the tensor `name` is distributed (`block_of` of its declaration);
+  /// null for a whole tensor.
+  ShardingAttr getBlockOf(StringRef name) const {
+    ParamOp decl = declarations.lookup(name);
+    return decl ? decl.getBlockOfAttr() : ShardingAttr();
+  }
 
   // EvalContext.
   FailureOr<Tensor> getParameter(ParamOp op) override;
