@@ -221,25 +221,26 @@ func.func @rounding() -> (tensor<2xf32>, tensor<2xbf16>) {
 // Tests the training ops on values with closed-form results (to within an
 // ulp or two, as the order of operations may differ): warm-up over 4
 // steps then cosine decay to 0 over steps 4..12 (half-way at step 8), the
-// global norm of [3, 4] and [12], a clip that does not bind, one AdamW step
+// global norm of [3, 4] and [12] (and its square), a clip that does not bind, one AdamW step
 // (p = 1, g = 2, lr = 0.1: m = 0.2, v = 0.004, p = 1 - 0.1 * 2 / (2 + 1e-8))
 // and one Nesterov SGD step (buf = 0.9 * 0.5 + 2 = 2.45,
 // p = 1 - 0.1 * (2 + 0.9 * 2.45) = 0.5795).
 // TRAIN: result 0: tensor<f64> = 0.25
 // TRAIN: result 1: tensor<f64> = 0.5
 // TRAIN: result 2: tensor<f64> = 13
-// TRAIN: result 3: tensor<f64> = 1
-// TRAIN: result 4: tensor<1xf64>
-// TRAIN-NEXT: {{^ +}}0.900000000{{49999|50000}}{{[0-9]*$}}
+// TRAIN: result 3: tensor<f64> = 169
+// TRAIN: result 4: tensor<f64> = 1
 // TRAIN: result 5: tensor<1xf64>
-// TRAIN-NEXT: {{^ +}}{{0.19999999999999|0.20000000000000}}{{[0-9]*$}}
+// TRAIN-NEXT: {{^ +}}0.900000000{{49999|50000}}{{[0-9]*$}}
 // TRAIN: result 6: tensor<1xf64>
-// TRAIN-NEXT: {{^ +}}{{0.0039999999999999|0.0040000000000000}}{{[0-9]*$}}
+// TRAIN-NEXT: {{^ +}}{{0.19999999999999|0.20000000000000}}{{[0-9]*$}}
 // TRAIN: result 7: tensor<1xf64>
-// TRAIN-NEXT: {{^ +}}0.579{{4999999999999|5}}
+// TRAIN-NEXT: {{^ +}}{{0.0039999999999999|0.0040000000000000}}{{[0-9]*$}}
 // TRAIN: result 8: tensor<1xf64>
+// TRAIN-NEXT: {{^ +}}0.579{{4999999999999|5}}
+// TRAIN: result 9: tensor<1xf64>
 // TRAIN-NEXT: {{^ +}}2.4{{5|4999999999999}}
-func.func @training() -> (tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, tensor<1xf64>,
+func.func @training() -> (tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, tensor<1xf64>,
                           tensor<1xf64>, tensor<1xf64>, tensor<1xf64>, tensor<1xf64>) {
   %s0 = braid.constant dense<0> : tensor<i64>
   %s8 = braid.constant dense<8> : tensor<i64>
@@ -248,6 +249,7 @@ func.func @training() -> (tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, te
   %a = braid.constant dense<[3.0, 4.0]> : tensor<2xf64>
   %b = braid.constant dense<[12.0]> : tensor<1xf64>
   %2 = braid.global_norm %a, %b : (tensor<2xf64>, tensor<1xf64>) -> tensor<f64>
+  %sq = braid.sum_squares %a, %b : (tensor<2xf64>, tensor<1xf64>) -> tensor<f64>
   %3 = braid.clip_coefficient %2 {max_norm = 100.0 : f64} : tensor<f64>
   %p = braid.constant dense<1.0> : tensor<1xf64>
   %g = braid.constant dense<2.0> : tensor<1xf64>
@@ -260,6 +262,6 @@ func.func @training() -> (tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, te
   %buf = braid.constant dense<0.5> : tensor<1xf64>
   %7, %8 = braid.sgd_update %p, %g, %buf, %lr, %one {momentum = 0.9 : f64, nesterov}
       : (tensor<1xf64>, tensor<1xf64>, tensor<1xf64>, tensor<f64>, tensor<f64>) -> (tensor<1xf64>, tensor<1xf64>)
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, tensor<1xf64>,
+  return %0, %1, %2, %sq, %3, %4, %5, %6, %7, %8 : tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, tensor<f64>, tensor<1xf64>,
                                              tensor<1xf64>, tensor<1xf64>, tensor<1xf64>, tensor<1xf64>
 }

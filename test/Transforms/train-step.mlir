@@ -12,7 +12,8 @@
 // CHECK-SAME: -> (tensor<f32> {braid.name = "loss"}, tensor<f32> {braid.name = "lr"}, tensor<f32> {braid.name = "grad_norm"})
 // CHECK: %[[LOSS:.*]] = braid.cross_entropy
 // CHECK: %[[G:.*]] = braid.matmul %[[X]], %{{.*}} {braid.phase = "W", transpose_a}
-// CHECK: %[[NORM:.*]] = braid.global_norm %[[G]]
+// CHECK: %[[SQ:.*]] = braid.sum_squares %[[G]] : (tensor<4x3xf32>) -> tensor<f32>
+// CHECK: %[[NORM:.*]] = braid.sqrt %[[SQ]] : tensor<f32>
 // CHECK: %[[SCALE:.*]] = braid.clip_coefficient %[[NORM]] {max_norm = 1.000000e+00 : f64}
 // CHECK: %[[LR:.*]] = braid.lr_schedule cosine %[[STEP]] {lr = 1.000000e-02 : f64, total_steps = 10 : i64, warmup_steps = 2 : i64}
 // CHECK: %[[W:.*]] = braid.param "w" {init = #braid.init<normal(5.000000e-01)>}

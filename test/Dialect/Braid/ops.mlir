@@ -196,3 +196,11 @@ func.func @training(%step: tensor<i64>, %g: tensor<4xf32>, %xs: tensor<3x4xf32>)
   braid.store_param "p", %p2 : tensor<4xf32>
   return
 }
+
+// Tests that sum_squares round-trips.
+// CHECK-LABEL: func.func @squares
+func.func @squares(%a: tensor<4xf32>, %b: tensor<2x2xf32>) -> tensor<f32> {
+  // CHECK: braid.sum_squares %{{.*}}, %{{.*}} : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<f32>
+  %0 = braid.sum_squares %a, %b : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -756,6 +756,14 @@ LogicalResult GlobalNormOp::verify() {
   return checkScalar(*this, getResult(), "the result");
 }
 
+LogicalResult SumSquaresOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (failed(checkSameFloatElementType(*this)))
+    return failure();
+  return checkScalar(*this, getResult(), "the result");
+}
+
 LogicalResult ClipCoefficientOp::verify() {
   if (!(getMaxNorm().convertToDouble() > 0.0))
     return emitOpError("max_norm must be positive");

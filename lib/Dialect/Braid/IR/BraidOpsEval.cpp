@@ -861,6 +861,19 @@ LogicalResult GlobalNormOp::evaluate(EvalContext &,
   return success();
 }
 
+LogicalResult SumSquaresOp::evaluate(EvalContext &,
+                                     ArrayRef<const Tensor *> ops,
+                                     SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(getResult());
+  double sum = 0.0;
+  for (const Tensor *t : ops)
+    for (int64_t i = 0, e = t->numElements(); i < e; ++i)
+      sum += (*t)[i] * (*t)[i];
+  y[0] = sum;
+  results.push_back(std::move(y));
+  return success();
+}
+
 LogicalResult ClipCoefficientOp::evaluate(EvalContext &,
                                           ArrayRef<const Tensor *> ops,
                                           SmallVectorImpl<Tensor> &results) {

@@ -395,6 +395,21 @@ ShardingRule GlobalNormOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule SumSquaresOp::getShardingRule() {
+  // One operand: a sum over its dimensions. Several: blocked, because a
+  // device's partial sum would count replicated operands once per device.
+  ShardingRule rule;
+  Kind kind = getInputs().size() == 1 ? Kind::Sum : Kind::Blocked;
+  for (Value v : getInputs()) {
+    SmallVector<int64_t> map;
+    for (int64_t d : shapeOf(v))
+      map.push_back(rule.addFactor(d, kind));
+    rule.operands.push_back(map);
+  }
+  rule.results.push_back({});
+  return rule;
+}
+
 ShardingRule StoreParamOp::getShardingRule() {
   ShardingRule rule;
   SmallVector<int64_t> map;

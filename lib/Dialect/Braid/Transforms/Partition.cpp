@@ -35,9 +35,13 @@ class Partitioner {
 public:
   /// `layers` records the layers already rewritten (with their carried
   /// shardings): a layer is shared by every repeat of it.
+  /// `layouts` holds how each parameter is stored (its first read decides),
+  /// keyed by the repeat prefix of the layer it is read in (`prefix`) and
+  /// its name.
   Partitioner(MeshOp mesh,
-              DenseMap<Operation *, SmallVector<Sharding>> &layers)
-      : mesh(mesh), layersDone(layers) {}
+              DenseMap<Operation *, SmallVector<Sharding>> &layers,
+              llvm::StringMap<Sharding> &layouts, StringRef prefix = "")
+      : mesh(mesh), layersDone(layers), layouts(layouts), prefix(prefix) {}
 
   /// Rewrites `block` in place: its arguments have `argShardings`; the
   /// terminator's operands are resharded to `resultShardings`.
@@ -47,6 +51,8 @@ public:
 private:
   /// Reshards `v` (on this device) to `to`, emitting collectives.
   Value reshard(OpBuilder &b, Location loc, Local v, const Sharding &to);
+  Value reshardUncached(OpBuilder &b, Location loc, Local v,
+                        const Sharding &to);
   LogicalResult partitionOp(Operation *op, OpBuilder &b);
   LogicalResult partitionRepeat(RepeatOp repeat, OpBuilder &b);
 
@@ -68,12 +74,34 @@ private:
     SmallVector<SmallVector<int64_t>> operandShapes, resultShapes;
   };
   DenseMap<Operation *, OpInfo> infos;
+  DenseMap<std::pair<Value, Attribute>, Value> reshards;
+  /// How each parameter is stored on the devices. Every read reads this
+  /// layout and reshards from it, and every store writes it, so that one
+  /// parameter has one storage whatever its uses need (ZeRO reads a
+  /// replicated parameter's share for the update, then gathers it back).
+  llvm::StringMap<Sharding> &layouts;
+  std::string prefix;
+  std::string layoutKey(StringRef name) { return prefix + "/" + name.str(); }
 };
 
 } // namespace
 
 Value Partitioner::reshard(OpBuilder &b, Location loc, Local v,
                            const Sharding &to) {
+  if (v.sharding == to)
+    return v.value;
+  // Every consumer wanting the same layout shares one resharding (the
+  // first dominates the others: ops are visited in order in one block).
+  auto key = std::make_pair(v.value, to.toAttr(mesh));
+  if (Value done = reshards.lookup(key))
+    return done;
+  Value result = reshardUncached(b, loc, v, to);
+  reshards[key] = result;
+  return result;
+}
+
+Value Partitioner::reshardUncached(OpBuilder &b, Location loc, Local v,
+                                   const Sharding &to) {
   Sharding from = v.sharding;
   Value value = v.value;
   auto type = [&](Value x) { return cast<RankedTensorType>(x.getType()); };
@@ -194,6 +222,17 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     locals[shard.getResult()] = {reshard(b, loc, in, to), to};
     return success();
   }
+  if (auto store = dyn_cast<StoreParamOp>(op)) {
+    // The value is written in the parameter's storage layout.
+    Sharding to = Sharding::replicated(
+        cast<RankedTensorType>(store.getValue().getType()).getRank());
+    auto it = layouts.find(layoutKey(store.getName()));
+    if (it != layouts.end())
+      to = it->second;
+    Value local = reshard(b, loc, locals.lookup(store.getValue()), to);
+    StoreParamOp::create(b, loc, store.getName(), local);
+    return success();
+  }
   auto infoIt = infos.find(op);
   if (infoIt == infos.end())
     return op->emitOpError("has no sharding rule, so it cannot be "
@@ -260,9 +299,19 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     locals[op->getResult(r.getResultNumber())] = {value, s};
   }
   if (auto param = dyn_cast<ParamOp>(local)) {
-    Sharding s = locals.lookup(op->getResult(0)).sharding;
-    if (!s.isReplicated())
-      param.setBlockOfAttr(s.toAttr(mesh));
+    Local &result = locals[op->getResult(0)];
+    auto [layout, first] =
+        layouts.try_emplace(layoutKey(param.getName()), result.sharding);
+    if (!first && layout->second != result.sharding) {
+      // Read the stored layout, then reshard to what this use needs.
+      param.getResult().setType(layout->second.localType(
+          mesh, cast<RankedTensorType>(op->getResult(0).getType())));
+      b.setInsertionPointAfter(param);
+      result.value = reshard(b, loc, {param.getResult(), layout->second},
+                             result.sharding);
+    }
+    if (!layout->second.isReplicated())
+      param.setBlockOfAttr(layout->second.toAttr(mesh));
   }
   return success();
 }
@@ -299,7 +348,7 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
     SmallVector<Sharding> all(args);
     all.append(results.begin(), results.end());
     layersDone[layer] = all;
-    Partitioner inner(mesh, layersDone);
+    Partitioner inner(mesh, layersDone, layouts, repeat.getPrefix());
     if (failed(inner.run(body, args, results)))
       return failure();
     SmallVector<Type> argTypes(body.getArgumentTypes());
@@ -402,6 +451,7 @@ struct PartitionPass : public braid::impl::PartitionPassBase<PartitionPass> {
     MeshOp mesh = meshes.front();
     MLIRContext *ctx = module.getContext();
     DenseMap<Operation *, SmallVector<Sharding>> layers;
+    llvm::StringMap<Sharding> layouts;
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
@@ -416,7 +466,7 @@ struct PartitionPass : public braid::impl::PartitionPassBase<PartitionPass> {
               : Sharding::replicated(
                     cast<RankedTensorType>(fn.getResultTypes()[i]).getRank()));
       }
-      Partitioner partitioner(mesh, layers);
+      Partitioner partitioner(mesh, layers, layouts);
       if (failed(partitioner.run(body, args, results)))
         return signalPassFailure();
       SmallVector<Type> argTypes(body.getArgumentTypes());

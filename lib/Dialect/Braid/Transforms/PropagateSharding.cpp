@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <limits>
+
 namespace mlir::braid {
 #define GEN_PASS_DEF_PROPAGATESHARDINGPASS
 #include "braid/Dialect/Braid/Transforms/Passes.h.inc"
@@ -66,6 +68,24 @@ private:
 } // namespace
 
 void Propagator::visit(Operation *op, bool &changed) {
+  // A stored value takes the sharding of the tensor it replaces: that of
+  // the braid.param reading the same name in the same block.
+  if (auto store = dyn_cast<StoreParamOp>(op)) {
+    for (Operation &other : *op->getBlock()) {
+      auto param = dyn_cast<ParamOp>(other);
+      if (!param || param.getName() != store.getName())
+        continue;
+      auto it = known.find(param.getResult());
+      if (it != known.end() && !known.count(store.getValue())) {
+        Known k = it->second;
+        k.via = op;
+        known[store.getValue()] = std::move(k);
+        changed = true;
+      }
+      break;
+    }
+    return;
+  }
   auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
   if (!ruleOp)
     return;
@@ -99,9 +119,16 @@ void Propagator::visit(Operation *op, bool &changed) {
         continue;
       Candidate c{it->second.sharding.dims[d], it->second.priority,
                   bytesOf(v), (unsigned)index, it->second.why};
+      // An unsplit dimension is open: it informs a factor only if no
+      // tensor asks to split it (so a weak split still reaches values that
+      // merely happen to be whole, like ZeRO's split of a gradient).
       std::optional<Candidate> &best = chosen[f];
-      if (!best || c.priority > best->priority ||
-          (c.priority == best->priority && c.bytes > best->bytes))
+      bool better =
+          !best ||
+          (best->axes.empty() != c.axes.empty() ? !c.axes.empty()
+           : c.priority != best->priority      ? c.priority > best->priority
+                                               : c.bytes > best->bytes);
+      if (better)
         best = c;
     }
   }
@@ -134,11 +161,12 @@ void Propagator::visit(Operation *op, bool &changed) {
   }
 
   for (auto [index, v] : llvm::enumerate(tensors)) {
-    if (known.count(v) || !isa<RankedTensorType>(v.getType()))
+    if (!isa<RankedTensorType>(v.getType()))
       continue;
     auto type = cast<RankedTensorType>(v.getType());
     Known k;
     k.sharding = Sharding::replicated(type.getRank());
+    k.priority = std::numeric_limits<int64_t>::min();
     bool informed = false;
     llvm::SmallSet<StringRef, 4> taken;
     for (auto [d, f] : llvm::enumerate(maps[index])) {
@@ -146,9 +174,10 @@ void Propagator::visit(Operation *op, bool &changed) {
         continue;
       informed = true;
       Candidate &c = *chosen[f];
-      k.priority = std::max(k.priority, c.priority);
-      if (k.why.empty())
+      if (c.priority > k.priority) {
+        k.priority = c.priority;
         k.why = c.why;
+      }
       if (c.axes.empty() || type.getDimSize(d) % axesSize(mesh, c.axes) != 0 ||
           llvm::any_of(c.axes, [&](StringRef a) { return taken.contains(a); }))
         continue;
@@ -157,6 +186,12 @@ void Propagator::visit(Operation *op, bool &changed) {
       k.sharding.dims[d] = c.axes;
     }
     if (!informed)
+      continue;
+    // A value learns a sharding once, unless a stronger annotation reaches
+    // it later; priorities only grow, so this ends.
+    auto it = known.find(v);
+    if (it != known.end() &&
+        (it->second.priority >= k.priority || it->second.sharding == k.sharding))
       continue;
     k.via = op;
     known[v] = std::move(k);
@@ -189,13 +224,17 @@ LogicalResult Propagator::visitRepeat(RepeatOp repeat, bool &changed) {
   // unsplit dimension than its per-instance slice).
   auto link = [&](Value from, Value to, int shift) {
     auto a = known.find(from);
-    if (a == known.end() || known.count(to))
+    if (a == known.end())
       return;
     Known k = a->second;
     if (shift > 0)
       k.sharding = stack(k.sharding);
     else if (shift < 0)
       k.sharding = unstack(k.sharding);
+    auto b = known.find(to);
+    if (b != known.end() && (b->second.priority >= k.priority ||
+                             b->second.sharding == k.sharding))
+      return;
     k.via = repeat;
     known[to] = std::move(k);
     changed = true;

@@ -46,6 +46,11 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
       module.emitError("braid-shard: dp and tp must be at least 1");
       return signalPassFailure();
     }
+    if (zero < 0 || zero > 3) {
+      module.emitError() << "braid-shard: zero must be 0, 1, 2 or 3, got "
+                         << (int64_t)zero;
+      return signalPassFailure();
+    }
     if (!module.getOps<MeshOp>().empty()) {
       module.emitError("braid-shard: the module already has a braid.mesh; "
                        "annotate it by hand or remove the mesh");
@@ -75,29 +80,58 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
         fn.setArgAttr(i, "braid.sharding", s.toAttr(mesh));
       }
     }
-    if (tp == 1)
-      return;
     WalkResult walk = module.walk([&](ParamOp param) {
-      Parallel kind = classify(param.getName());
+      Parallel kind = tp > 1 ? classify(param.getName()) : Parallel::None;
       auto type = cast<RankedTensorType>(param.getType());
-      if (kind == Parallel::None || param.getState())
+      // ZeRO splits optimizer state (and, at stage 3, parameters) over dp.
+      bool zeroSplit = dp > 1 && ((zero >= 1 && param.getState()) ||
+                                  (zero >= 3 && !param.getState()));
+      if (kind == Parallel::None && !zeroSplit)
         return WalkResult::advance();
       // Weights are [in, out]: column-parallel splits out (and the bias),
       // row-parallel splits in (and leaves the bias whole).
-      int64_t dim = kind == Parallel::Column ? type.getRank() - 1 : 0;
-      if (kind == Parallel::Row && type.getRank() == 1)
-        return WalkResult::advance();
-      if (type.getDimSize(dim) % tp != 0) {
-        param.emitOpError() << "parameter '" << param.getName()
-                            << "' has dimension " << dim << " of size "
-                            << type.getDimSize(dim)
-                            << ", not divisible by tp = " << (int64_t)tp;
-        return WalkResult::interrupt();
-      }
       Sharding s = Sharding::replicated(type.getRank());
-      s.dims[dim] = {"tp"};
+      int64_t dim = kind == Parallel::Column ? type.getRank() - 1 : 0;
+      if (kind != Parallel::None &&
+          !(kind == Parallel::Row && type.getRank() == 1)) {
+        if (type.getDimSize(dim) % tp != 0) {
+          param.emitOpError() << "parameter '" << param.getName()
+                              << "' has dimension " << dim << " of size "
+                              << type.getDimSize(dim)
+                              << ", not divisible by tp = " << (int64_t)tp;
+          return WalkResult::interrupt();
+        }
+        s.dims[dim] = {"tp"};
+      }
+      // Optimizer state follows its parameter's tensor parallelism: the
+      // same name without the state suffix.
+      if (param.getState() && tp > 1) {
+        StringRef owner = param.getName().rsplit(".adamw.").first;
+        owner = owner.rsplit(".sgd.").first;
+        Parallel ownerKind = classify(owner);
+        if (ownerKind != Parallel::None &&
+            !(ownerKind == Parallel::Row && type.getRank() == 1)) {
+          int64_t d = ownerKind == Parallel::Column ? type.getRank() - 1 : 0;
+          if (type.getDimSize(d) % tp == 0)
+            s.dims[d] = {"tp"};
+        }
+      }
+      if (zeroSplit) {
+        // The first dimension dp divides that tp does not split; a tensor
+        // with none stays whole (it is small).
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          if (s.dims[d].empty() && type.getDimSize(d) % dp == 0) {
+            s.dims[d] = {"dp"};
+            break;
+          }
+      }
+      if (s.isReplicated())
+        return WalkResult::advance();
       OpBuilder after(param->getContext());
       after.setInsertionPointAfter(param);
+      // Weaker than everything: where ZeRO's split of state and
+      // parameters meets the batch split, the batch split wins, so the
+      // backward stays data parallel.
       auto shard = ShardOp::create(after, param.getLoc(), param.getResult(),
                                    s.toAttr(mesh), /*priority=*/-1);
       param.getResult().replaceAllUsesExcept(shard.getResult(), shard);

@@ -379,7 +379,15 @@ void TrainStepPass::runOnOperation() {
   SmallVector<Value> gradValues;
   for (const Gradient &g : grads)
     gradValues.push_back(g.value);
-  Value norm = GlobalNormOp::create(b, loc, lossType, gradValues);
+  // The square root of the sum of each gradient's sum of squares: each
+  // sum shards with its gradient, so the norm of distributed gradients
+  // needs only scalar all_reduces.
+  Value squares;
+  for (Value g : gradValues) {
+    Value s = SumSquaresOp::create(b, loc, lossType, ValueRange{g});
+    squares = squares ? AddOp::create(b, loc, lossType, squares, s) : s;
+  }
+  Value norm = SqrtOp::create(b, loc, squares);
   Value scale =
       clipNorm > 0.0
           ? Value(ClipCoefficientOp::create(b, loc, norm,

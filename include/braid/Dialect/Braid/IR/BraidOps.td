@@ -789,6 +789,19 @@ def Braid_GlobalNormOp : Braid_ModelOp<"global_norm"> {
   let hasVerifier = 1;
 }
 
+def Braid_SumSquaresOp : Braid_ModelOp<"sum_squares"> {
+  let summary = "The sum of the squares of all elements of all operands.";
+  let description = [{
+    The square of the global L2 norm. Unlike `global_norm`, it is a sum, so
+    a device holding a share of every operand computes a partial sum, and
+    the norm of sharded gradients costs one scalar all_reduce.
+  }];
+  let arguments = (ins Variadic<Braid_FloatTensor>:$inputs);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Braid_ClipCoefficientOp : Braid_ModelOp<"clip_coefficient",
     [SameOperandsAndResultType]> {
   let summary = "Gradient scale of global-norm clipping.";

@@ -229,18 +229,29 @@ def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
     - row-parallel (input dimension over `tp`): `attn.proj`, `mlp.proj`,
       `self_attn.o_proj`, `mlp.down_proj`.
 
+    With `zero = 1` or `2` (ZeRO over `dp`), optimizer state (`braid.param
+    ... {state}`) is split over `dp` along its first dimension that `dp`
+    divides and `tp` does not split; the update then runs on each device's
+    share: gradients arrive by reduce_scatter and updated parameters leave
+    by all_gather, in place of one all_reduce. (Stages 1 and 2 differ in
+    how long full gradients live, not in the communication the partitioner
+    emits.) With `zero = 3`, parameters are split the same way too, and are
+    all_gathered where the forward and the backward use them.
+
     Everything else follows by `braid-propagate-sharding`. Annotations
     already in the IR are kept and take precedence (the planner's are
     priority -1). A dimension not divisible by its axis is an error naming
     the parameter, never a silently replicated tensor.
 
     ```
-    braid-opt gpt.mlir --braid-shard="dp=2 tp=2" --braid-propagate-sharding --braid-partition
+    braid-opt gpt.mlir --braid-shard="dp=2 tp=2 zero=2" --braid-propagate-sharding --braid-partition
     ```
   }];
   let options = [
     Option<"dp", "dp", "int64_t", /*default=*/"1", "Data-parallel degree.">,
     Option<"tp", "tp", "int64_t", /*default=*/"1", "Tensor-parallel degree.">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage over dp: 0 (off), 1, 2 or 3.">,
   ];
 }
 
