@@ -112,7 +112,7 @@ Value Partitioner::reshardUncached(OpBuilder &b, Location loc, Local v,
   };
   // 1. Pending sums: a reduce_scatter if the target splits one dimension
   //    over exactly the summed axes, an all_reduce otherwise.
-  if (!from.partial.empty()) {
+  if (!from.partial.empty() && from.partial != to.partial) {
     std::optional<unsigned> scatterDim;
     for (unsigned d = 0; d < to.dims.size(); ++d)
       if (to.dims[d] == from.partial && from.dims[d].empty())
@@ -260,16 +260,27 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     for (auto &axes : factors)
       axes.clear();
 
+  // A linear op whose operands are all pending sums over the same axes
+  // passes the sum on (dq + dk + dv needs one all_reduce, not three).
+  SmallVector<StringRef> passed;
+  if (op->hasTrait<OpTrait::braid::Linear>() && op->getNumOperands() > 0) {
+    passed = locals.lookup(op->getOperand(0)).sharding.partial;
+    for (Value v : op->getOperands())
+      if (locals.lookup(v).sharding.partial != passed)
+        passed.clear();
+  }
   IRMapping mapping;
   for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands)) {
     Local in = locals.lookup(v);
-    mapping.map(v, reshard(b, loc, in, shardingFromFactors(map, factors)));
+    Sharding want = shardingFromFactors(map, factors);
+    want.partial = passed;
+    mapping.map(v, reshard(b, loc, in, want));
   }
   Operation *local = b.clone(*op, mapping);
   local->removeAttr(kShardingsAttrName);
 
   // Results: local types, and pending sums over sharded reduction factors.
-  SmallVector<StringRef> partial;
+  SmallVector<StringRef> partial(passed);
   double meanScale = 1.0;
   for (auto [f, factor] : llvm::enumerate(rule.factors)) {
     if (factor.kind == ShardingRule::Kind::Sum ||

@@ -24,6 +24,11 @@ def Braid_SelectivelyRecomputed : NativeOpTrait<"SelectivelyRecomputed"> {
   let cppNamespace = "::mlir::OpTrait::braid";
 }
 
+// See mlir::OpTrait::braid::Linear.
+def Braid_Linear : NativeOpTrait<"Linear"> {
+  let cppNamespace = "::mlir::OpTrait::braid";
+}
+
 // See mlir::OpTrait::braid::MovesDataOnly.
 def Braid_MovesDataOnly : NativeOpTrait<"MovesDataOnly"> {
   let cppNamespace = "::mlir::OpTrait::braid";
@@ -225,8 +230,8 @@ def Braid_MatmulOp : Braid_DiffOp<"matmul",
   let hasVerifier = 1;
 }
 
-class Braid_BinaryOp<string mnemonic, string what>
-    : Braid_DiffOp<mnemonic> {
+class Braid_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Braid_DiffOp<mnemonic, traits> {
   let summary = "Elementwise " # what # " with NumPy broadcasting.";
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
@@ -236,20 +241,20 @@ class Braid_BinaryOp<string mnemonic, string what>
   let hasVerifier = 1;
 }
 
-def Braid_AddOp : Braid_BinaryOp<"add", "sum">;
-def Braid_SubOp : Braid_BinaryOp<"sub", "difference">;
+def Braid_AddOp : Braid_BinaryOp<"add", "sum", [Braid_Linear]>;
+def Braid_SubOp : Braid_BinaryOp<"sub", "difference", [Braid_Linear]>;
 def Braid_MulOp : Braid_BinaryOp<"mul", "product">;
 def Braid_DivOp : Braid_BinaryOp<"div", "quotient">;
 
-class Braid_UnaryOp<string mnemonic, string what>
-    : Braid_DiffOp<mnemonic, [SameOperandsAndResultType]> {
+class Braid_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Braid_DiffOp<mnemonic, traits # [SameOperandsAndResultType]> {
   let summary = what;
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Braid_NegOp : Braid_UnaryOp<"neg", "Elementwise negation.">;
+def Braid_NegOp : Braid_UnaryOp<"neg", "Elementwise negation.", [Braid_Linear]>;
 def Braid_ExpOp : Braid_UnaryOp<"exp", "Elementwise exponential.">;
 def Braid_SqrtOp : Braid_UnaryOp<"sqrt", "Elementwise square root.">;
 def Braid_RsqrtOp : Braid_UnaryOp<"rsqrt", "Elementwise reciprocal square root.">;
@@ -390,7 +395,7 @@ def Braid_CrossEntropyOp : Braid_DiffOp<"cross_entropy"> {
 // Shape ops and constants
 //===----------------------------------------------------------------------===//
 
-def Braid_ReshapeOp : Braid_DiffOp<"reshape", [Braid_MovesDataOnly]> {
+def Braid_ReshapeOp : Braid_DiffOp<"reshape", [Braid_MovesDataOnly, Braid_Linear]> {
   let summary = "Reinterprets a tensor with a new shape (row-major).";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
@@ -398,7 +403,7 @@ def Braid_ReshapeOp : Braid_DiffOp<"reshape", [Braid_MovesDataOnly]> {
   let hasVerifier = 1;
 }
 
-def Braid_TransposeOp : Braid_DiffOp<"transpose", [Braid_MovesDataOnly]> {
+def Braid_TransposeOp : Braid_DiffOp<"transpose", [Braid_MovesDataOnly, Braid_Linear]> {
   let summary = "Permutes dimensions: result dim i is input dim permutation[i].";
   let arguments = (ins AnyRankedTensor:$input,
                        DenseI64ArrayAttr:$permutation);
@@ -426,7 +431,7 @@ def Braid_ReduceOp : Braid_DiffOp<"reduce"> {
   let hasVerifier = 1;
 }
 
-def Braid_BroadcastOp : Braid_DiffOp<"broadcast", [Braid_MovesDataOnly]> {
+def Braid_BroadcastOp : Braid_DiffOp<"broadcast", [Braid_MovesDataOnly, Braid_Linear]> {
   let summary = "Broadcasts to the result shape with NumPy rules.";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
@@ -434,7 +439,7 @@ def Braid_BroadcastOp : Braid_DiffOp<"broadcast", [Braid_MovesDataOnly]> {
   let hasVerifier = 1;
 }
 
-def Braid_SliceOp : Braid_DiffOp<"slice", [Braid_MovesDataOnly]> {
+def Braid_SliceOp : Braid_DiffOp<"slice", [Braid_MovesDataOnly, Braid_Linear]> {
   let summary = "Strided slice [start, limit) with stride per dimension.";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start,
                        DenseI64ArrayAttr:$limit,
@@ -444,7 +449,7 @@ def Braid_SliceOp : Braid_DiffOp<"slice", [Braid_MovesDataOnly]> {
   let hasVerifier = 1;
 }
 
-def Braid_ConcatOp : Braid_DiffOp<"concat", [Braid_MovesDataOnly]> {
+def Braid_ConcatOp : Braid_DiffOp<"concat", [Braid_MovesDataOnly, Braid_Linear]> {
   let summary = "Concatenates tensors along an axis.";
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);

@@ -45,6 +45,13 @@ class SelectivelyRecomputed
 template <typename ConcreteType>
 class MovesDataOnly : public TraitBase<ConcreteType, MovesDataOnly> {};
 
+/// Marks ops linear in all their operands jointly (add, sub, neg and data
+/// movement): applied to summands, they give a summand of the result, so
+/// pending partial sums can pass through them unreduced when every operand
+/// is a partial sum over the same axes.
+template <typename ConcreteType>
+class Linear : public TraitBase<ConcreteType, Linear> {};
+
 } // namespace mlir::OpTrait::braid
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDTRAITS_H
