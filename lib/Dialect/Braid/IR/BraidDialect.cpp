@@ -28,6 +28,11 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "braid.phase must be \"F\", \"B\" or \"W\"";
     return success();
   }
+  if (name == "braid.cause") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError("braid.cause must be a string");
+    return success();
+  }
   if (name == "braid.shardings") {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     SmallVector<Value> tensors;
@@ -48,7 +53,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitError() << "unknown braid attribute '" << name
-                         << "'; known: braid.phase, braid.shardings";
+                         << "'; known: braid.phase, braid.shardings, "
+                            "braid.cause";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

@@ -8,11 +8,13 @@
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
 #include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallSet.h"
 
 namespace mlir::braid {
@@ -29,6 +31,8 @@ namespace {
 struct Local {
   Value value;
   Sharding sharding;
+  /// The op that produced it (for reports: a pending sum's origin).
+  StringAttr origin;
 };
 
 class Partitioner {
@@ -82,6 +86,10 @@ private:
   llvm::StringMap<Sharding> &layouts;
   std::string prefix;
   std::string layoutKey(StringRef name) { return prefix + "/" + name.str(); }
+  /// The op being partitioned, which any collective emitted now serves,
+  /// and its phase.
+  StringAttr cause;
+  Attribute phase;
 };
 
 } // namespace
@@ -90,6 +98,27 @@ Value Partitioner::reshard(OpBuilder &b, Location loc, Local v,
                            const Sharding &to) {
   if (v.sharding == to)
     return v.value;
+  // Collectives carry the op whose operand needed them.
+  struct CauseTagger : public OpBuilder::Listener {
+    StringAttr cause;
+    Attribute phase;
+    void notifyOperationInserted(Operation *op,
+                                 OpBuilder::InsertPoint) override {
+      if (cause)
+        op->setAttr("braid.cause", cause);
+      if (phase)
+        op->setAttr(kPhaseAttrName, phase);
+    }
+  } tagger;
+  tagger.cause = cause;
+  tagger.phase = phase;
+  if (v.origin && cause)
+    tagger.cause = StringAttr::get(
+        cause.getContext(), cause.getValue() + " needs the value of " +
+                                v.origin.getValue());
+  OpBuilder::Listener *previous = b.getListener();
+  b.setListener(&tagger);
+  auto restore = llvm::make_scope_exit([&] { b.setListener(previous); });
   // Every consumer wanting the same layout shares one resharding (the
   // first dominates the others: ops are visited in order in one block).
   auto key = std::make_pair(v.value, to.toAttr(mesh));
@@ -214,8 +243,18 @@ static Sharding propagatedSharding(Value v) {
   return Sharding::replicated(cast<RankedTensorType>(v.getType()).getRank());
 }
 
+/// "'braid.matmul' at loc(...)": how a report names `op`.
+static StringAttr describeCause(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "'" << op->getName() << "' at " << op->getLoc();
+  return StringAttr::get(op->getContext(), s);
+}
+
 LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
   Location loc = op->getLoc();
+  cause = describeCause(op);
+  phase = op->getAttr(kPhaseAttrName);
   if (auto shard = dyn_cast<ShardOp>(op)) {
     Sharding to = Sharding::fromAttr(shard.getSharding());
     Local in = locals.lookup(shard.getInput());
@@ -307,7 +346,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
                                  b.getFloatAttr(t.getElementType(), meanScale)));
       value = MulOp::create(b, loc, t, r, w);
     }
-    locals[op->getResult(r.getResultNumber())] = {value, s};
+    locals[op->getResult(r.getResultNumber())] = {value, s, cause};
   }
   if (auto param = dyn_cast<ParamOp>(local)) {
     Local &result = locals[op->getResult(0)];
@@ -328,6 +367,8 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
 }
 
 LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
+  cause = describeCause(repeat);
+  phase = repeat->getAttr(kPhaseAttrName);
   auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
       repeat, repeat.getLayerAttr());
   Block &body = layer.getBody().front();
@@ -396,6 +437,8 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
       b, repeat.getLoc(), types, repeat.getLayer(), operands,
       repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
       repeat.getCarriedAttr(), repeat.getReverse());
+  if (phase)
+    local->setAttr(kPhaseAttrName, phase);
   for (auto [r, s] : llvm::zip(repeat.getResults(), resultShardings))
     locals[r] = {local.getResult(r.getResultNumber()), s};
   return success();
@@ -426,6 +469,8 @@ LogicalResult Partitioner::run(Block &block, ArrayRef<Sharding> argShardings,
   OpBuilder b(block.getParent()->getContext());
   for (Operation *op : ops) {
     b.setInsertionPoint(op);
+    cause = describeCause(op);
+    phase = op->getAttr(kPhaseAttrName);
     if (op->hasTrait<OpTrait::IsTerminator>()) {
       SmallVector<Value> operands;
       for (auto [v, s] : llvm::zip(op->getOperands(), resultShardings))

@@ -255,4 +255,35 @@ def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
   ];
 }
 
+def CommReportPass : Pass<"braid-comm-report", "::mlir::ModuleOp"> {
+  let summary = "Lists every collective of a partitioned program with its "
+                "cause, volume and estimated time.";
+  let description = [{
+    For each function after `braid-partition`, prints every collective (in
+    the function and, once per instance, in the layers it repeats): kind,
+    mesh axes, group size n, message size S per device, the bytes each
+    device sends under a ring algorithm, the estimated time under the α-β
+    model, how many times it runs, and its cause (the op whose operand
+    needed it, recorded by the partitioner as `braid.cause`). Then the
+    totals per function, phase and mesh axis. Ring model:
+
+    - all_reduce: 2(n-1)α + 2(n-1)/n · S/β, sending 2(n-1)/n · S;
+    - all_gather, reduce_scatter, all_to_all: (n-1)α + (n-1)/n · S/β,
+      sending (n-1)/n · S (S the larger of input and output);
+    - broadcast_from: (n-1)α + S/β (pipelined chain);
+    - all_slice: no communication.
+
+    ```
+    braid-opt gpt.mlir --braid-shard="tp=8" --braid-propagate-sharding \
+        --braid-partition --braid-comm-report=bandwidth=150e9 -o /dev/null
+    ```
+  }];
+  let options = [
+    Option<"alpha", "alpha", "double", /*default=*/"5.0e-6",
+           "Latency per message step, in seconds.">,
+    Option<"bandwidth", "bandwidth", "double", /*default=*/"100.0e9",
+           "Link bandwidth, in bytes per second.">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

@@ -1,0 +1,138 @@
+//===- CommReport.cpp - Collectives, their causes and their cost -----------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_COMMREPORTPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+double bytesOf(Type type) {
+  auto t = cast<ShapedType>(type);
+  return double(t.getNumElements()) * ((t.getElementTypeBitWidth() + 7) / 8);
+}
+
+double elementsOf(Type type) {
+  return double(cast<ShapedType>(type).getNumElements());
+}
+
+struct CommReportPass
+    : public braid::impl::CommReportPassBase<CommReportPass> {
+  using CommReportPassBase::CommReportPassBase;
+
+  struct Totals {
+    double sent = 0, sentElements = 0, seconds = 0;
+  };
+
+  /// Reports the collectives of `block` (run `times` times, in `where`,
+  /// phase `phase` for untagged ops), recursing into repeated layers.
+  void report(Block &block, double times, StringRef where,
+              std::optional<Phase> phase, llvm::raw_ostream &os,
+              llvm::StringMap<Totals> &totals) {
+    for (Operation &op : block) {
+      std::optional<Phase> p = getPhase(&op);
+      if (!p)
+        p = phase;
+      if (auto repeat = dyn_cast<RepeatOp>(op)) {
+        auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+            repeat, repeat.getLayerAttr());
+        std::string inner = ("@" + layer.getSymName()).str();
+        report(layer.getBody().front(), times * repeat.getCount(), inner, p,
+               os, totals);
+        continue;
+      }
+      StringRef kind = op.getName().stripDialect();
+      auto axesAttr = op.getAttrOfType<ArrayAttr>("axes");
+      auto meshRef = op.getAttrOfType<FlatSymbolRefAttr>("mesh");
+      if (!axesAttr || !meshRef || op.getNumOperands() != 1 ||
+          op.getNumResults() != 1)
+        continue;
+      auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(&op, meshRef);
+      if (!mesh)
+        continue;
+      int64_t n = 1;
+      std::string axes;
+      for (Attribute a : axesAttr) {
+        StringRef name = cast<StringAttr>(a).getValue();
+        n *= mesh.getShape()[*mesh.getAxisIndex(name)];
+        axes += (axes.empty() ? "" : ",") + name.str();
+      }
+      Type in = op.getOperand(0).getType(), out = op.getResult(0).getType();
+      Type larger = bytesOf(in) >= bytesOf(out) ? in : out;
+      double size = bytesOf(larger), elements = elementsOf(larger);
+      double share = double(n - 1) / n, steps = n - 1, factor = share;
+      if (kind == "all_reduce") {
+        factor = 2 * share;
+        steps = 2 * (n - 1);
+      } else if (kind == "broadcast_from") {
+        factor = 1;
+      } else if (kind == "all_slice") {
+        factor = 0;
+        steps = 0;
+      }
+      double sent = factor * size;
+      double seconds = steps * alpha + sent / bandwidth;
+      auto cause = op.getAttrOfType<StringAttr>("braid.cause");
+      StringRef phaseName = p ? stringifyPhase(*p) : "-";
+      os << llvm::format("%-24s %-5s %-15s %-8s %4lld %14.0f %14.0f %12.3e %6.0f  ",
+                         where.str().c_str(), phaseName.str().c_str(),
+                         kind.str().c_str(), axes.c_str(), (long long)n, size,
+                         sent, seconds, times)
+         << (cause ? cause.getValue() : StringRef("-")) << "\n";
+      for (const std::string &key :
+           {std::string("all"), "axis " + axes,
+            "phase " + phaseName.str() + " axis " + axes,
+            where.str() + " phase " + phaseName.str() + " axis " + axes}) {
+        Totals &t = totals[key];
+        t.sent += times * sent;
+        t.sentElements += times * factor * elements;
+        t.seconds += times * seconds;
+      }
+    }
+  }
+
+  void runOnOperation() override {
+    llvm::raw_ostream &os = llvm::outs();
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      os << "braid-comm-report: @" << fn.getName() << " (alpha "
+         << llvm::format("%g", alpha.getValue()) << " s, bandwidth "
+         << llvm::format("%g", bandwidth.getValue()) << " B/s)\n";
+      os << llvm::format("%-24s %-5s %-15s %-8s %4s %14s %14s %12s %6s  %s\n",
+                         "where", "phase", "collective", "axes", "n",
+                         "bytes/device", "sent/device", "time (s)", "times",
+                         "cause");
+      llvm::StringMap<Totals> totals;
+      report(fn.getBody().front(), 1.0, ("@" + fn.getName()).str(),
+             std::nullopt, os, totals);
+      SmallVector<StringRef> keys;
+      for (auto &kv : totals)
+        keys.push_back(kv.getKey());
+      llvm::sort(keys);
+      for (StringRef key : keys) {
+        const Totals &t = totals[key];
+        os << llvm::format("total %-40s sent %16.0f bytes %16.0f elements "
+                           "%12.3e s\n",
+                           key.str().c_str(), t.sent, t.sentElements,
+                           t.seconds);
+      }
+    }
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
