@@ -88,14 +88,18 @@ def _compare(braid_opt, braid_eval, tmp_path, text, passes, precision, entries=(
 
 
 @pytest.mark.parametrize("precision", ["f32", "f64"])
-@pytest.mark.parametrize("mesh", ["dp=2", "tp=2", "dp=2 tp=2", "tp=4"])
+@pytest.mark.parametrize("mesh", ["dp=2", "tp=2", "dp=2 tp=2", "tp=4", "dp=2 tp=2 sp=true"])
 @pytest.mark.parametrize("kind", MODEL_CONFIGS)
 def test_planned_partition_equals_serial(tmp_path, braid_opt, braid_eval, kind, mesh, precision):
     config = dict(MODEL_CONFIGS[kind], dtype=precision)
     parted = _compare(braid_opt, braid_eval, tmp_path, getattr(models, kind)(**config),
                       [f"--braid-shard={mesh}", "--braid-propagate-sharding"], precision)
     layer = parted.split("func.func")[0]
-    if mesh == "tp=4" and kind == "llama":
+    if "sp" in mesh:
+        # Sequence parallelism: the layer's input arrives split over tp and
+        # is gathered along the sequence before each block.
+        assert "braid.all_gather" in layer
+    elif mesh == "tp=4" and kind == "llama":
         # 2 key/value heads cannot be split 4 ways: they stay whole (gathered),
         # which costs more collectives but computes the same.
         pass
@@ -149,7 +153,7 @@ def _steps(stdout):
 
 @pytest.mark.parametrize("precision", ["f32", "f64"])
 @pytest.mark.parametrize("mesh", ["dp=2", "tp=2", "tp=4", "dp=2 tp=2", "dp=4 zero=1", "dp=4 zero=2",
-                                  "dp=4 zero=3", "dp=2 tp=2 zero=3"])
+                                  "dp=4 zero=3", "dp=2 tp=2 zero=3", "dp=2 tp=2 sp=true"])
 @pytest.mark.parametrize("kind", MODEL_CONFIGS)
 def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kind, mesh, precision):
     """3 AdamW steps (clipped) of the partitioned training step equal the serial ones:

@@ -139,6 +139,37 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
+    if (sp && tp > 1 && failed(splitSequence(module, mesh)))
+      return signalPassFailure();
+  }
+
+  /// Constrains the first argument of every layer of rank 3 (the residual
+  /// stream) to have its sequence (dimension 1) split over tp, at a
+  /// priority below the tensor-parallel splits so that they win inside the
+  /// blocks.
+  LogicalResult splitSequence(ModuleOp module, MeshOp mesh) {
+    for (auto layer : module.getOps<LayerOp>()) {
+      Block &body = layer.getBody().front();
+      if (body.getNumArguments() == 0)
+        continue;
+      BlockArgument x = body.getArgument(0);
+      auto type = dyn_cast<RankedTensorType>(x.getType());
+      if (!type || type.getRank() != 3)
+        continue;
+      if (type.getDimSize(1) % tp != 0)
+        return layer.emitOpError()
+               << "sequence length " << type.getDimSize(1)
+               << " is not divisible by tp = " << (int64_t)tp;
+      Sharding s = Sharding::replicated(3);
+      if (dp > 1 && type.getDimSize(0) % dp == 0)
+        s.dims[0] = {"dp"};
+      s.dims[1] = {"tp"};
+      OpBuilder b = OpBuilder::atBlockBegin(&body);
+      auto shard = ShardOp::create(b, layer.getLoc(), x, s.toAttr(mesh),
+                                   /*priority=*/-2);
+      x.replaceAllUsesExcept(shard.getResult(), shard);
+    }
+    return success();
   }
 };
 

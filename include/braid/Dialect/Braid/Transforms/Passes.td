@@ -229,6 +229,14 @@ def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
     - row-parallel (input dimension over `tp`): `attn.proj`, `mlp.proj`,
       `self_attn.o_proj`, `mlp.down_proj`.
 
+    With `sp`, each layer's input (the residual stream, `[batch, sequence,
+    hidden]`) is split along the sequence over `tp`, weaker than the tensor
+    parallel splits: the layer-norm and residual regions run on a share of
+    the sequence and an all_gather along the sequence precedes each block.
+    (The block's pending sum is still resolved by an all_reduce and then
+    cut locally, not yet by Megatron's reduce_scatter: propagation does not
+    yet carry the sequence split backwards through the bias add.)
+
     With `zero = 1` or `2` (ZeRO over `dp`), optimizer state (`braid.param
     ... {state}`) is split over `dp` along its first dimension that `dp`
     divides and `tp` does not split; the update then runs on each device's
@@ -252,6 +260,9 @@ def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
     Option<"tp", "tp", "int64_t", /*default=*/"1", "Tensor-parallel degree.">,
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "ZeRO stage over dp: 0 (off), 1, 2 or 3.">,
+    Option<"sp", "sp", "bool", /*default=*/"false",
+           "Sequence parallelism: split the sequence dimension of every "
+           "layer's input over tp (Korthikanti et al. 2022).">,
   ];
 }
 
