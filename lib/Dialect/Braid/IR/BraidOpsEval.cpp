@@ -270,6 +270,19 @@ LogicalResult SoftmaxOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
   return success();
 }
 
+/// The mean of the `h` values at `x` and the reciprocal of their standard
+/// deviation (biased variance, plus `eps`): layer_norm's statistics.
+static std::pair<double, double> normalizer(const double *x, int64_t h,
+                                            double eps) {
+  double mean = 0.0, var = 0.0;
+  for (int64_t i = 0; i < h; ++i)
+    mean += x[i];
+  mean /= h;
+  for (int64_t i = 0; i < h; ++i)
+    var += (x[i] - mean) * (x[i] - mean);
+  return {mean, 1.0 / std::sqrt(var / h + eps)};
+}
+
 LogicalResult LayerNormOp::evaluate(EvalContext &,
                                     ArrayRef<const Tensor *> ops,
                                     SmallVectorImpl<Tensor> &results) {
@@ -279,14 +292,7 @@ LogicalResult LayerNormOp::evaluate(EvalContext &,
   double eps = getEpsilon().convertToDouble();
   for (int64_t r = 0; r < rows; ++r) {
     const double *px = x.data() + r * h;
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < h; ++i)
-      mean += px[i];
-    mean /= h;
-    for (int64_t i = 0; i < h; ++i)
-      var += (px[i] - mean) * (px[i] - mean);
-    var /= h;
-    double inv = 1.0 / std::sqrt(var + eps);
+    auto [mean, inv] = normalizer(px, h, eps);
     for (int64_t i = 0; i < h; ++i)
       y[r * h + i] = (px[i] - mean) * inv * g[i] + b[i];
   }
@@ -620,13 +626,7 @@ LogicalResult LayerNormGradOp::evaluate(EvalContext &,
   std::vector<double> xhat(h), dxhat(h);
   for (int64_t r = 0; r < rows; ++r) {
     const double *px = x.data() + r * h, *pdy = dy.data() + r * h;
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < h; ++i)
-      mean += px[i];
-    mean /= h;
-    for (int64_t i = 0; i < h; ++i)
-      var += (px[i] - mean) * (px[i] - mean);
-    double inv = 1.0 / std::sqrt(var / h + eps);
+    auto [mean, inv] = normalizer(px, h, eps);
     double meanD = 0.0, meanDX = 0.0;
     for (int64_t i = 0; i < h; ++i) {
       xhat[i] = (px[i] - mean) * inv;

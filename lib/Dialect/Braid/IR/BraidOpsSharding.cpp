@@ -130,22 +130,31 @@ ShardingRule EmbeddingOp::getShardingRule() {
   return rule;
 }
 
-ShardingRule AttentionOp::getShardingRule() {
-  // q [B, S, Hq, D], k and v [B, T, Hkv, D]: batch and heads are parallel
-  // (query and key/value heads split together, which keeps each query
-  // head's KV head on its device when both divide); positions and the head
-  // dimension are blocked.
+/// The factors of attention over q [B, S, Hq, D] and k, v [B, T, Hkv, D]:
+/// batch and heads are parallel (query and key/value heads split together,
+/// which keeps each query head's KV head on its device when both divide);
+/// positions and the head dimension are blocked. Sets the maps of query,
+/// key and value to `qMap`, `kMap` (value as key).
+static ShardingRule attentionRule(Value query, Value key,
+                                  SmallVector<int64_t> &qMap,
+                                  SmallVector<int64_t> &kMap) {
   ShardingRule rule;
-  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
   int64_t b = rule.addFactor(q[0], Kind::Parallel);
   int64_t s = rule.addFactor(q[1], Kind::Blocked);
   int64_t t = rule.addFactor(k[1], Kind::Blocked);
   int64_t h = rule.addFactor(q[2], Kind::Parallel);
   int64_t d = rule.addFactor(q[3], Kind::Blocked);
-  rule.operands.push_back({b, s, h, d});
-  rule.operands.push_back({b, t, h, d});
-  rule.operands.push_back({b, t, h, d});
-  rule.results.push_back({b, s, h, d});
+  qMap = {b, s, h, d};
+  kMap = {b, t, h, d};
+  return rule;
+}
+
+ShardingRule AttentionOp::getShardingRule() {
+  SmallVector<int64_t> qMap, kMap;
+  ShardingRule rule = attentionRule(getQuery(), getKey(), qMap, kMap);
+  rule.operands = {qMap, kMap, kMap};
+  rule.results.push_back(qMap);
   return rule;
 }
 
@@ -311,14 +320,8 @@ ShardingRule EmbeddingGradOp::getShardingRule() {
 }
 
 ShardingRule AttentionGradOp::getShardingRule() {
-  ShardingRule rule;
-  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
-  int64_t b = rule.addFactor(q[0], Kind::Parallel);
-  int64_t s = rule.addFactor(q[1], Kind::Blocked);
-  int64_t t = rule.addFactor(k[1], Kind::Blocked);
-  int64_t h = rule.addFactor(q[2], Kind::Parallel);
-  int64_t d = rule.addFactor(q[3], Kind::Blocked);
-  SmallVector<int64_t> qMap{b, s, h, d}, kMap{b, t, h, d};
+  SmallVector<int64_t> qMap, kMap;
+  ShardingRule rule = attentionRule(getQuery(), getKey(), qMap, kMap);
   rule.operands = {qMap, kMap, kMap, qMap};
   rule.results.push_back(getOperand() == 0 ? qMap : kMap);
   return rule;
