@@ -528,17 +528,26 @@ LogicalResult BroadcastOp::evaluate(EvalContext &,
   return success();
 }
 
+/// The element strides (`stride`) and offset, in a tensor like `x`, of the
+/// slice starting at `start` with steps `steps` (1 where absent).
+static int64_t sliceView(const Tensor &x, ArrayRef<int64_t> start,
+                         std::optional<ArrayRef<int64_t>> steps,
+                         SmallVectorImpl<int64_t> &stride) {
+  SmallVector<int64_t> xs = x.strides();
+  int64_t offset = 0;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    stride.push_back(xs[d] * (steps ? (*steps)[d] : 1));
+    offset += start[d] * xs[d];
+  }
+  return offset;
+}
+
 LogicalResult SliceOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0];
   Tensor y = resultFor(getResult());
-  SmallVector<int64_t> xs = x.strides(), stride;
-  int64_t offset = 0;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    int64_t step = getStride() ? (*getStride())[d] : 1;
-    stride.push_back(xs[d] * step);
-    offset += getStart()[d] * xs[d];
-  }
+  SmallVector<int64_t> stride;
+  int64_t offset = sliceView(x, getStart(), getStride(), stride);
   forEachStrided(y.shape(), stride, offset,
                  [&](int64_t out, int64_t in) { y[out] = x[in]; });
   results.push_back(std::move(y));
@@ -803,13 +812,8 @@ LogicalResult SliceGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
   const Tensor &dy = *ops[0];
   Tensor dx = resultFor(getResult());
   std::fill_n(dx.data(), dx.numElements(), 0.0);
-  SmallVector<int64_t> xs = dx.strides(), stride;
-  int64_t offset = 0;
-  for (int64_t d = 0; d < dx.rank(); ++d) {
-    int64_t step = getStride() ? (*getStride())[d] : 1;
-    stride.push_back(xs[d] * step);
-    offset += getStart()[d] * xs[d];
-  }
+  SmallVector<int64_t> stride;
+  int64_t offset = sliceView(dx, getStart(), getStride(), stride);
   forEachStrided(dy.shape(), stride, offset,
                  [&](int64_t out, int64_t in) { dx[in] = dy[out]; });
   results.push_back(std::move(dx));
