@@ -85,13 +85,8 @@ def test_op_gradient_matches_finite_differences(tmp_path, braid_opt, braid_eval,
                 f"finite differences {numeric!r} (relative error {error:.3g})")
 
 
-B, S, V = 2, 8, 64
-MODELS = {
-    "gpt": (dict(layers=2, hidden=32, heads=4, seq=S, vocab=V, batch=B),
-            lambda w, t: ref.gpt_logits(w, t, layers=2, heads=4)),
-    "llama": (dict(layers=2, hidden=32, heads=4, kv_heads=2, seq=S, vocab=V, batch=B),
-              lambda w, t: ref.llama_logits(w, t, layers=2, heads=4, kv_heads=2)),
-}
+B, S, V = ref.SMALL_BATCH, ref.SMALL_SEQ, ref.SMALL_VOCAB
+MODELS = ref.SMALL_MODELS
 GRAD_TOLERANCE = {"f32": 1e-5, "f64": 1e-10}
 
 

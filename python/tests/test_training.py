@@ -20,13 +20,8 @@ import torch_reference as ref
 from braid import models
 from braid import safetensors as st
 
-B, S, V = 2, 8, 64
-MODELS = {
-    "gpt": (dict(layers=2, hidden=32, heads=4, seq=S, vocab=V, batch=B),
-            lambda w, t: ref.gpt_logits(w, t, layers=2, heads=4)),
-    "llama": (dict(layers=2, hidden=32, heads=4, kv_heads=2, seq=S, vocab=V, batch=B),
-              lambda w, t: ref.llama_logits(w, t, layers=2, heads=4, kv_heads=2)),
-}
+B, S, V = ref.SMALL_BATCH, ref.SMALL_SEQ, ref.SMALL_VOCAB
+MODELS = ref.SMALL_MODELS
 STEPS = 10
 ADAMW = dict(lr=0.01, min_lr=0.001, warmup=3, total=STEPS, decay="cosine", clip=0.5,
              beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1)

@@ -115,3 +115,15 @@ def mlp_logits(w: Weights, x: torch.Tensor, layers: int) -> torch.Tensor:
     for i in range(layers):
         x = torch.relu(_linear(x, w, f"layers.{i}.fc"))
     return _linear(x, w, "head")
+
+
+# Small models shared by the gradient and training tests: the braid.models
+# configuration and the matching reference logits.
+SMALL_BATCH, SMALL_SEQ, SMALL_VOCAB = 2, 8, 64
+SMALL_MODELS = {
+    "gpt": (dict(layers=2, hidden=32, heads=4, seq=SMALL_SEQ, vocab=SMALL_VOCAB, batch=SMALL_BATCH),
+            lambda w, t: gpt_logits(w, t, layers=2, heads=4)),
+    "llama": (dict(layers=2, hidden=32, heads=4, kv_heads=2, seq=SMALL_SEQ, vocab=SMALL_VOCAB,
+                   batch=SMALL_BATCH),
+              lambda w, t: llama_logits(w, t, layers=2, heads=4, kv_heads=2)),
+}
