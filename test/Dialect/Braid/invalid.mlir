@@ -888,6 +888,21 @@ func.func @bad_phase(%x: tensor<2xf32>) {
 
 // -----
 
+func.func @bad_chunk(%x: tensor<2xf32>) {
+  // expected-error@+1 {{braid.chunk must be a non-negative integer}}
+  %0 = braid.relu %x {braid.chunk = -1 : i64} : tensor<2xf32>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{braid.chunk_stages must be an array<i64> of non-negative stage numbers}}
+func.func @bad_chunk_stages(%x: tensor<2xf32>) attributes {braid.chunk_stages = [0, 1]} {
+  return
+}
+
+// -----
+
 // expected-error@+1 {{result #0: braid.instances must be array<i64: first, count> with first >= 0 and count >= 1}}
 func.func @bad_instances(%x: tensor<2xf32>) -> (tensor<2xf32> {braid.instances = array<i64: 0>}) {
   return %x : tensor<2xf32>

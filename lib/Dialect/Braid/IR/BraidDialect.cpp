@@ -33,6 +33,20 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("braid.cause must be a string");
     return success();
   }
+  if (name == "braid.chunk") {
+    auto chunk = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!chunk || chunk.getValue().isNegative())
+      return op->emitError("braid.chunk must be a non-negative integer");
+    return success();
+  }
+  if (name == "braid.chunk_stages") {
+    auto stages = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!stages || llvm::any_of(stages.asArrayRef(),
+                                [](int64_t s) { return s < 0; }))
+      return op->emitError("braid.chunk_stages must be an array<i64> of "
+                           "non-negative stage numbers");
+    return success();
+  }
   if (name == "braid.shardings") {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     SmallVector<Value> tensors;
@@ -54,7 +68,7 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitError() << "unknown braid attribute '" << name
                          << "'; known: braid.phase, braid.shardings, "
-                            "braid.cause";
+                            "braid.cause, braid.chunk, braid.chunk_stages";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

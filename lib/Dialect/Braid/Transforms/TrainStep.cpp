@@ -405,16 +405,23 @@ void TrainStepPass::runOnOperation() {
       APFloat(minLr * lrScale), warmupSteps, totalSteps);
 
   // Updates: top-level parameters here, layer parameters in a repeat over
-  // the instances of the forward pass.
-  llvm::MapVector<StringRef, SmallVector<const Gradient *>> byPrefix;
+  // the instances of the forward pass (one per repeat, since a prefix's
+  // instances may be split over several, as between pipeline chunks).
+  using RepeatKey = std::tuple<StringRef, int64_t, int64_t>;
+  llvm::MapVector<RepeatKey, SmallVector<const Gradient *>> byRepeat;
   for (const Gradient &g : grads) {
     if (g.instances)
-      byPrefix[g.prefix].push_back(&g);
+      byRepeat[{g.prefix, g.instances->first, g.instances->second}].push_back(
+          &g);
     else
       update(b, loc, g.decl, g.name, g.value, rate, step, scale);
   }
-  for (auto &[prefix, group] : byPrefix) {
-    auto [first, count] = *group.front()->instances;
+  for (auto &[key, group] : byRepeat) {
+    auto [prefix, first, count] = key;
+    std::string layerName = ("train_step." + prefix).str();
+    if (first != 0)
+      layerName += "." + std::to_string(first);
+    layerName += ".update";
     SmallVector<Type> carried{lossType, stepType, lossType};
     SmallVector<Type> layerArgs(carried);
     for (const Gradient *g : group)
@@ -423,7 +430,7 @@ void TrainStepPass::runOnOperation() {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(fn);
-      layer = LayerOp::create(b, loc, ("train_step." + prefix + ".update").str(),
+      layer = LayerOp::create(b, loc, layerName,
                               b.getFunctionType(layerArgs, carried), nullptr,
                               nullptr);
       Block *lb = b.createBlock(&layer.getBody());

@@ -297,4 +297,56 @@ def CommReportPass : Pass<"braid-comm-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def PipelineSplitPass : Pass<"braid-pipeline-split", "::mlir::ModuleOp"> {
+  let summary = "Assigns the layers of a forward function to pipeline stages "
+                "(p stages, or p*v chunks).";
+  let description = [{
+    Splits the forward function `entry` (before `braid-autodiff`) into
+    `stages * chunks` consecutive pieces ("chunks") and marks every op with
+    the chunk that runs it (`braid.chunk`). The units it places are the
+    instances of every `braid.repeat` and the runs of ops between repeats
+    (the embedding before the first, the head and loss after the last), so
+    the embedding and the LM head count like layers.
+
+    By default the split minimises the largest chunk's forward FLOPs
+    (`CostOpInterface`), with any number of layer instances per chunk, so
+    a split is uneven where that balances better. `layers=a,b,...` gives the
+    number of layer instances of each chunk instead (the ops before the
+    first layer go to chunk 0, the ops after the last to the last chunk);
+    every instance must be placed exactly once.
+
+    A repeat whose instances fall into several chunks becomes one repeat
+    per chunk (`first`/`count` keep the instance numbers, so parameter
+    names and values do not change and the function computes exactly what
+    it did). A parameter goes to the chunk of its first user; a parameter
+    used in several chunks (tied embeddings) is listed by `report` under
+    each. Chunk `c` runs on stage `c mod p` (`placement=loop`, interleaved
+    1F1B) or in a V (`placement=v`, ZB-V: chunk `c < p` on stage `c`,
+    `c >= p` on stage `2p-1-c`); the function's `braid.chunk_stages` lists
+    the stage of each chunk.
+
+    ```
+    $ braid-opt gpt.mlir --braid-pipeline-split="stages=4 report"
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "The forward function to split.">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Number of pipeline stages p.">,
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1",
+           "Model chunks per stage v (p*v pieces in all).">,
+    Option<"placement", "placement", "std::string", /*default=*/"\"loop\"",
+           "Stage of each chunk: loop (chunk c on stage c mod p) or v "
+           "(ZB-V; needs chunks=2).">,
+    ListOption<"layers", "layers", "int64_t",
+               "Layer instances per chunk, in order (default: balance "
+               "forward FLOPs).">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print each chunk's stage, layers, FLOPs and parameters.">,
+  ];
+  let dependentDialects = ["::mlir::braid::BraidDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
