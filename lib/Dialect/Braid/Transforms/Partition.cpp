@@ -32,7 +32,7 @@ struct Local {
   Value value;
   Sharding sharding;
   /// The op that produced it (for reports: a pending sum's origin).
-  StringAttr origin;
+  StringAttr origin = {};
 };
 
 class Partitioner {
@@ -118,7 +118,7 @@ Value Partitioner::reshard(OpBuilder &b, Location loc, Local v,
                                 v.origin.getValue());
   OpBuilder::Listener *previous = b.getListener();
   b.setListener(&tagger);
-  auto restore = llvm::make_scope_exit([&] { b.setListener(previous); });
+  llvm::scope_exit restore([&] { b.setListener(previous); });
   // Every consumer wanting the same layout shares one resharding (the
   // first dominates the others: ops are visited in order in one block).
   auto key = std::make_pair(v.value, to.toAttr(mesh));
