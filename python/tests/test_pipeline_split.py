@@ -105,3 +105,53 @@ def test_split_then_partitioned_trains_like_serial(tmp_path, braid_opt, braid_ev
     assert len(a) == 3 and len(b) == 3
     for x, y in zip(a, b):
         assert abs(x - y) <= 1e-5 * abs(x)
+
+
+def _grad_ops(text, name):
+    """[(results, op, operands, chunk, phase)] of the top level of @name."""
+    body = text.split(f"func.func @{name}(", 1)[1].split("\n  }\n", 1)[0]
+    ops = []
+    for line in body.splitlines()[1:]:
+        m = re.match(r"^\s*(%[\w.]+)(?::\d+)? = braid\.(\w+)(.*)$", line)
+        if not m:
+            continue
+        result, op, rest = m.groups()
+        chunk = re.search(r"braid\.chunk = (\d+)", rest)
+        phase = re.search(r'braid\.phase = "(\w)"', rest)
+        operands = {o.split("#")[0] for o in re.findall(r"%[\w.#]+", rest.split(":")[0])}
+        ops.append((result, op, operands, int(chunk.group(1)) if chunk else None, phase.group(1)))
+    return ops
+
+
+@pytest.mark.parametrize("kind,options", [("gpt", "stages=4"), ("gpt", "stages=2 chunks=2"),
+                                          ("llama", "stages=3")])
+def test_autodiff_keeps_each_chunk_on_its_stage(tmp_path, braid_opt, kind, options):
+    """After splitting, braid-autodiff gives every op of the gradient function
+    its forward op's chunk, so activations only flow down the chunks and
+    gradients only back up; the only parameter gradient that crosses chunks
+    is GPT's tied embedding, which sums the first and last chunks' parts."""
+    config = dict(GPT, layers=5)
+    if kind == "llama":
+        config["kv_heads"] = 2
+    model = tmp_path / "model.mlir"
+    model.write_text(getattr(models, kind)(**config))
+    text = braid_opt.run(model, f"--braid-pipeline-split={options}", "--braid-autodiff").stdout
+    ops = _grad_ops(text, "forward_grad")
+    assert ops and all(chunk is not None for _, _, _, chunk, _ in ops)
+    # Parameters are read where they are stored (a tied one on each of its
+    # chunks), so reads of them are not data flow between chunks.
+    producer = {result: (chunk, phase) for result, op, _, chunk, phase in ops if op != "param"}
+    tied_sums = 0
+    for result, op, operands, chunk, phase in ops:
+        for v in operands & producer.keys():
+            c, p = producer[v]
+            if p == "F":  # activations are sent down the chunks
+                assert c <= chunk, (result, v)
+            else:  # gradients are sent back up
+                assert c >= chunk, (result, v)
+            if p == "W" and c != chunk:
+                tied_sums += 1
+    assert tied_sums == (1 if kind == "gpt" else 0)
+    # Layer bodies are shared by every chunk and carry none.
+    layers = re.findall(r"braid\.layer @[\w.]+\(.*?\n  }\n", text, re.S)
+    assert layers and not any("braid.chunk" in layer for layer in layers)

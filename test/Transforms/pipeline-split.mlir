@@ -12,6 +12,7 @@
 // RUN: braid-opt %s --braid-pipeline-split="stages=2 report" -o /dev/null | FileCheck %s --check-prefix=TWO
 // RUN: braid-opt %s --braid-pipeline-split="stages=3 report" | FileCheck %s --check-prefix=THREE
 // RUN: braid-opt %s --braid-pipeline-split="stages=2 chunks=2 placement=v layers=1,2,2,1" | FileCheck %s --check-prefix=V
+// RUN: braid-opt %s --braid-pipeline-split="stages=3" --braid-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: braid-opt %s --braid-pipeline-split="stages=3" --braid-autodiff --braid-train-step | FileCheck %s --check-prefix=TRAIN
 // RUN: not braid-opt %s --braid-pipeline-split="stages=2 chunks=2 layers=0,3,0,3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOP
 
@@ -41,6 +42,21 @@
 // V: braid.repeat @block({{.*}}) {braid.chunk = 1 : i64, count = 2 : i64, first = 1 : i64, prefix = "h"}
 // V: braid.repeat @block({{.*}}) {braid.chunk = 2 : i64, count = 2 : i64, first = 3 : i64, prefix = "h"}
 // V: braid.repeat @block({{.*}}) {braid.chunk = 3 : i64, count = 1 : i64, first = 5 : i64, prefix = "h"}
+
+// braid-autodiff gives each op of the gradient function its forward op's
+// chunk: B and W of the head on chunk 2, of h.3-5 on chunk 1, and so on.
+// Layer bodies are shared by the chunks and carry none.
+// GRAD: braid.layer @block.F
+// GRAD-NOT: braid.chunk
+// GRAD: func.func @forward(
+// GRAD-LABEL: func.func @forward_grad
+// GRAD: braid.cross_entropy_grad {{.*}}braid.chunk = 2 : i64, braid.phase = "B"
+// GRAD: braid.matmul {{.*}}braid.chunk = 2 : i64, braid.phase = "W"
+// GRAD: braid.repeat @block.B({{.*}}) {braid.chunk = 1 : i64, braid.phase = "B", {{.*}}first = 3 : i64
+// GRAD: braid.repeat @block.W({{.*}}) {braid.chunk = 1 : i64, braid.phase = "W", {{.*}}first = 3 : i64
+// GRAD: braid.repeat @block.B({{.*}}) {braid.chunk = 0 : i64, braid.phase = "B"
+// GRAD: braid.repeat @block.W({{.*}}) {braid.chunk = 0 : i64, braid.phase = "W"
+// GRAD: braid.matmul {{.*}}braid.chunk = 0 : i64, braid.phase = "W"
 
 // The training step updates each chunk's instances with their own repeat.
 // TRAIN-DAG: braid.layer @train_step.h.update(

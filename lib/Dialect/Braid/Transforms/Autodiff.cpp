@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -33,15 +34,27 @@ using namespace mlir::braid;
 
 namespace {
 
-/// Tags every op the builder creates with the current phase.
+constexpr StringLiteral kChunkAttrName = "braid.chunk";
+
+/// Tags every op the builder creates with the current phase and, in a
+/// function split by braid-pipeline-split, with the pipeline chunk of the
+/// forward op it belongs to (so a stage's B and W stay on its stage).
 struct PhaseTagger : public OpBuilder::Listener {
   Phase phase = Phase::F;
+  IntegerAttr chunk;
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint) override {
-    if (!isa<FunctionOpInterface>(op))
-      setPhase(op, phase);
+    if (isa<FunctionOpInterface>(op))
+      return;
+    setPhase(op, phase);
+    if (chunk)
+      op->setAttr(kChunkAttrName, chunk);
   }
 };
+
+IntegerAttr chunkOf(Operation *op) {
+  return op ? op->getAttrOfType<IntegerAttr>(kChunkAttrName) : IntegerAttr();
+}
 
 bool isFloatTensor(Type t) {
   return isa<FloatType>(getElementTypeOrSelf(t));
@@ -152,6 +165,7 @@ void Differentiator::analyse(Block &src, ArrayRef<bool> wrt) {
 LogicalResult Differentiator::cloneForward(Block &src, IRMapping &mapping) {
   tagger.phase = Phase::F;
   for (Operation &op : src.without_terminator()) {
+    tagger.chunk = chunkOf(&op);
     auto repeat = dyn_cast<RepeatOp>(op);
     if (!repeat) {
       b.clone(op, mapping);
@@ -167,6 +181,7 @@ LogicalResult Differentiator::cloneForward(Block &src, IRMapping &mapping) {
       return failure();
     LayerOp f = (*lg)->f;
     tagger.phase = Phase::F;
+    tagger.chunk = chunkOf(repeat);
     SmallVector<Value> operands;
     for (Value v : repeat.getInputs())
       operands.push_back(mapping.lookup(v));
@@ -215,6 +230,7 @@ LogicalResult Differentiator::sweep(Block &src, IRMapping &mapping) {
     if (llvm::none_of(op.getResults(),
                       [&](Value r) { return grads.count(r); }))
       continue;
+    tagger.chunk = chunkOf(&op);
     if (auto param = dyn_cast<ParamOp>(op)) {
       Value g = grads.lookup(param.getResult());
       auto [it, inserted] = paramGrads.insert({param.getName(), g});
@@ -270,6 +286,7 @@ LogicalResult Differentiator::sweepRepeat(RepeatOp repeat, IRMapping &mapping) {
 
   // B, last instance first: result gradients in, input gradients out.
   tagger.phase = Phase::B;
+  tagger.chunk = chunkOf(repeat);
   SmallVector<Value> operands;
   for (Value r : repeat.getResults()) {
     Value g = grads.lookup(r);
@@ -349,8 +366,12 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
       return layer.emitOpError("can only be differentiated when every "
                                "value it carries is floating-point");
 
-  // A scratch layer holds the combined F/B/W computation.
+  // A scratch layer holds the combined F/B/W computation. Layers are
+  // shared by every chunk, so their ops carry none.
   OpBuilder::InsertionGuard guard(b);
+  IntegerAttr callerChunk = tagger.chunk;
+  tagger.chunk = {};
+  llvm::scope_exit restoreChunk([&] { tagger.chunk = callerChunk; });
   b.setInsertionPointToEnd(module.getBody());
   SmallVector<Type> scratchArgs(layer.getArgumentTypes());
   scratchArgs.append(layer.getResultTypes().begin(),
@@ -588,6 +609,7 @@ struct AutodiffPass : public braid::impl::AutodiffPassBase<AutodiffPass> {
     }
     // d loss / d loss = 1 starts the backward pass.
     tagger.phase = Phase::B;
+    tagger.chunk = chunkOf(src.getTerminator()->getOperand(0).getDefiningOp());
     SmallVector<Value> seeds(src.getTerminator()->getNumOperands());
     seeds[0] = ConstantOp::create(
         b, fn.getLoc(), lossType,

@@ -29,6 +29,10 @@ def AutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
     only ops marked `SelectivelyRecomputed` (the attention core) are re-run.
     The gradients are the same; the saved activations are smaller.
 
+    In a function split by `braid-pipeline-split`, every new op carries the
+    `braid.chunk` of the forward op it differentiates, so each chunk's B and
+    W stay with its F.
+
     Gradient results carry `braid.gradient_of`: the parameter's full name,
     or for a layer parameter a pattern such as `h.{}.fc.weight` whose `{}`
     is the instance; such results are stacked over the instances listed in
