@@ -4,6 +4,7 @@
 
 #include "braid/rt/init.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallSet.h"
@@ -225,6 +226,26 @@ LogicalResult Evaluator::callLayer(LayerOp layer, StringRef instancePrefix,
   return evaluateBlock(layer.getBody().front(), args, results);
 }
 
+LogicalResult Evaluator::evaluateOp(Operation &op,
+                                    ArrayRef<const Tensor *> operands,
+                                    SmallVectorImpl<Tensor> &results) {
+  // Calls of outlined pieces (per-chunk programs) run the callee's body.
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (!callee || callee.isExternal())
+      return call.emitOpError()
+             << "calls @" << call.getCallee()
+             << ", which has no body for braid-eval to run";
+    return evaluateBlock(callee.getBody().front(), operands, results);
+  }
+  auto evaluable = dyn_cast<EvalOpInterface>(op);
+  if (!evaluable)
+    return op.emitOpError("has no reference semantics (EvalOpInterface), "
+                          "so braid-eval cannot run it");
+  return evaluable.evaluate(*this, operands, results);
+}
+
 LogicalResult Evaluator::evaluateBlock(Block &block,
                                        ArrayRef<const Tensor *> args,
                                        SmallVectorImpl<Tensor> &results) {
@@ -244,12 +265,8 @@ LogicalResult Evaluator::evaluateBlock(Block &block,
         results.push_back(*t);
       return success();
     }
-    auto evaluable = dyn_cast<EvalOpInterface>(op);
-    if (!evaluable)
-      return op.emitOpError("has no reference semantics (EvalOpInterface), "
-                            "so braid-eval cannot run it");
     SmallVector<Tensor> outs;
-    if (failed(evaluable.evaluate(*this, operands, outs)))
+    if (failed(evaluateOp(op, operands, outs)))
       return failure();
     if (outs.size() != op.getNumResults())
       return op.emitOpError() << "evaluation produced " << outs.size()

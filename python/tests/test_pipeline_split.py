@@ -62,18 +62,27 @@ def _steps(stdout):
     return [float(line.split()[3]) for line in stdout.splitlines() if line.startswith("step ")]
 
 
+@pytest.mark.parametrize("outline", [False, True], ids=["split", "outlined"])
 @pytest.mark.parametrize("layers,options", [
     (4, "stages=2"), (4, "stages=4"), (8, "stages=4 chunks=2"),
     (8, "stages=2 chunks=2 placement=v"), (7, "stages=4 layers=1,2,2,2"),
 ])
-def test_split_trains_like_serial(tmp_path, braid_opt, braid_eval, layers, options):
+def test_split_trains_like_serial(tmp_path, braid_opt, braid_eval, layers, options, outline):
+    """Split (and, with braid-pipeline-outline, cut into per-chunk F, B and W
+    functions called in dependence order), the training step trains like
+    the serial one."""
     model = tmp_path / "model.mlir"
     model.write_text(models.gpt(layers=layers, **GPT))
     step = "--braid-train-step=lr=0.01 clip-norm=1.0 warmup-steps=1 total-steps=3 decay=cosine"
+    split = [f"--braid-pipeline-split={options}", "--braid-autodiff"]
+    if outline:
+        split.append("--braid-pipeline-outline")
     runs = {}
-    for name, split in [("serial", []), ("split", [f"--braid-pipeline-split={options}"])]:
+    for name, passes in [("serial", ["--braid-autodiff"]), ("split", split)]:
         train = tmp_path / f"{name}.mlir"
-        train.write_text(braid_opt.run(model, *split, "--braid-autodiff", step).stdout)
+        train.write_text(braid_opt.run(model, *passes, step).stdout)
+        if name == "split" and outline:
+            assert "call @forward_grad.c0.F(" in train.read_text()
         out = braid_eval.run(train, "--steps", 3, "--seed", 2, "--save-weights", tmp_path / f"{name}.st").stdout
         runs[name] = (_steps(out), {k: st.to_numpy(t) for k, t in st.load(tmp_path / f"{name}.st").items()})
     (a_loss, a), (b_loss, b) = runs["serial"], runs["split"]

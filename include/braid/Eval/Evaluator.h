@@ -150,6 +150,9 @@ private:
   DType dtypeFor(RankedTensorType type) const;
   LogicalResult evaluateBlock(Block &block, ArrayRef<const Tensor *> args,
                               SmallVectorImpl<Tensor> &results);
+  /// One op: its EvalOpInterface, or for func.call the callee's body.
+  LogicalResult evaluateOp(Operation &op, ArrayRef<const Tensor *> operands,
+                           SmallVectorImpl<Tensor> &results);
 
   ModuleOp module;
   EvalOptions options;

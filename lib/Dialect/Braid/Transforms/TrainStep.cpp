@@ -241,25 +241,36 @@ TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
 }
 
 ParamOp TrainStepPass::findDeclaration(func::FuncOp grad, const Gradient &g) {
-  ParamOp found;
-  if (!g.instances) {
-    grad.walk([&](ParamOp p) {
-      if (!found && p.getName() == g.name)
-        found = p;
-    });
-    return found;
-  }
-  // The layer of a repeat with this prefix declares it under its local name.
-  grad.walk([&](RepeatOp r) {
-    if (found || r.getPrefix() != g.prefix)
-      return;
-    auto layer =
-        SymbolTable::lookupNearestSymbolFrom<LayerOp>(r, r.getLayerAttr());
-    layer.walk([&](ParamOp p) {
-      if (!found && p.getName() == g.local)
-        found = p;
-    });
+  // The gradient function, and the pieces it calls once outlined per
+  // pipeline chunk.
+  SmallVector<func::FuncOp> scopes{grad};
+  grad.walk([&](func::CallOp call) {
+    if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr()))
+      scopes.push_back(callee);
   });
+  ParamOp found;
+  for (func::FuncOp scope : scopes) {
+    if (!g.instances) {
+      scope.walk([&](ParamOp p) {
+        if (!found && p.getName() == g.name)
+          found = p;
+      });
+      continue;
+    }
+    // The layer of a repeat with this prefix declares it under its local
+    // name.
+    scope.walk([&](RepeatOp r) {
+      if (found || r.getPrefix() != g.prefix)
+        return;
+      auto layer =
+          SymbolTable::lookupNearestSymbolFrom<LayerOp>(r, r.getLayerAttr());
+      layer.walk([&](ParamOp p) {
+        if (!found && p.getName() == g.local)
+          found = p;
+      });
+    });
+  }
   return found;
 }
 

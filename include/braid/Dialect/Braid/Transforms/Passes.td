@@ -353,4 +353,36 @@ def PipelineSplitPass : Pass<"braid-pipeline-split", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def PipelineOutlinePass : Pass<"braid-pipeline-outline", "::mlir::ModuleOp"> {
+  let summary = "Cuts a chunk-split gradient function into one function per "
+                "chunk and phase (F, B, W).";
+  let description = [{
+    For `@<entry>_grad` made by `braid-autodiff` from a function split by
+    `braid-pipeline-split` (so every op carries `braid.chunk` and
+    `braid.phase`), moves the ops of each (chunk, phase) pair, in program
+    order, into a function `@<entry>_grad.c<k>.<F|B|W>` that carries the
+    pair as `braid.chunk` / `braid.phase`. Its arguments are the values it
+    needs from other pieces (or the batch); its results are the values
+    other pieces (or the gradient function's results) need. These are the
+    per-chunk programs a pipeline schedule runs, and their arguments and
+    results are exactly what stages send and receive. Parameters are read
+    in every piece that uses them, never passed.
+
+    `@<entry>_grad` keeps its signature and becomes a driver that calls the
+    pieces in dependence order (ties in program order), so it computes
+    exactly what it did; a dependence cycle between pieces is an error.
+
+    ```
+    $ braid-opt gpt.mlir --braid-pipeline-split=stages=4 --braid-autodiff \
+        --braid-pipeline-outline
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "The differentiated function (outlines @<entry>_grad).">,
+  ];
+  let dependentDialects = ["::mlir::braid::BraidDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

@@ -1,0 +1,193 @@
+//===- PipelineOutline.cpp - One function per chunk and phase --------------===//
+//
+// Cuts a chunk-split gradient function into the per-chunk F, B and W programs
+// a pipeline schedule runs; their arguments and results are what stages
+// send and receive.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_PIPELINEOUTLINEPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+using PieceKey = std::pair<int64_t, int>;
+
+struct Piece {
+  int64_t chunk;
+  Phase phase;
+  SmallVector<Operation *> ops;
+  llvm::SetVector<Value> inputs, outputs;
+  llvm::SetVector<ParamOp> params;
+  llvm::SetVector<unsigned> deps;
+};
+
+struct PipelineOutlinePass
+    : public braid::impl::PipelineOutlinePassBase<PipelineOutlinePass> {
+  using PipelineOutlinePassBase::PipelineOutlinePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string gradName = entry + "_grad";
+    auto grad = module.lookupSymbol<func::FuncOp>(gradName);
+    if (!grad) {
+      module.emitError() << "braid-pipeline-outline: no function @"
+                         << gradName << "; run braid-autodiff (entry="
+                         << entry << ") first";
+      return signalPassFailure();
+    }
+    Block &body = grad.getBody().front();
+
+    // Pieces in order of their first op; parameters are read where used.
+    llvm::MapVector<PieceKey, unsigned> index;
+    SmallVector<Piece> pieces;
+    DenseMap<Operation *, unsigned> pieceOf;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<ParamOp>(op))
+        continue;
+      auto chunk = op.getAttrOfType<IntegerAttr>("braid.chunk");
+      std::optional<Phase> phase = getPhase(&op);
+      if (!chunk || !phase) {
+        op.emitOpError() << "has no braid.chunk and braid.phase; run "
+                            "braid-pipeline-split before braid-autodiff";
+        return signalPassFailure();
+      }
+      PieceKey key{chunk.getInt(), (int)*phase};
+      auto [it, inserted] = index.insert({key, pieces.size()});
+      if (inserted)
+        pieces.push_back({chunk.getInt(), *phase, {}, {}, {}, {}, {}});
+      pieces[it->second].ops.push_back(&op);
+      pieceOf[&op] = it->second;
+    }
+
+    // What each piece takes and gives.
+    for (auto [i, piece] : llvm::enumerate(pieces))
+      for (Operation *op : piece.ops)
+        for (Value v : op->getOperands()) {
+          Operation *def = v.getDefiningOp();
+          if (auto param = dyn_cast_or_null<ParamOp>(def)) {
+            piece.params.insert(param);
+            continue;
+          }
+          auto it = def ? pieceOf.find(def) : pieceOf.end();
+          if (it != pieceOf.end() && it->second == i)
+            continue;
+          piece.inputs.insert(v);
+          if (it != pieceOf.end()) {
+            piece.deps.insert(it->second);
+            pieces[it->second].outputs.insert(v);
+          }
+        }
+    for (Value v : body.getTerminator()->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (auto it = pieceOf.find(def); it != pieceOf.end())
+          pieces[it->second].outputs.insert(v);
+
+    // Dependence order; ties go to the piece whose first op comes first.
+    SmallVector<unsigned> order;
+    SmallVector<bool> done(pieces.size(), false);
+    while (order.size() < pieces.size()) {
+      bool progress = false;
+      for (unsigned i = 0; i < pieces.size(); ++i) {
+        if (done[i] ||
+            llvm::any_of(pieces[i].deps, [&](unsigned d) { return !done[d]; }))
+          continue;
+        order.push_back(i);
+        done[i] = true;
+        progress = true;
+        break;
+      }
+      if (!progress) {
+        InFlightDiagnostic diag = grad.emitError()
+                                  << "braid-pipeline-outline: the pieces of @"
+                                  << gradName << " depend on each other in a "
+                                                 "cycle:";
+        for (unsigned i = 0; i < pieces.size(); ++i)
+          if (!done[i])
+            diag << " c" << pieces[i].chunk << "."
+                 << stringifyPhase(pieces[i].phase);
+        return signalPassFailure();
+      }
+    }
+
+    // The pieces as functions, after the gradient function.
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(grad);
+    SmallVector<func::FuncOp> functions(pieces.size());
+    for (unsigned i : order) {
+      Piece &piece = pieces[i];
+      SmallVector<Type> argTypes, resultTypes;
+      for (Value v : piece.inputs)
+        argTypes.push_back(v.getType());
+      for (Value v : piece.outputs)
+        resultTypes.push_back(v.getType());
+      std::string name = gradName + ".c" + std::to_string(piece.chunk) + "." +
+                         stringifyPhase(piece.phase).str();
+      auto fn = func::FuncOp::create(b, grad.getLoc(), name,
+                                     b.getFunctionType(argTypes, resultTypes));
+      fn->setAttr("braid.chunk", b.getI64IntegerAttr(piece.chunk));
+      setPhase(fn, piece.phase);
+      Block *entryBlock = fn.addEntryBlock();
+      OpBuilder inner = OpBuilder::atBlockEnd(entryBlock);
+      IRMapping mapping;
+      for (auto [v, arg] : llvm::zip(piece.inputs, entryBlock->getArguments()))
+        mapping.map(v, arg);
+      for (ParamOp param : piece.params) {
+        Operation *copy = inner.clone(*param, mapping);
+        copy->setAttr("braid.chunk", b.getI64IntegerAttr(piece.chunk));
+      }
+      for (Operation *op : piece.ops)
+        inner.clone(*op, mapping);
+      SmallVector<Value> results;
+      for (Value v : piece.outputs)
+        results.push_back(mapping.lookup(v));
+      func::ReturnOp::create(inner, grad.getLoc(), results);
+      functions[i] = fn;
+      b.setInsertionPointAfter(fn);
+    }
+
+    // The driver: calls in order, then the old ops go.
+    Operation *terminator = body.getTerminator();
+    b.setInsertionPoint(terminator);
+    IRMapping mapping;
+    for (unsigned i : order) {
+      SmallVector<Value> operands;
+      for (Value v : pieces[i].inputs)
+        operands.push_back(mapping.lookupOrDefault(v));
+      auto call = func::CallOp::create(b, grad.getLoc(), functions[i],
+                                       operands);
+      for (auto [v, r] : llvm::zip(pieces[i].outputs, call.getResults()))
+        mapping.map(v, r);
+    }
+    for (OpOperand &operand : terminator->getOpOperands())
+      operand.set(mapping.lookupOrDefault(operand.get()));
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(body.getOperations()))) {
+      if (&op == terminator || isa<func::CallOp>(op) ||
+          (isa<ParamOp>(op) && !op.use_empty()))
+        continue;
+      if (!op.use_empty()) {
+        op.emitOpError("is still used after outlining (pass bug)");
+        return signalPassFailure();
+      }
+      op.erase();
+    }
+  }
+};
+
+} // namespace
