@@ -111,3 +111,12 @@
 // TIED: tied.mlir:3:8: note: first declaration
 // RUN: braid-eval %S/Inputs/tied.mlir --entry tied | FileCheck %s --check-prefix=SAMEW
 // SAMEW: result 1: tensor<4xf32> sum = 0 l2 = 0
+//
+// Calls (of per-chunk pieces) run the callee; a call with nothing to run is
+// an error.
+// RUN: %PYTHON %S/Inputs/make_safetensors.py %t/x.st x:F32:2:1.5
+// RUN: braid-eval %S/Inputs/call.mlir --inputs %t/x.st --dump | FileCheck %s --check-prefix=CALL
+// CALL: result 0: tensor<2xf32> sum = 12
+// CALL-NEXT: 6 6
+// RUN: not braid-eval %S/Inputs/call.mlir --entry bad --inputs %t/x.st 2>&1 | FileCheck %s --check-prefix=EXTERNAL
+// EXTERNAL: call.mlir:15:8: error: 'func.call' op calls @external, which has no body for braid-eval to run
