@@ -47,6 +47,22 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                            "non-negative stage numbers");
     return success();
   }
+  if (name == "braid.schedule") {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto ranks = dict ? dict.getAs<ArrayAttr>("ranks") : ArrayAttr();
+    if (!dict || !dict.getAs<StringAttr>("name") ||
+        !dict.getAs<IntegerAttr>("microbatches") || !ranks ||
+        llvm::any_of(ranks, [](Attribute rank) {
+          auto actions = dyn_cast<ArrayAttr>(rank);
+          return !actions || llvm::any_of(actions, [](Attribute a) {
+            return !isa<StringAttr>(a);
+          });
+        }))
+      return op->emitError("braid.schedule must be {name = \"...\", "
+                           "microbatches = N, ranks = [[\"action\", ...], "
+                           "...]}");
+    return success();
+  }
   if (name == "braid.shardings") {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     SmallVector<Value> tensors;
@@ -68,7 +84,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitError() << "unknown braid attribute '" << name
                          << "'; known: braid.phase, braid.shardings, "
-                            "braid.cause, braid.chunk, braid.chunk_stages";
+                            "braid.cause, braid.chunk, braid.chunk_stages, "
+                            "braid.schedule";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

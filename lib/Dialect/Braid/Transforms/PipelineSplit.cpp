@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/CostUtils.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,21 +37,6 @@ struct Unit {
   SmallVector<Operation *> ops;
   double flops = 0;
 };
-
-double forwardFlops(Operation *op) {
-  if (auto repeat = dyn_cast<RepeatOp>(op)) {
-    auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
-        repeat, repeat.getLayerAttr());
-    double sum = 0;
-    if (layer)
-      for (Operation &inner : layer.getBody().front())
-        sum += forwardFlops(&inner);
-    return sum * repeat.getCount();
-  }
-  if (auto c = dyn_cast<CostOpInterface>(op))
-    return c.getFlops();
-  return 0;
-}
 
 /// Splits `costs` into `k` non-empty consecutive groups minimising the
 /// largest group's sum; returns the group of each element.
@@ -132,7 +118,7 @@ struct PipelineSplitPass
         }
         int64_t count = repeat.getCount();
         int64_t first = repeat.getFirst();
-        double each = forwardFlops(repeat) / std::max<int64_t>(count, 1);
+        double each = getTotalFlops(repeat) / std::max<int64_t>(count, 1);
         for (int64_t i = 0; i < count; ++i)
           units.push_back({repeat, first + i, {}, each});
         instances += count;
@@ -141,7 +127,7 @@ struct PipelineSplitPass
       if (units.empty() || units.back().repeat)
         units.push_back({});
       units.back().ops.push_back(&op);
-      units.back().flops += forwardFlops(&op);
+      units.back().flops += getTotalFlops(&op);
     }
     int64_t n = units.size();
 

@@ -385,4 +385,45 @@ def PipelineOutlinePass : Pass<"braid-pipeline-outline", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def PipelineSchedulePass : Pass<"braid-pipeline-schedule", "::mlir::ModuleOp"> {
+  let summary = "Attaches a verified pipeline schedule, timed by each "
+                "piece's FLOPs, to an outlined gradient function.";
+  let description = [{
+    For `@<entry>_grad` cut by `braid-pipeline-outline`, generates the
+    schedule `schedule` for the stages and chunks that `braid-pipeline-split`
+    chose (`braid.chunk_stages` on `@<entry>`) and `microbatches`
+    micro-batches, with the times of F, B and W of every chunk taken from
+    the FLOPs of its pieces (`CostOpInterface`; relative times, so the
+    automatic scheduler sees uneven stages such as the LM head's). The
+    schedule, with its sends and receives, is verified (dependences,
+    matched point-to-point transfers, no deadlock, memory within
+    `mem-limit` for `auto`) and attached to `@<entry>_grad` as
+    `braid.schedule = {name, microbatches, ranks = [[actions of rank 0],
+    ...]}`. With `report`, prints each rank's actions and the simulated
+    bubble rate.
+
+    The schedule must fit the split: `interleaved-1f1b` needs `chunks >= 2`
+    in a loop, `zb-v` two chunks in a V, the others one chunk per stage.
+
+    ```
+    $ braid-opt gpt.mlir --braid-pipeline-split=stages=4 --braid-autodiff \
+        --braid-pipeline-outline \
+        --braid-pipeline-schedule="schedule=zb-h1 microbatches=8 report"
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "The split forward function (schedules @<entry>_grad).">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2, zb-v or auto.">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
+           "Micro-batches per step m (default: the number of stages).">,
+    Option<"memLimit", "mem-limit", "double", /*default=*/"0.0",
+           "auto only: peak activation memory per rank in micro-batches "
+           "(default: p).">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print the schedule and its simulated bubble rate.">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
