@@ -22,6 +22,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <cmath>
+#include <map>
 #include <thread>
 
 using namespace mlir;
@@ -76,6 +77,13 @@ static cl::opt<std::string> meshName(
              "(braid.block_of) get their blocks, collectives exchange data, "
              "and results are assembled into whole tensors"),
     cl::value_desc("name"), cl::cat(category));
+static cl::opt<bool> pipeline(
+    "pipeline",
+    cl::desc("Run an outlined gradient function on simulated pipeline ranks "
+             "in the order of its braid.schedule, over the schedule's "
+             "micro-batches (micro-batch i draws its inputs with seed + i); "
+             "prints the mean of the results over micro-batches"),
+    cl::init(false), cl::cat(category));
 static cl::opt<unsigned> steps(
     "steps",
     cl::desc("Train: run the entry (default train_step) N times, feeding "
@@ -323,6 +331,268 @@ private:
   std::vector<std::unique_ptr<Evaluator>> devices;
 };
 
+/// Runs an outlined gradient function (braid-pipeline-outline) that carries
+/// a schedule (braid-pipeline-schedule) for m micro-batches on simulated
+/// ranks, each executing its actions in schedule order with values of its
+/// own: a piece may only use what its rank computed or received. Ranks take
+/// turns; a rank waits at a recv until the matching send has run. Results
+/// are the mean over micro-batches (micro-batch i draws its inputs with
+/// seed + i), as gradient accumulation computes them. Parameter gradients
+/// that cross ranks (a tied embedding's sum) are read once produced, as
+/// the step-end reduction of a real pipeline would provide them.
+class PipelineRunner : public Runner {
+public:
+  PipelineRunner(ModuleOp module, Evaluator &evaluator, EvalOptions options)
+      : module(module), evaluator(evaluator), options(options) {}
+
+  LogicalResult call(FunctionOpInterface fnOp, const TensorMap &given,
+                     SmallVectorImpl<Tensor> &results,
+                     bool checkWeights) override {
+    auto fn = cast<func::FuncOp>(fnOp.getOperation());
+    auto schedule = fn->getAttrOfType<DictionaryAttr>("braid.schedule");
+    if (!schedule)
+      return fn.emitError() << "--pipeline needs braid.schedule on @"
+                            << fn.getName()
+                            << " (run braid-pipeline-outline and "
+                               "braid-pipeline-schedule)";
+    if (!given.empty())
+      return fn.emitError() << "--pipeline draws micro-batch i's inputs "
+                               "with seed + i; --inputs is not supported";
+    int64_t m = schedule.getAs<IntegerAttr>("microbatches").getInt();
+    auto ranks = schedule.getAs<ArrayAttr>("ranks");
+    int numRanks = ranks.size();
+
+    // The driver: which call computes each piece, and each value's piece.
+    Block &body = fn.getBody().front();
+    std::map<std::pair<int64_t, char>, func::CallOp> piece;
+    DenseMap<Value, std::pair<int64_t, char>> producer;
+    DenseMap<Operation *, std::pair<int64_t, char>> callKey;
+    for (Operation &op : body.without_terminator()) {
+      auto call = dyn_cast<func::CallOp>(op);
+      auto callee = call ? module.lookupSymbol<func::FuncOp>(call.getCallee())
+                         : func::FuncOp();
+      auto chunk =
+          callee ? callee->getAttrOfType<IntegerAttr>("braid.chunk") : nullptr;
+      auto phase =
+          callee ? callee->getAttrOfType<StringAttr>("braid.phase") : nullptr;
+      if (!chunk || !phase)
+        return op.emitOpError("is not a call of an outlined piece; --pipeline "
+                              "runs functions made by braid-pipeline-outline");
+      std::pair<int64_t, char> key{chunk.getInt(), phase.getValue()[0]};
+      piece[key] = call;
+      callKey[call] = key;
+      for (Value r : call.getResults())
+        producer[r] = key;
+    }
+    auto forward = module.lookupSymbol<func::FuncOp>(
+        fn.getName().drop_back(StringRef("_grad").size()));
+    auto stages = forward ? forward->getAttrOfType<DenseI64ArrayAttr>(
+                                "braid.chunk_stages")
+                          : nullptr;
+    if (!stages)
+      return fn.emitError("--pipeline: no braid.chunk_stages on the forward "
+                          "function");
+    // Rank r's local chunk j is its j-th model chunk.
+    std::vector<std::vector<int64_t>> localChunks(numRanks);
+    for (auto [c, r] : llvm::enumerate(stages.asArrayRef()))
+      localChunks[r].push_back(c);
+    auto rankOf = [&](int64_t chunk) { return stages[chunk]; };
+
+    // Inputs per micro-batch.
+    std::vector<SmallVector<Tensor>> inputs;
+    for (int64_t i = 0; i < m; ++i) {
+      EvalOptions o = options;
+      o.seed = options.seed + i;
+      Evaluator maker(module, o);
+      FailureOr<SmallVector<Tensor>> in = maker.makeInputs(fn, {});
+      if (failed(in))
+        return failure();
+      inputs.push_back(std::move(*in));
+    }
+
+    // (micro-batch, value)
+    using Key = std::pair<int64_t, const void *>;
+    auto key = [](int64_t mb, Value v) {
+      return Key{mb, v.getAsOpaquePointer()};
+    };
+    std::vector<std::map<Key, Tensor>> store(numRanks);
+    std::map<Key, Tensor> weightGrads;
+    // In flight: (from, to, payload, micro-batch, model chunk) -> values.
+    std::map<std::tuple<int, int, std::string, int64_t, int64_t>,
+             std::vector<std::pair<Value, Tensor>>>
+        wire;
+    auto lookup = [&](int rank, int64_t mb, Value v,
+                      bool &ready) -> const Tensor * {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return &inputs[mb][arg.getArgNumber()];
+      if (producer.lookup(v).second == 'W') {
+        auto it = weightGrads.find(key(mb, v));
+        ready = it != weightGrads.end();
+        return ready ? &it->second : nullptr;
+      }
+      auto it = store[rank].find(key(mb, v));
+      return it == store[rank].end() ? nullptr : &it->second;
+    };
+    // Runs piece (chunk, phase) of `mb` on `rank`; false if it must wait.
+    auto compute = [&](int rank, int64_t mb, int64_t chunk, char phase,
+                       bool &ok) -> bool {
+      auto it = piece.find({chunk, phase});
+      if (it == piece.end())
+        return true; // nothing of this phase in this chunk
+      func::CallOp call = it->second;
+      SmallVector<Tensor> args;
+      for (Value v : call.getOperands()) {
+        bool ready = true;
+        const Tensor *t = lookup(rank, mb, v, ready);
+        if (!ready)
+          return false;
+        if (!t) {
+          call.emitOpError() << "--pipeline: rank " << rank << " runs "
+                             << phase << mb << " of chunk " << chunk
+                             << " without an input it neither computed nor "
+                                "received (the schedule misses a transfer)";
+          ok = false;
+          return true;
+        }
+        args.push_back(*t);
+      }
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      FailureOr<SmallVector<Tensor>> out = evaluator.run(callee, args);
+      if (failed(out)) {
+        ok = false;
+        return true;
+      }
+      for (auto [r, t] : llvm::zip(call.getResults(), *out))
+        (phase == 'W' ? weightGrads : store[rank])[key(mb, r)] = t;
+      return true;
+    };
+
+    std::vector<size_t> next(numRanks, 0);
+    bool ok = true;
+    for (;;) {
+      bool progress = false, finished = true;
+      for (int r = 0; r < numRanks && ok; ++r) {
+        auto actions = cast<ArrayAttr>(ranks[r]);
+        while (ok && next[r] < actions.size()) {
+          StringRef text = cast<StringAttr>(actions[next[r]]).getValue();
+          SmallVector<StringRef> words;
+          text.split(words, ' ');
+          bool done = true;
+          auto parseMbChunk = [&](StringRef s, int64_t &mb, int64_t &local) {
+            auto [a, b] = s.split('.');
+            return !a.getAsInteger(10, mb) && !b.getAsInteger(10, local);
+          };
+          int64_t mb = 0, local = 0;
+          // "send activation 3.0 to rank 1", "recv gradient 3.1 from rank 0"
+          if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
+            int peer = 0;
+            if (!parseMbChunk(words[2], mb, local) ||
+                words[5].getAsInteger(10, peer))
+              return fn.emitError() << "--pipeline: bad action '" << text
+                                    << "'";
+            int64_t chunk = localChunks[r][local];
+            char phase = words[1] == "activation" ? 'F' : 'B';
+            if (words[0] == "send") {
+              // Everything of this piece that a chunk on `peer` uses.
+              std::vector<std::pair<Value, Tensor>> payload;
+              auto it = piece.find({chunk, phase});
+              if (it != piece.end())
+                for (Value v : it->second.getResults()) {
+                  bool needed = llvm::any_of(v.getUsers(), [&](Operation *u) {
+                    auto user = callKey.find(u);
+                    return user != callKey.end() &&
+                           rankOf(user->second.first) == peer;
+                  });
+                  auto found = store[r].find(key(mb, v));
+                  if (needed && found != store[r].end())
+                    payload.push_back({v, found->second});
+                }
+              wire[{r, peer, words[1].str(), mb, chunk}] = std::move(payload);
+            } else {
+              // The sender names its own chunk: the neighbour of ours.
+              int64_t from = phase == 'F' ? chunk - 1 : chunk + 1;
+              auto it = wire.find({peer, r, words[1].str(), mb, from});
+              if (it == wire.end()) {
+                done = false;
+              } else {
+                for (auto &[v, t] : it->second)
+                  store[r][key(mb, v)] = t;
+                wire.erase(it);
+              }
+            }
+          } else {
+            StringRef kind = text.take_while([](char c) { return isalpha(c); });
+            if (!parseMbChunk(text.drop_front(kind.size()), mb, local) ||
+                !llvm::is_contained({"F", "B", "W", "BW"}, kind))
+              return fn.emitError() << "--pipeline: bad action '" << text
+                                    << "'";
+            int64_t chunk = localChunks[r][local];
+            if (kind == "BW")
+              done = compute(r, mb, chunk, 'B', ok) &&
+                     compute(r, mb, chunk, 'W', ok);
+            else
+              done = compute(r, mb, chunk, kind[0], ok);
+          }
+          if (!done)
+            break;
+          ++next[r];
+          progress = true;
+        }
+        if (next[r] < cast<ArrayAttr>(ranks[r]).size())
+          finished = false;
+      }
+      if (!ok)
+        return failure();
+      if (finished)
+        break;
+      if (!progress) {
+        InFlightDiagnostic diag =
+            fn.emitError() << "--pipeline: the ranks deadlock:";
+        for (int r = 0; r < numRanks; ++r)
+          if (next[r] < cast<ArrayAttr>(ranks[r]).size())
+            diag << " rank " << r << " waits at '"
+                 << cast<StringAttr>(cast<ArrayAttr>(ranks[r])[next[r]])
+                        .getValue()
+                 << "';";
+        return diag;
+      }
+    }
+
+    // Mean over micro-batches of the gradient function's results.
+    Operation *ret = body.getTerminator();
+    for (Value v : ret->getOperands()) {
+      Tensor sum;
+      for (int64_t mb = 0; mb < m; ++mb) {
+        bool ready = true;
+        int rank = isa<BlockArgument>(v) ? 0 : rankOf(producer.lookup(v).first);
+        const Tensor *t = lookup(rank, mb, v, ready);
+        if (!t)
+          return ret->emitOpError("--pipeline: a result was never computed");
+        if (mb == 0) {
+          sum = *t;
+          continue;
+        }
+        for (int64_t i = 0; i < sum.numElements(); ++i)
+          sum[i] += (*t)[i];
+      }
+      for (int64_t i = 0; i < sum.numElements(); ++i)
+        sum[i] /= double(m);
+      results.push_back(std::move(sum));
+    }
+    if (checkWeights && failed(evaluator.checkAllWeightsUsed(fn)))
+      return failure();
+    return success();
+  }
+  FailureOr<TensorMap> tensors(bool state) override {
+    return state ? evaluator.getOptimizerState() : evaluator.getParameters();
+  }
+
+private:
+  ModuleOp module;
+  Evaluator &evaluator;
+  EvalOptions options;
+};
+
 } // namespace
 
 /// The index of the argument or result of `fn` named `name` (braid.name).
@@ -443,7 +713,12 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<Runner> runner;
   std::optional<TensorMap> meshWeights, meshState;
-  if (meshName.empty()) {
+  if (pipeline) {
+    if (!meshName.empty() || steps)
+      return fail("--pipeline cannot be combined with --mesh or --steps yet");
+    runner = std::make_unique<PipelineRunner>(
+        *module, evaluator, EvalOptions{seed, f64});
+  } else if (meshName.empty()) {
     runner = std::make_unique<SerialRunner>(evaluator);
   } else {
     auto mesh = module->lookupSymbol<MeshOp>(meshName);
