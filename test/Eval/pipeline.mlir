@@ -22,6 +22,9 @@
 // RUN: sed 's/"recv activation 1.0 from rank 0", //' %t/p.mlir > %t/norecv.mlir
 // RUN: not braid-eval %t/norecv.mlir --entry forward_grad --pipeline 2>&1 | FileCheck %s --check-prefix=NORECV
 // NORECV: error: 'func.call' op --pipeline: rank 1 runs F1 of chunk 1 without an input it neither computed nor received (the schedule misses a transfer)
+// RUN: sed 's/"F1.0", "send activation 1.0 to rank 1"/"F7.0", "send activation 1.0 to rank 1"/' %t/p.mlir > %t/badmb.mlir
+// RUN: not braid-eval %t/badmb.mlir --entry forward_grad --pipeline 2>&1 | FileCheck %s --check-prefix=BADMB
+// BADMB: error: --pipeline: bad action 'F7.0'
 // RUN: not braid-eval %s --pipeline 2>&1 | FileCheck %s --check-prefix=NOSCHED
 // NOSCHED: error: --pipeline needs braid.schedule on @forward (run braid-pipeline-outline and braid-pipeline-schedule)
 

@@ -394,8 +394,13 @@ public:
                           "function");
     // Rank r's local chunk j is its j-th model chunk.
     std::vector<std::vector<int64_t>> localChunks(numRanks);
-    for (auto [c, r] : llvm::enumerate(stages.asArrayRef()))
+    for (auto [c, r] : llvm::enumerate(stages.asArrayRef())) {
+      if (r >= numRanks)
+        return fn.emitError() << "--pipeline: chunk " << c << " is on stage "
+                              << r << ", but the schedule has " << numRanks
+                              << " ranks";
       localChunks[r].push_back(c);
+    }
     auto rankOf = [&](int64_t chunk) { return stages[chunk]; };
 
     // Inputs per micro-batch.
@@ -433,9 +438,15 @@ public:
       auto it = store[rank].find(key(mb, v));
       return it == store[rank].end() ? nullptr : &it->second;
     };
-    // Runs piece (chunk, phase) of `mb` on `rank`; false if it must wait.
-    auto compute = [&](int rank, int64_t mb, int64_t chunk, char phase,
-                       bool &ok) -> bool {
+    struct Deferred {
+      int rank;
+      int64_t mb, chunk;
+    };
+    std::vector<Deferred> deferred;
+    // Runs piece (chunk, phase) of `mb` on `rank` (or defers it); false on
+    // an error, which it has reported.
+    auto compute = [&](int rank, int64_t mb, int64_t chunk,
+                       char phase) -> bool {
       auto it = piece.find({chunk, phase});
       if (it == piece.end())
         return true; // nothing of this phase in this chunk
@@ -444,24 +455,26 @@ public:
       for (Value v : call.getOperands()) {
         bool ready = true;
         const Tensor *t = lookup(rank, mb, v, ready);
-        if (!ready)
-          return false;
+        if (!ready) {
+          // Only W reads other ranks' W results (a tied parameter's
+          // gradient sum): it runs after the schedule, as the step-end
+          // reduction would, instead of stalling its rank.
+          deferred.push_back({rank, mb, chunk});
+          return true;
+        }
         if (!t) {
           call.emitOpError() << "--pipeline: rank " << rank << " runs "
                              << phase << mb << " of chunk " << chunk
                              << " without an input it neither computed nor "
                                 "received (the schedule misses a transfer)";
-          ok = false;
-          return true;
+          return false;
         }
         args.push_back(*t);
       }
       auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
       FailureOr<SmallVector<Tensor>> out = evaluator.run(callee, args);
-      if (failed(out)) {
-        ok = false;
-        return true;
-      }
+      if (failed(out))
+        return false;
       for (auto [r, t] : llvm::zip(call.getResults(), *out))
         (phase == 'W' ? weightGrads : store[rank])[key(mb, r)] = t;
       return true;
@@ -480,14 +493,17 @@ public:
           bool done = true;
           auto parseMbChunk = [&](StringRef s, int64_t &mb, int64_t &local) {
             auto [a, b] = s.split('.');
-            return !a.getAsInteger(10, mb) && !b.getAsInteger(10, local);
+            return !a.getAsInteger(10, mb) && !b.getAsInteger(10, local) &&
+                   mb >= 0 && mb < m && local >= 0 &&
+                   local < (int64_t)localChunks[r].size();
           };
           int64_t mb = 0, local = 0;
           // "send activation 3.0 to rank 1", "recv gradient 3.1 from rank 0"
           if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
             int peer = 0;
             if (!parseMbChunk(words[2], mb, local) ||
-                words[5].getAsInteger(10, peer))
+                words[5].getAsInteger(10, peer) || peer < 0 ||
+                peer >= numRanks)
               return fn.emitError() << "--pipeline: bad action '" << text
                                     << "'";
             int64_t chunk = localChunks[r][local];
@@ -528,10 +544,9 @@ public:
                                     << "'";
             int64_t chunk = localChunks[r][local];
             if (kind == "BW")
-              done = compute(r, mb, chunk, 'B', ok) &&
-                     compute(r, mb, chunk, 'W', ok);
+              ok = compute(r, mb, chunk, 'B') && compute(r, mb, chunk, 'W');
             else
-              done = compute(r, mb, chunk, kind[0], ok);
+              ok = compute(r, mb, chunk, kind[0]);
           }
           if (!done)
             break;
@@ -556,6 +571,18 @@ public:
                  << "';";
         return diag;
       }
+    }
+
+    // Deferred W pieces, each once its inputs exist.
+    while (!deferred.empty()) {
+      std::vector<Deferred> waiting = std::move(deferred);
+      deferred.clear();
+      for (const Deferred &d : waiting)
+        if (!compute(d.rank, d.mb, d.chunk, 'W'))
+          return failure();
+      if (deferred.size() == waiting.size())
+        return fn.emitError("--pipeline: weight-gradient pieces wait for "
+                            "each other's results");
     }
 
     // Mean over micro-batches of the gradient function's results.
