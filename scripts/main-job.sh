@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Braid's main job at this stage: generate a GPT model, evaluate its loss
 # with the reference evaluator, derive its training step and train it on one
-# batch, with the loss falling. Sets up everything it needs first.
+# batch, with the loss falling; then split it into a 4-stage pipeline and
+# compute its gradients on simulated ranks in ZB-H1 order. Sets up
+# everything it needs first.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -36,3 +38,12 @@ build/bin/braid-eval "$out/gpt.train.mlir" --steps 30 --seed 0 \
   --save-weights "$out/gpt.trained.safetensors" \
   --save-optimizer-state "$out/gpt.optimizer.safetensors"
 echo "== Trained weights: $out/gpt.trained.safetensors"
+
+echo "== Pipelining: 4 stages, ZB-H1 over 8 micro-batches, verified and simulated"
+build/bin/braid-opt "$out/gpt.mlir" --braid-pipeline-split="stages=4 report" \
+  --braid-autodiff --braid-pipeline-outline \
+  --braid-pipeline-schedule="schedule=zb-h1 microbatches=8 report" \
+  -o "$out/gpt.pipelined.mlir" | grep -v "parameters:"
+echo "== Pipelined gradients on 4 simulated ranks in schedule order (mean over micro-batches)"
+build/bin/braid-eval "$out/gpt.pipelined.mlir" --entry forward_grad --pipeline \
+  --seed 0 | sed -n 1,3p
