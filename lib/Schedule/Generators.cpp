@@ -174,6 +174,18 @@ mlir::braid::sched::buildInterleaved1F1B(int numRanks, int numMicrobatches,
   return schedule;
 }
 
+/// The cool-down of the single-chunk zero-bubble schedules: each remaining B
+/// paired with a W, then the deferred W passes, which fill the bubble.
+static void appendCooldown(std::vector<Action> &actions, int b, int w,
+                           int m) {
+  while (b < m) {
+    actions.push_back(Action::backward(b++));
+    actions.push_back(Action::weight(w++));
+  }
+  while (w < m)
+    actions.push_back(Action::weight(w++));
+}
+
 Schedule mlir::braid::sched::buildZBH1(int numRanks, int numMicrobatches) {
   Schedule schedule("zb-h1", numRanks, numMicrobatches);
   int m = numMicrobatches;
@@ -196,13 +208,7 @@ Schedule mlir::braid::sched::buildZBH1(int numRanks, int numMicrobatches) {
       actions.push_back(Action::backward(b++));
       actions.push_back(Action::weight(w++));
     }
-    while (b < m) {
-      actions.push_back(Action::backward(b++));
-      actions.push_back(Action::weight(w++));
-    }
-    // The deferred W passes fill the cool-down bubble.
-    while (w < m)
-      actions.push_back(Action::weight(w++));
+    appendCooldown(actions, b, w, m);
   }
   return schedule;
 }
@@ -229,12 +235,7 @@ Schedule mlir::braid::sched::buildZBH2(int numRanks, int numMicrobatches) {
         actions.push_back(Action::weight(w++));
       actions.push_back(Action::forward(f++));
     }
-    while (b < m) {
-      actions.push_back(Action::backward(b++));
-      actions.push_back(Action::weight(w++));
-    }
-    while (w < m)
-      actions.push_back(Action::weight(w++));
+    appendCooldown(actions, b, w, m);
   }
   return schedule;
 }
