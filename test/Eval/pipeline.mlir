@@ -25,6 +25,8 @@
 // RUN: sed 's/"F1.0", "send activation 1.0 to rank 1"/"F7.0", "send activation 1.0 to rank 1"/' %t/p.mlir > %t/badmb.mlir
 // RUN: not braid-eval %t/badmb.mlir --entry forward_grad --pipeline 2>&1 | FileCheck %s --check-prefix=BADMB
 // BADMB: error: --pipeline: bad action 'F7.0'
+// RUN: not braid-eval %t/p.mlir --entry forward_grad --pipeline --save-inputs %t/x.st 2>&1 | FileCheck %s --check-prefix=SAVEIN
+// SAVEIN: error: --save-inputs does not apply to --pipeline (micro-batch i's inputs are drawn with seed + i)
 // RUN: not braid-eval %s --pipeline 2>&1 | FileCheck %s --check-prefix=NOSCHED
 // NOSCHED: error: --pipeline needs braid.schedule on @forward (run braid-pipeline-outline and braid-pipeline-schedule)
 

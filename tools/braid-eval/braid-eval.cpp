@@ -743,6 +743,9 @@ int main(int argc, char **argv) {
   if (pipeline) {
     if (!meshName.empty() || steps)
       return fail("--pipeline cannot be combined with --mesh or --steps yet");
+    if (!saveInputs.empty())
+      return fail("--save-inputs does not apply to --pipeline (micro-batch "
+                  "i's inputs are drawn with seed + i)");
     runner = std::make_unique<PipelineRunner>(
         *module, evaluator, EvalOptions{seed, f64});
   } else if (meshName.empty()) {

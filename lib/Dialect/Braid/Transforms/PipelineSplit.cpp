@@ -263,7 +263,7 @@ struct PipelineSplitPass
           });
       }
     }
-    llvm::StringMap<SmallVector<int64_t>> paramChunks;
+    bool anyShared = false;
     for (ParamOp param : params) {
       llvm::SetVector<int64_t> users;
       for (Operation *user : param->getUsers()) {
@@ -278,7 +278,7 @@ struct PipelineSplitPass
       if (list.empty())
         list.push_back(0);
       param->setAttr("braid.chunk", chunkAttr(list.front()));
-      paramChunks[param.getName()] = list;
+      anyShared |= list.size() > 1;
       for (int64_t c : list)
         names[c].push_back(param.getName().str() +
                            (list.size() > 1 ? "*" : ""));
@@ -333,7 +333,7 @@ struct PipelineSplitPass
         os << " " << name;
       os << "\n";
     }
-    if (llvm::any_of(paramChunks, [](auto &e) { return e.second.size() > 1; }))
+    if (anyShared)
       os << "(* used by several chunks)\n";
   }
 };
