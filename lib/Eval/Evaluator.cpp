@@ -1,6 +1,7 @@
 //===- Evaluator.cpp - Reference evaluation of braid IR --------------------===//
 
 #include "braid/Eval/Evaluator.h"
+#include "braid/Eval/PipelineExecutor.h"
 
 #include "braid/rt/init.h"
 
@@ -369,16 +370,77 @@ Evaluator::makeInputs(FunctionOpInterface fn, const TensorMap &given) {
 
 FailureOr<SmallVector<Tensor>> Evaluator::run(FunctionOpInterface fn,
                                               ArrayRef<Tensor> inputs) {
+  prefix.clear();
+  return call(fn, inputs);
+}
+
+FailureOr<SmallVector<Tensor>> Evaluator::call(FunctionOpInterface fn,
+                                               ArrayRef<Tensor> inputs) {
   if (fn.isExternal())
     return fn.emitError() << "@" << fn.getName() << " has no body";
   SmallVector<const Tensor *> args;
   for (const Tensor &t : inputs)
     args.push_back(&t);
   SmallVector<Tensor> results;
-  prefix.clear();
   if (failed(evaluateBlock(fn.getFunctionBody().front(), args, results)))
     return failure();
   return results;
+}
+
+void mlir::braid::accumulateMean(SmallVectorImpl<Tensor> &sums,
+                                 ArrayRef<Tensor> values, int64_t index,
+                                 int64_t count) {
+  if (index == 0)
+    sums.assign(values.begin(), values.end());
+  else
+    for (auto [sum, t] : llvm::zip_equal(sums, values)) {
+      for (int64_t k = 0; k < sum.numElements(); ++k)
+        sum[k] += t[k];
+      sum.roundToDType();
+    }
+  if (index + 1 < count)
+    return;
+  for (Tensor &sum : sums) {
+    double inv = roundToDType(1.0 / double(count), sum.dtype());
+    for (int64_t k = 0; k < sum.numElements(); ++k)
+      sum[k] *= inv;
+    sum.roundToDType();
+  }
+}
+
+LogicalResult Evaluator::runPipeline(PipelineOp op,
+                                     ArrayRef<const Tensor *> args,
+                                     SmallVectorImpl<Tensor> &results) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      op, op.getCalleeAttr());
+  if (!callee)
+    return op.emitOpError() << "'" << op.getCallee()
+                            << "' does not name a function";
+  int64_t m = op.getNumMicrobatches();
+  std::vector<SmallVector<Tensor>> microbatches(m);
+  for (const Tensor *t : args)
+    for (int64_t i = 0; i < m; ++i) {
+      Tensor slice(t->shape().drop_front(), t->dtype());
+      std::copy_n(t->data() + i * slice.numElements(), slice.numElements(),
+                  slice.data());
+      microbatches[i].push_back(std::move(slice));
+    }
+  if (options.pipelineSchedule) {
+    if (!callee->hasAttr("braid.schedule"))
+      return op.emitOpError()
+             << "cannot run in schedule order: @" << callee.getName()
+             << " has no braid.schedule (run braid-pipeline-outline and "
+                "braid-pipeline-schedule)";
+    return runScheduledPipeline(*this, callee, microbatches, results);
+  }
+  // Micro-batch by micro-batch, summing in order, then the means.
+  for (int64_t i = 0; i < m; ++i) {
+    FailureOr<SmallVector<Tensor>> out = call(callee, microbatches[i]);
+    if (failed(out))
+      return failure();
+    accumulateMean(results, *out, i, m);
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

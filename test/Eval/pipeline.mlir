@@ -12,17 +12,17 @@
 //
 // RUN: sed 's/"send activation 0.0 to rank 1", //' %t/p.mlir > %t/nosend.mlir
 // RUN: not braid-eval %t/nosend.mlir --entry forward_grad --pipeline 2>&1 | FileCheck %s --check-prefix=NOSEND
-// NOSEND: error: --pipeline: the ranks deadlock: rank 0 waits at 'recv gradient 0.0 from rank 1'; rank 1 waits at 'recv activation 0.0 from rank 0';
+// NOSEND: error: the pipeline ranks deadlock: rank 0 waits at 'recv gradient 0.0 from rank 1'; rank 1 waits at 'recv activation 0.0 from rank 0';
 // RUN: sed 's/"recv activation 1.0 from rank 0", //' %t/p.mlir > %t/norecv.mlir
 // RUN: not braid-eval %t/norecv.mlir --entry forward_grad --pipeline 2>&1 | FileCheck %s --check-prefix=NORECV
-// NORECV: error: 'func.call' op --pipeline: rank 1 runs F1 of chunk 1 without an input it neither computed nor received (the schedule misses a transfer)
+// NORECV: error: 'func.call' op rank 1 runs F1 of chunk 1 without an input it neither computed nor received (the schedule misses a transfer)
 // RUN: sed 's/"F1.0", "send activation 1.0 to rank 1"/"F7.0", "send activation 1.0 to rank 1"/' %t/p.mlir > %t/badmb.mlir
 // RUN: not braid-eval %t/badmb.mlir --entry forward_grad --pipeline 2>&1 | FileCheck %s --check-prefix=BADMB
-// BADMB: error: --pipeline: bad action 'F7.0'
+// BADMB: error: bad action 'F7.0' in braid.schedule
 // RUN: not braid-eval %t/p.mlir --entry forward_grad --pipeline --save-inputs %t/x.st 2>&1 | FileCheck %s --check-prefix=SAVEIN
 // SAVEIN: error: --save-inputs does not apply to --pipeline (micro-batch i's inputs are drawn with seed + i)
 // RUN: not braid-eval %s --pipeline 2>&1 | FileCheck %s --check-prefix=NOSCHED
-// NOSCHED: error: --pipeline needs braid.schedule on @forward (run braid-pipeline-outline and braid-pipeline-schedule)
+// NOSCHED: error: --pipeline: @forward neither carries a braid.schedule nor contains braid.pipeline ops
 
 braid.layer @block(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<8x8xf32>

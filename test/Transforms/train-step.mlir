@@ -4,6 +4,8 @@
 // RUN: not braid-opt %s --braid-train-step 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not braid-opt %s --braid-autodiff --braid-train-step=optimizer=lion 2>&1 | FileCheck %s --check-prefix=OPT
 // RUN: not braid-opt %s --braid-autodiff --braid-train-step=accumulation=0 2>&1 | FileCheck %s --check-prefix=ACC
+// RUN: braid-opt %s --braid-autodiff --braid-train-step="accumulation=3 pipeline" | FileCheck %s --check-prefix=PIPE
+// RUN: not braid-opt %s --braid-autodiff --braid-train-step="accumulation=3 pipeline defer-w" 2>&1 | FileCheck %s --check-prefix=PIPEDEFER
 
 // Tests the training step of a linear classifier: clipping, the schedule,
 // and an AdamW update stored back into the parameter and its state.
@@ -42,6 +44,14 @@
 // DEFER-LABEL: func.func @train_step
 // DEFER: %[[FB:.*]]:3 = braid.repeat @forward_grad.FB(%{{.*}}) {carried = 0 : i64, count = 2 : i64}
 // DEFER: braid.repeat @forward_grad.W(%{{.*}}, %[[FB]]#1, %[[FB]]#2) {carried = 1 : i64, count = 2 : i64}
+
+// Tests that pipeline hands the micro-batches to braid.pipeline, which
+// keeps @forward_grad a function that later passes can cut into pieces.
+// PIPE-LABEL: func.func @train_step
+// PIPE-SAME: tensor<3x2x4xf32> {braid.name = "x"}, %{{.*}}: tensor<3x2xi32>
+// PIPE: %[[R:.*]]:2 = braid.pipeline @forward_grad(%arg0, %arg1) : (tensor<3x2x4xf32>, tensor<3x2xi32>) -> (tensor<f32>, tensor<4x3xf32>)
+// PIPE: braid.adamw_update %{{.*}}, %[[R]]#1,
+// PIPEDEFER: error: braid-train-step: defer-w does not apply to pipeline (the schedule orders the W pieces)
 
 // NOGRAD: error: braid-train-step: no function @forward_grad; run braid-autodiff (entry=forward) first
 // OPT: error: braid-train-step: optimizer must be adamw or sgd, got 'lion'

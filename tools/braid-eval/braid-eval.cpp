@@ -8,6 +8,7 @@
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Eval/Evaluator.h"
+#include "braid/Eval/PipelineExecutor.h"
 #include "braid/Support/SafeTensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -79,10 +80,12 @@ static cl::opt<std::string> meshName(
     cl::value_desc("name"), cl::cat(category));
 static cl::opt<bool> pipeline(
     "pipeline",
-    cl::desc("Run an outlined gradient function on simulated pipeline ranks "
-             "in the order of its braid.schedule, over the schedule's "
-             "micro-batches (micro-batch i draws its inputs with seed + i); "
-             "prints the mean of the results over micro-batches"),
+    cl::desc("Run pipelines on simulated pipeline ranks in the order of "
+             "their braid.schedule: the braid.pipeline ops of the entry "
+             "(a training step; combines with --steps and --mesh), or an "
+             "entry that is itself a scheduled gradient function, over the "
+             "schedule's micro-batches (micro-batch i draws its inputs with "
+             "seed + i; prints the means over micro-batches)"),
     cl::init(false), cl::cat(category));
 static cl::opt<unsigned> steps(
     "steps",
@@ -103,6 +106,14 @@ static cl::opt<std::string> saveOptimizerState(
     "save-optimizer-state",
     cl::desc("Write the optimizer state after the last step"),
     cl::value_desc("S.safetensors"), cl::cat(category));
+
+static EvalOptions evalOptions() {
+  EvalOptions options;
+  options.seed = seed;
+  options.f64 = f64;
+  options.pipelineSchedule = pipeline;
+  return options;
+}
 
 static int fail(const llvm::Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "braid-eval") << msg << "\n";
@@ -232,8 +243,7 @@ public:
              const TensorMap *state)
       : mesh(mesh) {
     for (int64_t rank = 0, n = mesh.getNumDevices(); rank < n; ++rank) {
-      devices.push_back(
-          std::make_unique<Evaluator>(module, EvalOptions{seed, f64}));
+      devices.push_back(std::make_unique<Evaluator>(module, evalOptions()));
       if (weights)
         devices.back()->setWeights(*weights);
       if (state)
@@ -331,15 +341,9 @@ private:
   std::vector<std::unique_ptr<Evaluator>> devices;
 };
 
-/// Runs an outlined gradient function (braid-pipeline-outline) that carries
-/// a schedule (braid-pipeline-schedule) for m micro-batches on simulated
-/// ranks, each executing its actions in schedule order with values of its
-/// own: a piece may only use what its rank computed or received. Ranks take
-/// turns; a rank waits at a recv until the matching send has run. Results
-/// are the mean over micro-batches (micro-batch i draws its inputs with
-/// seed + i), as gradient accumulation computes them. Parameter gradients
-/// that cross ranks (a tied embedding's sum) are read once produced, as
-/// the step-end reduction of a real pipeline would provide them.
+/// Runs an outlined gradient function that carries a schedule on simulated
+/// pipeline ranks (see PipelineExecutor.h) over the schedule's micro-batches,
+/// micro-batch i with inputs drawn under seed + i.
 class PipelineRunner : public Runner {
 public:
   PipelineRunner(ModuleOp module, Evaluator &evaluator, EvalOptions options)
@@ -349,61 +353,11 @@ public:
                      SmallVectorImpl<Tensor> &results,
                      bool checkWeights) override {
     auto fn = cast<func::FuncOp>(fnOp.getOperation());
-    auto schedule = fn->getAttrOfType<DictionaryAttr>("braid.schedule");
-    if (!schedule)
-      return fn.emitError() << "--pipeline needs braid.schedule on @"
-                            << fn.getName()
-                            << " (run braid-pipeline-outline and "
-                               "braid-pipeline-schedule)";
     if (!given.empty())
       return fn.emitError() << "--pipeline draws micro-batch i's inputs "
                                "with seed + i; --inputs is not supported";
+    auto schedule = fn->getAttrOfType<DictionaryAttr>("braid.schedule");
     int64_t m = schedule.getAs<IntegerAttr>("microbatches").getInt();
-    auto ranks = schedule.getAs<ArrayAttr>("ranks");
-    int numRanks = ranks.size();
-
-    // The driver: which call computes each piece, and each value's piece.
-    Block &body = fn.getBody().front();
-    std::map<std::pair<int64_t, char>, func::CallOp> piece;
-    DenseMap<Value, std::pair<int64_t, char>> producer;
-    DenseMap<Operation *, std::pair<int64_t, char>> callKey;
-    for (Operation &op : body.without_terminator()) {
-      auto call = dyn_cast<func::CallOp>(op);
-      auto callee = call ? module.lookupSymbol<func::FuncOp>(call.getCallee())
-                         : func::FuncOp();
-      auto chunk =
-          callee ? callee->getAttrOfType<IntegerAttr>("braid.chunk") : nullptr;
-      auto phase =
-          callee ? callee->getAttrOfType<StringAttr>("braid.phase") : nullptr;
-      if (!chunk || !phase)
-        return op.emitOpError("is not a call of an outlined piece; --pipeline "
-                              "runs functions made by braid-pipeline-outline");
-      std::pair<int64_t, char> key{chunk.getInt(), phase.getValue()[0]};
-      piece[key] = call;
-      callKey[call] = key;
-      for (Value r : call.getResults())
-        producer[r] = key;
-    }
-    auto forward = module.lookupSymbol<func::FuncOp>(
-        fn.getName().drop_back(StringRef("_grad").size()));
-    auto stages = forward ? forward->getAttrOfType<DenseI64ArrayAttr>(
-                                "braid.chunk_stages")
-                          : nullptr;
-    if (!stages)
-      return fn.emitError("--pipeline: no braid.chunk_stages on the forward "
-                          "function");
-    // Rank r's local chunk j is its j-th model chunk.
-    std::vector<std::vector<int64_t>> localChunks(numRanks);
-    for (auto [c, r] : llvm::enumerate(stages.asArrayRef())) {
-      if (r >= numRanks)
-        return fn.emitError() << "--pipeline: chunk " << c << " is on stage "
-                              << r << ", but the schedule has " << numRanks
-                              << " ranks";
-      localChunks[r].push_back(c);
-    }
-    auto rankOf = [&](int64_t chunk) { return stages[chunk]; };
-
-    // Inputs per micro-batch.
     std::vector<SmallVector<Tensor>> inputs;
     for (int64_t i = 0; i < m; ++i) {
       EvalOptions o = options;
@@ -414,198 +368,8 @@ public:
         return failure();
       inputs.push_back(std::move(*in));
     }
-
-    // (micro-batch, value)
-    using Key = std::pair<int64_t, const void *>;
-    auto key = [](int64_t mb, Value v) {
-      return Key{mb, v.getAsOpaquePointer()};
-    };
-    std::vector<std::map<Key, Tensor>> store(numRanks);
-    std::map<Key, Tensor> weightGrads;
-    // In flight: (from, to, payload, micro-batch, model chunk) -> values.
-    std::map<std::tuple<int, int, std::string, int64_t, int64_t>,
-             std::vector<std::pair<Value, Tensor>>>
-        wire;
-    auto lookup = [&](int rank, int64_t mb, Value v,
-                      bool &ready) -> const Tensor * {
-      if (auto arg = dyn_cast<BlockArgument>(v))
-        return &inputs[mb][arg.getArgNumber()];
-      if (producer.lookup(v).second == 'W') {
-        auto it = weightGrads.find(key(mb, v));
-        ready = it != weightGrads.end();
-        return ready ? &it->second : nullptr;
-      }
-      auto it = store[rank].find(key(mb, v));
-      return it == store[rank].end() ? nullptr : &it->second;
-    };
-    struct Deferred {
-      int rank;
-      int64_t mb, chunk;
-    };
-    std::vector<Deferred> deferred;
-    // Runs piece (chunk, phase) of `mb` on `rank` (or defers it); false on
-    // an error, which it has reported.
-    auto compute = [&](int rank, int64_t mb, int64_t chunk,
-                       char phase) -> bool {
-      auto it = piece.find({chunk, phase});
-      if (it == piece.end())
-        return true; // nothing of this phase in this chunk
-      func::CallOp call = it->second;
-      SmallVector<Tensor> args;
-      for (Value v : call.getOperands()) {
-        bool ready = true;
-        const Tensor *t = lookup(rank, mb, v, ready);
-        if (!ready) {
-          // Only W reads other ranks' W results (a tied parameter's
-          // gradient sum): it runs after the schedule, as the step-end
-          // reduction would, instead of stalling its rank.
-          deferred.push_back({rank, mb, chunk});
-          return true;
-        }
-        if (!t) {
-          call.emitOpError() << "--pipeline: rank " << rank << " runs "
-                             << phase << mb << " of chunk " << chunk
-                             << " without an input it neither computed nor "
-                                "received (the schedule misses a transfer)";
-          return false;
-        }
-        args.push_back(*t);
-      }
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-      FailureOr<SmallVector<Tensor>> out = evaluator.run(callee, args);
-      if (failed(out))
-        return false;
-      for (auto [r, t] : llvm::zip(call.getResults(), *out))
-        (phase == 'W' ? weightGrads : store[rank])[key(mb, r)] = t;
-      return true;
-    };
-
-    std::vector<size_t> next(numRanks, 0);
-    bool ok = true;
-    for (;;) {
-      bool progress = false, finished = true;
-      for (int r = 0; r < numRanks && ok; ++r) {
-        auto actions = cast<ArrayAttr>(ranks[r]);
-        while (ok && next[r] < actions.size()) {
-          StringRef text = cast<StringAttr>(actions[next[r]]).getValue();
-          SmallVector<StringRef> words;
-          text.split(words, ' ');
-          bool done = true;
-          auto parseMbChunk = [&](StringRef s, int64_t &mb, int64_t &local) {
-            auto [a, b] = s.split('.');
-            return !a.getAsInteger(10, mb) && !b.getAsInteger(10, local) &&
-                   mb >= 0 && mb < m && local >= 0 &&
-                   local < (int64_t)localChunks[r].size();
-          };
-          int64_t mb = 0, local = 0;
-          // "send activation 3.0 to rank 1", "recv gradient 3.1 from rank 0"
-          if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
-            int peer = 0;
-            if (!parseMbChunk(words[2], mb, local) ||
-                words[5].getAsInteger(10, peer) || peer < 0 ||
-                peer >= numRanks)
-              return fn.emitError() << "--pipeline: bad action '" << text
-                                    << "'";
-            int64_t chunk = localChunks[r][local];
-            char phase = words[1] == "activation" ? 'F' : 'B';
-            if (words[0] == "send") {
-              // Everything of this piece that a chunk on `peer` uses.
-              std::vector<std::pair<Value, Tensor>> payload;
-              auto it = piece.find({chunk, phase});
-              if (it != piece.end())
-                for (Value v : it->second.getResults()) {
-                  bool needed = llvm::any_of(v.getUsers(), [&](Operation *u) {
-                    auto user = callKey.find(u);
-                    return user != callKey.end() &&
-                           rankOf(user->second.first) == peer;
-                  });
-                  auto found = store[r].find(key(mb, v));
-                  if (needed && found != store[r].end())
-                    payload.push_back({v, found->second});
-                }
-              wire[{r, peer, words[1].str(), mb, chunk}] = std::move(payload);
-            } else {
-              // The sender names its own chunk: the neighbour of ours.
-              int64_t from = phase == 'F' ? chunk - 1 : chunk + 1;
-              auto it = wire.find({peer, r, words[1].str(), mb, from});
-              if (it == wire.end()) {
-                done = false;
-              } else {
-                for (auto &[v, t] : it->second)
-                  store[r][key(mb, v)] = t;
-                wire.erase(it);
-              }
-            }
-          } else {
-            StringRef kind = text.take_while([](char c) { return isalpha(c); });
-            if (!parseMbChunk(text.drop_front(kind.size()), mb, local) ||
-                !llvm::is_contained({"F", "B", "W", "BW"}, kind))
-              return fn.emitError() << "--pipeline: bad action '" << text
-                                    << "'";
-            int64_t chunk = localChunks[r][local];
-            if (kind == "BW")
-              ok = compute(r, mb, chunk, 'B') && compute(r, mb, chunk, 'W');
-            else
-              ok = compute(r, mb, chunk, kind[0]);
-          }
-          if (!done)
-            break;
-          ++next[r];
-          progress = true;
-        }
-        if (next[r] < cast<ArrayAttr>(ranks[r]).size())
-          finished = false;
-      }
-      if (!ok)
-        return failure();
-      if (finished)
-        break;
-      if (!progress) {
-        InFlightDiagnostic diag =
-            fn.emitError() << "--pipeline: the ranks deadlock:";
-        for (int r = 0; r < numRanks; ++r)
-          if (next[r] < cast<ArrayAttr>(ranks[r]).size())
-            diag << " rank " << r << " waits at '"
-                 << cast<StringAttr>(cast<ArrayAttr>(ranks[r])[next[r]])
-                        .getValue()
-                 << "';";
-        return diag;
-      }
-    }
-
-    // Deferred W pieces, each once its inputs exist.
-    while (!deferred.empty()) {
-      std::vector<Deferred> waiting = std::move(deferred);
-      deferred.clear();
-      for (const Deferred &d : waiting)
-        if (!compute(d.rank, d.mb, d.chunk, 'W'))
-          return failure();
-      if (deferred.size() == waiting.size())
-        return fn.emitError("--pipeline: weight-gradient pieces wait for "
-                            "each other's results");
-    }
-
-    // Mean over micro-batches of the gradient function's results.
-    Operation *ret = body.getTerminator();
-    for (Value v : ret->getOperands()) {
-      Tensor sum;
-      for (int64_t mb = 0; mb < m; ++mb) {
-        bool ready = true;
-        int rank = isa<BlockArgument>(v) ? 0 : rankOf(producer.lookup(v).first);
-        const Tensor *t = lookup(rank, mb, v, ready);
-        if (!t)
-          return ret->emitOpError("--pipeline: a result was never computed");
-        if (mb == 0) {
-          sum = *t;
-          continue;
-        }
-        for (int64_t i = 0; i < sum.numElements(); ++i)
-          sum[i] += (*t)[i];
-      }
-      for (int64_t i = 0; i < sum.numElements(); ++i)
-        sum[i] /= double(m);
-      results.push_back(std::move(sum));
-    }
+    if (failed(runScheduledPipeline(evaluator, fn, inputs, results)))
+      return failure();
     if (checkWeights && failed(evaluator.checkAllWeightsUsed(fn)))
       return failure();
     return success();
@@ -717,7 +481,7 @@ int main(int argc, char **argv) {
   if (!fn)
     return 1;
 
-  Evaluator evaluator(*module, EvalOptions{seed, f64});
+  Evaluator evaluator(*module, evalOptions());
   if (!weightsFile.empty()) {
     llvm::Expected<SafeTensorsFile> weights = readSafeTensors(weightsFile);
     if (!weights)
@@ -738,16 +502,26 @@ int main(int argc, char **argv) {
     given = std::move(inputs->tensors);
   }
 
+  if (pipeline && !fn->hasAttr("braid.schedule")) {
+    bool any = false;
+    fn->walk([&](PipelineOp) { any = true; });
+    if (!any)
+      return fail("--pipeline: @" + fn.getName() +
+                  " neither carries a braid.schedule nor contains "
+                  "braid.pipeline ops");
+  }
   std::unique_ptr<Runner> runner;
   std::optional<TensorMap> meshWeights, meshState;
-  if (pipeline) {
+  if (pipeline && fn->hasAttr("braid.schedule")) {
     if (!meshName.empty() || steps)
-      return fail("--pipeline cannot be combined with --mesh or --steps yet");
+      return fail("--mesh and --steps run a training step whose "
+                  "braid.pipeline ops are scheduled, not the scheduled "
+                  "gradient function @" + fn.getName() + " itself");
     if (!saveInputs.empty())
       return fail("--save-inputs does not apply to --pipeline (micro-batch "
                   "i's inputs are drawn with seed + i)");
-    runner = std::make_unique<PipelineRunner>(
-        *module, evaluator, EvalOptions{seed, f64});
+    runner = std::make_unique<PipelineRunner>(*module, evaluator,
+                                              evalOptions());
   } else if (meshName.empty()) {
     runner = std::make_unique<SerialRunner>(evaluator);
   } else {

@@ -2,7 +2,7 @@
 //
 // EvalOpInterface implementations compute from operand values alone, except
 // for the few ops that need the evaluator's state: parameters (seed, weights
-// file, layer-instance prefix) and layer application.
+// file, layer-instance prefix), layer application and pipelines.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@ namespace braid {
 class LayerOp;
 class MeshOp;
 class ParamOp;
+class PipelineOp;
 class StoreParamOp;
 
 /// The tensor dtype that holds values of `elementType`, if there is one.
@@ -53,6 +54,12 @@ public:
   virtual LogicalResult callLayer(LayerOp layer, StringRef prefix,
                                   ArrayRef<const Tensor *> args,
                                   SmallVectorImpl<Tensor> &results) = 0;
+
+  /// Runs `op`'s callee on each micro-batch of `args` (stacked along the
+  /// leading dimension), appending the mean of each result to `results`.
+  virtual LogicalResult runPipeline(PipelineOp op,
+                                    ArrayRef<const Tensor *> args,
+                                    SmallVectorImpl<Tensor> &results) = 0;
 };
 
 } // namespace braid

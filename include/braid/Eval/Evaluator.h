@@ -80,12 +80,22 @@ FailureOr<Tensor> assembleShards(ArrayRef<Tensor> blocks,
                                  ShardingAttr sharding, MeshOp mesh,
                                  std::string &error);
 
+/// Adds `values`, micro-batch `index` of `count`, to the running `sums`;
+/// after the last, turns the sums into means. Rounds to each tensor's dtype
+/// after every step, as the accumulation loop of braid-train-step does, so
+/// that a pipeline's means equal accumulation's bit for bit.
+void accumulateMean(SmallVectorImpl<Tensor> &sums, ArrayRef<Tensor> values,
+                    int64_t index, int64_t count);
+
 struct EvalOptions {
   /// Seed of parameter initialisation and of generated inputs.
   uint64_t seed = 0;
   /// Evaluate every floating-point value in f64 (no rounding to the
   /// declared element types).
   bool f64 = false;
+  /// Run braid.pipeline ops on simulated pipeline ranks in the order of
+  /// their callee's braid.schedule rather than micro-batch by micro-batch.
+  bool pipelineSchedule = false;
 };
 
 class Evaluator : public EvalContext {
@@ -113,6 +123,10 @@ public:
   /// Evaluates `fn` on `inputs`.
   FailureOr<SmallVector<Tensor>> run(FunctionOpInterface fn,
                                      ArrayRef<Tensor> inputs);
+  /// Evaluates `fn` on `inputs` from inside another evaluation (the layer
+  /// instance being evaluated stays current).
+  FailureOr<SmallVector<Tensor>> call(FunctionOpInterface fn,
+                                      ArrayRef<Tensor> inputs);
 
   /// Fails, naming them, if the weights (or optimizer state) given contain
   /// tensors no braid.param used; call after run.
@@ -144,6 +158,8 @@ public:
   LogicalResult callLayer(LayerOp layer, StringRef prefix,
                           ArrayRef<const Tensor *> args,
                           SmallVectorImpl<Tensor> &results) override;
+  LogicalResult runPipeline(PipelineOp op, ArrayRef<const Tensor *> args,
+                            SmallVectorImpl<Tensor> &results) override;
 
 private:
   /// The dtype a value of `type` is held in under the options.

@@ -907,3 +907,43 @@ func.func @bad_chunk_stages(%x: tensor<2xf32>) attributes {braid.chunk_stages = 
 func.func @bad_instances(%x: tensor<2xf32>) -> (tensor<2xf32> {braid.instances = array<i64: 0>}) {
   return %x : tensor<2xf32>
 }
+
+// -----
+
+func.func @g(%x: tensor<2xf32>) -> tensor<f32> {
+  %0 = braid.reduce sum %x {axes = array<i64: 0>} : (tensor<2xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func @pipeline_mismatch(%x: tensor<3x4xf32>) -> tensor<f32> {
+  // expected-error@+1 {{operand types do not match @g over 3 micro-batches; expected ('tensor<3x2xf32>')}}
+  %0 = braid.pipeline @g(%x) : (tensor<3x4xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @pipeline_ragged(%x: tensor<3x2xf32>, %y: tensor<4x2xf32>) -> tensor<f32> {
+  // expected-error@+1 {{operand 1 stacks 4 micro-batches, operand 0 stacks 3}}
+  %0 = braid.pipeline @g(%x, %y) : (tensor<3x2xf32>, tensor<4x2xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @pipeline_unknown(%x: tensor<3x2xf32>) -> tensor<f32> {
+  // expected-error@+1 {{'nope' does not name a function}}
+  %0 = braid.pipeline @nope(%x) : (tensor<3x2xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @g(%x: tensor<2xf32>) -> tensor<f32> attributes {braid.schedule = {microbatches = 4 : i64, name = "gpipe", ranks = [["F0.0"]]}} {
+  %0 = braid.reduce sum %x {axes = array<i64: 0>} : (tensor<2xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func @pipeline_schedule(%x: tensor<3x2xf32>) -> tensor<f32> {
+  // expected-error@+1 {{runs 3 micro-batches, but the schedule of @g has 4}}
+  %0 = braid.pipeline @g(%x) : (tensor<3x2xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}

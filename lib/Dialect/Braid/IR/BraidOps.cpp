@@ -260,6 +260,70 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 //===----------------------------------------------------------------------===//
+// PipelineOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipelineOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand: the micro-batch count is "
+                       "their leading dimension");
+  int64_t m = -1;
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() == 0 || t.isDynamicDim(0))
+      return emitOpError() << "operand " << i
+                           << " must have a static leading micro-batch "
+                              "dimension, got "
+                           << t;
+    if (m >= 0 && t.getDimSize(0) != m)
+      return emitOpError() << "operand " << i << " stacks " << t.getDimSize(0)
+                           << " micro-batches, operand 0 stacks " << m;
+    m = t.getDimSize(0);
+  }
+  for (auto [i, v] : llvm::enumerate(getResults()))
+    if (!isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
+      return emitOpError() << "result " << i
+                           << " must be a floating-point tensor (results "
+                              "are means over micro-batches)";
+  return success();
+}
+
+LogicalResult
+PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto callee = dyn_cast_or_null<FunctionOpInterface>(
+      symbolTable.lookupNearestSymbolFrom(*this, getCalleeAttr()));
+  if (!callee)
+    return emitOpError() << "'" << getCallee()
+                         << "' does not name a function";
+  int64_t m = getNumMicrobatches();
+  SmallVector<Type> wantIns;
+  for (Type t : callee.getArgumentTypes()) {
+    auto r = cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape{m};
+    shape.append(r.getShape().begin(), r.getShape().end());
+    wantIns.push_back(RankedTensorType::get(shape, r.getElementType()));
+  }
+  if (TypeRange(getInputs().getTypes()) != TypeRange(wantIns)) {
+    InFlightDiagnostic diag = emitOpError()
+                              << "operand types do not match @" << getCallee()
+                              << " over " << m << " micro-batches; expected (";
+    llvm::interleaveComma(wantIns, diag);
+    return diag << ")";
+  }
+  if (TypeRange(getResults().getTypes()) != callee.getResultTypes())
+    return emitOpError() << "result types do not match those of @"
+                         << getCallee();
+  if (auto schedule =
+          callee->getAttrOfType<DictionaryAttr>("braid.schedule"))
+    if (auto n = schedule.getAs<IntegerAttr>("microbatches");
+        n && n.getInt() != m)
+      return emitOpError() << "runs " << m << " micro-batches, but the "
+                           << "schedule of @" << getCallee() << " has "
+                           << n.getInt();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//
 

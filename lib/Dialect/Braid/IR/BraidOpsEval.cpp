@@ -70,6 +70,12 @@ LogicalResult StoreParamOp::evaluate(EvalContext &ctx,
   return ctx.storeParameter(*this, *operands[0]);
 }
 
+LogicalResult PipelineOp::evaluate(EvalContext &ctx,
+                                   ArrayRef<const Tensor *> operands,
+                                   SmallVectorImpl<Tensor> &results) {
+  return ctx.runPipeline(*this, operands, results);
+}
+
 LogicalResult RepeatOp::evaluate(EvalContext &ctx,
                                  ArrayRef<const Tensor *> operands,
                                  SmallVectorImpl<Tensor> &results) {

@@ -95,7 +95,23 @@ struct PipelineSchedulePass
     sched::ScheduleRequest request;
     request.kind = *kind;
     request.numRanks = numRanks;
-    request.numMicrobatches = microbatches > 0 ? microbatches : numRanks;
+    // A training step's braid.pipeline fixes the micro-batch count.
+    int64_t m = microbatches;
+    WalkResult walk = module.walk([&](PipelineOp op) {
+      if (op.getCallee() != gradName)
+        return WalkResult::advance();
+      if (m > 0 && m != op.getNumMicrobatches()) {
+        fail(op, "microbatches=" + Twine(m) + ", but this braid.pipeline "
+                 "runs @" + gradName + " on " +
+                 Twine(op.getNumMicrobatches()) + " micro-batches");
+        return WalkResult::interrupt();
+      }
+      m = op.getNumMicrobatches();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return;
+    request.numMicrobatches = m > 0 ? m : numRanks;
     request.numChunks = chunksPerRank;
     request.costs = costs;
     if (memLimit > 0)

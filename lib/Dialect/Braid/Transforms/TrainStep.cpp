@@ -76,6 +76,11 @@ private:
   /// The braid.param declaring `local` in a layer repeated with `prefix`
   /// by the gradient function, or the top-level declaration of `name`.
   ParamOp findDeclaration(func::FuncOp grad, const Gradient &g);
+
+  /// The options as they apply to this module (a scheduled gradient
+  /// function implies them).
+  int64_t microbatches = 1;
+  bool viaPipeline = false;
 };
 
 } // namespace
@@ -139,7 +144,12 @@ FailureOr<SmallVector<Value>>
 TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
   Block &body = grad.getBody().front();
   Location loc = grad.getLoc();
-  if (accumulation == 1) {
+  if (viaPipeline) {
+    auto call = PipelineOp::create(b, loc, grad.getResultTypes(),
+                                   grad.getSymName(), batch);
+    return SmallVector<Value>(call.getResults());
+  }
+  if (microbatches == 1) {
     IRMapping mapping;
     mapping.map(body.getArguments(), batch);
     return inlineBody(b, body, mapping);
@@ -178,7 +188,7 @@ TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
     SmallVector<Value> operands = zeros(resultTypes);
     operands.append(batch.begin(), batch.end());
     auto loop = RepeatOp::create(b, loc, resultTypes, layer.getSymName(),
-                                 operands, /*prefix=*/"", accumulation,
+                                 operands, /*prefix=*/"", microbatches,
                                  /*first=*/0,
                                  b.getI64IntegerAttr(resultTypes.size()),
                                  /*reverse=*/false);
@@ -214,15 +224,15 @@ TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
 
     SmallVector<Type> fbTypes;
     for (Type t : fbLayer.getResultTypes())
-      fbTypes.push_back(stackedType(t, accumulation));
+      fbTypes.push_back(stackedType(t, microbatches));
     auto first = RepeatOp::create(b, loc, fbTypes, fbLayer.getSymName(),
                                   SmallVector<Value>(batch), /*prefix=*/"",
-                                  accumulation, /*first=*/0,
+                                  microbatches, /*first=*/0,
                                   b.getI64IntegerAttr(0), /*reverse=*/false);
     SmallVector<Value> operands = zeros(gradTypes);
     operands.append(first.getResults().begin() + 1, first.getResults().end());
     auto second = RepeatOp::create(b, loc, gradTypes, wLayer.getSymName(),
-                                   operands, /*prefix=*/"", accumulation,
+                                   operands, /*prefix=*/"", microbatches,
                                    /*first=*/0,
                                    b.getI64IntegerAttr(gradTypes.size()),
                                    /*reverse=*/false);
@@ -234,7 +244,7 @@ TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
   }
   // Means over the micro-batches.
   Value inv = scalarConstant(b, loc, getElementTypeOrSelf(resultTypes[0]),
-                             1.0 / accumulation);
+                             1.0 / microbatches);
   for (Value &v : sums)
     v = MulOp::create(b, loc, v.getType(), v, inv);
   return sums;
@@ -313,6 +323,8 @@ void TrainStepPass::runOnOperation() {
   if (failed(checkOptions(module)))
     return signalPassFailure();
   std::string gradName = entry + "_grad";
+  microbatches = accumulation;
+  viaPipeline = pipeline;
   auto grad = module.lookupSymbol<func::FuncOp>(gradName);
   if (!grad) {
     module.emitError() << "braid-train-step: no function @" << gradName
@@ -322,6 +334,24 @@ void TrainStepPass::runOnOperation() {
   }
   if (module.lookupSymbol("train_step")) {
     module.emitError("braid-train-step: @train_step already exists");
+    return signalPassFailure();
+  }
+  // A scheduled gradient function is only ever run as a pipeline.
+  if (auto schedule = grad->getAttrOfType<DictionaryAttr>("braid.schedule")) {
+    int64_t m = schedule.getAs<IntegerAttr>("microbatches").getInt();
+    if (accumulation != 1 && accumulation != m) {
+      grad.emitOpError() << "is scheduled for " << m
+                         << " micro-batches, but braid-train-step was asked "
+                            "for accumulation="
+                         << int64_t(accumulation);
+      return signalPassFailure();
+    }
+    microbatches = m;
+    viaPipeline = true;
+  }
+  if (viaPipeline && deferW) {
+    module.emitError("braid-train-step: defer-w does not apply to pipeline "
+                     "(the schedule orders the W pieces)");
     return signalPassFailure();
   }
   Location loc = grad.getLoc();
@@ -361,8 +391,11 @@ void TrainStepPass::runOnOperation() {
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(grad);
   SmallVector<Type> argTypes;
+  // braid.pipeline stacks micro-batches even when there is one.
   for (Type t : grad.getArgumentTypes())
-    argTypes.push_back(accumulation > 1 ? stackedType(t, accumulation) : t);
+    argTypes.push_back(microbatches > 1 || viaPipeline
+                           ? stackedType(t, microbatches)
+                           : t);
   auto stepType = RankedTensorType::get({}, b.getI64Type());
   argTypes.push_back(stepType);
   SmallVector<Type> resultTypes(3, lossType);
@@ -408,7 +441,7 @@ void TrainStepPass::runOnOperation() {
   if (lrReferenceBatch > 0) {
     auto first = cast<RankedTensorType>(grad.getArgumentTypes()[0]);
     int64_t global =
-        accumulation * (first.getRank() ? first.getDimSize(0) : 1);
+        microbatches * (first.getRank() ? first.getDimSize(0) : 1);
     lrScale = double(global) / lrReferenceBatch;
   }
   Value rate = LrScheduleOp::create(

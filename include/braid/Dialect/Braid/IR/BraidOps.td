@@ -209,6 +209,46 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
   }];
 }
 
+def Braid_PipelineOp : Braid_Op<"pipeline", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+  let summary = "Runs a gradient function on every micro-batch; results are means.";
+  let description = [{
+    Calls the function `callee` once per micro-batch and returns the mean of
+    each of its results over the micro-batches, as gradient accumulation
+    does. Every operand is stacked: its leading dimension is the number of
+    micro-batches `m`, and micro-batch `i` receives slice `i`.
+
+    This is how a training step hands its gradient computation to a
+    pipeline: `braid-train-step` emits it (option `pipeline`, or when the
+    gradient function already carries a schedule), `braid-pipeline-outline`
+    cuts the callee into per-chunk pieces and `braid-pipeline-schedule`
+    attaches the order in which pipeline ranks run them (`braid.schedule`
+    on the callee, whose `microbatches` must equal `m`). Its meaning does
+    not depend on the schedule: every valid schedule computes the same
+    means. `braid-eval` runs the micro-batches in turn, or with
+    `--pipeline` on simulated ranks in schedule order.
+
+    ```mlir
+    %loss, %dw = braid.pipeline @forward_grad(%tokens, %labels)
+        : (tensor<8x2x16xi32>, tensor<8x2x16xi32>) -> (tensor<f32>, tensor<64x64xf32>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       Variadic<AnyRankedTensor>:$inputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of micro-batches (the operands' leading dimension).
+    int64_t getNumMicrobatches() {
+      return cast<RankedTensorType>(getInputs()[0].getType()).getDimSize(0);
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra and elementwise arithmetic
 //===----------------------------------------------------------------------===//

@@ -91,7 +91,14 @@ def TrainStepPass : Pass<"braid-train-step", "::mlir::ModuleOp"> {
        mean loss over equal micro-batches is the update of one step on the
        whole batch. With `defer-w`, the F and B ops of every micro-batch run
        first and all W ops after them (the reordering zero-bubble pipeline
-       schedules rely on), with identical results.
+       schedules rely on), with identical results. With `pipeline`, the
+       micro-batches go through `braid.pipeline @<entry>_grad` instead:
+       the gradient function stays a function that
+       `braid-pipeline-outline` and `braid-pipeline-schedule` turn into a
+       scheduled pipeline (run them after this pass, or before it: a
+       gradient function that already carries a `braid.schedule` is
+       always called through `braid.pipeline`, with k defaulting to the
+       schedule's micro-batch count).
     2. The global gradient norm is computed; with `clip-norm > 0` every
        gradient is scaled by `min(1, clip-norm / (norm + 1e-6))`.
     3. The learning rate of `%step` follows `braid.lr_schedule` (linear
@@ -139,6 +146,9 @@ def TrainStepPass : Pass<"braid-train-step", "::mlir::ModuleOp"> {
            "Micro-batches per step (gradient accumulation).">,
     Option<"deferW", "defer-w", "bool", /*default=*/"false",
            "Run every micro-batch's W ops after all F and B ops.">,
+    Option<"pipeline", "pipeline", "bool", /*default=*/"false",
+           "Run the micro-batches through braid.pipeline (for pipeline "
+           "parallelism).">,
     Option<"lrReferenceBatch", "lr-reference-batch", "int64_t",
            /*default=*/"0",
            "Scale the learning rate by global batch / this (0: off).">,
@@ -404,6 +414,9 @@ def PipelineSchedulePass : Pass<"braid-pipeline-schedule", "::mlir::ModuleOp"> {
 
     The schedule must fit the split: `interleaved-1f1b` needs `chunks >= 2`
     in a loop, `zb-v` two chunks in a V, the others one chunk per stage.
+    When a training step runs `@<entry>_grad` through `braid.pipeline`
+    (`braid-train-step` with `pipeline`), its micro-batch count is the
+    default for `microbatches`, and another value is an error.
 
     ```
     $ braid-opt gpt.mlir --braid-pipeline-split=stages=4 --braid-autodiff \
@@ -417,7 +430,8 @@ def PipelineSchedulePass : Pass<"braid-pipeline-schedule", "::mlir::ModuleOp"> {
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2, zb-v or auto.">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
-           "Micro-batches per step m (default: the number of stages).">,
+           "Micro-batches per step m (default: that of the braid.pipeline "
+           "calling the gradient function, else the number of stages).">,
     Option<"memLimit", "mem-limit", "double", /*default=*/"0.0",
            "auto only: peak activation memory per rank in micro-batches "
            "(default: p).">,
