@@ -1,0 +1,187 @@
+/*===- collectives.h - Collective and point-to-point communication -------===*/
+/*
+ * Every operation comes in two forms:
+ *
+ *   braid_rt_<op>_<type>(comm, ..., stream)
+ *       returns once the result is visible to work issued later to `stream`.
+ *       On the CPU backend that is when the operation has completed; on the
+ *       CUDA backend (NCCL semantics) the operation is enqueued on `stream`.
+ *   braid_rt_<op>_<type>_start(comm, ..., stream, out_request)
+ *       starts the operation and returns a request; the result is available,
+ *       and the buffers may be touched again, after braid_rt_request_wait.
+ *
+ * Waits fail with BRAID_RT_TIMEOUT after the context's collective timeout,
+ * with a message naming the operation, the communicator, this rank and the
+ * peer where there is one. After a timeout or a COMM_FAILURE the
+ * communicator is unusable: report the message and braid_rt_context_abort.
+ *
+ * Collectives must be called by every rank of `comm` in the same order with
+ * matching counts. Counts are elements and must not exceed INT_MAX; send and
+ * receive buffers must not overlap unless stated otherwise. A buffer may be
+ * NULL only when its count is 0.
+ *
+ * Thread-compatible: one thread at a time per context. The caller keeps
+ * ownership of every buffer.
+ */
+#ifndef BRAID_RT_COLLECTIVES_H
+#define BRAID_RT_COLLECTIVES_H
+
+#include "braid/rt/mesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct braid_rt_request braid_rt_request_t; /* opaque */
+
+/* Waits for `request` to complete (or time out) and releases it, whatever
+   the outcome. NULL is a no-op. */
+braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request);
+
+/* Sets *out_done to 1 if `request` has completed, 0 otherwise, without
+   blocking. The request stays owned by the caller, who still waits on it. */
+braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
+                                        int *out_done);
+
+/* all_reduce: sums `count` elements of `buf` across the ranks of `comm`, in
+   place. */
+braid_rt_status_t braid_rt_all_reduce_sum_f32(braid_rt_comm_t *comm, float *buf,
+                                              size_t count,
+                                              braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_all_reduce_sum_f64(braid_rt_comm_t *comm,
+                                              double *buf, size_t count,
+                                              braid_rt_stream_t *stream);
+braid_rt_status_t
+braid_rt_all_reduce_sum_f32_start(braid_rt_comm_t *comm, float *buf,
+                                  size_t count, braid_rt_stream_t *stream,
+                                  braid_rt_request_t **out_request);
+braid_rt_status_t
+braid_rt_all_reduce_sum_f64_start(braid_rt_comm_t *comm, double *buf,
+                                  size_t count, braid_rt_stream_t *stream,
+                                  braid_rt_request_t **out_request);
+
+/* all_gather: concatenates every rank's `send_count` elements of `send`, in
+   rank order, into `recv` (size * send_count elements). */
+braid_rt_status_t braid_rt_all_gather_f32(braid_rt_comm_t *comm,
+                                          const float *send, float *recv,
+                                          size_t send_count,
+                                          braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_all_gather_f64(braid_rt_comm_t *comm,
+                                          const double *send, double *recv,
+                                          size_t send_count,
+                                          braid_rt_stream_t *stream);
+braid_rt_status_t
+braid_rt_all_gather_f32_start(braid_rt_comm_t *comm, const float *send,
+                              float *recv, size_t send_count,
+                              braid_rt_stream_t *stream,
+                              braid_rt_request_t **out_request);
+braid_rt_status_t
+braid_rt_all_gather_f64_start(braid_rt_comm_t *comm, const double *send,
+                              double *recv, size_t send_count,
+                              braid_rt_stream_t *stream,
+                              braid_rt_request_t **out_request);
+
+/* reduce_scatter: sums `send` (size * recv_count elements) across the ranks
+   and leaves block `rank` of the sum, recv_count elements, in `recv`. */
+braid_rt_status_t braid_rt_reduce_scatter_sum_f32(braid_rt_comm_t *comm,
+                                                  const float *send,
+                                                  float *recv,
+                                                  size_t recv_count,
+                                                  braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_reduce_scatter_sum_f64(braid_rt_comm_t *comm,
+                                                  const double *send,
+                                                  double *recv,
+                                                  size_t recv_count,
+                                                  braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_reduce_scatter_sum_f32_start(
+    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
+    braid_rt_stream_t *stream, braid_rt_request_t **out_request);
+braid_rt_status_t braid_rt_reduce_scatter_sum_f64_start(
+    braid_rt_comm_t *comm, const double *send, double *recv,
+    size_t recv_count, braid_rt_stream_t *stream,
+    braid_rt_request_t **out_request);
+
+/* broadcast: copies `count` elements of `buf` on rank `root` of `comm` into
+   `buf` on every other rank. */
+braid_rt_status_t braid_rt_broadcast_f32(braid_rt_comm_t *comm, float *buf,
+                                         size_t count, int root,
+                                         braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_broadcast_f64(braid_rt_comm_t *comm, double *buf,
+                                         size_t count, int root,
+                                         braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_broadcast_f32_start(braid_rt_comm_t *comm,
+                                               float *buf, size_t count,
+                                               int root,
+                                               braid_rt_stream_t *stream,
+                                               braid_rt_request_t **out_request);
+braid_rt_status_t braid_rt_broadcast_f64_start(braid_rt_comm_t *comm,
+                                               double *buf, size_t count,
+                                               int root,
+                                               braid_rt_stream_t *stream,
+                                               braid_rt_request_t **out_request);
+
+/* all_to_all: block j (block_count elements) of `send` goes to rank j, and
+   block i of `recv` comes from rank i; both hold size * block_count. */
+braid_rt_status_t braid_rt_all_to_all_f32(braid_rt_comm_t *comm,
+                                          const float *send, float *recv,
+                                          size_t block_count,
+                                          braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_all_to_all_f64(braid_rt_comm_t *comm,
+                                          const double *send, double *recv,
+                                          size_t block_count,
+                                          braid_rt_stream_t *stream);
+braid_rt_status_t
+braid_rt_all_to_all_f32_start(braid_rt_comm_t *comm, const float *send,
+                              float *recv, size_t block_count,
+                              braid_rt_stream_t *stream,
+                              braid_rt_request_t **out_request);
+braid_rt_status_t
+braid_rt_all_to_all_f64_start(braid_rt_comm_t *comm, const double *send,
+                              double *recv, size_t block_count,
+                              braid_rt_stream_t *stream,
+                              braid_rt_request_t **out_request);
+
+/* send / recv: `count` elements to / from rank `peer` of `comm`, matched by
+   `tag` (0..32767). Messages between two ranks with the same tag arrive in
+   the order they were sent. A blocking send may wait for the matching
+   receive, so two ranks sending to each other need the _start forms. */
+braid_rt_status_t braid_rt_send_f32(braid_rt_comm_t *comm, const float *buf,
+                                    size_t count, int peer, int tag,
+                                    braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_send_f64(braid_rt_comm_t *comm, const double *buf,
+                                    size_t count, int peer, int tag,
+                                    braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_recv_f32(braid_rt_comm_t *comm, float *buf,
+                                    size_t count, int peer, int tag,
+                                    braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_recv_f64(braid_rt_comm_t *comm, double *buf,
+                                    size_t count, int peer, int tag,
+                                    braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_send_f32_start(braid_rt_comm_t *comm,
+                                          const float *buf, size_t count,
+                                          int peer, int tag,
+                                          braid_rt_stream_t *stream,
+                                          braid_rt_request_t **out_request);
+braid_rt_status_t braid_rt_send_f64_start(braid_rt_comm_t *comm,
+                                          const double *buf, size_t count,
+                                          int peer, int tag,
+                                          braid_rt_stream_t *stream,
+                                          braid_rt_request_t **out_request);
+braid_rt_status_t braid_rt_recv_f32_start(braid_rt_comm_t *comm, float *buf,
+                                          size_t count, int peer, int tag,
+                                          braid_rt_stream_t *stream,
+                                          braid_rt_request_t **out_request);
+braid_rt_status_t braid_rt_recv_f64_start(braid_rt_comm_t *comm, double *buf,
+                                          size_t count, int peer, int tag,
+                                          braid_rt_stream_t *stream,
+                                          braid_rt_request_t **out_request);
+
+/* Blocks until every rank of `comm` has entered the barrier. */
+braid_rt_status_t braid_rt_barrier(braid_rt_comm_t *comm,
+                                   braid_rt_stream_t *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BRAID_RT_COLLECTIVES_H */

@@ -1,0 +1,241 @@
+/*===- context.c - Context, streams and error messages (CPU, MPI) --------===*/
+
+#include "internal.h"
+
+#include "braid/rt/trace.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Errors of calls that have no context to hold them: context creation, and
+   calls given a NULL handle. */
+static char context_less_error[BRAID_RT_ERROR_CAPACITY];
+
+static char *error_buffer(braid_rt_context_t *ctx) {
+  return ctx ? ctx->error : context_less_error;
+}
+
+braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
+                                braid_rt_status_t status, const char *format,
+                                ...) {
+  va_list args;
+  va_start(args, format);
+  vsnprintf(error_buffer(ctx), BRAID_RT_ERROR_CAPACITY, format, args);
+  va_end(args);
+  return status;
+}
+
+braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
+                                    const char *call, const char *where) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    snprintf(text, sizeof(text), "unknown MPI error");
+  /* Name the MPI function, not its whole argument list. */
+  int name_len = (int)strcspn(call, "(");
+  return braid_rt_fail(ctx, BRAID_RT_COMM_FAILURE, "%s: %.*s failed: %s", where,
+                       name_len, call, text);
+}
+
+braid_rt_status_t braid_rt_check_op(braid_rt_comm_t *comm,
+                                    braid_rt_stream_t *stream, const char *what,
+                                    size_t count, const void *buf,
+                                    const char *buf_name) {
+  if (!comm)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "%s: the communicator is NULL", what);
+  if (stream && stream->ctx != comm->ctx)
+    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "%s over %s: the stream belongs to another context",
+                         what, comm->name);
+  if (count > INT_MAX)
+    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "%s over %s: count %zu exceeds INT_MAX", what,
+                         comm->name, count);
+  if (!buf && count > 0)
+    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "%s over %s: %s is NULL but count is %zu", what,
+                         comm->name, buf_name, count);
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
+                                          const char *what, const void *a,
+                                          size_t a_bytes, const void *b,
+                                          size_t b_bytes) {
+  uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+  if (a_bytes == 0 || b_bytes == 0 || a0 + a_bytes <= b0 || b0 + b_bytes <= a0)
+    return BRAID_RT_OK;
+  return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                       "%s over %s: the send and receive buffers overlap", what,
+                       comm->name);
+}
+
+void braid_rt_context_options_init(braid_rt_context_options_t *out_opts) {
+  memset(out_opts, 0, sizeof(*out_opts));
+  out_opts->size = sizeof(*out_opts);
+  out_opts->version = BRAID_RT_CONTEXT_OPTIONS_VERSION;
+  out_opts->collective_timeout_s = 300;
+  out_opts->trace = 0;
+}
+
+static braid_rt_status_t check_options(const braid_rt_context_options_t *opts) {
+  if (opts->size < sizeof(braid_rt_context_options_t) ||
+      opts->version != BRAID_RT_CONTEXT_OPTIONS_VERSION)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_create: options of size %zu, "
+                         "version %u; this runtime expects size %zu, version "
+                         "%d (use braid_rt_context_options_init)",
+                         opts->size, (unsigned)opts->version,
+                         sizeof(braid_rt_context_options_t),
+                         BRAID_RT_CONTEXT_OPTIONS_VERSION);
+  if (!(opts->collective_timeout_s >= 0) || isinf(opts->collective_timeout_s))
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_create: collective timeout %g s is "
+                         "not a finite number of seconds >= 0",
+                         opts->collective_timeout_s);
+  return BRAID_RT_OK;
+}
+
+/* Connects `ctx` to the other ranks. MPI_Init has run. */
+static braid_rt_status_t connect_world(braid_rt_context_t *ctx) {
+  braid_rt_comm_t *world = &ctx->world;
+  world->ctx = ctx;
+  /* A private duplicate: our error handler and our messages must not
+     interfere with the program's own use of MPI_COMM_WORLD. */
+  BRAID_MPI_CHECK(ctx, MPI_Comm_dup(MPI_COMM_WORLD, &world->mpi));
+  BRAID_MPI_CHECK(ctx, MPI_Comm_set_errhandler(world->mpi, MPI_ERRORS_RETURN));
+  BRAID_MPI_CHECK(ctx, MPI_Comm_rank(world->mpi, &world->rank));
+  BRAID_MPI_CHECK(ctx, MPI_Comm_size(world->mpi, &world->size));
+  snprintf(world->name, sizeof(world->name), "world");
+  /* Trace timestamps count from here on every rank. */
+  BRAID_MPI_CHECK(ctx, MPI_Barrier(world->mpi));
+  ctx->trace_origin_s = braid_rt_now_seconds();
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_context_create(const braid_rt_context_options_t *opts,
+                                          int *argc, char ***argv,
+                                          braid_rt_context_t **out_ctx) {
+  if (!out_ctx)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_create: out_ctx is NULL");
+  *out_ctx = NULL;
+  braid_rt_context_options_t defaults;
+  braid_rt_context_options_init(&defaults);
+  if (!opts)
+    opts = &defaults;
+  braid_rt_status_t status = check_options(opts);
+  if (status != BRAID_RT_OK)
+    return status;
+
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_create: MPI was already finalised "
+                         "(by an earlier context?); it cannot start again");
+
+  braid_rt_context_t *ctx = calloc(1, sizeof(*ctx));
+  if (!ctx)
+    return braid_rt_fail(NULL, BRAID_RT_OUT_OF_MEMORY,
+                         "braid_rt_context_create: out of memory");
+  ctx->timeout_s = opts->collective_timeout_s;
+  ctx->trace = opts->trace != 0;
+  ctx->world.mpi = MPI_COMM_NULL;
+
+  if (!initialized) {
+    /* SERIALIZED: the runtime may be called from any thread, one at a time. */
+    int provided = 0;
+    int code = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+    if (code != MPI_SUCCESS) {
+      status = braid_rt_fail_mpi(NULL, code, "MPI_Init_thread", __func__);
+      free(ctx);
+      return status;
+    }
+    ctx->owns_mpi = 1;
+  }
+  status = connect_world(ctx);
+  if (status != BRAID_RT_OK) {
+    snprintf(context_less_error, sizeof(context_less_error), "%s", ctx->error);
+    if (ctx->world.mpi != MPI_COMM_NULL)
+      MPI_Comm_free(&ctx->world.mpi);
+    free(ctx);
+    return status;
+  }
+  *out_ctx = ctx;
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_context_destroy(braid_rt_context_t *ctx) {
+  if (!ctx)
+    return BRAID_RT_OK;
+  if (ctx->live_meshes > 0)
+    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_destroy: %d mesh(es) still alive; "
+                         "destroy them first",
+                         ctx->live_meshes);
+  BRAID_MPI_CHECK(ctx, MPI_Comm_free(&ctx->world.mpi));
+  int owns_mpi = ctx->owns_mpi;
+  braid_rt_trace_clear(ctx);
+  free(ctx);
+  if (owns_mpi) {
+    int code = MPI_Finalize();
+    if (code != MPI_SUCCESS)
+      return braid_rt_fail_mpi(NULL, code, "MPI_Finalize", __func__);
+  }
+  return BRAID_RT_OK;
+}
+
+int braid_rt_context_rank(const braid_rt_context_t *ctx) {
+  return ctx->world.rank;
+}
+
+int braid_rt_context_size(const braid_rt_context_t *ctx) {
+  return ctx->world.size;
+}
+
+double braid_rt_context_timeout(const braid_rt_context_t *ctx) {
+  return ctx->timeout_s;
+}
+
+const char *braid_rt_context_last_error(const braid_rt_context_t *ctx) {
+  return ctx ? ctx->error : context_less_error;
+}
+
+void braid_rt_context_abort(braid_rt_context_t *ctx, int exit_code) {
+  MPI_Abort(ctx ? ctx->world.mpi : MPI_COMM_WORLD, exit_code);
+  /* MPI_Abort does not return; should an implementation return anyway, the
+     caller was promised that this process ends. */
+  exit(exit_code);
+}
+
+braid_rt_status_t braid_rt_stream_create(braid_rt_context_t *ctx,
+                                         braid_rt_stream_t **out_stream) {
+  if (!ctx || !out_stream)
+    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_stream_create: ctx or out_stream is NULL");
+  *out_stream = malloc(sizeof(braid_rt_stream_t));
+  if (!*out_stream)
+    return braid_rt_fail(ctx, BRAID_RT_OUT_OF_MEMORY,
+                         "braid_rt_stream_create: out of memory");
+  (*out_stream)->ctx = ctx;
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_stream_synchronize(braid_rt_stream_t *stream) {
+  /* CPU calls complete before they return: nothing is ever pending. */
+  (void)stream;
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_stream_destroy(braid_rt_stream_t *stream) {
+  free(stream);
+  return BRAID_RT_OK;
+}

@@ -1,0 +1,137 @@
+/*===- internal.h - Private state of the CPU backend ---------------------===*/
+
+#ifndef BRAID_RT_CPU_INTERNAL_H
+#define BRAID_RT_CPU_INTERNAL_H
+
+#include "braid/rt/collectives.h"
+#include "braid/rt/context.h"
+#include "braid/rt/mesh.h"
+#include "braid/rt/status.h"
+
+#include <mpi.h>
+
+#define BRAID_RT_ERROR_CAPACITY 512
+
+typedef struct braid_rt_trace_event braid_rt_trace_event_t;
+
+struct braid_rt_comm {
+  braid_rt_context_t *ctx;
+  MPI_Comm mpi;
+  int rank, size;
+  char name[128]; /* "world", "mesh axes {dp,tp}" */
+};
+
+struct braid_rt_context {
+  braid_rt_comm_t world;
+  int owns_mpi; /* MPI_Init ran in braid_rt_context_create */
+  double timeout_s;
+  int live_meshes;
+  char error[BRAID_RT_ERROR_CAPACITY];
+
+  int trace;
+  double trace_origin_s;
+  braid_rt_trace_event_t *events;
+  size_t num_events, events_capacity;
+  int open_events;
+};
+
+struct braid_rt_stream {
+  braid_rt_context_t *ctx;
+};
+
+/* An operation in flight: what the wait polls and what a timeout names. */
+struct braid_rt_request {
+  braid_rt_comm_t *comm;
+  MPI_Request mpi;
+  const char *op;    /* "all_reduce" */
+  const char *dtype; /* "f32" */
+  size_t count;
+  int peer; /* rank in comm, or -1 for collectives */
+  int tag;
+  double start_s;
+  int done;
+};
+
+/* An element type as operations need it. */
+typedef struct {
+  MPI_Datatype mpi;
+  const char *name; /* "f32", as messages name it */
+  size_t bytes;
+} braid_rt_dtype_t;
+
+#define BRAID_RT_F32 ((braid_rt_dtype_t){MPI_FLOAT, "f32", sizeof(float)})
+#define BRAID_RT_F64 ((braid_rt_dtype_t){MPI_DOUBLE, "f64", sizeof(double)})
+
+/* Records a printf-style message as ctx's last error and returns `status`.
+   `ctx` may be NULL for the context-less error buffer. */
+braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
+                                braid_rt_status_t status, const char *format,
+                                ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Records the failure of MPI call `call` (its source text) with MPI error
+   code `code`, in function `where`, and returns BRAID_RT_COMM_FAILURE. */
+braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
+                                    const char *call, const char *where);
+
+/* Evaluates an MPI call; on failure records it in `ctx` and returns a status
+   from the enclosing function. Communicators use MPI_ERRORS_RETURN, so
+   errors reach here instead of aborting the process. */
+#define BRAID_MPI_CHECK(ctx, call)                                             \
+  do {                                                                         \
+    int braid_mpi_code_ = (call);                                              \
+    if (braid_mpi_code_ != MPI_SUCCESS)                                        \
+      return braid_rt_fail_mpi((ctx), braid_mpi_code_, #call, __func__);      \
+  } while (0)
+
+/* Checks what every operation on `comm` needs: a communicator, a stream of
+   the same context, a count that fits MPI's int, and a buffer when count is
+   not zero. `what` names the operation in the message. */
+braid_rt_status_t braid_rt_check_op(braid_rt_comm_t *comm,
+                                    braid_rt_stream_t *stream, const char *what,
+                                    size_t count, const void *buf,
+                                    const char *buf_name);
+
+/* Fails unless the byte ranges [a, a+a_bytes) and [b, b+b_bytes) are
+   disjoint. */
+braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
+                                          const char *what, const void *a,
+                                          size_t a_bytes, const void *b,
+                                          size_t b_bytes);
+
+/* Fails unless a _start call was given somewhere to put its request. */
+braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
+                                             const char *what,
+                                             braid_rt_request_t **out_request);
+
+/* Every operation runs in three steps, so that the blocking and the _start
+   forms share one body:
+     req = braid_rt_request_begin(...)   storage: the heap for a _start call
+                                         (out_request != NULL), else `stack`
+     code = MPI_I<op>(..., &req->mpi)
+     return braid_rt_request_finish(req, out_request, code, "MPI_I<op>");
+   finish() waits in the blocking form, hands the request to the caller in
+   the _start form, and on an MPI error records it and frees the request. */
+braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
+                                         braid_rt_request_t **out_request,
+                                         braid_rt_request_t *stack,
+                                         const char *op, const char *dtype,
+                                         size_t count, int peer, int tag,
+                                         braid_rt_request_t **out_req);
+braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
+                                          braid_rt_request_t **out_request,
+                                          int mpi_code, const char *mpi_call);
+
+/* Appends a complete ("X") event to ctx's trace. */
+braid_rt_status_t braid_rt_trace_complete(braid_rt_context_t *ctx,
+                                          const char *name,
+                                          const char *category,
+                                          double start_s, double end_s);
+
+/* Releases ctx's trace events. */
+void braid_rt_trace_clear(braid_rt_context_t *ctx);
+
+#endif /* BRAID_RT_CPU_INTERNAL_H */

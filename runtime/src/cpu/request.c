@@ -1,0 +1,142 @@
+/*===- request.c - Waiting for operations, with a timeout (CPU, MPI) -----===*/
+
+#include "internal.h"
+
+#include "braid/rt/trace.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static braid_rt_status_t wait_in_place(braid_rt_request_t *req);
+
+braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
+                                         braid_rt_request_t **out_request,
+                                         braid_rt_request_t *stack,
+                                         const char *op, const char *dtype,
+                                         size_t count, int peer, int tag,
+                                         braid_rt_request_t **out_req) {
+  braid_rt_request_t *req = stack;
+  if (out_request) {
+    *out_request = NULL;
+    req = malloc(sizeof(*req));
+    if (!req)
+      return braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
+                           "%s over %s: out of memory", op, comm->name);
+  }
+  req->comm = comm;
+  req->mpi = MPI_REQUEST_NULL;
+  req->op = op;
+  req->dtype = dtype;
+  req->count = count;
+  req->peer = peer;
+  req->tag = tag;
+  req->start_s = braid_rt_now_seconds();
+  req->done = 0;
+  *out_req = req;
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
+                                          braid_rt_request_t **out_request,
+                                          int mpi_code, const char *mpi_call) {
+  if (mpi_code != MPI_SUCCESS) {
+    braid_rt_status_t status =
+        braid_rt_fail_mpi(req->comm->ctx, mpi_code, mpi_call, req->op);
+    if (out_request)
+      free(req);
+    return status;
+  }
+  if (!out_request)
+    return wait_in_place(req);
+  *out_request = req;
+  return BRAID_RT_OK;
+}
+
+/* "recv of 16 f32 from rank 0 (tag 7) over world (rank 1 of 2, world rank
+   1)": the operation as a timeout or failure message names it. */
+static void describe(const braid_rt_request_t *req, char *out,
+                     size_t capacity) {
+  const braid_rt_comm_t *comm = req->comm;
+  size_t used = (size_t)snprintf(out, capacity, "%s", req->op);
+  if (req->dtype && used < capacity)
+    used += (size_t)snprintf(out + used, capacity - used, " of %zu %s",
+                             req->count, req->dtype);
+  if (req->peer >= 0 && used < capacity)
+    used += (size_t)snprintf(out + used, capacity - used,
+                             " %s rank %d (tag %d)",
+                             req->op[0] == 's' ? "to" : "from", req->peer,
+                             req->tag);
+  if (used < capacity)
+    snprintf(out + used, capacity - used, " over %s (rank %d of %d, world "
+             "rank %d)", comm->name, comm->rank, comm->size,
+             comm->ctx->world.rank);
+}
+
+/* Waits for `req` without releasing it. Polls rather than blocking in
+   MPI_Wait, which has no timeout. */
+static braid_rt_status_t wait_in_place(braid_rt_request_t *req) {
+  braid_rt_context_t *ctx = req->comm->ctx;
+  double wait_start_s = braid_rt_now_seconds();
+  while (!req->done) {
+    int code = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      char what[256];
+      describe(req, what, sizeof(what));
+      return braid_rt_fail_mpi(ctx, code, "MPI_Test", what);
+    }
+    if (req->done)
+      break;
+    if (ctx->timeout_s > 0 &&
+        braid_rt_now_seconds() - wait_start_s > ctx->timeout_s) {
+      char what[256];
+      describe(req, what, sizeof(what));
+      return braid_rt_fail(ctx, BRAID_RT_TIMEOUT,
+                           "%s: no completion within %g s", what,
+                           ctx->timeout_s);
+    }
+    /* Ranks may outnumber cores: let a peer that shares ours make progress. */
+    sched_yield();
+  }
+  if (ctx->trace)
+    return braid_rt_trace_complete(ctx, req->op, "comm", req->start_s,
+                                   braid_rt_now_seconds());
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
+  if (!request)
+    return BRAID_RT_OK;
+  braid_rt_status_t status = wait_in_place(request);
+  /* After a failure the MPI request may still be active; freeing it is
+     erroneous for collectives, so it is abandoned with its communicator. */
+  free(request);
+  return status;
+}
+
+braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
+                                        int *out_done) {
+  if (!request || !out_done)
+    return braid_rt_fail(request ? request->comm->ctx : NULL,
+                         BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_request_test: NULL argument");
+  if (!request->done) {
+    int code = MPI_Test(&request->mpi, &request->done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      char what[256];
+      describe(request, what, sizeof(what));
+      return braid_rt_fail_mpi(request->comm->ctx, code, "MPI_Test", what);
+    }
+  }
+  *out_done = request->done;
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
+                                             const char *what,
+                                             braid_rt_request_t **out_request) {
+  if (out_request)
+    return BRAID_RT_OK;
+  return braid_rt_fail(comm ? comm->ctx : NULL, BRAID_RT_INVALID_ARGUMENT,
+                       "%s: out_request is NULL", what);
+}
