@@ -1,13 +1,14 @@
-/*===- expect_exit.c - Run a command that must fail, and check how -------===*/
+/*===- expect_exit.c - Run a command, check its exit, time and output ---===*/
 /*
  * expect_exit [--code N] --within SECONDS [--output TEXT]... -- COMMAND...
  *
  * Runs COMMAND with stdout and stderr captured, and succeeds only if it
- * exits with a non-zero status (exactly N with --code) within SECONDS and
- * its output contains every TEXT. A command still running at the deadline
- * is killed with its process group. The failure-handling tests need this
- * because ctest can only expect success, or any failure (WILL_FAIL), and
- * cannot bound the time a failure takes.
+ * exits within SECONDS with status N (without --code: any non-zero status)
+ * and its output contains every TEXT. A command still running at the
+ * deadline is killed with its process group. The failure-handling tests
+ * need this because ctest can only expect success or any failure
+ * (WILL_FAIL), cannot bound the time a failure takes, and ignores the exit
+ * status once it matches output (PASS_REGULAR_EXPRESSION).
  */
 
 #include <errno.h>
@@ -112,8 +113,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "FAIL: ended by signal %d, expected an exit\n",
             WTERMSIG(status));
     ok = 0;
-  } else if (WEXITSTATUS(status) == 0 ||
-             (expected_code >= 0 && WEXITSTATUS(status) != expected_code)) {
+  } else if (expected_code >= 0 ? WEXITSTATUS(status) != expected_code
+                                : WEXITSTATUS(status) == 0) {
     fprintf(stderr, "FAIL: exit code %d, expected %s%d\n", WEXITSTATUS(status),
             expected_code >= 0 ? "" : "non-zero, not ",
             expected_code >= 0 ? expected_code : 0);

@@ -151,6 +151,10 @@ braid_rt_status_t braid_rt_context_create(const braid_rt_context_options_t *opts
   ctx->world.mpi = MPI_COMM_NULL;
 
   if (!initialized) {
+    /* OpenMPI's default non-blocking all_reduce on a few ranks runs at about
+       0.4x the blocking MPI_Allreduce on one machine; the ring algorithm
+       matches it (docs/runtime.md). A setting from the user wins. */
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "ring", 0);
     /* SERIALIZED: the runtime may be called from any thread, one at a time. */
     int provided = 0;
     int code = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
