@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Braid's main job at this stage: generate a GPT model, evaluate its loss
 # with the reference evaluator, derive its training step and train it on one
-# batch, with the loss falling; then split it into a 4-stage pipeline and
-# compute its gradients on simulated ranks in ZB-H1 order. Sets up
-# everything it needs first.
+# batch, with the loss falling; then split it into a 4-stage pipeline with a
+# verified ZB-H1 schedule, and train it as dp2 x tp2 x pp2 on 8 simulated
+# devices in schedule order. Sets up everything it needs first.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -44,6 +44,16 @@ build/bin/braid-opt "$out/gpt.mlir" --braid-pipeline-split="stages=4 report" \
   --braid-autodiff --braid-pipeline-outline \
   --braid-pipeline-schedule="schedule=zb-h1 microbatches=8 report" \
   -o "$out/gpt.pipelined.mlir" | grep -v "parameters:"
-echo "== Pipelined gradients on 4 simulated ranks in schedule order (mean over micro-batches)"
-build/bin/braid-eval "$out/gpt.pipelined.mlir" --entry forward_grad --pipeline \
-  --seed 0 | sed -n 1,3p
+
+echo "== 3D parallel training step: dp2 x tp2 x pp2, ZB-H1 over 4 micro-batches"
+build/bin/braid-opt "$out/gpt.mlir" --braid-pipeline-split="stages=2" \
+  --braid-autodiff \
+  --braid-train-step="lr=3e-3 warmup-steps=2 total-steps=10 decay=cosine clip-norm=1.0 accumulation=4 pipeline" \
+  --braid-shard="dp=2 tp=2" --braid-propagate-sharding --braid-partition \
+  --braid-comm-report --braid-pipeline-outline \
+  --braid-pipeline-schedule="schedule=zb-h1 report" \
+  -o "$out/gpt.3d.mlir" | grep -E "^(total (all|axis)|simulated|rank)"
+build/bin/braid-sched --schedule zb-h1 -p 2 -m 4 --svg "$out/gpt.3d.schedule.svg" > /dev/null
+echo "   schedule picture: $out/gpt.3d.schedule.svg"
+echo "== Training it 10 steps on 8 simulated devices (2 x 2 mesh, each running the 2-rank pipeline)"
+build/bin/braid-eval "$out/gpt.3d.mlir" --steps 10 --seed 0 --mesh mesh --pipeline

@@ -59,6 +59,7 @@ private:
                         const Sharding &to);
   LogicalResult partitionOp(Operation *op, OpBuilder &b);
   LogicalResult partitionRepeat(RepeatOp repeat, OpBuilder &b);
+  LogicalResult partitionPipeline(PipelineOp op, OpBuilder &b);
 
   ArrayAttr axesAttr(ArrayRef<StringRef> axes) {
     SmallVector<Attribute> names;
@@ -87,9 +88,9 @@ private:
   std::string prefix;
   std::string layoutKey(StringRef name) { return prefix + "/" + name.str(); }
   /// The op being partitioned, which any collective emitted now serves,
-  /// and its phase.
+  /// and its phase and pipeline chunk.
   StringAttr cause;
-  Attribute phase;
+  Attribute phase, chunk;
 };
 
 } // namespace
@@ -101,17 +102,20 @@ Value Partitioner::reshard(OpBuilder &b, Location loc, Local v,
   // Collectives carry the op whose operand needed them.
   struct CauseTagger : public OpBuilder::Listener {
     StringAttr cause;
-    Attribute phase;
+    Attribute phase, chunk;
     void notifyOperationInserted(Operation *op,
                                  OpBuilder::InsertPoint) override {
       if (cause)
         op->setAttr("braid.cause", cause);
       if (phase)
         op->setAttr(kPhaseAttrName, phase);
+      if (chunk)
+        op->setAttr(kChunkAttrName, chunk);
     }
   } tagger;
   tagger.cause = cause;
   tagger.phase = phase;
+  tagger.chunk = chunk;
   if (v.origin && cause)
     tagger.cause = StringAttr::get(
         cause.getContext(), cause.getValue() + " needs the value of " +
@@ -255,6 +259,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
   Location loc = op->getLoc();
   cause = describeCause(op);
   phase = op->getAttr(kPhaseAttrName);
+  chunk = op->getAttr(kChunkAttrName);
   if (auto shard = dyn_cast<ShardOp>(op)) {
     Sharding to = Sharding::fromAttr(shard.getSharding());
     Local in = locals.lookup(shard.getInput());
@@ -369,6 +374,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
 LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
   cause = describeCause(repeat);
   phase = repeat->getAttr(kPhaseAttrName);
+  chunk = repeat->getAttr(kChunkAttrName);
   auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
       repeat, repeat.getLayerAttr());
   Block &body = layer.getBody().front();
@@ -437,10 +443,51 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
       b, repeat.getLoc(), types, repeat.getLayer(), operands,
       repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
       repeat.getCarriedAttr(), repeat.getReverse());
-  if (phase)
-    local->setAttr(kPhaseAttrName, phase);
+  // Phase, chunk and the like stay; the global shardings do not.
+  local->setDiscardableAttrs(repeat->getDiscardableAttrDictionary());
+  local->removeAttr(kShardingsAttrName);
   for (auto [r, s] : llvm::zip(repeat.getResults(), resultShardings))
     locals[r] = {local.getResult(r.getResultNumber()), s};
+  return success();
+}
+
+/// How `fn` lays out its argument or result `i`: what propagation recorded
+/// (braid.sharding), or once partitioned, its braid.block_of.
+static Sharding interfaceSharding(func::FuncOp fn, unsigned i, bool result) {
+  for (StringRef name : {"braid.sharding", "braid.block_of"}) {
+    auto attr = result ? fn.getResultAttrOfType<ShardingAttr>(i, name)
+                       : fn.getArgAttrOfType<ShardingAttr>(i, name);
+    if (attr)
+      return Sharding::fromAttr(attr);
+  }
+  Type type = result ? fn.getResultTypes()[i] : fn.getArgumentTypes()[i];
+  return Sharding::replicated(cast<RankedTensorType>(type).getRank());
+}
+
+LogicalResult Partitioner::partitionPipeline(PipelineOp op, OpBuilder &b) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      op, op.getCalleeAttr());
+  if (!callee)
+    return op.emitOpError() << "'" << op.getCallee()
+                            << "' does not name a function";
+  // Micro-batches enter in the callee's layout, stacked.
+  SmallVector<Value> operands;
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    Sharding s = interfaceSharding(callee, i, /*result=*/false);
+    s.dims.insert(s.dims.begin(), SmallVector<StringRef>());
+    operands.push_back(reshard(b, op.getLoc(), locals.lookup(v), s));
+  }
+  SmallVector<Type> types;
+  SmallVector<Sharding> shardings;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    shardings.push_back(interfaceSharding(callee, i, /*result=*/true));
+    types.push_back(shardings.back().localType(
+        mesh, cast<RankedTensorType>(r.getType())));
+  }
+  auto local = PipelineOp::create(b, op.getLoc(), types, op.getCallee(),
+                                  operands);
+  for (auto [r, s] : llvm::zip(op.getResults(), shardings))
+    locals[r] = {local.getResult(r.getResultNumber()), s, cause};
   return success();
 }
 
@@ -471,6 +518,7 @@ LogicalResult Partitioner::run(Block &block, ArrayRef<Sharding> argShardings,
     b.setInsertionPoint(op);
     cause = describeCause(op);
     phase = op->getAttr(kPhaseAttrName);
+  chunk = op->getAttr(kChunkAttrName);
     if (op->hasTrait<OpTrait::IsTerminator>()) {
       SmallVector<Value> operands;
       for (auto [v, s] : llvm::zip(op->getOperands(), resultShardings))
@@ -478,9 +526,10 @@ LogicalResult Partitioner::run(Block &block, ArrayRef<Sharding> argShardings,
       op->setOperands(operands);
       continue;
     }
-    LogicalResult result = isa<RepeatOp>(op)
-                               ? partitionRepeat(cast<RepeatOp>(op), b)
-                               : partitionOp(op, b);
+    LogicalResult result =
+        isa<RepeatOp>(op)     ? partitionRepeat(cast<RepeatOp>(op), b)
+        : isa<PipelineOp>(op) ? partitionPipeline(cast<PipelineOp>(op), b)
+                              : partitionOp(op, b);
     if (failed(result))
       return failure();
   }
@@ -508,9 +557,18 @@ struct PartitionPass : public braid::impl::PartitionPassBase<PartitionPass> {
     MLIRContext *ctx = module.getContext();
     DenseMap<Operation *, SmallVector<Sharding>> layers;
     llvm::StringMap<Sharding> layouts;
+    // Callers through braid.pipeline go after their callees.
+    SmallVector<func::FuncOp> order, callers;
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
+      bool calls = fn.walk([](PipelineOp) {
+                       return WalkResult::interrupt();
+                     }).wasInterrupted();
+      (calls ? callers : order).push_back(fn);
+    }
+    order.append(callers.begin(), callers.end());
+    for (func::FuncOp fn : order) {
       Block &body = fn.getBody().front();
       SmallVector<Sharding> args, results;
       for (BlockArgument a : body.getArguments())

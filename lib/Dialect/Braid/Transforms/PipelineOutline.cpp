@@ -37,6 +37,46 @@ struct Piece {
   llvm::SetVector<unsigned> deps;
 };
 
+/// Gives ops that later passes added without a chunk and phase (the
+/// collectives and scalings of braid-partition, most of which are tagged
+/// after the op they serve, but not all: a reduction before the return,
+/// a constant) those of their producers, or failing that, of their users.
+void inheritChunks(Block &body) {
+  auto tagged = [](Operation *op) {
+    return op && op->hasAttr(kChunkAttrName) && getPhase(op);
+  };
+  // Fills in what `to` lacks; false if it lacked nothing.
+  auto inherit = [](Operation *from, Operation *to) {
+    if (!to->hasAttr(kChunkAttrName))
+      to->setAttr(kChunkAttrName, from->getAttr(kChunkAttrName));
+    if (!getPhase(to))
+      setPhase(to, *getPhase(from));
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<ParamOp>(op) || tagged(&op))
+        continue;
+      for (Value v : op.getOperands())
+        if (tagged(v.getDefiningOp())) {
+          inherit(v.getDefiningOp(), &op);
+          changed = true;
+          break;
+        }
+    }
+    for (Operation &op : llvm::reverse(body.without_terminator())) {
+      if (isa<ParamOp>(op) || tagged(&op))
+        continue;
+      for (Operation *user : op.getUsers())
+        if (tagged(user)) {
+          inherit(user, &op);
+          changed = true;
+          break;
+        }
+    }
+  }
+}
+
 struct PipelineOutlinePass
     : public braid::impl::PipelineOutlinePassBase<PipelineOutlinePass> {
   using PipelineOutlinePassBase::PipelineOutlinePassBase;
@@ -52,6 +92,7 @@ struct PipelineOutlinePass
       return signalPassFailure();
     }
     Block &body = grad.getBody().front();
+    inheritChunks(body);
 
     // Pieces in order of their first op; parameters are read where used.
     llvm::MapVector<PieceKey, unsigned> index;

@@ -343,6 +343,37 @@ void Propagator::annotate(Block &block, bool provenance) {
   }
 }
 
+/// The sharding `fn` records for its argument or result `i`, or replicated.
+static Sharding recordedSharding(func::FuncOp fn, unsigned i, bool result) {
+  auto attr = result
+                  ? fn.getResultAttrOfType<ShardingAttr>(i, "braid.sharding")
+                  : fn.getArgAttrOfType<ShardingAttr>(i, "braid.sharding");
+  if (attr)
+    return Sharding::fromAttr(attr);
+  Type type = result ? fn.getResultTypes()[i] : fn.getArgumentTypes()[i];
+  return Sharding::replicated(cast<RankedTensorType>(type).getRank());
+}
+
+/// Makes the operands and results of every braid.pipeline in `fn` known
+/// with its callee's argument (stacked) and result shardings, above any
+/// annotation: the callee is already decided.
+static void seedPipelines(func::FuncOp fn, Propagator &propagator) {
+  constexpr int64_t kCallee = std::numeric_limits<int64_t>::max() / 2;
+  fn.walk([&](PipelineOp op) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        op, op.getCalleeAttr());
+    if (!callee)
+      return;
+    std::string why = "the layout of @" + callee.getName().str();
+    for (auto [i, v] : llvm::enumerate(op.getInputs()))
+      propagator.known[v] = {stack(recordedSharding(callee, i, false)),
+                             kCallee, why, op};
+    for (auto [i, v] : llvm::enumerate(op.getResults()))
+      propagator.known[v] = {recordedSharding(callee, i, true), kCallee, why,
+                             op};
+  });
+}
+
 namespace {
 struct PropagateShardingPass
     : public braid::impl::PropagateShardingPassBase<PropagateShardingPass> {
@@ -358,9 +389,22 @@ struct PropagateShardingPass
       return signalPassFailure();
     }
     MeshOp mesh = meshes.front();
+    // Functions that run others through braid.pipeline go last: they take
+    // their callees' shardings as given.
+    SmallVector<func::FuncOp> order, callers;
+    DenseSet<Attribute> callees;
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
+      bool calls = false;
+      fn.walk([&](PipelineOp op) {
+        calls = true;
+        callees.insert(op.getCalleeAttr().getAttr());
+      });
+      (calls ? callers : order).push_back(fn);
+    }
+    order.append(callers.begin(), callers.end());
+    for (func::FuncOp fn : order) {
       Propagator propagator(mesh);
       Block &body = fn.getBody().front();
       for (BlockArgument a : body.getArguments())
@@ -369,18 +413,29 @@ struct PropagateShardingPass
           propagator.known[a] = {Sharding::fromAttr(s), 0,
                                  "the annotation of argument #" +
                                      std::to_string(a.getArgNumber())};
+      seedPipelines(fn, propagator);
       if (failed(propagator.seedConstraints(fn.getBody())) ||
           failed(propagator.run(body)))
         return signalPassFailure();
       propagator.annotate(body, printProvenance);
-      for (BlockArgument a : body.getArguments()) {
-        auto it = propagator.known.find(a);
-        Sharding s = it != propagator.known.end()
-                         ? it->second.sharding
-                         : Sharding::replicated(
-                               cast<RankedTensorType>(a.getType()).getRank());
-        fn.setArgAttr(a.getArgNumber(), "braid.sharding", s.toAttr(mesh));
-      }
+      auto shardingOf = [&](Value v) {
+        auto it = propagator.known.find(v);
+        return it != propagator.known.end()
+                   ? it->second.sharding
+                   : Sharding::replicated(
+                         cast<RankedTensorType>(v.getType()).getRank());
+      };
+      for (BlockArgument a : body.getArguments())
+        fn.setArgAttr(a.getArgNumber(), "braid.sharding",
+                      shardingOf(a).toAttr(mesh));
+      // A function run through braid.pipeline returns its results as it
+      // computes them (sharded gradients stay sharded) unless annotated:
+      // its caller adapts. Other functions return whole tensors.
+      if (callees.contains(fn.getSymNameAttr()))
+        for (auto [i, v] :
+             llvm::enumerate(body.getTerminator()->getOperands()))
+          if (!fn.getResultAttr(i, "braid.sharding"))
+            fn.setResultAttr(i, "braid.sharding", shardingOf(v).toAttr(mesh));
     }
   }
 };

@@ -37,6 +37,17 @@ Parallel classify(StringRef name) {
   return Parallel::None;
 }
 
+/// Whether `arg` is used as micro-batches stacked along its leading
+/// dimension: by braid.pipeline, or as a stacked operand of braid.repeat.
+bool isStacked(BlockArgument arg) {
+  return llvm::any_of(arg.getUses(), [](OpOperand &use) {
+    if (isa<PipelineOp>(use.getOwner()))
+      return true;
+    auto repeat = dyn_cast<RepeatOp>(use.getOwner());
+    return repeat && use.getOperandNumber() >= repeat.getNumCarried();
+  });
+}
+
 struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
   using ShardPassBase::ShardPassBase;
 
@@ -69,14 +80,19 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
         if (!type || type.getRank() == 0 ||
             fn.getArgAttr(i, "braid.sharding"))
           continue;
-        if (type.getDimSize(0) % dp != 0) {
+        // Micro-batches stacked for braid.pipeline or an accumulation
+        // loop come first; the batch is the dimension after them.
+        int64_t dim = isStacked(fn.getArgument(i)) ? 1 : 0;
+        if (dim >= type.getRank())
+          continue;
+        if (type.getDimSize(dim) % dp != 0) {
           fn.emitOpError() << "argument #" << i << " has batch dimension "
-                           << type.getDimSize(0)
+                           << type.getDimSize(dim)
                            << ", not divisible by dp = " << (int64_t)dp;
           return signalPassFailure();
         }
         Sharding s = Sharding::replicated(type.getRank());
-        s.dims[0] = {"dp"};
+        s.dims[dim] = {"dp"};
         fn.setArgAttr(i, "braid.sharding", s.toAttr(mesh));
       }
     }

@@ -23,6 +23,8 @@ enum class Phase { F, B, W };
 
 /// The name of the attribute holding an op's phase.
 constexpr StringLiteral kPhaseAttrName = "braid.phase";
+/// The name of the attribute holding the pipeline chunk an op belongs to.
+constexpr StringLiteral kChunkAttrName = "braid.chunk";
 
 StringRef stringifyPhase(Phase phase);
 /// The phase an op is tagged with, if any.
