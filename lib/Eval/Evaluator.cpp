@@ -274,7 +274,10 @@ LogicalResult Evaluator::evaluateBlock(Block &block,
                               << " values for " << op.getNumResults()
                               << " results (evaluator bug)";
     for (auto [result, t] : llvm::zip_equal(op.getResults(), outs)) {
-      auto type = cast<RankedTensorType>(result.getType());
+      // A future holds the tensor it will give.
+      auto future = dyn_cast<FutureType>(result.getType());
+      auto type = future ? future.getValueType()
+                         : cast<RankedTensorType>(result.getType());
       if (t.shape() != type.getShape())
         return op.emitOpError() << "evaluation produced shape "
                                 << shapeString(t.shape()) << " for result "

@@ -162,3 +162,64 @@ func.func @mesh_nested() {
   braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
   return
 }
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @start_gather_type(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x16xf32>' does not match the inferred type 'tensor<4x32xf32>'}}
+  %0 = braid.all_gather_start %x on @mesh ["tp"] {dim = 1 : i64} : tensor<4x8xf32> -> !braid.future<tensor<4x16xf32>>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @start_scatter_divisible(%x: tensor<4x6xf32>) {
+  // expected-error@+1 {{dimension 1 of size 6 is not divisible by the group size 4}}
+  %0 = braid.reduce_scatter_start %x on @mesh ["tp"] {dim = 1 : i64} : tensor<4x6xf32> -> !braid.future<tensor<4x1xf32>>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @start_reduce_type(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x4xf32>' must equal the input type 'tensor<4x8xf32>'}}
+  %0 = braid.all_reduce_start sum %x on @mesh ["tp"] : tensor<4x8xf32> -> !braid.future<tensor<4x4xf32>>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @start_axis_twice(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{mesh axis 'tp' is listed twice}}
+  %0 = braid.all_to_all_start %x on @mesh ["tp", "tp"] {split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x8xf32> -> !braid.future<tensor<16x2xf32>>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @start_root(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{root 3 is not a position in a group of 2}}
+  %0 = braid.broadcast_from_start %x on @mesh ["dp"] {root = 3 : i64} : tensor<4x8xf32> -> !braid.future<tensor<4x8xf32>>
+  return
+}
+
+// -----
+
+func.func @start_unknown_mesh(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{@nomesh does not name a braid.mesh}}
+  %0 = braid.all_reduce_start sum %x on @nomesh ["tp"] : tensor<4x8xf32> -> !braid.future<tensor<4x8xf32>>
+  return
+}
+
+// -----
+
+func.func @wait_type(%f: !braid.future<tensor<4x8xf32>>) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'braid.wait' op failed to verify that result is the future's tensor}}
+  %0 = "braid.wait"(%f) : (!braid.future<tensor<4x8xf32>>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}

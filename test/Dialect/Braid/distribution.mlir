@@ -38,3 +38,25 @@ func.func @device(%x: tensor<4x16xf32> {braid.block_of = #braid.sharding<@mesh, 
   %5 = braid.broadcast_from %x on @mesh ["dp"] {root = 1 : i64} : tensor<4x16xf32>
   return
 }
+
+// Tests the asynchronous forms: each collective's start op and braid.wait.
+// CHECK-LABEL: func.func @async
+func.func @async(%x: tensor<4x16xf32>) -> tensor<4x64xf32> {
+  // CHECK: %[[F0:.*]] = braid.all_reduce_start sum %{{.*}} on @mesh ["tp"] : tensor<4x16xf32> -> !braid.future<tensor<4x16xf32>>
+  %f0 = braid.all_reduce_start sum %x on @mesh ["tp"] : tensor<4x16xf32> -> !braid.future<tensor<4x16xf32>>
+  // CHECK: braid.all_gather_start %{{.*}} on @mesh ["tp"] {dim = 1 : i64} : tensor<4x16xf32> -> !braid.future<tensor<4x64xf32>>
+  %f1 = braid.all_gather_start %x on @mesh ["tp"] {dim = 1 : i64} : tensor<4x16xf32> -> !braid.future<tensor<4x64xf32>>
+  // CHECK: braid.reduce_scatter_start %{{.*}} on @mesh ["tp"] {dim = 1 : i64} : tensor<4x16xf32> -> !braid.future<tensor<4x4xf32>>
+  %f2 = braid.reduce_scatter_start %x on @mesh ["tp"] {dim = 1 : i64} : tensor<4x16xf32> -> !braid.future<tensor<4x4xf32>>
+  // CHECK: braid.all_to_all_start %{{.*}} on @mesh ["tp"] {concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<4x16xf32> -> !braid.future<tensor<16x4xf32>>
+  %f3 = braid.all_to_all_start %x on @mesh ["tp"] {split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<4x16xf32> -> !braid.future<tensor<16x4xf32>>
+  // CHECK: braid.broadcast_from_start %{{.*}} on @mesh ["dp"] {root = 1 : i64} : tensor<4x16xf32> -> !braid.future<tensor<4x16xf32>>
+  %f4 = braid.broadcast_from_start %x on @mesh ["dp"] {root = 1 : i64} : tensor<4x16xf32> -> !braid.future<tensor<4x16xf32>>
+  // CHECK: braid.wait %[[F0]] : !braid.future<tensor<4x16xf32>>
+  %0 = braid.wait %f0 : !braid.future<tensor<4x16xf32>>
+  %1 = braid.wait %f1 : !braid.future<tensor<4x64xf32>>
+  %2 = braid.wait %f2 : !braid.future<tensor<4x4xf32>>
+  %3 = braid.wait %f3 : !braid.future<tensor<16x4xf32>>
+  %4 = braid.wait %f4 : !braid.future<tensor<4x16xf32>>
+  return %1 : tensor<4x64xf32>
+}

@@ -1,4 +1,4 @@
-//===- BraidAttrs.cpp - braid attributes -----------------------------------===//
+//===- BraidAttrs.cpp - braid attributes and types -------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
@@ -13,6 +13,16 @@ using namespace mlir::braid;
 
 #define GET_ATTRDEF_CLASSES
 #include "braid/Dialect/Braid/IR/BraidAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "braid/Dialect/Braid/IR/BraidTypes.cpp.inc"
+
+void BraidDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "braid/Dialect/Braid/IR/BraidTypes.cpp.inc"
+      >();
+}
 
 void BraidDialect::registerAttributes() {
   addAttributes<

@@ -13,6 +13,7 @@ using namespace mlir::braid;
 
 void BraidDialect::initialize() {
   registerAttributes();
+  registerTypes();
   addOperations<
 #define GET_OP_LIST
 #include "braid/Dialect/Braid/IR/BraidOps.cpp.inc"

@@ -1021,18 +1021,24 @@ int64_t ReduceScatterOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, m
 int64_t AllToAllOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
 int64_t BroadcastFromOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
 int64_t AllSliceOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t AllReduceStartOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t AllGatherStartOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t ReduceScatterStartOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t AllToAllStartOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
+int64_t BroadcastFromStartOp::getGroupSize(MeshOp mesh) { return groupSizeOf(*this, mesh); }
 
-
-LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &) {
-  if (getKind() == ReduceKind::mean)
-    return emitOpError("reduces with sum or max");
-  return verifyCollective(*this, getMeshAttr(), getAxes());
+/// The tensor a collective produces: its result, or what its future holds.
+static Type collectiveResultType(Operation *op) {
+  Type type = op->getResult(0).getType();
+  if (auto future = dyn_cast<FutureType>(type))
+    return future.getValueType();
+  return type;
 }
 
-/// Checks that `result` is `input` with dimension `dim` scaled: multiplied
-/// by `n` (gather) or divided by it (scatter).
-static LogicalResult checkScaledDim(Operation *op, Value input, Value result,
-                                    int64_t dim, int64_t n, bool multiply) {
+/// Checks that the result is the input with dimension `dim` scaled:
+/// multiplied by `n` (gather) or divided by it (scatter).
+static LogicalResult checkScaledDim(Operation *op, Value input, int64_t dim,
+                                    int64_t n, bool multiply) {
   auto in = cast<RankedTensorType>(input.getType());
   if (failed(checkAxis(op, dim, in.getRank(), "dim")))
     return failure();
@@ -1042,57 +1048,109 @@ static LogicalResult checkScaledDim(Operation *op, Value input, Value result,
                              << " is not divisible by the group size " << n;
   SmallVector<int64_t> shape(in.getShape());
   shape[dim] = multiply ? shape[dim] * n : shape[dim] / n;
-  return checkResult(op, result, shape, in.getElementType());
+  auto expected = RankedTensorType::get(shape, in.getElementType());
+  if (collectiveResultType(op) != expected)
+    return op->emitOpError() << "result type " << collectiveResultType(op)
+                             << " does not match the inferred type "
+                             << expected;
+  return success();
 }
 
-LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &) {
-  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
-  if (failed(n))
+// The checks of each collective, shared by its synchronous and start forms.
+
+template <typename OpTy>
+static LogicalResult verifyAllReduce(OpTy op) {
+  if (op.getKind() == ReduceKind::mean)
+    return op.emitOpError("reduces with sum or max");
+  if (failed(verifyCollective(op, op.getMeshAttr(), op.getAxes())))
     return failure();
-  return checkScaledDim(*this, getInput(), getResult(), getDim(), *n, true);
+  if (collectiveResultType(op) != op.getInput().getType())
+    return op.emitOpError() << "result type " << collectiveResultType(op)
+                            << " must equal the input type "
+                            << op.getInput().getType();
+  return success();
 }
 
-LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &) {
-  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+template <typename OpTy>
+static LogicalResult verifyScaling(OpTy op, bool multiply) {
+  FailureOr<int64_t> n = verifyCollective(op, op.getMeshAttr(), op.getAxes());
   if (failed(n))
     return failure();
-  return checkScaledDim(*this, getInput(), getResult(), getDim(), *n, false);
+  return checkScaledDim(op, op.getInput(), op.getDim(), *n, multiply);
 }
 
-LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &) {
-  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+template <typename OpTy>
+static LogicalResult verifyAllToAll(OpTy op) {
+  FailureOr<int64_t> n = verifyCollective(op, op.getMeshAttr(), op.getAxes());
   if (failed(n))
     return failure();
-  return checkScaledDim(*this, getInput(), getResult(), getDim(), *n, false);
-}
-
-LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &) {
-  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
-  if (failed(n))
-    return failure();
-  auto in = cast<RankedTensorType>(getInput().getType());
-  int64_t split = getSplitDim(), concat = getConcatDim();
-  if (failed(checkAxis(*this, split, in.getRank(), "split_dim")) ||
-      failed(checkAxis(*this, concat, in.getRank(), "concat_dim")))
+  auto in = cast<RankedTensorType>(op.getInput().getType());
+  int64_t split = op.getSplitDim(), concat = op.getConcatDim();
+  if (failed(checkAxis(op, split, in.getRank(), "split_dim")) ||
+      failed(checkAxis(op, concat, in.getRank(), "concat_dim")))
     return failure();
   if (in.getDimSize(split) % *n != 0)
-    return emitOpError() << "dimension " << split << " of size "
-                         << in.getDimSize(split)
-                         << " is not divisible by the group size " << *n;
+    return op.emitOpError() << "dimension " << split << " of size "
+                            << in.getDimSize(split)
+                            << " is not divisible by the group size " << *n;
   SmallVector<int64_t> shape(in.getShape());
   shape[split] /= *n;
   shape[concat] *= *n;
-  return checkResult(*this, getResult(), shape, in.getElementType());
+  auto expected = RankedTensorType::get(shape, in.getElementType());
+  if (collectiveResultType(op) != expected)
+    return op.emitOpError() << "result type " << collectiveResultType(op)
+                            << " does not match the inferred type "
+                            << expected;
+  return success();
 }
 
-LogicalResult BroadcastFromOp::verifySymbolUses(SymbolTableCollection &) {
-  FailureOr<int64_t> n = verifyCollective(*this, getMeshAttr(), getAxes());
+template <typename OpTy>
+static LogicalResult verifyBroadcastFrom(OpTy op) {
+  FailureOr<int64_t> n = verifyCollective(op, op.getMeshAttr(), op.getAxes());
   if (failed(n))
     return failure();
-  if ((int64_t)getRoot() < 0 || (int64_t)getRoot() >= *n)
-    return emitOpError() << "root " << (int64_t)getRoot()
-                         << " is not a position in a group of " << *n;
+  if ((int64_t)op.getRoot() < 0 || (int64_t)op.getRoot() >= *n)
+    return op.emitOpError() << "root " << (int64_t)op.getRoot()
+                            << " is not a position in a group of " << *n;
+  if (collectiveResultType(op) != op.getInput().getType())
+    return op.emitOpError() << "result type " << collectiveResultType(op)
+                            << " must equal the input type "
+                            << op.getInput().getType();
   return success();
+}
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyAllReduce(*this);
+}
+LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyAllReduce(*this);
+}
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyScaling(*this, /*multiply=*/true);
+}
+LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyScaling(*this, /*multiply=*/true);
+}
+LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyScaling(*this, /*multiply=*/false);
+}
+LogicalResult ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyScaling(*this, /*multiply=*/false);
+}
+LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyScaling(*this, /*multiply=*/false);
+}
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyAllToAll(*this);
+}
+LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyAllToAll(*this);
+}
+LogicalResult BroadcastFromOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyBroadcastFrom(*this);
+}
+LogicalResult BroadcastFromStartOp::verifySymbolUses(SymbolTableCollection &) {
+  return verifyBroadcastFrom(*this);
 }
 
 #define GET_OP_CLASSES

@@ -996,62 +996,93 @@ static Tensor concatenate(ArrayRef<Tensor> parts, int64_t dim) {
   return out;
 }
 
-LogicalResult AllReduceOp::evaluate(EvalContext &ctx,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
-  SmallVector<Tensor> group;
-  unsigned position;
-  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
-    return failure();
-  results.push_back(combine(group, getKind() == ReduceKind::max));
-  return success();
-}
+// Each collective's semantics, shared by its synchronous and start forms
+// (a start form exchanges at once; its future holds the result).
 
-LogicalResult AllGatherOp::evaluate(EvalContext &ctx,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
-  SmallVector<Tensor> group;
-  unsigned position;
-  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
-    return failure();
-  results.push_back(concatenate(group, getDim()));
-  return success();
-}
-
-LogicalResult ReduceScatterOp::evaluate(EvalContext &ctx,
-                                        ArrayRef<const Tensor *> ops,
-                                        SmallVectorImpl<Tensor> &results) {
-  SmallVector<Tensor> group;
-  unsigned position;
-  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
-    return failure();
-  results.push_back(
-      block(combine(group, false), getDim(), group.size(), position));
-  return success();
-}
-
-LogicalResult AllToAllOp::evaluate(EvalContext &ctx,
+template <typename OpTy>
+static LogicalResult evalAllReduce(OpTy op, EvalContext &ctx,
                                    ArrayRef<const Tensor *> ops,
                                    SmallVectorImpl<Tensor> &results) {
   SmallVector<Tensor> group;
   unsigned position;
-  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
     return failure();
-  SmallVector<Tensor> received;
-  for (const Tensor &t : group)
-    received.push_back(block(t, getSplitDim(), group.size(), position));
-  results.push_back(concatenate(received, getConcatDim()));
+  results.push_back(combine(group, op.getKind() == ReduceKind::max));
   return success();
 }
 
-LogicalResult BroadcastFromOp::evaluate(EvalContext &ctx,
-                                        ArrayRef<const Tensor *> ops,
-                                        SmallVectorImpl<Tensor> &results) {
+template <typename OpTy>
+static LogicalResult evalAllGather(OpTy op, EvalContext &ctx,
+                                   ArrayRef<const Tensor *> ops,
+                                   SmallVectorImpl<Tensor> &results) {
   SmallVector<Tensor> group;
   unsigned position;
-  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
     return failure();
-  results.push_back(group[getRoot()]);
+  results.push_back(concatenate(group, op.getDim()));
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult evalReduceScatter(OpTy op, EvalContext &ctx,
+                                       ArrayRef<const Tensor *> ops,
+                                       SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
+    return failure();
+  results.push_back(
+      block(combine(group, false), op.getDim(), group.size(), position));
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult evalAllToAll(OpTy op, EvalContext &ctx,
+                                  ArrayRef<const Tensor *> ops,
+                                  SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
+    return failure();
+  SmallVector<Tensor> received;
+  for (const Tensor &t : group)
+    received.push_back(block(t, op.getSplitDim(), group.size(), position));
+  results.push_back(concatenate(received, op.getConcatDim()));
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult evalBroadcastFrom(OpTy op, EvalContext &ctx,
+                                       ArrayRef<const Tensor *> ops,
+                                       SmallVectorImpl<Tensor> &results) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
+    return failure();
+  results.push_back(group[op.getRoot()]);
+  return success();
+}
+
+#define BRAID_EVAL_COLLECTIVE(Op, fn)                                          \
+  LogicalResult Op::evaluate(EvalContext &ctx, ArrayRef<const Tensor *> ops,   \
+                             SmallVectorImpl<Tensor> &results) {               \
+    return fn(*this, ctx, ops, results);                                       \
+  }
+BRAID_EVAL_COLLECTIVE(AllReduceOp, evalAllReduce)
+BRAID_EVAL_COLLECTIVE(AllReduceStartOp, evalAllReduce)
+BRAID_EVAL_COLLECTIVE(AllGatherOp, evalAllGather)
+BRAID_EVAL_COLLECTIVE(AllGatherStartOp, evalAllGather)
+BRAID_EVAL_COLLECTIVE(ReduceScatterOp, evalReduceScatter)
+BRAID_EVAL_COLLECTIVE(ReduceScatterStartOp, evalReduceScatter)
+BRAID_EVAL_COLLECTIVE(AllToAllOp, evalAllToAll)
+BRAID_EVAL_COLLECTIVE(AllToAllStartOp, evalAllToAll)
+BRAID_EVAL_COLLECTIVE(BroadcastFromOp, evalBroadcastFrom)
+BRAID_EVAL_COLLECTIVE(BroadcastFromStartOp, evalBroadcastFrom)
+#undef BRAID_EVAL_COLLECTIVE
+
+LogicalResult WaitOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+                               SmallVectorImpl<Tensor> &results) {
+  results.push_back(*ops[0]);
   return success();
 }
 

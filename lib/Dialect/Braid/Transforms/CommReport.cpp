@@ -55,6 +55,7 @@ struct CommReportPass
         continue;
       }
       StringRef kind = op.getName().stripDialect();
+      bool async = kind.consume_back("_start");
       auto axesAttr = op.getAttrOfType<ArrayAttr>("axes");
       auto meshRef = op.getAttrOfType<FlatSymbolRefAttr>("mesh");
       if (!axesAttr || !meshRef || op.getNumOperands() != 1 ||
@@ -71,6 +72,8 @@ struct CommReportPass
         axes += (axes.empty() ? "" : ",") + name.str();
       }
       Type in = op.getOperand(0).getType(), out = op.getResult(0).getType();
+      if (auto future = dyn_cast<FutureType>(out))
+        out = future.getValueType();
       Type larger = bytesOf(in) >= bytesOf(out) ? in : out;
       double size = bytesOf(larger), elements = elementsOf(larger);
       double share = double(n - 1) / n, steps = n - 1, factor = share;
@@ -91,6 +94,7 @@ struct CommReportPass
                          where.str().c_str(), phaseName.str().c_str(),
                          kind.str().c_str(), axes.c_str(), (long long)n, size,
                          sent, seconds, times)
+         << (async ? "[async] " : "")
          << (cause ? cause.getValue() : StringRef("-")) << "\n";
       for (const std::string &key :
            {std::string("all"), "axis " + axes,

@@ -25,9 +25,11 @@ def Braid_Dialect : Dialect {
     implements `EvalOpInterface`, the reference semantics `braid-eval` uses.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+    void registerTypes();
   }];
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

@@ -34,6 +34,9 @@ struct ParameterResource
 #define GET_ATTRDEF_CLASSES
 #include "braid/Dialect/Braid/IR/BraidAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "braid/Dialect/Braid/IR/BraidTypes.h.inc"
+
 #include "braid/Dialect/Braid/IR/BraidInterfaces.h.inc"
 
 namespace mlir::braid {

@@ -5,6 +5,7 @@
 
 include "braid/Dialect/Braid/IR/BraidDialect.td"
 include "braid/Dialect/Braid/IR/BraidAttrs.td"
+include "braid/Dialect/Braid/IR/BraidTypes.td"
 include "braid/Dialect/Braid/IR/BraidInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -788,6 +789,84 @@ def Braid_BroadcastFromOp : Braid_CollectiveOp<"broadcast_from",
   let assemblyFormat = [{
     $input `on` $mesh $axes attr-dict `:` type($input)
   }];
+}
+
+// Asynchronous forms: `<collective>_start` takes the operands and attributes
+// of its synchronous collective and returns a future; `braid.wait` gives the
+// tensor. The work between start and wait may overlap the communication
+// (`braid-async-collectives` makes them from the synchronous forms).
+class Braid_CollectiveStartOp<string mnemonic, string sync>
+    : Braid_Op<mnemonic, [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+  let summary = "Starts `braid." # sync # "`; `braid.wait` completes it.";
+  let description = [{
+    The asynchronous form of `braid.}] # sync # [{`: same operands,
+    attributes and checks; the result is a `!braid.future` of the tensor
+    the synchronous op returns.
+  }];
+  let results = (outs Braid_FutureType:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes attr-dict `:` type($input) `->` qualified(type($result))
+  }];
+  let extraClassDeclaration = [{
+    /// The number of devices in each group.
+    int64_t getGroupSize(::mlir::braid::MeshOp mesh);
+    /// The tensor the future will hold.
+    ::mlir::RankedTensorType getValueType() {
+      return getResult().getType().getValueType();
+    }
+  }];
+}
+
+def Braid_AllReduceStartOp : Braid_CollectiveStartOp<"all_reduce_start",
+    "all_reduce"> {
+  let arguments = (ins Braid_ReduceKind:$kind, AnyRankedTensor:$input,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let assemblyFormat = [{
+    $kind $input `on` $mesh $axes attr-dict `:` type($input) `->` qualified(type($result))
+  }];
+}
+
+def Braid_AllGatherStartOp : Braid_CollectiveStartOp<"all_gather_start",
+    "all_gather"> {
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+}
+
+def Braid_ReduceScatterStartOp : Braid_CollectiveStartOp<
+    "reduce_scatter_start", "reduce_scatter"> {
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+}
+
+def Braid_AllToAllStartOp : Braid_CollectiveStartOp<"all_to_all_start",
+    "all_to_all"> {
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+}
+
+def Braid_BroadcastFromStartOp : Braid_CollectiveStartOp<
+    "broadcast_from_start", "broadcast_from"> {
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, DefaultValuedAttr<I64Attr, "0">:$root);
+}
+
+def Braid_WaitOp : Braid_Op<"wait", [
+    TypesMatchWith<"result is the future's tensor", "future", "result",
+                   "::llvm::cast<::mlir::braid::FutureType>($_self).getValueType()">,
+    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+  let summary = "Waits for an asynchronous collective; returns its tensor.";
+  let description = [{
+    ```mlir
+    %f = braid.all_reduce_start sum %x on @mesh ["tp"] : tensor<8x64xf32> -> !braid.future<tensor<8x64xf32>>
+    %h = braid.matmul %a, %b : ...       // runs while %x is reduced
+    %y = braid.wait %f : !braid.future<tensor<8x64xf32>>
+    ```
+  }];
+  let arguments = (ins Braid_FutureType:$future);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
 
 //===----------------------------------------------------------------------===//

@@ -280,6 +280,33 @@ def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
   ];
 }
 
+def AsyncCollectivesPass : Pass<"braid-async-collectives", "::mlir::ModuleOp"> {
+  let summary = "Splits collectives into start and wait so that independent "
+                "work overlaps communication.";
+  let description = [{
+    Replaces every collective that has an asynchronous form (`all_reduce`,
+    `all_gather`, `reduce_scatter`, `all_to_all`, `broadcast_from`; the op
+    named `<collective>_start`) by that start op where the collective was,
+    and a `braid.wait` right before the first op of the same block that
+    uses the result (before the terminator if none does). The ops in
+    between run while the data moves. Attributes (cause, phase, chunk)
+    carry over to both. Run it on per-device programs, after
+    `braid-partition`; the result computes exactly what the input does.
+
+    ```mlir
+    %y = braid.all_reduce sum %x on @mesh ["tp"] : tensor<8x64xf32>
+    %h = braid.matmul %a, %b ...
+    %z = braid.add %y, %h ...
+    // becomes
+    %f = braid.all_reduce_start sum %x on @mesh ["tp"] : tensor<8x64xf32> -> !braid.future<tensor<8x64xf32>>
+    %h = braid.matmul %a, %b ...
+    %y = braid.wait %f : !braid.future<tensor<8x64xf32>>
+    %z = braid.add %y, %h ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
 def CommReportPass : Pass<"braid-comm-report", "::mlir::ModuleOp"> {
   let summary = "Lists every collective of a partitioned program with its "
                 "cause, volume and estimated time.";
@@ -297,6 +324,9 @@ def CommReportPass : Pass<"braid-comm-report", "::mlir::ModuleOp"> {
       sending (n-1)/n · S (S the larger of input and output);
     - broadcast_from: (n-1)α + S/β (pipelined chain);
     - all_slice: no communication.
+
+    The asynchronous forms (`<collective>_start`) are listed as their
+    collective, with `[async]` before the cause.
 
     ```
     braid-opt gpt.mlir --braid-shard="tp=8" --braid-propagate-sharding \
