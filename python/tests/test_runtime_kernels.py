@@ -1,0 +1,707 @@
+"""Checks the runtime's CPU compute kernels (runtime/include/braid/rt/kernels.h).
+
+Each kernel runs through ctypes on seeded random f32 inputs and is compared
+with a float64 reference computed with NumPy or PyTorch from the same f32
+values, following the op's definition in lib/Dialect/Braid/IR/BraidOpsEval.cpp;
+gradient kernels are also compared with torch.autograd where the gradient is
+the definition. Tolerance: the relative error max|kernel - ref| / max|ref| of
+every result must be at most 1e-5 (f32 rounding and f32 GEMM accumulation,
+measured against the largest magnitude as in test_ops_vs_torch.py).
+
+The library is $BRAID_RT_KERNELS_LIB, by default
+<repo>/build/lib/libbraid_rt_kernels_shared.so; the tests skip when it has not
+been built.
+"""
+
+import ctypes
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LIB_PATH = Path(os.environ.get("BRAID_RT_KERNELS_LIB",
+                               REPO_ROOT / "build" / "lib" / "libbraid_rt_kernels_shared.so"))
+TOLERANCE = 1e-5
+OK, INVALID_ARGUMENT = 0, 1
+GELU_EXACT, GELU_TANH = 0, 1
+SUM, MEAN, MAX = 0, 1, 2
+CONSTANT, LINEAR, COSINE = 0, 1, 2
+
+# Argument codes: p pointer, q int64_t, d double, i int (flags, enums), f float.
+_C = {"p": ctypes.c_void_p, "q": ctypes.c_int64, "d": ctypes.c_double,
+      "i": ctypes.c_int, "f": ctypes.c_float, "I": ctypes.c_int32}
+SIGNATURES = {
+    "matmul_f32": "v ppqpqpiip",
+    **{f"{op}_f32": "v ppqpqpp" for op in ("add", "sub", "mul", "div")},
+    **{f"{op}_f32": "v pqp" for op in ("neg", "exp", "sqrt", "rsqrt", "relu", "silu")},
+    "gelu_f32": "v pqip",
+    "softmax_f32": "v pqqqp",
+    "layer_norm_f32": "v pppqqdp",
+    "rms_norm_f32": "v ppqqdp",
+    "embedding_f32": "i ppqqqp",
+    "embedding_f32_i64": "i ppqqqp",
+    "rotary_f32": "v pqqqqdip",
+    "attention_f32": "i pppqqqqqqidp",
+    "cross_entropy_f32": "i ppqqp",
+    "cross_entropy_f32_i64": "i ppqqp",
+    "copy_f32": "v pqp", "copy_i32": "v pqp",
+    "fill_f32": "v fqp", "fill_i32": "v Iqp",
+    "transpose_f32": "v pqppp", "transpose_i32": "v pqppp",
+    "reduce_f32": "v pqpqpip",
+    "broadcast_f32": "v pqpqpp", "broadcast_i32": "v pqpqpp",
+    "slice_f32": "v pqppppp", "slice_i32": "v pqppppp",
+    "concat_f32": "v pqqpqpp", "concat_i32": "v pqqpqpp",
+    "relu_grad_f32": "v ppqp", "silu_grad_f32": "v ppqp", "gelu_grad_f32": "v ppqip",
+    "layer_norm_grad_f32": "v pppqqdp", "rms_norm_grad_f32": "v pppqqdp",
+    "embedding_grad_f32": "i ppqqqp", "embedding_grad_f32_i64": "i ppqqqp",
+    "attention_grad_f32": "i ppppqqqqqqidqp",
+    "attention_grad_all_f32": "i ppppqqqqqqidppp",
+    "cross_entropy_grad_f32": "i pppqqp", "cross_entropy_grad_f32_i64": "i pppqqp",
+    "reduce_max_grad_f32": "i ppqpqpp",
+    "slice_grad_f32": "v pqppppp",
+    "lr_schedule_f32": "v piddqqp",
+    "lr_schedule_f32_i64": "v piddqqp",
+    "global_norm_f32": "v ppqp", "sum_squares_f32": "v ppqp",
+    "clip_coefficient_f32": "v pdp",
+    "adamw_update_f32": "v pppppppqddddppp",
+    "adamw_update_f32_i64": "v pppppppqddddppp",
+    "sgd_update_f32": "v pppppqdidpp",
+}
+
+
+class Kernels:
+    """The kernels of the shared library, called with NumPy arrays."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(str(path))
+        for name, sig in SIGNATURES.items():
+            fn = getattr(self.lib, "braid_rt_cpu_" + name)
+            ret, args = sig.split(" ")
+            fn.restype = None if ret == "v" else ctypes.c_int
+            fn.argtypes = [_C[c] for c in args]
+
+    def __getattr__(self, name):
+        fn = getattr(self.lib, "braid_rt_cpu_" + name)
+
+        def call(*args):
+            keep = []  # keeps temporaries alive across the call
+            converted = []
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    assert a.flags.c_contiguous
+                    keep.append(a)
+                    converted.append(a.ctypes.data)
+                elif isinstance(a, (list, tuple)):  # a shape or axes array
+                    arr = np.array(list(a) or [0], dtype=np.int64)
+                    keep.append(arr)
+                    converted.append(arr.ctypes.data)
+                else:
+                    converted.append(a)
+            return fn(*converted)
+
+        return call
+
+
+@pytest.fixture(scope="module")
+def k():
+    if not LIB_PATH.is_file():
+        pytest.skip(f"{LIB_PATH} not built: build the target braid_rt_kernels_shared "
+                    f"or set BRAID_RT_KERNELS_LIB to the library")
+    return Kernels(LIB_PATH)
+
+
+RNG = np.random.default_rng(20240607)
+
+
+def normal(*shape):
+    return np.asarray(RNG.normal(size=shape), dtype=np.float32)
+
+
+def positive(*shape):
+    return np.asarray(np.abs(RNG.normal(size=shape)) + 0.5, dtype=np.float32)
+
+
+def out(*shape, dtype=np.float32):
+    return np.full(shape, np.nan if dtype == np.float32 else -1, dtype=dtype)
+
+
+def f64(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+def check(got, ref, tol=TOLERANCE):
+    got, ref = f64(got), f64(ref)
+    assert got.shape == ref.shape or got.size == ref.size, (got.shape, ref.shape)
+    got = got.reshape(ref.shape)
+    assert np.all(np.isfinite(got)), "non-finite result"
+    scale = max(np.abs(ref).max(initial=0.0), 1e-30)
+    err = np.abs(got - ref).max(initial=0.0) / scale
+    assert err <= tol, f"relative error {err:.3g} > {tol}"
+
+
+def t64(a, grad=False):
+    return torch.tensor(f64(a), requires_grad=grad)
+
+
+# ---------------------------------------------------------------------------
+# Matmul and elementwise arithmetic
+# ---------------------------------------------------------------------------
+
+MATMUL_CASES = [
+    ((3, 4), (4, 5), False, False),
+    ((4, 3), (4, 5), True, False),
+    ((3, 4), (5, 4), False, True),
+    ((4, 3), (5, 4), True, True),
+    ((2, 3, 7, 4), (4, 5), False, False),  # batch folded into M
+    ((2, 1, 3, 4), (5, 4, 6), False, False),  # broadcast batch dims
+    ((3, 4), (2, 4, 5), False, False),  # rhs batch only
+    ((2, 3, 4, 6), (3, 5, 4), True, True),  # rank 4 x rank 3, transposes
+    ((6, 1, 8, 16), (1, 3, 16, 8), False, False),
+    ((0, 3, 4), (4, 5), False, False),  # empty batch
+    ((3, 0), (0, 5), False, False),  # K = 0: zeros
+]
+
+
+@pytest.mark.parametrize("a_shape,b_shape,ta,tb", MATMUL_CASES)
+def test_matmul(k, a_shape, b_shape, ta, tb):
+    a, b = normal(*a_shape), normal(*b_shape)
+    am = np.swapaxes(f64(a), -1, -2) if ta else f64(a)
+    bm = np.swapaxes(f64(b), -1, -2) if tb else f64(b)
+    ref = np.matmul(am, bm)
+    c = out(*ref.shape)
+    k.matmul_f32(a, b, a.ndim, a.shape, b.ndim, b.shape, int(ta), int(tb), c)
+    check(c, ref)
+
+
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+BROADCAST_SHAPES = [
+    ((2, 3, 4), (2, 3, 4)),
+    ((2, 3, 4), (4,)),
+    ((2, 1, 4), (3, 1)),
+    ((), (2, 3)),
+    ((2, 3), ()),
+    ((5, 1, 3, 1), (4, 1, 2)),
+    ((1, 6), (5, 1)),
+    ((64, 1024), (1024,)),  # above the threading threshold
+]
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize("a_shape,b_shape", BROADCAST_SHAPES)
+def test_binary(k, op, a_shape, b_shape):
+    a = normal(*a_shape)
+    b = positive(*b_shape) if op == "div" else normal(*b_shape)
+    ref = BINARY[op](f64(a), f64(b))
+    c = out(*ref.shape)
+    getattr(k, op + "_f32")(a, b, a.ndim, a.shape, b.ndim, b.shape, c)
+    check(c, ref)
+
+
+def gelu_exact(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+UNARY = {
+    "neg": (normal, lambda x: -x),
+    "exp": (normal, np.exp),
+    "sqrt": (positive, np.sqrt),
+    "rsqrt": (positive, lambda x: 1.0 / np.sqrt(x)),
+    "relu": (normal, lambda x: np.where(x > 0, x, 0.0)),
+    "silu": (normal, lambda x: x / (1.0 + np.exp(-x))),
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("shape", [(7,), (3, 5, 2), (200, 300)])
+def test_unary(k, op, shape):
+    gen, ref = UNARY[op]
+    x = gen(*shape)
+    y = out(*shape)
+    getattr(k, op + "_f32")(x, x.size, y)
+    check(y, ref(f64(x)))
+
+
+def test_unary_in_place(k):
+    x = normal(4, 5)
+    ref = np.exp(f64(x))
+    k.exp_f32(x, x.size, x)
+    check(x, ref)
+
+
+@pytest.mark.parametrize("approximate", [GELU_EXACT, GELU_TANH])
+def test_gelu(k, approximate):
+    x = (normal(40, 50) * 3).astype(np.float32)
+    y = out(*x.shape)
+    k.gelu_f32(x, x.size, approximate, y)
+    ref = gelu_tanh(f64(x)) if approximate == GELU_TANH else gelu_exact(f64(x))
+    check(y, ref)
+    torch_ref = F.gelu(t64(x), approximate="tanh" if approximate == GELU_TANH else "none")
+    check(y, torch_ref.numpy())
+
+
+# ---------------------------------------------------------------------------
+# Normalisation, embeddings, attention, loss
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,axis", [((4, 10), 1), ((2, 3, 5), 1), ((2, 3, 5), 0),
+                                        ((3, 4, 2, 6), 3), ((128, 512), 1)])
+def test_softmax(k, shape, axis):
+    x = (normal(*shape) * 3).astype(np.float32)
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    y = out(*shape)
+    k.softmax_f32(x, outer, shape[axis], inner, y)
+    check(y, torch.softmax(t64(x), dim=axis).numpy())
+
+
+@pytest.mark.parametrize("shape,eps", [((4, 16), 1e-5), ((2, 3, 33), 1e-3), ((300, 256), 1e-5)])
+def test_layer_norm_and_grad(k, shape, eps):
+    x, g, b, dy = normal(*shape), normal(shape[-1]), normal(shape[-1]), normal(*shape)
+    rows, cols = x.size // shape[-1], shape[-1]
+    y = out(*shape)
+    k.layer_norm_f32(x, g, b, rows, cols, eps, y)
+    tx = t64(x, True)
+    ty = F.layer_norm(tx, (cols,), t64(g), t64(b), eps)
+    check(y, ty.detach().numpy())
+    ty.backward(t64(dy))
+    dx = out(*shape)
+    k.layer_norm_grad_f32(x, g, dy, rows, cols, eps, dx)
+    check(dx, tx.grad.numpy())
+
+
+def rms_norm_ref(x, g, eps):
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * g
+
+
+@pytest.mark.parametrize("shape,eps", [((4, 16), 1e-6), ((2, 3, 33), 1e-2), ((300, 256), 1e-6)])
+def test_rms_norm_and_grad(k, shape, eps):
+    x, g, dy = normal(*shape), normal(shape[-1]), normal(*shape)
+    rows, cols = x.size // shape[-1], shape[-1]
+    y = out(*shape)
+    k.rms_norm_f32(x, g, rows, cols, eps, y)
+    tx = t64(x, True)
+    ty = rms_norm_ref(tx, t64(g), eps)
+    check(y, ty.detach().numpy())
+    ty.backward(t64(dy))
+    dx = out(*shape)
+    k.rms_norm_grad_f32(x, g, dy, rows, cols, eps, dx)
+    check(dx, tx.grad.numpy())
+
+
+@pytest.mark.parametrize("id_dtype", [np.int32, np.int64])
+def test_embedding_and_grad(k, id_dtype):
+    suffix = "_i64" if id_dtype == np.int64 else ""
+    V, H = 11, 6
+    table = normal(V, H)
+    ids = RNG.integers(0, V, size=(3, 5)).astype(id_dtype)
+    ids[0, :3] = 4  # repeated ids accumulate in the gradient
+    y = out(3, 5, H)
+    assert getattr(k, "embedding_f32" + suffix)(table, ids, V, H, ids.size, y) == OK
+    tt = t64(table, True)
+    ty = F.embedding(torch.tensor(ids.astype(np.int64)), tt)
+    check(y, ty.detach().numpy())
+    dy = normal(3, 5, H)
+    ty.backward(t64(dy))
+    dt = out(V, H)
+    assert getattr(k, "embedding_grad_f32" + suffix)(ids, dy, ids.size, V, H, dt) == OK
+    check(dt, tt.grad.numpy())
+
+
+@pytest.mark.parametrize("bad", [-1, 11, 1 << 20])
+@pytest.mark.parametrize("id_dtype", [np.int32, np.int64])
+def test_embedding_out_of_range(k, bad, id_dtype):
+    suffix = "_i64" if id_dtype == np.int64 else ""
+    V, H = 11, 4
+    table, ids = normal(V, H), np.array([1, 2, bad, 3], dtype=id_dtype)
+    y = out(4, H)
+    assert getattr(k, "embedding_f32" + suffix)(table, ids, V, H, 4, y) == INVALID_ARGUMENT
+    assert getattr(k, "embedding_grad_f32" + suffix)(ids, normal(4, H), 4, V, H,
+                                                     out(V, H)) == INVALID_ARGUMENT
+
+
+def rotary_ref(x, base, inverse):
+    B, S, A, D = x.shape
+    half = D // 2
+    i = np.arange(half)
+    angle = np.arange(S)[:, None] * np.power(base, -2.0 * i / D)[None, :]  # [S, half]
+    c = np.cos(angle)[None, :, None, :]
+    s = (-1.0 if inverse else 1.0) * np.sin(angle)[None, :, None, :]
+    x0, x1 = x[..., :half], x[..., half:]
+    return np.concatenate([x0 * c - x1 * s, x1 * c + x0 * s], axis=-1)
+
+
+@pytest.mark.parametrize("shape,base", [((2, 5, 3, 8), 10000.0), ((1, 7, 2, 260), 500.0)])
+@pytest.mark.parametrize("inverse", [0, 1])
+def test_rotary(k, shape, base, inverse):
+    x = normal(*shape)
+    y = out(*shape)
+    k.rotary_f32(x, *shape, base, inverse, y)
+    check(y, rotary_ref(f64(x), base, inverse))
+    back = out(*shape)
+    k.rotary_f32(y, *shape, base, 1 - inverse, back)
+    check(back, f64(x))
+
+
+def attention_ref(q, k_, v, causal, scale):
+    """BraidOpsEval.cpp's attention in torch float64 (differentiable)."""
+    B, S, Hq, D = q.shape
+    T, Hkv = k_.shape[1], k_.shape[2]
+    group = Hq // Hkv
+    kk = k_.repeat_interleave(group, dim=2)  # query head h uses KV head h // group
+    vv = v.repeat_interleave(group, dim=2)
+    scores = torch.einsum("bshd,bthd->bhst", q, kk) * scale
+    if causal:
+        mask = torch.ones(S, T, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+    p = torch.softmax(scores, dim=-1)
+    return torch.einsum("bhst,bthd->bshd", p, vv)
+
+
+ATTENTION_CASES = [
+    # B, S, T, Hq, Hkv, D, causal, scale attribute (None: 1/sqrt(D))
+    (2, 5, 7, 4, 2, 8, False, None),
+    (2, 6, 6, 4, 4, 8, True, None),
+    (1, 9, 9, 6, 2, 16, True, 0.3),
+    (3, 4, 3, 2, 1, 5, False, 1.7),
+    (1, 64, 64, 4, 1, 32, True, None),
+]
+
+
+@pytest.mark.parametrize("B,S,T,Hq,Hkv,D,causal,scale", ATTENTION_CASES)
+def test_attention_and_grad(k, B, S, T, Hq, Hkv, D, causal, scale):
+    q, kk, v, dy = normal(B, S, Hq, D), normal(B, T, Hkv, D), normal(B, T, Hkv, D), normal(B, S, Hq, D)
+    eff = scale if scale is not None else 1.0 / math.sqrt(D)
+    y = out(B, S, Hq, D)
+    assert k.attention_f32(q, kk, v, B, S, T, Hq, Hkv, D, int(causal), eff, y) == OK
+    tq, tk, tv = t64(q, True), t64(kk, True), t64(v, True)
+    ty = attention_ref(tq, tk, tv, causal, eff)
+    check(y, ty.detach().numpy())
+    ty.backward(t64(dy))
+    refs = [tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()]
+    for operand, ref in enumerate(refs):
+        g = out(*ref.shape)
+        assert k.attention_grad_f32(q, kk, v, dy, B, S, T, Hq, Hkv, D, int(causal), eff,
+                                    operand, g) == OK
+        check(g, ref)
+    dq, dk, dv = out(*q.shape), out(*kk.shape), out(*v.shape)
+    assert k.attention_grad_all_f32(q, kk, v, dy, B, S, T, Hq, Hkv, D, int(causal), eff,
+                                    dq, dk, dv) == OK
+    for got, ref in zip((dq, dk, dv), refs):
+        check(got, ref)
+
+
+def test_attention_grad_bad_operand(k):
+    q = normal(1, 2, 1, 4)
+    assert k.attention_grad_f32(q, q, q, q, 1, 2, 2, 1, 1, 4, 0, 0.5, 3,
+                                out(1, 2, 1, 4)) == INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("shape", [(6, 10), (2, 3, 17), (64, 1000)])
+def test_cross_entropy_and_grad(k, label_dtype, shape):
+    suffix = "_i64" if label_dtype == np.int64 else ""
+    V = shape[-1]
+    logits = (normal(*shape) * 2).astype(np.float32)
+    labels = RNG.integers(0, V, size=shape[:-1]).astype(label_dtype)
+    rows = labels.size
+    loss = out(1)
+    assert getattr(k, "cross_entropy_f32" + suffix)(logits, labels, rows, V, loss) == OK
+    tl = t64(logits, True)
+    tloss = F.cross_entropy(tl.reshape(rows, V), torch.tensor(labels.reshape(-1).astype(np.int64)))
+    check(loss, tloss.detach().numpy().reshape(1))
+    g = np.array([1.7], dtype=np.float32)
+    tloss.backward(torch.tensor(1.7, dtype=torch.float64))
+    dl = out(*shape)
+    assert getattr(k, "cross_entropy_grad_f32" + suffix)(logits, labels, g, rows, V, dl) == OK
+    check(dl, tl.grad.numpy())
+
+
+@pytest.mark.parametrize("bad", [-3, 10])
+def test_cross_entropy_out_of_range(k, bad):
+    logits, labels = normal(3, 10), np.array([0, bad, 2], dtype=np.int32)
+    assert k.cross_entropy_f32(logits, labels, 3, 10, out(1)) == INVALID_ARGUMENT
+    assert k.cross_entropy_grad_f32(logits, labels, np.ones(1, np.float32), 3, 10,
+                                    out(3, 10)) == INVALID_ARGUMENT
+
+
+def test_cross_entropy_no_rows(k):
+    loss = out(1)
+    assert k.cross_entropy_f32(normal(1, 4), np.zeros(1, np.int32), 0, 4, loss) == OK
+    assert loss[0] == 0.0
+
+
+# ---------------------------------------------------------------------------
+# Shape ops and constants
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_copy_and_fill(k, dtype):
+    sfx = "f32" if dtype == np.float32 else "i32"
+    x = (normal(3, 7) * 100).astype(dtype)
+    y = out(3, 7, dtype=dtype)
+    getattr(k, "copy_" + sfx)(x, x.size, y)
+    assert np.array_equal(x, y)
+    getattr(k, "fill_" + sfx)(dtype(5), y.size, y)
+    assert np.all(y == 5)
+
+
+TRANSPOSE_CASES = [((3, 4), (1, 0)), ((2, 3, 4), (0, 2, 1)), ((2, 3, 4), (2, 0, 1)),
+                   ((2, 3, 4, 5), (3, 1, 0, 2)), ((2, 3, 4, 5), (0, 1, 2, 3)),
+                   ((2, 3, 4, 5), (0, 2, 1, 3)), ((300, 200), (1, 0))]
+
+
+@pytest.mark.parametrize("shape,perm", TRANSPOSE_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_transpose(k, shape, perm, dtype):
+    x = (normal(*shape) * 1000).astype(dtype)
+    ref = np.ascontiguousarray(np.transpose(x, perm))
+    y = out(*ref.shape, dtype=dtype)
+    getattr(k, "transpose_" + ("f32" if dtype == np.float32 else "i32"))(x, x.ndim, shape, perm, y)
+    assert np.array_equal(y, ref)
+
+
+REDUCE_CASES = [((3, 4), (1,)), ((3, 4), (0,)), ((2, 3, 4), (0, 2)), ((2, 3, 4), (1,)),
+                ((2, 3, 4, 5), (1, 3)), ((2, 3, 4, 5), (0, 1, 2, 3)), ((2, 3, 4, 5), (3, 0)),
+                ((256, 384), (1,)), ((256, 384), (0,)), ((5,), ())]
+
+
+@pytest.mark.parametrize("kind", [SUM, MEAN, MAX])
+@pytest.mark.parametrize("shape,axes", REDUCE_CASES)
+@pytest.mark.parametrize("keep_dims", [False, True])
+def test_reduce(k, kind, shape, axes, keep_dims):
+    x = normal(*shape)
+    fn = {SUM: np.sum, MEAN: np.mean, MAX: np.max}[kind]
+    ref = fn(f64(x), axis=tuple(axes), keepdims=keep_dims)
+    y = out(*np.shape(ref))
+    k.reduce_f32(x, x.ndim, shape, len(axes), axes, kind, y)
+    check(y, ref)
+
+
+@pytest.mark.parametrize("shape,axes", [((3, 4), (1,)), ((2, 3, 4), (0, 2)), ((2, 3, 4, 5), (1, 3)),
+                                        ((2, 3, 4), (0, 1, 2)), ((4, 6), (0,))])
+def test_reduce_max_grad(k, shape, axes):
+    x = RNG.integers(-3, 3, size=shape).astype(np.float32)  # many ties
+    tx = t64(x, True)
+    ty = torch.amax(tx, dim=tuple(axes))  # splits the gradient evenly among ties
+    dy = normal(*ty.shape)
+    ty.backward(t64(dy))
+    dx = out(*shape)
+    assert k.reduce_max_grad_f32(x, dy, x.ndim, shape, len(axes), axes, dx) == OK
+    check(dx, tx.grad.numpy())
+
+
+BROADCAST_CASES = [((3, 1), (2, 3, 4)), ((), (2, 3)), ((4,), (3, 4)), ((2, 1, 3), (2, 5, 3)),
+                   ((1,), (1,)), ((1, 512), (128, 512))]
+
+
+@pytest.mark.parametrize("in_shape,out_shape", BROADCAST_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_broadcast(k, in_shape, out_shape, dtype):
+    x = np.asarray(normal(*in_shape) * 100, dtype=dtype)
+    y = out(*out_shape, dtype=dtype)
+    sfx = "f32" if dtype == np.float32 else "i32"
+    getattr(k, "broadcast_" + sfx)(x, x.ndim, in_shape, len(out_shape), out_shape, y)
+    assert np.array_equal(y, np.broadcast_to(x, out_shape))
+
+
+SLICE_CASES = [((10,), (2,), (9,), None), ((10,), (1,), (10,), (3,)),
+               ((4, 6), (1, 2), (3, 6), None), ((5, 7, 3), (0, 1, 1), (5, 7, 3), (2, 3, 1)),
+               ((3, 4, 5, 6), (1, 0, 2, 1), (3, 4, 5, 6), (1, 2, 2, 2)),
+               ((2, 8), (0, 3), (2, 4), None)]
+
+
+def slice_out_shape(start, limit, stride):
+    stride = stride or (1,) * len(start)
+    return tuple(-(-(l - s) // st) for s, l, st in zip(start, limit, stride))
+
+
+@pytest.mark.parametrize("shape,start,limit,stride", SLICE_CASES)
+def test_slice_and_grad(k, shape, start, limit, stride):
+    x = normal(*shape)
+    steps = stride or (1,) * len(shape)
+    index = tuple(slice(s, l, st) for s, l, st in zip(start, limit, steps))
+    ref = np.ascontiguousarray(x[index])
+    assert ref.shape == slice_out_shape(start, limit, stride)
+    y = out(*ref.shape)
+    k.slice_f32(x, x.ndim, shape, start, stride, ref.shape, y)
+    assert np.array_equal(y, ref)
+    xi = (x * 100).astype(np.int32)
+    yi = out(*ref.shape, dtype=np.int32)
+    k.slice_i32(xi, x.ndim, shape, start, stride, ref.shape, yi)
+    assert np.array_equal(yi, xi[index])
+    # slice_grad: autograd of the slice scatters into zeros.
+    tx = t64(x, True)
+    tx[index].backward(t64(y))
+    dx = out(*shape)
+    k.slice_grad_f32(y, x.ndim, ref.shape, start, stride, shape, dx)
+    check(dx, tx.grad.numpy())
+
+
+CONCAT_CASES = [([(2, 3), (4, 3)], 0), ([(2, 3), (2, 1), (2, 5)], 1),
+                ([(2, 3, 4), (2, 1, 4), (2, 2, 4)], 1), ([(2, 3, 4), (2, 3, 2)], 2),
+                ([(1, 2, 3, 4), (1, 2, 3, 4)], 3), ([(3,), (0,), (2,)], 0)]
+
+
+@pytest.mark.parametrize("shapes,axis", CONCAT_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_concat(k, shapes, axis, dtype):
+    xs = [(normal(*s) * 100).astype(dtype) for s in shapes]
+    ref = np.concatenate(xs, axis=axis)
+    y = out(*ref.shape, dtype=dtype)
+    ptrs = (ctypes.c_void_p * len(xs))(*[x.ctypes.data for x in xs])
+    sfx = "f32" if dtype == np.float32 else "i32"
+    getattr(k, "concat_" + sfx)(ctypes.cast(ptrs, ctypes.c_void_p), len(xs), ref.ndim, ref.shape,
+                                axis, [s[axis] for s in shapes], y)
+    assert np.array_equal(y, ref)
+
+
+# ---------------------------------------------------------------------------
+# Activation gradients
+# ---------------------------------------------------------------------------
+
+ACTIVATIONS = {
+    "relu_grad": lambda x: torch.relu(x),
+    "silu_grad": lambda x: F.silu(x),
+}
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+@pytest.mark.parametrize("shape", [(3, 5), (300, 200)])
+def test_activation_grad(k, op, shape):
+    x, dy = (normal(*shape) * 3).astype(np.float32), normal(*shape)
+    x[0, 0] = 0.0  # relu'(0) = 0 as in the reference (x > 0)
+    tx = t64(x, True)
+    ACTIVATIONS[op](tx).backward(t64(dy))
+    dx = out(*shape)
+    getattr(k, op + "_f32")(x, dy, x.size, dx)
+    check(dx, tx.grad.numpy())
+
+
+@pytest.mark.parametrize("approximate", [GELU_EXACT, GELU_TANH])
+def test_gelu_grad(k, approximate):
+    x, dy = (normal(50, 40) * 3).astype(np.float32), normal(50, 40)
+    tx = t64(x, True)
+    F.gelu(tx, approximate="tanh" if approximate == GELU_TANH else "none").backward(t64(dy))
+    dx = out(*x.shape)
+    k.gelu_grad_f32(x, dy, x.size, approximate, dx)
+    check(dx, tx.grad.numpy())
+
+
+# ---------------------------------------------------------------------------
+# Training ops
+# ---------------------------------------------------------------------------
+
+def lr_ref(t, decay, lr, min_lr, warmup, total):
+    if t < warmup:
+        return lr * (t + 1) / warmup
+    p = min(1.0, (t - warmup) / max(1.0, float(total - warmup)))
+    return {CONSTANT: lr, LINEAR: min_lr + (lr - min_lr) * (1 - p),
+            COSINE: min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * p))}[decay]
+
+
+@pytest.mark.parametrize("decay", [CONSTANT, LINEAR, COSINE])
+@pytest.mark.parametrize("warmup,total", [(10, 100), (0, 50), (5, 5), (0, 1)])
+@pytest.mark.parametrize("step_dtype", [np.int32, np.int64])
+def test_lr_schedule(k, decay, warmup, total, step_dtype):
+    fn = k.lr_schedule_f32 if step_dtype == np.int32 else k.lr_schedule_f32_i64
+    for t in [0, 1, 4, 9, 10, 11, 37, 99, 100, 250]:
+        y = out(1)
+        fn(np.array([t], dtype=step_dtype), decay, 3e-4, 3e-5, warmup, total, y)
+        check(y, [lr_ref(t, decay, 3e-4, 3e-5, warmup, total)])
+
+
+def test_norms_and_clip(k):
+    xs = [normal(3, 4), normal(5), normal(200, 300)]
+    ptrs = (ctypes.c_void_p * 3)(*[x.ctypes.data for x in xs])
+    counts = [x.size for x in xs]
+    ss = sum(float(np.sum(f64(x) ** 2)) for x in xs)
+    y = out(1)
+    k.sum_squares_f32(ctypes.cast(ptrs, ctypes.c_void_p), counts, 3, y)
+    check(y, [ss])
+    k.global_norm_f32(ctypes.cast(ptrs, ctypes.c_void_p), counts, 3, y)
+    check(y, [math.sqrt(ss)])
+    for norm, max_norm in [(0.5, 1.0), (10.0, 1.0), (0.0, 2.0), (3.0, 3.0)]:
+        k.clip_coefficient_f32(np.array([norm], np.float32), max_norm, y)
+        check(y, [min(1.0, max_norm / (np.float32(norm) + 1e-6))])
+
+
+def adamw_ref(p, g, m, v, lr, step, scale, b1, b2, eps, wd):
+    p, g, m, v = f64(p), f64(g) * float(scale), f64(m), f64(v)
+    t = step + 1
+    nm = b1 * m + (1 - b1) * g
+    nv = b2 * v + (1 - b2) * g * g
+    np_ = p * (1 - lr * wd) - lr * (nm / (1 - b1 ** t)) / (np.sqrt(nv / (1 - b2 ** t)) + eps)
+    return np_, nm, nv
+
+
+@pytest.mark.parametrize("step_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("count", [17, 100000])
+def test_adamw_update(k, step_dtype, count):
+    fn = k.adamw_update_f32 if step_dtype == np.int32 else k.adamw_update_f32_i64
+    p, g, m, v = normal(count), normal(count), normal(count) * 0.1, positive(count) * 0.01
+    lr, scale = np.array([1e-3], np.float32), np.array([0.5], np.float32)
+    step = np.array([4], step_dtype)
+    hp = (0.9, 0.95, 1e-8, 0.1)
+    outs = [out(count) for _ in range(3)]
+    fn(p, g, m, v, lr, step, scale, count, *hp, *outs)
+    for got, ref in zip(outs, adamw_ref(p, g, m, v, float(lr[0]), 4, scale[0], *hp)):
+        check(got, ref)
+    # In place (results aliasing param, m, v) gives the same.
+    pi, mi, vi = p.copy(), m.copy(), v.copy()
+    fn(pi, g, mi, vi, lr, step, scale, count, *hp, pi, mi, vi)
+    for got, ref in zip((pi, mi, vi), outs):
+        assert np.array_equal(got, ref)
+
+
+def test_adamw_matches_torch(k):
+    """The first step from zero state is torch.optim.AdamW's."""
+    p, g = normal(50), normal(50)
+    tp = torch.tensor(f64(p), requires_grad=True)
+    opt = torch.optim.AdamW([tp], lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    for step in range(3):
+        tp.grad = torch.tensor(f64(g) * (step + 1))
+        opt.step()
+    cur, m, v = p.copy(), np.zeros(50, np.float32), np.zeros(50, np.float32)
+    for step in range(3):
+        gs = (g * (step + 1)).astype(np.float32)
+        k.adamw_update_f32(cur, gs, m, v, np.array([1e-2], np.float32),
+                           np.array([step], np.int32), np.ones(1, np.float32), 50,
+                           0.9, 0.999, 1e-8, 0.01, cur, m, v)
+    check(cur, tp.detach().numpy())
+
+
+@pytest.mark.parametrize("nesterov", [0, 1])
+@pytest.mark.parametrize("momentum,wd", [(0.9, 0.01), (0.0, 0.0)])
+def test_sgd_update(k, nesterov, momentum, wd):
+    n = 1000
+    p, g, buf = normal(n), normal(n), normal(n)
+    lr, scale = np.array([0.1], np.float32), np.array([0.25], np.float32)
+    np_, nb = out(n), out(n)
+    k.sgd_update_f32(p, g, buf, lr, scale, n, momentum, nesterov, wd, np_, nb)
+    gi = f64(g) * float(scale[0]) + wd * f64(p)
+    rb = momentum * f64(buf) + gi
+    rp = f64(p) - float(lr[0]) * (gi + momentum * rb if nesterov else rb)
+    check(np_, rp)
+    check(nb, rb)
+    if nesterov and momentum == 0.0:
+        return  # torch.optim.SGD rejects Nesterov without momentum
+    # Against torch.optim.SGD from a zero buffer, two steps.
+    tp = torch.tensor(f64(p), requires_grad=True)
+    opt = torch.optim.SGD([tp], lr=0.1, momentum=momentum, nesterov=bool(nesterov),
+                          weight_decay=wd)
+    cur, b = p.copy(), np.zeros(n, np.float32)
+    for _ in range(2):
+        tp.grad = torch.tensor(f64(g))
+        opt.step()
+        k.sgd_update_f32(cur, g, b, lr, np.ones(1, np.float32), n, momentum, nesterov, wd,
+                         cur, b)
+    check(cur, tp.detach().numpy())

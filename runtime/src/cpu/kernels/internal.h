@@ -1,0 +1,66 @@
+/*===- internal.h - Helpers shared by the CPU kernels --------------------===*/
+#ifndef BRAID_RT_CPU_KERNELS_INTERNAL_H
+#define BRAID_RT_CPU_KERNELS_INTERNAL_H
+
+#include "braid/rt/kernels.h"
+
+#include <stdint.h>
+
+/* Loops over fewer elements (or rows times columns) than this run on the
+   calling thread: on a few cores, waking a thread team costs microseconds,
+   more than a small loop. */
+#define BRAID_RT_PARALLEL_MIN_WORK ((int64_t)1 << 15)
+
+#define BRAID_RT_STRINGIFY(x) #x
+#define BRAID_RT_PRAGMA(x) _Pragma(BRAID_RT_STRINGIFY(x))
+#ifdef _OPENMP
+/* `#pragma omp parallel for` when `work` elements are worth the threads. */
+#define BRAID_RT_PARALLEL_FOR(work)                                            \
+  BRAID_RT_PRAGMA(omp parallel for if ((work) >= BRAID_RT_PARALLEL_MIN_WORK)   \
+                      schedule(static))
+#define BRAID_RT_PARALLEL_FOR_SUM(work, var)                                   \
+  BRAID_RT_PRAGMA(omp parallel for if ((work) >= BRAID_RT_PARALLEL_MIN_WORK)   \
+                      schedule(static) reduction(+ : var))
+#else
+#define BRAID_RT_PARALLEL_FOR(work)
+#define BRAID_RT_PARALLEL_FOR_SUM(work, var)
+#endif
+
+/* Dimension d of a rank-`rank` shape right-aligned in rank `out_rank`
+   (1 where the shape has no such dimension), as NumPy broadcasting sees it. */
+static inline int64_t braid_rt_dim_at(const int64_t *shape, int64_t rank,
+                                      int64_t out_rank, int64_t d) {
+  int64_t i = d - (out_rank - rank);
+  return i < 0 ? 1 : shape[i];
+}
+
+static inline int64_t braid_rt_num_elements(const int64_t *shape,
+                                            int64_t rank) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    n *= shape[d];
+  return n;
+}
+
+/* The flat offset, in a tensor of shape `in` (rank in_rank) broadcast to
+   `out` (rank out_rank), of the element at flat index `row * out[last]` of
+   the result, i.e. of the start of result row `row`. */
+static inline int64_t braid_rt_broadcast_row_offset(int64_t row,
+                                                    const int64_t *in,
+                                                    int64_t in_rank,
+                                                    const int64_t *out,
+                                                    int64_t out_rank) {
+  int64_t offset = 0;
+  int64_t stride = braid_rt_dim_at(in, in_rank, out_rank, out_rank - 1);
+  for (int64_t d = out_rank - 2; d >= 0 && row; --d) {
+    int64_t od = out[d], id = braid_rt_dim_at(in, in_rank, out_rank, d);
+    int64_t idx = row % od;
+    row /= od;
+    if (id != 1)
+      offset += idx * stride;
+    stride *= id;
+  }
+  return offset;
+}
+
+#endif /* BRAID_RT_CPU_KERNELS_INTERNAL_H */

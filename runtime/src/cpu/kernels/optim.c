@@ -1,0 +1,138 @@
+/*===- optim.c - Learning-rate schedule, norms, optimizer updates --------===*/
+/*
+ * Scalars and per-element updates are computed in double, as the reference
+ * does, and rounded to f32 when stored.
+ */
+#include "internal.h"
+
+#include <math.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+static double lr_at(double t, braid_rt_lr_decay_t decay, double lr,
+                    double min_lr, int64_t warmup, int64_t total) {
+  if (t < (double)warmup)
+    return lr * (t + 1) / (double)warmup;
+  double span = (double)(total - warmup);
+  double p = (t - (double)warmup) / (span > 1.0 ? span : 1.0);
+  p = p < 1.0 ? p : 1.0;
+  switch (decay) {
+  case BRAID_RT_LR_LINEAR:
+    return min_lr + (lr - min_lr) * (1.0 - p);
+  case BRAID_RT_LR_COSINE:
+    return min_lr + (lr - min_lr) * 0.5 * (1.0 + cos(M_PI * p));
+  case BRAID_RT_LR_CONSTANT:
+    break;
+  }
+  return lr;
+}
+
+void braid_rt_cpu_lr_schedule_f32(const int32_t *step,
+                                  braid_rt_lr_decay_t decay, double lr,
+                                  double min_lr, int64_t warmup_steps,
+                                  int64_t total_steps, float *out) {
+  *out = (float)lr_at((double)*step, decay, lr, min_lr, warmup_steps,
+                      total_steps);
+}
+
+void braid_rt_cpu_lr_schedule_f32_i64(const int64_t *step,
+                                      braid_rt_lr_decay_t decay, double lr,
+                                      double min_lr, int64_t warmup_steps,
+                                      int64_t total_steps, float *out) {
+  *out = (float)lr_at((double)*step, decay, lr, min_lr, warmup_steps,
+                      total_steps);
+}
+
+static double sum_squares(const float *const *inputs, const int64_t *counts,
+                          int64_t num_inputs) {
+  double total = 0.0;
+  for (int64_t t = 0; t < num_inputs; ++t) {
+    const float *x = inputs[t];
+    int64_t n = counts[t];
+    double sum = 0.0;
+    BRAID_RT_PARALLEL_FOR_SUM(n, sum)
+    for (int64_t i = 0; i < n; ++i)
+      sum += (double)x[i] * x[i];
+    total += sum;
+  }
+  return total;
+}
+
+void braid_rt_cpu_global_norm_f32(const float *const *inputs,
+                                  const int64_t *counts, int64_t num_inputs,
+                                  float *out) {
+  *out = (float)sqrt(sum_squares(inputs, counts, num_inputs));
+}
+
+void braid_rt_cpu_sum_squares_f32(const float *const *inputs,
+                                  const int64_t *counts, int64_t num_inputs,
+                                  float *out) {
+  *out = (float)sum_squares(inputs, counts, num_inputs);
+}
+
+void braid_rt_cpu_clip_coefficient_f32(const float *norm, double max_norm,
+                                       float *out) {
+  double c = max_norm / ((double)*norm + 1e-6);
+  *out = (float)(c < 1.0 ? c : 1.0);
+}
+
+static void adamw(const float *param, const float *grad, const float *m,
+                  const float *v, double lr, double t, double scale,
+                  int64_t count, double b1, double b2, double eps, double wd,
+                  float *new_param, float *new_m, float *new_v) {
+  double c1 = 1.0 - pow(b1, t), c2 = 1.0 - pow(b2, t);
+  BRAID_RT_PARALLEL_FOR(count)
+  for (int64_t i = 0; i < count; ++i) {
+    double g = grad[i] * scale;
+    double nm = b1 * m[i] + (1.0 - b1) * g;
+    double nv = b2 * v[i] + (1.0 - b2) * g * g;
+    double decayed = param[i] * (1.0 - lr * wd);
+    /* As in the reference, the parameter uses the unrounded new m and v. */
+    new_param[i] = (float)(decayed - lr * (nm / c1) / (sqrt(nv / c2) + eps));
+    new_m[i] = (float)nm;
+    new_v[i] = (float)nv;
+  }
+}
+
+void braid_rt_cpu_adamw_update_f32(const float *param, const float *grad,
+                                   const float *m, const float *v,
+                                   const float *lr, const int32_t *step,
+                                   const float *grad_scale, int64_t count,
+                                   double beta1, double beta2, double epsilon,
+                                   double weight_decay, float *new_param,
+                                   float *new_m, float *new_v) {
+  adamw(param, grad, m, v, *lr, (double)*step + 1, *grad_scale, count, beta1,
+        beta2, epsilon, weight_decay, new_param, new_m, new_v);
+}
+
+void braid_rt_cpu_adamw_update_f32_i64(const float *param, const float *grad,
+                                       const float *m, const float *v,
+                                       const float *lr, const int64_t *step,
+                                       const float *grad_scale, int64_t count,
+                                       double beta1, double beta2,
+                                       double epsilon, double weight_decay,
+                                       float *new_param, float *new_m,
+                                       float *new_v) {
+  adamw(param, grad, m, v, *lr, (double)*step + 1, *grad_scale, count, beta1,
+        beta2, epsilon, weight_decay, new_param, new_m, new_v);
+}
+
+void braid_rt_cpu_sgd_update_f32(const float *param, const float *grad,
+                                 const float *momentum_buffer, const float *lr,
+                                 const float *grad_scale, int64_t count,
+                                 double momentum, int nesterov,
+                                 double weight_decay, float *new_param,
+                                 float *new_momentum_buffer) {
+  double rate = *lr, scale = *grad_scale;
+  BRAID_RT_PARALLEL_FOR(count)
+  for (int64_t i = 0; i < count; ++i) {
+    double p = param[i];
+    double g = grad[i] * scale + weight_decay * p;
+    double nb = momentum * momentum_buffer[i] + g;
+    double step = nesterov ? g + momentum * nb : nb;
+    new_param[i] = (float)(p - rate * step);
+    new_momentum_buffer[i] = (float)nb;
+  }
+}
