@@ -162,7 +162,8 @@ def _steps(stdout):
 @pytest.mark.parametrize("kind", MODEL_CONFIGS)
 def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kind, mesh, precision):
     """3 AdamW steps (clipped) of the partitioned training step equal the serial ones:
-    losses at every step and the gathered parameters afterwards."""
+    losses at every step (1e-5 in f32, 1e-10 in f64) and the gathered
+    parameters afterwards (1e-4 in f32, see below; 1e-10 in f64)."""
     model = tmp_path / "model.mlir"
     model.write_text(getattr(models, kind)(**dict(MODEL_CONFIGS[kind], dtype=precision)))
     train = tmp_path / "train.mlir"
@@ -178,6 +179,12 @@ def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kin
     tol = TOLERANCE[precision]
     for a, b in zip(_steps(serial), _steps(spmd)):
         assert abs(a - b) <= tol * abs(a)
+    # f32 parameters get 1e-4: a partitioned step sums gradients in another
+    # order (reduce_scatter, sequence shares), and AdamW divides each element
+    # by its own gradient scale, so an element whose gradient is mostly
+    # cancellation moves by a rounding-dependent amount (observed up to
+    # 3e-5 under sp). The f64 runs check exactness at 1e-10.
+    param_tol = 1e-4 if precision == "f32" else tol
     a = {k: st.to_numpy(t) for k, t in st.load(tmp_path / "a.st").items()}
     b = {k: st.to_numpy(t) for k, t in st.load(tmp_path / "b.st").items()}
     assert set(a) == set(b)
@@ -185,7 +192,7 @@ def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kin
         if name.endswith("attn.k.bias"):  # zero gradient analytically: Adam amplifies noise
             continue
         error = np.abs(a[name] - b[name]).max() / np.abs(a[name]).max()
-        assert error <= tol, f"{name}: {error:.3g}"
+        assert error <= param_tol, f"{name}: {error:.3g}"
 
 
 @pytest.mark.parametrize("seed", range(100))

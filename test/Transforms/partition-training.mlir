@@ -3,6 +3,10 @@
 // all_reduce per block (attention, MLP) in the forward layer and one per
 // block in the input-gradient (B) layer, none in W; data parallelism gives
 // none in F and B, and one gradient reduction per parameter (16) in W.
+// Sequence parallelism (tp = 2) turns each block's all_reduce into an
+// all_gather before it and a reduce_scatter after it, in F and in B; ZeRO-2
+// reduces every gradient with reduce_scatter (only scalars, the loss and
+// the gradient norm, are all_reduced).
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-shard="tp=2" --braid-propagate-sharding --braid-partition -o %t.tp2.mlir
@@ -11,6 +15,10 @@
 // RUN: FileCheck %s --check-prefix=TP < %t.tp4.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-shard="dp=2" --braid-propagate-sharding --braid-partition -o %t.dp2.mlir
 // RUN: FileCheck %s --check-prefix=DP < %t.dp2.mlir
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-shard="tp=2 sp=true" --braid-propagate-sharding --braid-partition -o %t.sp.mlir
+// RUN: FileCheck %s --check-prefix=SP < %t.sp.mlir
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="dp=2 zero=2" --braid-propagate-sharding --braid-partition -o %t.zero2.mlir
+// RUN: FileCheck %s --check-prefix=ZERO2 < %t.zero2.mlir
 
 // TP-LABEL: braid.layer @block.F
 // TP-COUNT-2: braid.all_reduce sum {{.*}} on @mesh ["tp"]
@@ -30,3 +38,29 @@
 // DP-COUNT-16: braid.all_reduce sum {{.*}} on @mesh ["dp"]
 // DP-NOT: braid.all_
 // DP: braid.yield
+
+// SP-LABEL: braid.layer @block.F
+// SP-NOT: braid.all_reduce
+// SP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64
+// SP-NOT: braid.all_reduce
+// SP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64
+// SP-NOT: braid.all_reduce
+// SP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64
+// SP-NOT: braid.all_reduce
+// SP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64
+// SP-NOT: braid.all_
+// SP-LABEL: braid.layer @block.B
+// SP-NOT: braid.all_reduce
+// SP: braid.all_gather {{.*}} on @mesh ["tp"]
+// SP-NOT: braid.all_reduce
+// SP: braid.reduce_scatter {{.*}} on @mesh ["tp"]
+// SP-NOT: braid.all_reduce
+// SP: braid.yield
+
+// ZERO2-LABEL: braid.layer @block.W
+// ZERO2-COUNT-16: braid.reduce_scatter {{.*}} on @mesh ["dp"]
+// ZERO2-NOT: braid.all_
+// ZERO2: braid.yield
+// ZERO2-LABEL: func.func @train_step
+// ZERO2-NOT: braid.all_reduce {{.*}} tensor<{{[0-9]}}
+// ZERO2: return

@@ -210,14 +210,38 @@ factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
     for (StringRef a : axes)
       used.insert(a);
   };
+  auto isReduction = [&](int64_t f) {
+    return rule.factors[f].kind == ShardingRule::Kind::Sum ||
+           rule.factors[f].kind == ShardingRule::Kind::Mean;
+  };
+  // A reduction whose operands are all split alike comes first: the op
+  // computes where its data already is and leaves a pending sum, which the
+  // consumer resolves (by reduce_scatter where it wants the result split on
+  // the same axes, as sequence parallelism does) rather than gathering
+  // every operand to honour the result's split.
+  for (int64_t f = 0, e = rule.factors.size(); f < e; ++f) {
+    if (!isReduction(f))
+      continue;
+    std::optional<SmallVector<StringRef>> agreed;
+    bool alike = true;
+    for (auto [map, s] : llvm::zip(rule.operands, operands))
+      for (auto [d, g] : llvm::enumerate(map)) {
+        if (g != f)
+          continue;
+        if (!agreed)
+          agreed = s.dims[d];
+        else if (*agreed != s.dims[d])
+          alike = false;
+      }
+    if (alike && agreed)
+      take(f, *agreed);
+  }
   for (auto [map, s] : llvm::zip(rule.results, results))
     for (auto [d, f] : llvm::enumerate(map))
       take(f, s.dims[d]);
   for (auto [map, s] : llvm::zip(rule.operands, operands))
     for (auto [d, f] : llvm::enumerate(map))
-      if (f >= 0 && (rule.results.empty() ||
-                     rule.factors[f].kind == ShardingRule::Kind::Sum ||
-                     rule.factors[f].kind == ShardingRule::Kind::Mean))
+      if (f >= 0 && (rule.results.empty() || isReduction(f)))
         take(f, s.dims[d]);
   return factors;
 }
@@ -311,6 +335,12 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     passed = locals.lookup(op->getOperand(0)).sharding.partial;
     for (Value v : op->getOperands())
       if (locals.lookup(v).sharding.partial != passed)
+        passed.clear();
+    // A value cannot be both split and summed over one axis.
+    for (const auto &axes : factors)
+      if (llvm::any_of(axes, [&](StringRef a) {
+            return llvm::is_contained(passed, a);
+          }))
         passed.clear();
   }
   IRMapping mapping;

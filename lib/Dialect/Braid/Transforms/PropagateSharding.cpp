@@ -174,17 +174,23 @@ void Propagator::visit(Operation *op, bool &changed) {
         continue;
       informed = true;
       Candidate &c = *chosen[f];
-      if (c.priority > k.priority) {
-        k.priority = c.priority;
-        k.why = c.why;
-      }
       if (c.axes.empty() || type.getDimSize(d) % axesSize(mesh, c.axes) != 0 ||
           llvm::any_of(c.axes, [&](StringRef a) { return taken.contains(a); }))
         continue;
       for (StringRef a : c.axes)
         taken.insert(a);
       k.sharding.dims[d] = c.axes;
+      // Only splits carry weight: a value that is merely whole stays open
+      // to any split that reaches it later.
+      if (c.priority > k.priority) {
+        k.priority = c.priority;
+        k.why = c.why;
+      }
     }
+    if (informed && k.sharding.isReplicated())
+      for (int64_t f : maps[index])
+        if (f >= 0 && chosen[f] && k.why.empty())
+          k.why = chosen[f]->why;
     if (!informed)
       continue;
     // A value learns a sharding once, unless a stronger annotation reaches
