@@ -590,8 +590,8 @@ braid_rt_status_t braid_rt_checkpoint_read_block_f32(
       values[i] = (float)d;
     }
   }
-  braid_rt_copy_block_f32(values, ndims, global_shape, offsets, local_shape, 0,
-                          n, out_data, 0);
+  braid_rt_tensor_to_block_f32(values, ndims, global_shape, offsets,
+                               local_shape, 0, n, out_data);
   if ((void *)values != (void *)bytes)
     free(values);
   free(bytes);

@@ -717,9 +717,9 @@ static braid_rt_status_t receive_and_write(braid_rt_checkpoint_writer_t *w,
       uint64_t n = braid_rt_shape_volume(b->ndims, b->local);
       if (b->rank == 0) {
         if (tensor)
-          braid_rt_copy_block_f32(tensor, b->ndims, b->global, b->offsets,
-                                  b->local, 0, n,
-                                  (float *)w->blocks[b->index].data, 1);
+          braid_rt_block_to_tensor_f32(tensor, b->ndims, b->global,
+                                       b->offsets, b->local, 0, n,
+                                       w->blocks[b->index].data);
         continue;
       }
       for (uint64_t e = 0; e < n; e += CHUNK_FLOATS) {
@@ -731,8 +731,8 @@ static braid_rt_status_t receive_and_write(braid_rt_checkpoint_writer_t *w,
           return s;
         }
         if (tensor)
-          braid_rt_copy_block_f32(tensor, b->ndims, b->global, b->offsets,
-                                  b->local, e, k, chunk, 1);
+          braid_rt_block_to_tensor_f32(tensor, b->ndims, b->global,
+                                       b->offsets, b->local, e, k, chunk);
       }
     }
     if (tensor && f->status == BRAID_RT_OK) {

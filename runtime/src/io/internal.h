@@ -92,15 +92,20 @@ int braid_rt_utf8_valid(const char *s);
 
 /*--- Shared by the writer and the reader. ---*/
 
-/* Copies between a row-major block of shape `local` at `offsets` in a
-   row-major tensor of shape `global` (ndims each) and a contiguous run of
-   the block's elements: elements [first, first + count) of the block, in
-   its row-major order, from `run` into the tensor (to_global) or from the
-   tensor into `run`. */
-void braid_rt_copy_block_f32(float *tensor, int ndims, const int64_t *global,
-                             const int64_t *offsets, const int64_t *local,
-                             uint64_t first, uint64_t count, float *run,
-                             int to_global);
+/* Copies elements [first, first + count) of a block, in the block's
+   row-major order, between the contiguous buffer `run` and a row-major
+   tensor of shape `global` in which the block has shape `local` at
+   `offsets` (ndims each): into the tensor, or out of it. */
+void braid_rt_block_to_tensor_f32(float *tensor, int ndims,
+                                  const int64_t *global,
+                                  const int64_t *offsets,
+                                  const int64_t *local, uint64_t first,
+                                  uint64_t count, const float *run);
+void braid_rt_tensor_to_block_f32(const float *tensor, int ndims,
+                                  const int64_t *global,
+                                  const int64_t *offsets,
+                                  const int64_t *local, uint64_t first,
+                                  uint64_t count, float *run);
 
 /* The number of elements of a shape (1 for ndims 0). */
 uint64_t braid_rt_shape_volume(int ndims, const int64_t *shape);

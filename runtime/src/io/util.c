@@ -29,39 +29,54 @@ int braid_rt_little_endian(void) {
   return first == 1;
 }
 
-void braid_rt_copy_block_f32(float *tensor, int ndims, const int64_t *global,
-                             const int64_t *offsets, const int64_t *local,
-                             uint64_t first, uint64_t count, float *run,
-                             int to_global) {
-  if (count == 0)
-    return;
+/* The run of the block's elements starting at `e` (before `end`) that is
+   contiguous in the tensor: sets *index to the tensor's flat index of
+   element e and returns the run's length. */
+static uint64_t segment(int ndims, const int64_t *global,
+                        const int64_t *offsets, const int64_t *local,
+                        uint64_t e, uint64_t end, uint64_t *index) {
   if (ndims == 0) {
-    if (to_global)
-      tensor[0] = run[0];
-    else
-      run[0] = tensor[0];
-    return;
+    *index = 0;
+    return 1;
   }
   uint64_t row_len = (uint64_t)local[ndims - 1];
-  uint64_t e = first, end = first + count;
-  while (e < end) {
-    uint64_t row = e / row_len, col = e % row_len;
-    /* The tensor's flat index of the block's element (row, col): unravel
-       `row` over the block's leading dimensions, last first. */
-    uint64_t index = 0, stride = (uint64_t)global[ndims - 1], rest = row;
-    index = (uint64_t)offsets[ndims - 1] + col;
-    for (int d = ndims - 2; d >= 0; --d) {
-      uint64_t i = rest % (uint64_t)local[d];
-      rest /= (uint64_t)local[d];
-      index += ((uint64_t)offsets[d] + i) * stride;
-      stride *= (uint64_t)global[d];
-    }
-    uint64_t n = row_len - col;
-    if (n > end - e)
-      n = end - e;
-    float *dst = to_global ? tensor + index : run + (e - first);
-    const float *src = to_global ? run + (e - first) : tensor + index;
-    memcpy(dst, src, (size_t)n * sizeof(float));
+  uint64_t row = e / row_len, col = e % row_len;
+  /* Unravel `row` over the block's leading dimensions, last first. */
+  uint64_t at = (uint64_t)offsets[ndims - 1] + col;
+  uint64_t stride = (uint64_t)global[ndims - 1], rest = row;
+  for (int d = ndims - 2; d >= 0; --d) {
+    uint64_t i = rest % (uint64_t)local[d];
+    rest /= (uint64_t)local[d];
+    at += ((uint64_t)offsets[d] + i) * stride;
+    stride *= (uint64_t)global[d];
+  }
+  *index = at;
+  uint64_t n = row_len - col;
+  return n < end - e ? n : end - e;
+}
+
+void braid_rt_block_to_tensor_f32(float *tensor, int ndims,
+                                  const int64_t *global,
+                                  const int64_t *offsets,
+                                  const int64_t *local, uint64_t first,
+                                  uint64_t count, const float *run) {
+  for (uint64_t e = first, index; e < first + count;) {
+    uint64_t n = segment(ndims, global, offsets, local, e, first + count,
+                         &index);
+    memcpy(tensor + index, run + (e - first), (size_t)n * sizeof(float));
+    e += n;
+  }
+}
+
+void braid_rt_tensor_to_block_f32(const float *tensor, int ndims,
+                                  const int64_t *global,
+                                  const int64_t *offsets,
+                                  const int64_t *local, uint64_t first,
+                                  uint64_t count, float *run) {
+  for (uint64_t e = first, index; e < first + count;) {
+    uint64_t n = segment(ndims, global, offsets, local, e, first + count,
+                         &index);
+    memcpy(run + (e - first), tensor + index, (size_t)n * sizeof(float));
     e += n;
   }
 }
