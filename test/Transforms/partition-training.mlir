@@ -6,7 +6,10 @@
 // Sequence parallelism (tp = 2) turns each block's all_reduce into an
 // all_gather before it and a reduce_scatter after it, in F and in B; ZeRO-2
 // reduces every gradient with reduce_scatter (only scalars, the loss and
-// the gradient norm, are all_reduced).
+// the gradient norm, are all_reduced). Under tp the vocabulary is split
+// too (Megatron's vocab-parallel embedding and cross-entropy): the table is
+// never gathered; the embedding's pending sum and the LM head's input
+// gradient are the only non-scalar all_reduces of the training step.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-shard="tp=2" --braid-propagate-sharding --braid-partition -o %t.tp2.mlir
@@ -19,6 +22,8 @@
 // RUN: FileCheck %s --check-prefix=SP < %t.sp.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="dp=2 zero=2" --braid-propagate-sharding --braid-partition -o %t.zero2.mlir
 // RUN: FileCheck %s --check-prefix=ZERO2 < %t.zero2.mlir
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="tp=2" --braid-propagate-sharding --braid-partition -o %t.vocab.mlir
+// RUN: FileCheck %s --check-prefix=VOCAB < %t.vocab.mlir
 
 // TP-LABEL: braid.layer @block.F
 // TP-COUNT-2: braid.all_reduce sum {{.*}} on @mesh ["tp"]
@@ -64,3 +69,17 @@
 // ZERO2-LABEL: func.func @train_step
 // ZERO2-NOT: braid.all_reduce {{.*}} tensor<{{[0-9]}}
 // ZERO2: return
+
+// VOCAB-LABEL: func.func @train_step
+// VOCAB-NOT: braid.all_gather
+// VOCAB: %[[WTE:.*]] = braid.param "wte.weight" {block_of = #braid.sharding<@mesh, {{\[}}["tp"], []]>{{.*}} : tensor<32x32xf32>
+// VOCAB: %[[E:.*]] = braid.embedding %[[WTE]], %{{.*}} {{{.*}}mesh = @mesh, vocab_axes = ["tp"]} : (tensor<32x32xf32>, tensor<4x8xi32>) -> tensor<4x8x32xf32>
+// VOCAB-NEXT: braid.all_reduce sum %[[E]] on @mesh ["tp"]
+// VOCAB: braid.matmul {{.*}} -> tensor<4x8x32xf32>
+// VOCAB-NEXT: braid.cross_entropy {{.*}}vocab_axes = ["tp"]
+// VOCAB: braid.cross_entropy_grad {{.*}}vocab_axes = ["tp"]
+// VOCAB: braid.all_reduce sum {{.*}} : tensor<4x8x32xf32>
+// VOCAB: braid.embedding_grad {{.*}}vocab_axes = ["tp"]} : (tensor<4x8xi32>, tensor<4x8x32xf32>) -> tensor<32x32xf32>
+// VOCAB-NOT: braid.all_gather
+// VOCAB-NOT: braid.all_reduce {{.*}} tensor<{{[0-9]}}
+// VOCAB: return

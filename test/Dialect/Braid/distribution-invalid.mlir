@@ -223,3 +223,29 @@ func.func @wait_type(%f: !braid.future<tensor<4x8xf32>>) -> tensor<4x4xf32> {
   %0 = "braid.wait"(%f) : (!braid.future<tensor<4x8xf32>>) -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @vocab_half(%t: tensor<8x4xf32>, %ids: tensor<3xi32>) -> tensor<3x4xf32> {
+  // expected-error@+1 {{needs both mesh and vocab_axes (non-empty), or neither}}
+  %0 = braid.embedding %t, %ids {mesh = @mesh} : (tensor<8x4xf32>, tensor<3xi32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @vocab_axis(%l: tensor<3x8xf32>, %labels: tensor<3xi32>) -> tensor<f32> {
+  // expected-error@+1 {{unknown mesh axis 'xp'}}
+  %0 = braid.cross_entropy %l, %labels {mesh = @mesh, vocab_axes = ["xp"]} : (tensor<3x8xf32>, tensor<3xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @vocab_mesh(%ids: tensor<3xi32>, %g: tensor<3x4xf32>) -> tensor<8x4xf32> {
+  // expected-error@+1 {{@nomesh does not name a braid.mesh}}
+  %0 = braid.embedding_grad %ids, %g {mesh = @nomesh, vocab_axes = ["tp"]} : (tensor<3xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}

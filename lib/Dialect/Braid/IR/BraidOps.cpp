@@ -422,8 +422,33 @@ LogicalResult RmsNormOp::verify() {
   return checkResult(*this, getResult(), in.getShape(), in.getElementType());
 }
 
+/// The vocabulary-parallel attributes come together, on a known mesh with
+/// known, distinct axes.
+static LogicalResult verifyVocabShard(Operation *op, FlatSymbolRefAttr mesh,
+                                      ArrayAttr axes) {
+  if (!mesh && !axes)
+    return success();
+  if (!mesh || !axes || axes.empty())
+    return op->emitOpError("needs both mesh and vocab_axes (non-empty), or "
+                           "neither");
+  auto meshOp = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, mesh);
+  if (!meshOp)
+    return op->emitOpError() << mesh << " does not name a braid.mesh";
+  llvm::SmallSet<StringRef, 4> seen;
+  for (Attribute a : axes) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (!meshOp.getAxisIndex(name))
+      return op->emitOpError() << "unknown mesh axis '" << name << "'";
+    if (!seen.insert(name).second)
+      return op->emitOpError() << "mesh axis '" << name
+                               << "' is listed twice";
+  }
+  return success();
+}
+
 LogicalResult EmbeddingOp::verify() {
-  if (failed(checkSameFloatElementType(*this)))
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(verifyVocabShard(*this, getMeshAttr(), getVocabAxesAttr())))
     return failure();
   RankedTensorType table = tensorType(getTable());
   if (table.getRank() != 2)
@@ -496,7 +521,8 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult CrossEntropyOp::verify() {
-  if (failed(checkSameFloatElementType(*this)))
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(verifyVocabShard(*this, getMeshAttr(), getVocabAxesAttr())))
     return failure();
   ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
   ArrayRef<int64_t> labels = tensorType(getLabels()).getShape();
@@ -734,7 +760,8 @@ LogicalResult RmsNormGradOp::verify() {
 }
 
 LogicalResult EmbeddingGradOp::verify() {
-  if (failed(checkSameFloatElementType(*this)))
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(verifyVocabShard(*this, getMeshAttr(), getVocabAxesAttr())))
     return failure();
   RankedTensorType table = tensorType(getResult());
   if (table.getRank() != 2)
@@ -770,7 +797,8 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  if (failed(checkSameFloatElementType(*this)))
+  if (failed(checkSameFloatElementType(*this)) ||
+      failed(verifyVocabShard(*this, getMeshAttr(), getVocabAxesAttr())))
     return failure();
   ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
   if (logits.empty() ||

@@ -339,17 +339,60 @@ static FailureOr<int64_t> checkedId(Operation *op, const Tensor &ids,
                            << " < " << bound;
 }
 
-LogicalResult EmbeddingOp::evaluate(EvalContext &,
+/// A vocabulary-parallel op (`mesh` and `vocab_axes` set) exchanges
+/// `mine` with its group over the vocabulary axes, filling `group` and this
+/// device's `position`; otherwise the group is this device alone.
+template <typename OpTy>
+static LogicalResult vocabExchange(OpTy op, EvalContext &ctx,
+                                   const Tensor &mine,
+                                   SmallVectorImpl<Tensor> &group,
+                                   unsigned &position) {
+  group.clear();
+  if (!op.getVocabAxes()) {
+    group.assign(1, mine);
+    position = 0;
+    return success();
+  }
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
+  SmallVector<StringRef> axes;
+  for (Attribute a : op.getVocabAxesAttr())
+    axes.push_back(cast<StringAttr>(a).getValue());
+  return ctx.exchange(op, mesh, axes, mine, group, position);
+}
+
+/// This device's block of the vocabulary: the first id it holds and the
+/// size of the whole vocabulary, for a block of `rows` ids.
+template <typename OpTy>
+static LogicalResult vocabBlock(OpTy op, EvalContext &ctx, int64_t rows,
+                                int64_t &first, int64_t &total) {
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(vocabExchange(op, ctx, Tensor({}, DType::F64, 0.0), group,
+                           position)))
+    return failure();
+  first = position * rows;
+  total = rows * int64_t(group.size());
+  return success();
+}
+
+LogicalResult EmbeddingOp::evaluate(EvalContext &ctx,
                                     ArrayRef<const Tensor *> ops,
                                     SmallVectorImpl<Tensor> &results) {
   const Tensor &table = *ops[0], &ids = *ops[1];
   Tensor y = resultFor(getResult());
-  int64_t v = table.dim(0), h = table.dim(1);
+  int64_t v = table.dim(0), h = table.dim(1), first = 0, total = v;
+  if (failed(vocabBlock(*this, ctx, v, first, total)))
+    return failure();
   for (int64_t p = 0, e = ids.numElements(); p < e; ++p) {
-    FailureOr<int64_t> id = checkedId(*this, ids, p, v, "id");
+    FailureOr<int64_t> id = checkedId(*this, ids, p, total, "id");
     if (failed(id))
       return failure();
-    std::copy_n(table.data() + *id * h, h, y.data() + p * h);
+    // Another device's row: this device adds zeros to the group's sum.
+    if (*id < first || *id >= first + v)
+      std::fill_n(y.data() + p * h, h, 0.0);
+    else
+      std::copy_n(table.data() + (*id - first) * h, h, y.data() + p * h);
   }
   results.push_back(std::move(y));
   return success();
@@ -419,25 +462,75 @@ LogicalResult AttentionOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult CrossEntropyOp::evaluate(EvalContext &,
+/// Per row of `logits` (rows of `v` logits), the maximum and the sum of
+/// exponentials over the whole vocabulary: over this device's block, then
+/// combined over a vocabulary-parallel op's group (max, then sum; every
+/// device combines in group order, so all get the same bits).
+template <typename OpTy>
+static LogicalResult softmaxStats(OpTy op, EvalContext &ctx,
+                                  const Tensor &logits, int64_t rows,
+                                  int64_t v, Tensor &mx, Tensor &sum) {
+  mx = Tensor({rows}, DType::F64);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *pl = logits.data() + r * v;
+    mx[r] = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < v; ++i)
+      mx[r] = std::max(mx[r], pl[i]);
+  }
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(vocabExchange(op, ctx, mx, group, position)))
+    return failure();
+  for (const Tensor &t : group)
+    for (int64_t r = 0; r < rows; ++r)
+      mx[r] = std::max(mx[r], t[r]);
+  sum = Tensor({rows}, DType::F64);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *pl = logits.data() + r * v;
+    sum[r] = 0.0;
+    for (int64_t i = 0; i < v; ++i)
+      sum[r] += std::exp(pl[i] - mx[r]);
+  }
+  if (failed(vocabExchange(op, ctx, sum, group, position)))
+    return failure();
+  for (int64_t r = 0; r < rows; ++r) {
+    sum[r] = 0.0;
+    for (const Tensor &t : group)
+      sum[r] += t[r];
+  }
+  return success();
+}
+
+LogicalResult CrossEntropyOp::evaluate(EvalContext &ctx,
                                        ArrayRef<const Tensor *> ops,
                                        SmallVectorImpl<Tensor> &results) {
   const Tensor &logits = *ops[0], &labels = *ops[1];
   Tensor y = resultFor(getResult());
   int64_t v = logits.dim(logits.rank() - 1), rows = labels.numElements();
-  double total = 0.0;
+  int64_t first = 0, vocab = v;
+  Tensor mx, sum;
+  if (failed(vocabBlock(*this, ctx, v, first, vocab)) ||
+      failed(softmaxStats(*this, ctx, logits, rows, v, mx, sum)))
+    return failure();
+  // The label's logit: from the device holding it, zero elsewhere, summed.
+  Tensor picked({rows}, DType::F64);
   for (int64_t r = 0; r < rows; ++r) {
-    FailureOr<int64_t> label = checkedId(*this, labels, r, v, "label");
+    FailureOr<int64_t> label = checkedId(*this, labels, r, vocab, "label");
     if (failed(label))
       return failure();
-    const double *pl = logits.data() + r * v;
-    double mx = -std::numeric_limits<double>::infinity();
-    for (int64_t i = 0; i < v; ++i)
-      mx = std::max(mx, pl[i]);
-    double sum = 0.0;
-    for (int64_t i = 0; i < v; ++i)
-      sum += std::exp(pl[i] - mx);
-    total += mx + std::log(sum) - pl[*label];
+    bool mine = *label >= first && *label < first + v;
+    picked[r] = mine ? logits[r * v + (*label - first)] : 0.0;
+  }
+  SmallVector<Tensor> group;
+  unsigned position;
+  if (failed(vocabExchange(*this, ctx, picked, group, position)))
+    return failure();
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double target = 0.0;
+    for (const Tensor &t : group)
+      target += t[r];
+    total += mx[r] + std::log(sum[r]) - target;
   }
   y[0] = rows ? total / rows : 0.0;
   results.push_back(std::move(y));
@@ -681,19 +774,23 @@ LogicalResult RmsNormGradOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult EmbeddingGradOp::evaluate(EvalContext &,
+LogicalResult EmbeddingGradOp::evaluate(EvalContext &ctx,
                                         ArrayRef<const Tensor *> ops,
                                         SmallVectorImpl<Tensor> &results) {
   const Tensor &ids = *ops[0], &dy = *ops[1];
   Tensor table = resultFor(getResult());
-  int64_t v = table.dim(0), h = table.dim(1);
+  int64_t v = table.dim(0), h = table.dim(1), first = 0, total = v;
+  if (failed(vocabBlock(*this, ctx, v, first, total)))
+    return failure();
   std::fill_n(table.data(), table.numElements(), 0.0);
   for (int64_t p = 0, e = ids.numElements(); p < e; ++p) {
-    FailureOr<int64_t> id = checkedId(*this, ids, p, v, "id");
+    FailureOr<int64_t> id = checkedId(*this, ids, p, total, "id");
     if (failed(id))
       return failure();
+    if (*id < first || *id >= first + v)
+      continue; // another device's row
     for (int64_t i = 0; i < h; ++i)
-      table[*id * h + i] += dy[p * h + i];
+      table[(*id - first) * h + i] += dy[p * h + i];
   }
   results.push_back(std::move(table));
   return success();
@@ -756,27 +853,26 @@ LogicalResult AttentionGradOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult CrossEntropyGradOp::evaluate(EvalContext &,
+LogicalResult CrossEntropyGradOp::evaluate(EvalContext &ctx,
                                            ArrayRef<const Tensor *> ops,
                                            SmallVectorImpl<Tensor> &results) {
   const Tensor &logits = *ops[0], &labels = *ops[1], &g = *ops[2];
   Tensor dl = resultFor(getResult());
   int64_t v = logits.dim(logits.rank() - 1), rows = labels.numElements();
   double coeff = rows ? g[0] / rows : 0.0;
+  int64_t first = 0, vocab = v;
+  Tensor mx, sum;
+  if (failed(vocabBlock(*this, ctx, v, first, vocab)) ||
+      failed(softmaxStats(*this, ctx, logits, rows, v, mx, sum)))
+    return failure();
   for (int64_t r = 0; r < rows; ++r) {
-    FailureOr<int64_t> label = checkedId(*this, labels, r, v, "label");
+    FailureOr<int64_t> label = checkedId(*this, labels, r, vocab, "label");
     if (failed(label))
       return failure();
     const double *pl = logits.data() + r * v;
-    double mx = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < v; ++i)
-      mx = std::max(mx, pl[i]);
-    double sum = 0.0;
-    for (int64_t i = 0; i < v; ++i)
-      sum += std::exp(pl[i] - mx);
-    for (int64_t i = 0; i < v; ++i)
-      dl[r * v + i] =
-          coeff * (std::exp(pl[i] - mx) / sum - (i == *label ? 1.0 : 0.0));
+      dl[r * v + i] = coeff * (std::exp(pl[i] - mx[r]) / sum[r] -
+                               (first + i == *label ? 1.0 : 0.0));
   }
   results.push_back(std::move(dl));
   return success();

@@ -233,7 +233,8 @@ Value RmsNormOp::buildGradient(OpBuilder &b, unsigned index,
 Value EmbeddingOp::buildGradient(OpBuilder &b, unsigned,
                                  ValueRange resultGrads) {
   return EmbeddingGradOp::create(b, getLoc(), getTable().getType(), getIds(),
-                                 resultGrads[0]);
+                                 resultGrads[0], getMeshAttr(),
+                                 getVocabAxesAttr());
 }
 
 Value RotaryOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
@@ -253,7 +254,8 @@ Value AttentionOp::buildGradient(OpBuilder &b, unsigned index,
 Value CrossEntropyOp::buildGradient(OpBuilder &b, unsigned,
                                     ValueRange resultGrads) {
   return CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
-                                    getLogits(), getLabels(), resultGrads[0]);
+                                    getLogits(), getLabels(), resultGrads[0],
+                                    getMeshAttr(), getVocabAxesAttr());
 }
 
 //===----------------------------------------------------------------------===//

@@ -115,15 +115,15 @@ ShardingRule MatmulOp::getShardingRule() {
 }
 
 ShardingRule EmbeddingOp::getShardingRule() {
-  // ids [...] -> [..., H]; the table's rows are looked up (blocked: a
-  // vocabulary-parallel lookup needs an offset the partitioner does not
-  // emit yet), its columns are the hidden factor.
+  // ids [...] -> [..., H]; the table's rows are looked up: split, each
+  // device finds the ids of its block and the rows sum over the devices
+  // (localize tells it its block). Its columns are the hidden factor.
   ShardingRule rule;
   ArrayRef<int64_t> out = getType().getShape();
   SmallVector<int64_t> factors;
   for (int64_t d : out)
     factors.push_back(rule.addFactor(d, Kind::Parallel));
-  int64_t vocab = rule.addFactor(shapeOf(getTable())[0], Kind::Blocked);
+  int64_t vocab = rule.addFactor(shapeOf(getTable())[0], Kind::Sum);
   rule.operands.push_back({vocab, factors.back()});
   rule.operands.push_back(SmallVector<int64_t>(ArrayRef(factors).drop_back()));
   rule.results.push_back(factors);
@@ -165,7 +165,9 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   SmallVector<int64_t> factors;
   for (int64_t d : labels)
     factors.push_back(rule.addFactor(d, Kind::Mean));
-  int64_t vocab = rule.addFactor(shapeOf(getLogits()).back(), Kind::Blocked);
+  // The vocabulary: split, the devices all-reduce their statistics.
+  int64_t vocab =
+      rule.addFactor(shapeOf(getLogits()).back(), Kind::Cooperative);
   SmallVector<int64_t> logits(factors);
   logits.push_back(vocab);
   rule.operands.push_back(logits);
@@ -303,13 +305,14 @@ ShardingRule RmsNormGradOp::getShardingRule() {
 
 ShardingRule EmbeddingGradOp::getShardingRule() {
   // Row gradients at every position are summed into the table: the
-  // positions are sum factors; rows blocked, columns parallel.
+  // positions are sum factors; rows parallel (each device keeps its block's
+  // ids, see localize), columns parallel.
   ShardingRule rule;
   ArrayRef<int64_t> ids = shapeOf(getIds());
   SmallVector<int64_t> positions;
   for (int64_t d : ids)
     positions.push_back(rule.addFactor(d, Kind::Sum));
-  int64_t vocab = rule.addFactor(getType().getDimSize(0), Kind::Blocked);
+  int64_t vocab = rule.addFactor(getType().getDimSize(0), Kind::Parallel);
   int64_t hidden = rule.addFactor(getType().getDimSize(1), Kind::Parallel);
   rule.operands.push_back(positions);
   SmallVector<int64_t> grad(positions);
@@ -335,7 +338,7 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
   SmallVector<int64_t> factors;
   for (int64_t d : labels)
     factors.push_back(rule.addFactor(d, Kind::ParallelMean));
-  int64_t vocab = rule.addFactor(getType().getShape().back(), Kind::Blocked);
+  int64_t vocab = rule.addFactor(getType().getShape().back(), Kind::Parallel);
   SmallVector<int64_t> logits(factors);
   logits.push_back(vocab);
   rule.operands = {logits, factors, {}};
@@ -420,4 +423,41 @@ ShardingRule StoreParamOp::getShardingRule() {
     map.push_back(rule.addFactor(d, Kind::Parallel));
   rule.operands.push_back(map);
   return rule;
+}
+
+//===----------------------------------------------------------------------===//
+// Vocabulary parallelism: the ops learn their group.
+//===----------------------------------------------------------------------===//
+
+/// Marks `local` vocabulary-parallel over the axes of factor `vocab`.
+static void setVocabAxes(Operation *local,
+                         ArrayRef<SmallVector<StringRef>> factorAxes,
+                         int64_t vocab, FlatSymbolRefAttr mesh) {
+  if (factorAxes[vocab].empty())
+    return;
+  Builder b(local->getContext());
+  local->setAttr("mesh", mesh);
+  local->setAttr("vocab_axes", b.getStrArrayAttr(factorAxes[vocab]));
+}
+
+// The vocabulary factor's index follows the order of getShardingRule.
+void EmbeddingOp::localize(Operation *local,
+                           ArrayRef<SmallVector<StringRef>> factorAxes,
+                           FlatSymbolRefAttr mesh) {
+  setVocabAxes(local, factorAxes, getType().getRank(), mesh);
+}
+void EmbeddingGradOp::localize(Operation *local,
+                               ArrayRef<SmallVector<StringRef>> factorAxes,
+                               FlatSymbolRefAttr mesh) {
+  setVocabAxes(local, factorAxes, shapeOf(getIds()).size(), mesh);
+}
+void CrossEntropyOp::localize(Operation *local,
+                              ArrayRef<SmallVector<StringRef>> factorAxes,
+                              FlatSymbolRefAttr mesh) {
+  setVocabAxes(local, factorAxes, shapeOf(getLabels()).size(), mesh);
+}
+void CrossEntropyGradOp::localize(Operation *local,
+                                  ArrayRef<SmallVector<StringRef>> factorAxes,
+                                  FlatSymbolRefAttr mesh) {
+  setVocabAxes(local, factorAxes, shapeOf(getLabels()).size(), mesh);
 }

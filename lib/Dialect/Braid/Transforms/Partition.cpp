@@ -210,9 +210,11 @@ factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
     for (StringRef a : axes)
       used.insert(a);
   };
+  // (A cooperative factor, in no result, is taken from operands too.)
   auto isReduction = [&](int64_t f) {
     return rule.factors[f].kind == ShardingRule::Kind::Sum ||
-           rule.factors[f].kind == ShardingRule::Kind::Mean;
+           rule.factors[f].kind == ShardingRule::Kind::Mean ||
+           rule.factors[f].kind == ShardingRule::Kind::Cooperative;
   };
   // A reduction whose operands are all split alike comes first: the op
   // computes where its data already is and leaves a pending sum, which the
@@ -352,6 +354,9 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
   }
   Operation *local = b.clone(*op, mapping);
   local->removeAttr(kShardingsAttrName);
+  if (llvm::any_of(factors, [](const auto &axes) { return !axes.empty(); }))
+    cast<ShardingRuleOpInterface>(op).localize(
+        local, factors, FlatSymbolRefAttr::get(mesh.getSymNameAttr()));
 
   // Results: local types, and pending sums over sharded reduction factors.
   SmallVector<StringRef> partial(passed);

@@ -19,20 +19,30 @@ namespace {
 
 enum class Parallel { None, Column, Row };
 
-/// Megatron's split of the projection a parameter belongs to.
-Parallel classify(StringRef name) {
+/// Megatron's split of the projection a parameter belongs to. The
+/// vocabulary (embedding tables, [V, H], split like a row-parallel weight;
+/// an untied LM head, [H, V], like a column-parallel one) is `optional`:
+/// kept whole where tp does not divide it.
+Parallel classify(StringRef name, bool *optional = nullptr) {
   static const char *column[] = {"attn.q.",           "attn.k.",
                                  "attn.v.",           "mlp.fc.",
                                  "self_attn.q_proj.", "self_attn.k_proj.",
                                  "self_attn.v_proj.", "mlp.gate_proj.",
-                                 "mlp.up_proj."};
-  static const char *row[] = {"attn.proj.", "mlp.proj.", "self_attn.o_proj.",
-                              "mlp.down_proj."};
+                                 "mlp.up_proj.",      "lm_head."};
+  static const char *row[] = {"attn.proj.",     "mlp.proj.",
+                              "self_attn.o_proj.", "mlp.down_proj.",
+                              "wte.",           "embed_tokens."};
+  auto matches = [&](const char *p) {
+    return name.starts_with(p) || name.contains((Twine(".") + p).str());
+  };
+  if (optional)
+    *optional = matches("lm_head.") || matches("wte.") ||
+                matches("embed_tokens.");
   for (const char *c : column)
-    if (name.starts_with(c) || name.contains((Twine(".") + c).str()))
+    if (matches(c))
       return Parallel::Column;
   for (const char *r : row)
-    if (name.starts_with(r) || name.contains((Twine(".") + r).str()))
+    if (matches(r))
       return Parallel::Row;
   return Parallel::None;
 }
@@ -97,8 +107,15 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
       }
     }
     WalkResult walk = module.walk([&](ParamOp param) {
-      Parallel kind = tp > 1 ? classify(param.getName()) : Parallel::None;
+      bool optional = false;
+      Parallel kind =
+          tp > 1 ? classify(param.getName(), &optional) : Parallel::None;
       auto type = cast<RankedTensorType>(param.getType());
+      if (optional &&
+          type.getDimSize(kind == Parallel::Column ? type.getRank() - 1 : 0) %
+                  tp !=
+              0)
+        kind = Parallel::None;
       // ZeRO splits optimizer state (and, at stage 3, parameters) over dp.
       bool zeroSplit = dp > 1 && ((zero >= 1 && param.getState()) ||
                                   (zero >= 3 && !param.getState()));

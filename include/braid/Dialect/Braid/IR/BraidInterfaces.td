@@ -110,6 +110,16 @@ def Braid_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   let methods = [
     InterfaceMethod<"The op's sharding rule.",
       "::mlir::braid::ShardingRule", "getShardingRule">,
+    InterfaceMethod<[{
+        Adapts `local`, this op's per-device clone, to the mesh axes each
+        factor is sharded over (`factorAxes`, by factor index), where its
+        local shapes alone do not say enough: an embedding whose table is
+        split along the vocabulary must know which block of ids it holds.
+      }], "void", "localize",
+      (ins "::mlir::Operation *":$local,
+           "::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>>":$factorAxes,
+           "::mlir::FlatSymbolRefAttr":$mesh),
+      [{}], [{ /* Local shapes say it all. */ return; }]>,
   ];
 }
 

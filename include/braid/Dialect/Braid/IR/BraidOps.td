@@ -361,13 +361,22 @@ def Braid_RmsNormOp : Braid_DiffOp<"rms_norm"> {
   let hasVerifier = 1;
 }
 
-def Braid_EmbeddingOp : Braid_DiffOp<"embedding"> {
+def Braid_EmbeddingOp : Braid_DiffOp<"embedding", [DeclareOpInterfaceMethods<
+    Braid_ShardingRuleOpInterface, ["localize"]>]> {
   let summary = "Looks up rows of a table.";
   let description = [{
     `table` is `[V, H]`, `ids` has any shape with integers in [0, V); the
     result is `ids.shape + [H]`. An id out of range is an evaluation error.
+
+    Vocabulary-parallel (set by `braid-partition`): with `mesh` and
+    `vocab_axes`, `table` is block p of a table of p_n * V rows, where p is
+    this device's position among the n devices of its group over
+    `vocab_axes`; ids in [0, n * V) outside the block give zero rows, so
+    the result is this device's share of a sum over the group.
   }];
-  let arguments = (ins Braid_FloatTensor:$table, Braid_IdTensor:$ids);
+  let arguments = (ins Braid_FloatTensor:$table, Braid_IdTensor:$ids,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $table `,` $ids attr-dict `:` functional-type(operands, results)
@@ -417,14 +426,24 @@ def Braid_AttentionOp : Braid_DiffOp<"attention",
   }];
 }
 
-def Braid_CrossEntropyOp : Braid_DiffOp<"cross_entropy"> {
+def Braid_CrossEntropyOp : Braid_DiffOp<"cross_entropy", [DeclareOpInterfaceMethods<
+    Braid_ShardingRuleOpInterface, ["localize"]>]> {
   let summary = "Mean softmax cross-entropy against integer labels.";
   let description = [{
     `logits` is `[..., V]`, `labels` is `[...]` with integers in [0, V). The
     rank-0 result is the mean over label positions of
     `logsumexp(logits) - logits[label]`.
+
+    Vocabulary-parallel (set by `braid-partition`, after Megatron's
+    vocab-parallel cross-entropy): with `mesh` and `vocab_axes`, `logits`
+    holds block p of the vocabulary (p this device's position in its group
+    over `vocab_axes`); per position, the maximum, the sum of exponentials
+    and the label's logit are all-reduced over the group, so every device
+    gets the whole loss.
   }];
-  let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels);
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -567,13 +586,18 @@ def Braid_RmsNormGradOp : Braid_ModelOp<"rms_norm_grad"> {
   let hasVerifier = 1;
 }
 
-def Braid_EmbeddingGradOp : Braid_ModelOp<"embedding_grad"> {
+def Braid_EmbeddingGradOp : Braid_ModelOp<"embedding_grad", [DeclareOpInterfaceMethods<
+    Braid_ShardingRuleOpInterface, ["localize"]>]> {
   let summary = "Table gradient of embedding (scatter-add of row gradients).";
   let description = [{
     Row `v` of the `[V, H]` result is the sum of the rows of `grad`
-    (`ids.shape + [H]`) at the positions where `ids` equals `v`.
+    (`ids.shape + [H]`) at the positions where `ids` equals `v`. With
+    `mesh` and `vocab_axes` (vocabulary-parallel, as for `embedding`), the
+    result is block p of the table's gradient: ids outside it are skipped.
   }];
-  let arguments = (ins Braid_IdTensor:$ids, Braid_FloatTensor:$grad);
+  let arguments = (ins Braid_IdTensor:$ids, Braid_FloatTensor:$grad,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$ids `,` $grad attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -599,14 +623,20 @@ def Braid_AttentionGradOp : Braid_ModelOp<"attention_grad",
   let hasVerifier = 1;
 }
 
-def Braid_CrossEntropyGradOp : Braid_ModelOp<"cross_entropy_grad"> {
+def Braid_CrossEntropyGradOp : Braid_ModelOp<"cross_entropy_grad", [DeclareOpInterfaceMethods<
+    Braid_ShardingRuleOpInterface, ["localize"]>]> {
   let summary = "Logits gradient of cross_entropy.";
   let description = [{
     `(softmax(logits) - onehot(labels)) * grad / N` with N the number of
-    label positions and `grad` the rank-0 gradient of the mean loss.
+    label positions and `grad` the rank-0 gradient of the mean loss. With
+    `mesh` and `vocab_axes` (vocabulary-parallel, as for `cross_entropy`),
+    `logits` and the result are block p of the vocabulary; the softmax's
+    maximum and sum of exponentials are all-reduced over the group.
   }];
   let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels,
-                       Braid_FloatTensor:$grad);
+                       Braid_FloatTensor:$grad,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad attr-dict `:` functional-type(operands, results)

@@ -30,6 +30,11 @@ struct ShardingRule {
     /// Averaged over: like Sum, after scaling each device's result by its
     /// share.
     Mean,
+    /// In no result, and not a plain sum: sharding it makes the op
+    /// exchange data with the devices sharing the factor (the vocabulary of
+    /// a cross-entropy all-reduces its max, its sum of exponentials and the
+    /// label's logit). Its results are complete, not partial.
+    Cooperative,
     /// Must stay whole (a softmax or normalisation axis, a head
     /// dimension).
     Blocked,
