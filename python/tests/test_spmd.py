@@ -163,7 +163,8 @@ def _steps(stdout):
 def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kind, mesh, precision):
     """3 AdamW steps (clipped) of the partitioned training step equal the serial ones:
     losses at every step (1e-5 in f32, 1e-10 in f64) and the gathered
-    parameters afterwards (1e-4 in f32, see below; 1e-10 in f64)."""
+    parameters afterwards (f32: 1e-5 norm-wise and 1e-4 element-wise, see
+    below; f64: 1e-10 element-wise)."""
     model = tmp_path / "model.mlir"
     model.write_text(getattr(models, kind)(**dict(MODEL_CONFIGS[kind], dtype=precision)))
     train = tmp_path / "train.mlir"
@@ -179,11 +180,14 @@ def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kin
     tol = TOLERANCE[precision]
     for a, b in zip(_steps(serial), _steps(spmd)):
         assert abs(a - b) <= tol * abs(a)
-    # f32 parameters get 1e-4: a partitioned step sums gradients in another
-    # order (reduce_scatter, sequence shares), and AdamW divides each element
-    # by its own gradient scale, so an element whose gradient is mostly
-    # cancellation moves by a rounding-dependent amount (observed up to
-    # 3e-5 under sp). The f64 runs check exactness at 1e-10.
+    # f32 parameters: norm-wise within 1e-5 (|a - b| / |a|), and no element
+    # off by more than 1e-4 of the tensor's largest. A partitioned step sums
+    # gradients in another order (reduce_scatter, sequence and vocabulary
+    # shares), and AdamW divides each element by its own gradient scale, so
+    # an element whose gradient is mostly cancellation moves by a
+    # rounding-dependent amount (observed up to 3.9e-5 of the largest under
+    # tp=4, while norm-wise errors stay below 5e-6). The f64 runs check
+    # exactness element-wise at 1e-10.
     param_tol = 1e-4 if precision == "f32" else tol
     a = {k: st.to_numpy(t) for k, t in st.load(tmp_path / "a.st").items()}
     b = {k: st.to_numpy(t) for k, t in st.load(tmp_path / "b.st").items()}
@@ -193,6 +197,8 @@ def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kin
             continue
         error = np.abs(a[name] - b[name]).max() / np.abs(a[name]).max()
         assert error <= param_tol, f"{name}: {error:.3g}"
+        norm_error = np.linalg.norm(a[name] - b[name]) / np.linalg.norm(a[name])
+        assert norm_error <= tol, f"{name}: norm-wise {norm_error:.3g}"
 
 
 @pytest.mark.parametrize("seed", range(100))
