@@ -1,0 +1,71 @@
+"""braid-run: launches N ranks through mpirun, passes the program's exit
+status on, and refuses bad invocations with a clear message."""
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import bin_dir
+
+RUNTIME_TESTS = bin_dir().parent / "runtime" / "test"
+
+
+def _braid_run(*args, timeout=120):
+    tool = bin_dir() / "braid-run"
+    if not tool.is_file():
+        pytest.fail(f"braid-run not found at {tool}: build Braid first", pytrace=False)
+    return subprocess.run([str(tool), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def _program(name):
+    path = RUNTIME_TESTS / name
+    if not path.is_file():
+        pytest.fail(f"{path} not built", pytrace=False)
+    return path
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_runs_the_ranks(ranks):
+    """The mesh test checks, on every rank, that the world has the ranks
+    its mesh needs and that every axis group is right: it passes only when
+    braid-run really started `ranks` ranks of one job."""
+    proc = _braid_run("-n", ranks, _program("braid-rt-mesh_test"))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_more_ranks_than_cores_oversubscribe():
+    proc = _braid_run("-n", (os.cpu_count() or 1) + 2, "--dry-run", _program("braid-rt-mesh_test"))
+    assert proc.returncode == 0
+    assert "--oversubscribe --mca mpi_yield_when_idle 1" in proc.stdout
+
+
+def test_a_dead_rank_fails_the_run_quickly():
+    """One rank SIGKILLs itself mid-run: braid-run exits non-zero within
+    60 s, and mpirun names the rank."""
+    start = time.monotonic()
+    proc = _braid_run("-n", 4, _program("braid-rt-dead_rank_test"), timeout=90)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 60
+    assert "rank" in (proc.stdout + proc.stderr)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-n", "0", "x"], "-n must be at least 1, got 0"),
+    (["-n", "2", "/nonexistent/prog"], "no program '/nonexistent/prog'"),
+    (["-n", "2", "--hostfile", "/nonexistent/hosts", "/bin/true"], "no host file '/nonexistent/hosts'"),
+    (["-n", "2", "--mpirun", "no-such-mpirun", "/bin/true"], "'no-such-mpirun' not found"),
+])
+def test_bad_invocations(args, message):
+    proc = _braid_run(*args)
+    assert proc.returncode == 2
+    assert f"braid-run: error: {message}" in proc.stderr
+
+
+def test_not_executable(tmp_path):
+    prog = tmp_path / "prog"
+    prog.write_text("data")
+    proc = _braid_run("-n", "1", prog)
+    assert proc.returncode == 2 and "is not executable" in proc.stderr
