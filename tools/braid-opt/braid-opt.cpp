@@ -5,8 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "braid/Conversion/Passes.h"
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Pipelines/BraidPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,9 +20,11 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::braid::registerBraidPasses();
+  mlir::braid::registerBraidConversionPasses();
+  mlir::braid::registerCodegenPipeline();
   mlir::DialectRegistry registry;
   registry.insert<mlir::braid::BraidDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect, mlir::emitc::EmitCDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Braid optimizer driver\n", registry));
 }

@@ -1,0 +1,58 @@
+//===- Passes.td - braid conversion passes -----------------*- tablegen -*-===//
+
+#ifndef BRAID_CONVERSION_PASSES
+#define BRAID_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
+  let summary = "Lowers a single-device braid program to EmitC calls of the "
+                "runtime's CPU kernels.";
+  let description = [{
+    Code generation's first step: every `func.func` (or only `entry` and the
+    layers it repeats) becomes an `emitc.func` that the C++ emitter
+    (`mlir-translate --mlir-to-cpp`) prints as plain C++ against
+    `braid/rt/kernels.h` and `braid/rt/program.h`.
+
+    - A tensor becomes a pointer to a row-major buffer (`!emitc.ptr<f32>`,
+      `<i32>`, `<i64>`); function results become trailing out-pointer
+      arguments. Each op result gets a buffer from
+      `braid_rt_program_alloc_<type>`, freed when the function returns;
+      `braid.reshape` aliases its operand.
+    - Each compute op becomes an `emitc.call_opaque` of its kernel with the
+      operands, then its static shapes and attributes as scalars or
+      `static const` shape arrays, then the result buffers (the calling
+      convention of `kernels.h`). Kernels that can fail are followed by
+      `braid_rt_program_check`, which names the op's location.
+    - Parameters live in the global table `braid_params`, one slot per full
+      name. `braid_program_init(seed)` allocates and initialises every slot
+      from its `#braid.init` under the seed, as braid-eval does.
+      `braid.param` reads a slot (no copy); `braid.store_param` copies into
+      it.
+    - A `braid.layer` becomes a function taking, after its tensors, a
+      pointer to the slot numbers of one instance's parameters.
+      `braid.repeat` becomes an `emitc.for` over the instances that passes
+      the carried values, the instance's slices of the stacked operands and
+      results (pointer offsets), and the instance's slot numbers (from a
+      static table: instance `i` of prefix `P` uses `P.i.<local name>`).
+
+    An op without a lowering is an error located at the op.
+
+    ```mlir
+    %y = braid.matmul %x, %w : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+    ```
+    becomes
+    ```mlir
+    %y = emitc.call_opaque "braid_rt_program_alloc_f32"(%c512) : (i64) -> !emitc.ptr<f32>
+    emitc.call_opaque "braid_rt_cpu_matmul_f32"(%x, %w, %c3, %shape0, %c2, %shape1, %false, %false, %y) : (...) -> ()
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Lower only this function and the layers it repeats (all "
+           "functions when empty).">,
+  ];
+  let dependentDialects = ["::mlir::emitc::EmitCDialect"];
+}
+
+#endif // BRAID_CONVERSION_PASSES

@@ -1,0 +1,887 @@
+//===- BraidToEmitC.cpp - braid to EmitC calls of the CPU kernels ---------===//
+//
+// Lowers a single-device braid program to EmitC: tensors become buffers,
+// compute ops become calls of the runtime's CPU kernels (braid/rt/kernels.h),
+// parameters become slots of a global table, braid.repeat becomes a loop
+// calling the layer's function. See docs/codegen.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Conversion/Passes.h"
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Debug.h"
+
+#include <functional>
+#include <map>
+
+#define DEBUG_TYPE "braid-lower-to-emitc"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_CONVERTBRAIDTOEMITCPASS
+#include "braid/Conversion/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+std::string mlir::braid::getEmittedFunctionName(StringRef symbol) {
+  std::string name = "braid_";
+  for (char c : symbol)
+    name += llvm::isAlnum(c) || c == '_' ? c : '_';
+  return name;
+}
+
+namespace {
+
+class FunctionLowering;
+
+/// Lowers one op inside a function being lowered; reports errors on the op.
+using OpLowering = std::function<LogicalResult(Operation *, FunctionLowering &)>;
+
+/// The lowering of each op kind that has one, keyed by the op's TypeID.
+class LoweringTable {
+public:
+  template <typename OpT>
+  void add(std::function<LogicalResult(OpT, FunctionLowering &)> fn) {
+    table[TypeID::get<OpT>()] = [fn](Operation *op, FunctionLowering &l) {
+      return fn(cast<OpT>(op), l);
+    };
+  }
+  const OpLowering *lookup(Operation *op) const {
+    auto it = table.find(op->getName().getTypeID());
+    return it == table.end() ? nullptr : &it->second;
+  }
+
+private:
+  DenseMap<TypeID, OpLowering> table;
+};
+
+/// One global parameter: its full name, type and initializer.
+struct ParamSlot {
+  std::string name;
+  RankedTensorType type;
+  InitAttr init;
+};
+
+/// Module-wide state: the parameter table, the static arrays, the emitted
+/// functions.
+class ModuleLowering {
+public:
+  ModuleLowering(ModuleOp module, const LoweringTable &table)
+      : table(table), module(module), globals(module.getContext()),
+        funcs(module.getContext()) {}
+
+  LogicalResult run(StringRef entry);
+
+  /// The slot of the parameter `name`, created on first use.
+  FailureOr<int64_t> getSlot(Operation *op, StringRef name,
+                             RankedTensorType type, InitAttr init);
+  /// A `static const int64_t[]` global holding `values`, shared by equal
+  /// arrays.
+  Value getShapeArray(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
+  /// A `static int64_t[]` global (mutable, so that its elements' addresses
+  /// are plain `int64_t *`) holding a repeat's slot table.
+  Value getSlotTable(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
+  Value getParamTable(OpBuilder &b, Location loc);
+
+  const LoweringTable &table;
+  /// Local parameter names of each layer, in order of first appearance:
+  /// position j is the instance's j-th slot.
+  DenseMap<Operation *, llvm::MapVector<StringRef, ParamOp>> layerParams;
+  /// The slot table (instance-major) of each repeat.
+  DenseMap<Operation *, SmallVector<int64_t>> repeatSlots;
+
+private:
+  LogicalResult collectParams(ArrayRef<func::FuncOp> functions,
+                              ArrayRef<LayerOp> layers);
+  void emitInitFunction(Location loc);
+  Value getGlobalArray(OpBuilder &b, Location loc, StringRef prefix,
+                       ArrayRef<int64_t> values, bool constant);
+
+  ModuleOp module;
+  OpBuilder globals; // before the first original op, after the includes
+  OpBuilder funcs;   // at the end of the module
+  std::vector<ParamSlot> slots;
+  llvm::StringMap<int64_t> slotOf;
+  std::map<std::pair<bool, std::vector<int64_t>>, std::string> arrays;
+  unsigned numArrays = 0;
+  emitc::GlobalOp paramTable;
+};
+
+/// Per-function state: the buffer of each tensor value and the buffers to
+/// free on return.
+class FunctionLowering {
+public:
+  FunctionLowering(ModuleLowering &module, OpBuilder &b)
+      : module(module), b(b) {}
+
+  /// Lowers the body of `fn` (a func.func or braid.layer) into `target`.
+  LogicalResult lowerBody(Block &body, emitc::FuncOp target, bool isLayer,
+                          Value slots, ArrayRef<Value> outs);
+
+  //===--- Helpers for op lowerings ---------------------------------------===//
+
+  /// The buffer holding `v`.
+  Value get(Value v) { return buffers.lookup(v); }
+  /// Allocates the buffer of op result `v` (freed on return).
+  Value result(Value v) {
+    Value buffer = allocate(typeOf(v));
+    buffers[v] = buffer;
+    return buffer;
+  }
+  /// Allocates a buffer for a tensor of `type` (freed on return).
+  Value allocate(RankedTensorType type);
+  /// Makes `v` share `buffer` (no copy, not freed).
+  void alias(Value v, Value buffer) { buffers[v] = buffer; }
+
+  Value i64(int64_t v) {
+    return emitc::ConstantOp::create(b, loc, b.getI64Type(),
+                                     b.getI64IntegerAttr(v));
+  }
+  Value index(int64_t v) {
+    return emitc::ConstantOp::create(b, loc, b.getIndexType(),
+                                     b.getIndexAttr(v));
+  }
+  Value f64(double v) {
+    return emitc::ConstantOp::create(b, loc, b.getF64Type(),
+                                     b.getF64FloatAttr(v));
+  }
+  Value f32(double v) {
+    return emitc::ConstantOp::create(b, loc, b.getF32Type(),
+                                     b.getF32FloatAttr(v));
+  }
+  /// An `int` 0 or 1 (unit attributes).
+  Value flag(bool v) {
+    return emitc::ConstantOp::create(b, loc, b.getI32Type(),
+                                     b.getI32IntegerAttr(v));
+  }
+  /// `(cType)value`, for the runtime's enums.
+  Value enumValue(StringRef cType, int64_t value) {
+    Value v = emitc::ConstantOp::create(b, loc, b.getI32Type(),
+                                        b.getI32IntegerAttr(value));
+    return emitc::CastOp::create(
+        b, loc, emitc::OpaqueType::get(b.getContext(), cType), v);
+  }
+  Value shape(ArrayRef<int64_t> dims) {
+    return module.getShapeArray(b, loc, dims);
+  }
+  Value shapeOf(Value tensor) { return shape(typeOf(tensor).getShape()); }
+  static RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+  static int64_t rankOf(Value v) { return typeOf(v).getRank(); }
+  static int64_t countOf(Value v) { return typeOf(v).getNumElements(); }
+  /// `rows` of a row-wise kernel: the product of all dimensions but the last.
+  static int64_t rowsOf(Value v) {
+    auto shape = typeOf(v).getShape();
+    return shape.empty() ? 1 : countOf(v) / shape.back();
+  }
+  static int64_t colsOf(Value v) {
+    auto shape = typeOf(v).getShape();
+    return shape.empty() ? 1 : shape.back();
+  }
+
+  void call(StringRef callee, ArrayRef<Value> args) {
+    emitc::CallOpaqueOp::create(b, loc, TypeRange{}, callee, args);
+  }
+  /// Calls a kernel returning braid_rt_status_t and checks the status.
+  void callChecked(StringRef callee, ArrayRef<Value> args);
+  /// Copies `count` elements of `from` to `to` (f32 or i32).
+  LogicalResult copy(Operation *op, Type elementType, Value from, Value to,
+                     int64_t count);
+
+  ModuleLowering &module;
+  OpBuilder &b;
+  Location loc = UnknownLoc::get(b.getContext());
+  std::string where;
+  /// The slot numbers of the current layer instance (null outside layers).
+  Value layerSlots;
+
+private:
+  DenseMap<Value, Value> buffers;
+  SmallVector<Value> owned;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+/// The buffer type of a tensor type, or null when the element type is not one
+/// the kernels take.
+static Type getBufferType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return {};
+  Type element = tensor.getElementType();
+  if (element.isF32() || element.isInteger(32) || element.isInteger(64))
+    return emitc::PointerType::get(element);
+  return {};
+}
+
+static StringRef getElementSuffix(Type element) {
+  if (element.isF32())
+    return "f32";
+  if (element.isInteger(32))
+    return "i32";
+  return "i64";
+}
+
+/// The C string literal of `s`.
+static std::string quote(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// "file:line:col: op-name", for messages from the running program.
+static std::string describe(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
+       << fileLoc.getColumn() << ": ";
+  os << op->getName();
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// FunctionLowering
+//===----------------------------------------------------------------------===//
+
+Value FunctionLowering::allocate(RankedTensorType type) {
+  Type bufferType = getBufferType(type);
+  auto element = cast<emitc::PointerType>(bufferType).getPointee();
+  Value buffer =
+      emitc::CallOpaqueOp::create(
+          b, loc, bufferType,
+          ("braid_rt_program_alloc_" + getElementSuffix(element)).str(),
+          ValueRange{i64(type.getNumElements())})
+          .getResult(0);
+  owned.push_back(buffer);
+  return buffer;
+}
+
+void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
+  MLIRContext *ctx = b.getContext();
+  Value status = emitc::CallOpaqueOp::create(
+                     b, loc, emitc::OpaqueType::get(ctx, "braid_rt_status_t"),
+                     callee, args)
+                     .getResult(0);
+  Value text = emitc::LiteralOp::create(
+      b, loc, emitc::PointerType::get(emitc::OpaqueType::get(ctx, "const char")),
+      b.getStringAttr(quote(where)));
+  call("braid_rt_program_check", {status, text});
+}
+
+LogicalResult FunctionLowering::copy(Operation *op, Type elementType,
+                                     Value from, Value to, int64_t count) {
+  if (!elementType.isF32() && !elementType.isInteger(32))
+    return op->emitOpError() << "moves a tensor of " << elementType
+                             << "; only f32 and i32 tensors are copied by the "
+                                "generated code so far";
+  call(("braid_rt_cpu_copy_" + getElementSuffix(elementType)).str(),
+       {from, i64(count), to});
+  return success();
+}
+
+LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
+                                          bool isLayer, Value slots,
+                                          ArrayRef<Value> outs) {
+  Block &entry = target.getBody().front();
+  for (auto [arg, buffer] : llvm::zip(body.getArguments(),
+                                      entry.getArguments()))
+    buffers[arg] = buffer;
+  layerSlots = slots;
+  for (Operation &op : body) {
+    loc = op.getLoc();
+    where = describe(&op);
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      for (auto [value, out] : llvm::zip(op.getOperands(), outs))
+        if (failed(copy(&op, typeOf(value).getElementType(), get(value), out,
+                        countOf(value))))
+          return failure();
+      for (Value buffer : owned)
+        call("braid_rt_program_free", {buffer});
+      emitc::ReturnOp::create(b, loc, Value());
+      continue;
+    }
+    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+      if (!getBufferType(v.getType()))
+        return op.emitOpError()
+               << "has a value of type " << v.getType()
+               << "; generated code handles statically shaped tensors of "
+                  "f32, i32 and i64 only";
+    const OpLowering *lowering = module.table.lookup(&op);
+    if (!lowering)
+      return op.emitOpError()
+             << "has no lowering to EmitC yet (braid-lower-to-emitc handles "
+                "single-device compute ops, parameters and braid.repeat)";
+    if (failed((*lowering)(&op, *this)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ModuleLowering
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> ModuleLowering::getSlot(Operation *op, StringRef name,
+                                           RankedTensorType type,
+                                           InitAttr init) {
+  auto it = slotOf.find(name);
+  if (it != slotOf.end()) {
+    const ParamSlot &slot = slots[it->second];
+    if (slot.type != type)
+      return op->emitOpError() << "declares parameter '" << name << "' as "
+                               << type << ", but it was already declared as "
+                               << slot.type;
+    return it->second;
+  }
+  if (!type.getElementType().isF32())
+    return op->emitOpError() << "declares parameter '" << name << "' of "
+                             << type
+                             << "; generated code holds f32 parameters only";
+  slotOf[name] = slots.size();
+  slots.push_back({name.str(), type, init});
+  return slots.size() - 1;
+}
+
+Value ModuleLowering::getGlobalArray(OpBuilder &b, Location loc,
+                                     StringRef prefix,
+                                     ArrayRef<int64_t> values, bool constant) {
+  // A zero-length C array is not valid; rank-0 shapes get one unused entry.
+  std::vector<int64_t> data(values.begin(), values.end());
+  if (data.empty())
+    data.push_back(0);
+  auto type = emitc::ArrayType::get({static_cast<int64_t>(data.size())},
+                                    b.getI64Type());
+  std::string &name = arrays[{constant, data}];
+  if (name.empty()) {
+    name = (prefix + Twine(numArrays++)).str();
+    auto init = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(data.size())},
+                              b.getI64Type()),
+        ArrayRef<int64_t>(data));
+    emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                            TypeAttr::get(type), init, /*extern=*/nullptr,
+                            b.getUnitAttr(),
+                            constant ? b.getUnitAttr() : nullptr);
+  }
+  return emitc::GetGlobalOp::create(b, loc, type,
+                                    FlatSymbolRefAttr::get(b.getContext(),
+                                                           name));
+}
+
+Value ModuleLowering::getShapeArray(OpBuilder &b, Location loc,
+                                    ArrayRef<int64_t> values) {
+  return getGlobalArray(b, loc, "braid_shape_", values, /*constant=*/true);
+}
+
+Value ModuleLowering::getSlotTable(OpBuilder &b, Location loc,
+                                   ArrayRef<int64_t> values) {
+  return getGlobalArray(b, loc, "braid_slots_", values, /*constant=*/false);
+}
+
+Value ModuleLowering::getParamTable(OpBuilder &b, Location loc) {
+  return emitc::GetGlobalOp::create(
+      b, loc, paramTable.getType(),
+      FlatSymbolRefAttr::get(paramTable.getSymNameAttr()));
+}
+
+LogicalResult ModuleLowering::collectParams(ArrayRef<func::FuncOp> functions,
+                                            ArrayRef<LayerOp> layers) {
+  for (LayerOp layer : layers) {
+    auto &params = layerParams[layer];
+    WalkResult walk = layer.walk([&](Operation *op) {
+      if (isa<RepeatOp>(op)) {
+        op->emitOpError() << "inside a layer has no lowering to EmitC yet; "
+                             "only functions repeat layers so far";
+        return WalkResult::interrupt();
+      }
+      if (auto param = dyn_cast<ParamOp>(op))
+        params.insert({param.getName(), param});
+      if (auto store = dyn_cast<StoreParamOp>(op))
+        if (!params.count(store.getName())) {
+          store.emitOpError() << "stores '" << store.getName()
+                              << "', which no braid.param of the layer reads "
+                                 "before; its type and initializer are "
+                                 "unknown";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  SymbolTable symbols(module);
+  for (func::FuncOp fn : functions) {
+    WalkResult walk = fn.walk([&](Operation *op) {
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        if (failed(getSlot(op, param.getName(),
+                           cast<RankedTensorType>(param.getType()),
+                           param.getInit())))
+          return WalkResult::interrupt();
+      } else if (auto store = dyn_cast<StoreParamOp>(op)) {
+        if (!slotOf.count(store.getName())) {
+          store.emitOpError() << "stores '" << store.getName()
+                              << "', which no braid.param reads before; its "
+                                 "type and initializer are unknown";
+          return WalkResult::interrupt();
+        }
+      } else if (auto repeat = dyn_cast<RepeatOp>(op)) {
+        auto layer = symbols.lookup<LayerOp>(repeat.getLayer());
+        SmallVector<int64_t> &table = repeatSlots[repeat];
+        for (int64_t i = repeat.getFirst(),
+                     e = repeat.getFirst() + repeat.getCount();
+             i < e; ++i)
+          for (auto &[local, param] : layerParams[layer]) {
+            std::string name =
+                repeat.getPrefix().empty()
+                    ? local.str()
+                    : (repeat.getPrefix() + "." + Twine(i) + "." + local).str();
+            FailureOr<int64_t> slot =
+                getSlot(param, name, cast<RankedTensorType>(param.getType()),
+                        param.getInit());
+            if (failed(slot))
+              return WalkResult::interrupt();
+            table.push_back(*slot);
+          }
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
+void ModuleLowering::emitInitFunction(Location loc) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  auto fn = emitc::FuncOp::create(
+      funcs, loc, kProgramInitFunction,
+      FunctionType::get(ctx, {b.getI64Type()}, {}));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value seed = entry->getArgument(0);
+  auto f32Ptr = emitc::PointerType::get(b.getF32Type());
+  for (auto [slot, param] : llvm::enumerate(slots)) {
+    Value count = emitc::ConstantOp::create(
+        b, loc, b.getI64Type(), b.getI64IntegerAttr(param.type.getNumElements()));
+    Value buffer = emitc::CallOpaqueOp::create(b, loc, f32Ptr,
+                                               "braid_rt_program_alloc_f32",
+                                               ValueRange{count})
+                       .getResult(0);
+    Value name = emitc::LiteralOp::create(
+        b, loc, emitc::PointerType::get(emitc::OpaqueType::get(ctx, "const char")),
+        b.getStringAttr(quote(param.name)));
+    Value kind = emitc::ConstantOp::create(
+        b, loc, b.getI32Type(),
+        b.getI32IntegerAttr(static_cast<int32_t>(param.init.getKind())));
+    Value a = emitc::ConstantOp::create(
+        b, loc, b.getF64Type(),
+        b.getF64FloatAttr(param.init.getA().convertToDouble()));
+    Value bArg = emitc::ConstantOp::create(
+        b, loc, b.getF64Type(),
+        b.getF64FloatAttr(param.init.getB().convertToDouble()));
+    emitc::CallOpaqueOp::create(b, loc, TypeRange{},
+                                "braid_rt_program_init_f32",
+                                ValueRange{seed, name, kind, a, bArg, count,
+                                           buffer});
+    Value table = getParamTable(b, loc);
+    Value index = emitc::ConstantOp::create(b, loc, b.getIndexType(),
+                                            b.getIndexAttr(slot));
+    Value element = emitc::SubscriptOp::create(
+        b, loc, cast<TypedValue<emitc::ArrayType>>(table), ValueRange{index});
+    emitc::AssignOp::create(b, loc, element, buffer);
+  }
+  emitc::ReturnOp::create(b, loc, Value());
+}
+
+LogicalResult ModuleLowering::run(StringRef entry) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = module.getLoc();
+
+  // What to lower: the functions, and the layers they repeat (first).
+  SmallVector<func::FuncOp> functions;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (entry.empty() || fn.getSymName() == entry)
+      functions.push_back(fn);
+  if (!entry.empty() && functions.empty())
+    return module.emitError() << "no function @" << entry << " to lower";
+  SymbolTable symbols(module);
+  llvm::SetVector<LayerOp> layers;
+  for (func::FuncOp fn : functions)
+    fn.walk([&](RepeatOp repeat) {
+      if (auto layer = symbols.lookup<LayerOp>(repeat.getLayer()))
+        layers.insert(layer);
+    });
+  if (failed(collectParams(functions, layers.getArrayRef())))
+    return failure();
+
+  // Includes first, then the globals, then the functions.
+  OpBuilder top(ctx);
+  top.setInsertionPointToStart(module.getBody());
+  Operation *lastInclude = nullptr;
+  for (StringRef header :
+       {"braid/rt/kernels.h", "braid/rt/program.h", "stdint.h"})
+    lastInclude = emitc::IncludeOp::create(top, loc, top.getStringAttr(header),
+                                           header == "stdint.h"
+                                               ? top.getUnitAttr()
+                                               : nullptr);
+  globals.setInsertionPointAfter(lastInclude);
+  funcs.setInsertionPointToEnd(module.getBody());
+  auto tableType = emitc::ArrayType::get(
+      {std::max<int64_t>(1, slots.size())},
+      emitc::PointerType::get(top.getF32Type()));
+  paramTable = emitc::GlobalOp::create(
+      globals, loc, top.getStringAttr("braid_params"), TypeAttr::get(tableType),
+      Attribute(), nullptr, nullptr, nullptr);
+
+  auto lowerFunction = [&](FunctionOpInterface fn,
+                           bool isLayer) -> LogicalResult {
+    SmallVector<Type> inputs, outs;
+    for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(),
+                                           fn.getResultTypes())) {
+      Type bufferType = getBufferType(t);
+      if (!bufferType)
+        return fn.emitError()
+               << "@" << fn.getName() << " has a value of type " << t
+               << "; generated code handles statically shaped tensors of "
+                  "f32, i32 and i64 only";
+      inputs.push_back(bufferType);
+    }
+    unsigned numArgs = fn.getNumArguments();
+    if (isLayer)
+      inputs.insert(inputs.begin() + numArgs,
+                    emitc::PointerType::get(top.getI64Type()));
+    auto target = emitc::FuncOp::create(
+        funcs, fn.getLoc(), getEmittedFunctionName(fn.getName()),
+        FunctionType::get(ctx, inputs, {}));
+    Block *body = target.addEntryBlock();
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(body);
+    FunctionLowering lowering(*this, b);
+    Value slots = isLayer ? body->getArgument(numArgs) : Value();
+    SmallVector<Value> outArgs(
+        body->getArguments().drop_front(numArgs + (isLayer ? 1 : 0)));
+    return lowering.lowerBody(fn.getFunctionBody().front(), target, isLayer,
+                              slots, outArgs);
+  };
+  for (LayerOp layer : layers)
+    if (failed(lowerFunction(layer, /*isLayer=*/true)))
+      return failure();
+  for (func::FuncOp fn : functions)
+    if (failed(lowerFunction(fn, /*isLayer=*/false)))
+      return failure();
+  emitInitFunction(loc);
+
+  // The braid definitions are now emitted functions.
+  for (Operation &op : llvm::make_early_inc_range(module.getOps()))
+    if (op.getDialect() && !isa<emitc::EmitCDialect>(op.getDialect()))
+      op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Op lowerings
+//===----------------------------------------------------------------------===//
+
+/// The parameter buffer of slot `slot` (an i64 value) or of a constant slot.
+static Value loadParam(FunctionLowering &l, Value slot) {
+  OpBuilder &b = l.b;
+  Value table = l.module.getParamTable(b, l.loc);
+  Value element = emitc::SubscriptOp::create(
+      b, l.loc, cast<TypedValue<emitc::ArrayType>>(table), ValueRange{slot});
+  return emitc::LoadOp::create(b, l.loc,
+                               emitc::PointerType::get(b.getF32Type()),
+                               element);
+}
+
+/// The slot value of parameter `name` as seen from the current function:
+/// a constant outside layers, the instance's slot table entry inside.
+static FailureOr<Value> getParamSlot(Operation *op, StringRef name,
+                                     RankedTensorType type, InitAttr init,
+                                     FunctionLowering &l) {
+  if (!l.layerSlots) {
+    FailureOr<int64_t> slot = l.module.getSlot(op, name, type, init);
+    if (failed(slot))
+      return failure();
+    return l.index(*slot);
+  }
+  auto layer = op->getParentOfType<LayerOp>();
+  auto &params = l.module.layerParams[layer];
+  int64_t j = std::distance(params.begin(), params.find(name));
+  Value entry = emitc::SubscriptOp::create(
+      l.b, l.loc, cast<TypedValue<emitc::PointerType>>(l.layerSlots),
+      l.index(j));
+  return emitc::LoadOp::create(l.b, l.loc, l.b.getI64Type(), entry)
+      .getResult();
+}
+
+static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(op, op.getLayerAttr());
+  int64_t count = op.getCount();
+  unsigned carried = op.getNumCarried();
+  int64_t perInstance = l.module.layerParams[layer].size();
+
+  // Carried values live in `current`; each instance writes `next`, which is
+  // copied back (the instance's operands and results must not overlap).
+  SmallVector<Value> current, next, stacked;
+  for (unsigned i = 0; i < carried; ++i) {
+    Value input = op.getInputs()[i];
+    Value cur = l.result(op.getResult(i));
+    if (failed(l.copy(op, l.typeOf(input).getElementType(), l.get(input), cur,
+                      l.countOf(input))))
+      return failure();
+    current.push_back(cur);
+    next.push_back(l.allocate(l.typeOf(input)));
+  }
+  for (unsigned i = 0; i < op.getResults().size(); ++i)
+    if (i >= carried)
+      stacked.push_back(l.result(op.getResult(i)));
+
+  Value slotTable =
+      l.module.getSlotTable(b, loc, l.module.repeatSlots[op.getOperation()]);
+  Value zero = l.index(0), one = l.index(1), upper = l.index(count);
+  auto loop = emitc::ForOp::create(b, loc, zero, upper, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value iv = loop.getInductionVar();
+  Value instance = iv;
+  if (op.getReverse())
+    instance = emitc::SubOp::create(b, loc, b.getIndexType(),
+                                    l.index(count - 1), iv);
+  Value slotEntry = emitc::SubscriptOp::create(
+      b, loc, cast<TypedValue<emitc::ArrayType>>(slotTable),
+      ValueRange{emitc::MulOp::create(b, loc, b.getIndexType(), instance,
+                                      l.index(perInstance))
+                     .getResult()});
+  Value slots = emitc::AddressOfOp::create(
+      b, loc, emitc::PointerType::get(b.getI64Type()), slotEntry);
+
+  // The instance's slice of a stacked buffer: `instance` times the slice's
+  // element count past its start.
+  auto slice = [&](Value buffer, Value stackedValue) -> Value {
+    int64_t sliceCount = l.countOf(stackedValue) / count;
+    Value offset = emitc::MulOp::create(b, loc, b.getIndexType(), instance,
+                                        l.index(sliceCount));
+    return emitc::AddOp::create(b, loc, buffer.getType(), buffer, offset);
+  };
+  SmallVector<Value> args(current);
+  for (Value input : op.getInputs().drop_front(carried))
+    args.push_back(slice(l.get(input), input));
+  args.push_back(slots);
+  args.append(next);
+  for (auto [buffer, value] :
+       llvm::zip(stacked, op.getResults().drop_front(carried)))
+    args.push_back(slice(buffer, value));
+  l.call(getEmittedFunctionName(layer.getSymName()), args);
+  for (unsigned i = 0; i < carried; ++i)
+    if (failed(l.copy(op, l.typeOf(op.getResult(i)).getElementType(), next[i],
+                      current[i], l.countOf(op.getResult(i)))))
+      return failure();
+  return success();
+}
+
+template <typename OpT>
+static void addBinary(LoweringTable &t, StringRef kernel) {
+  t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
+    l.call(kernel, {l.get(op.getLhs()), l.get(op.getRhs()),
+                    l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+                    l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+                    l.result(op.getResult())});
+    return success();
+  });
+}
+
+template <typename OpT>
+static void addUnary(LoweringTable &t, StringRef kernel) {
+  t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
+    l.call(kernel, {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+                    l.result(op.getResult())});
+    return success();
+  });
+}
+
+/// The kernel name for integer operand `ids`: `base` for i32, `base_i64`.
+static std::string idKernel(StringRef base, Value ids) {
+  return FunctionLowering::typeOf(ids).getElementType().isInteger(64)
+             ? (base + "_i64").str()
+             : base.str();
+}
+
+/// Whether a vocabulary-parallel op (with `mesh`) is asked for.
+template <typename OpT> static LogicalResult requireSingleDevice(OpT op) {
+  if (op.getMesh())
+    return op.emitOpError()
+           << "is vocabulary-parallel (has a mesh); generated code is "
+              "single-device so far";
+  return success();
+}
+
+static void populateLowerings(LoweringTable &t) {
+  t.add<ParamOp>([](ParamOp op, FunctionLowering &l) -> LogicalResult {
+    if (op.getBlockOf())
+      return op.emitOpError() << "reads a block of a sharded parameter; "
+                                 "generated code is single-device so far";
+    FailureOr<Value> slot =
+        getParamSlot(op, op.getName(), cast<RankedTensorType>(op.getType()),
+                     op.getInit(), l);
+    if (failed(slot))
+      return failure();
+    l.alias(op.getResult(), loadParam(l, *slot));
+    return success();
+  });
+  t.add<StoreParamOp>([](StoreParamOp op, FunctionLowering &l) -> LogicalResult {
+    auto type = l.typeOf(op.getValue());
+    FailureOr<Value> slot = getParamSlot(op, op.getName(), type, InitAttr(), l);
+    if (failed(slot))
+      return failure();
+    return l.copy(op, type.getElementType(), l.get(op.getValue()),
+                  loadParam(l, *slot), type.getNumElements());
+  });
+  t.add<RepeatOp>(lowerRepeat);
+  t.add<ReshapeOp>([](ReshapeOp op, FunctionLowering &l) -> LogicalResult {
+    l.alias(op.getResult(), l.get(op.getInput()));
+    return success();
+  });
+  t.add<TransposeOp>([](TransposeOp op, FunctionLowering &l) -> LogicalResult {
+    Type element = l.typeOf(op.getInput()).getElementType();
+    if (element.isInteger(64))
+      return op.emitOpError() << "transposes i64; the kernels take f32 and i32";
+    l.call(("braid_rt_cpu_transpose_" + getElementSuffix(element)).str(),
+           {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+            l.shapeOf(op.getInput()), l.shape(op.getPermutation()),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<MatmulOp>([](MatmulOp op, FunctionLowering &l) -> LogicalResult {
+    l.call("braid_rt_cpu_matmul_f32",
+           {l.get(op.getLhs()), l.get(op.getRhs()),
+            l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+            l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+            l.flag(op.getTransposeA()), l.flag(op.getTransposeB()),
+            l.result(op.getResult())});
+    return success();
+  });
+  addBinary<AddOp>(t, "braid_rt_cpu_add_f32");
+  addBinary<SubOp>(t, "braid_rt_cpu_sub_f32");
+  addBinary<MulOp>(t, "braid_rt_cpu_mul_f32");
+  addBinary<DivOp>(t, "braid_rt_cpu_div_f32");
+  addUnary<NegOp>(t, "braid_rt_cpu_neg_f32");
+  addUnary<ExpOp>(t, "braid_rt_cpu_exp_f32");
+  addUnary<SqrtOp>(t, "braid_rt_cpu_sqrt_f32");
+  addUnary<RsqrtOp>(t, "braid_rt_cpu_rsqrt_f32");
+  addUnary<ReluOp>(t, "braid_rt_cpu_relu_f32");
+  addUnary<SiluOp>(t, "braid_rt_cpu_silu_f32");
+  t.add<GeluOp>([](GeluOp op, FunctionLowering &l) -> LogicalResult {
+    l.call("braid_rt_cpu_gelu_f32",
+           {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+            l.enumValue("braid_rt_gelu_approximation_t",
+                        static_cast<int64_t>(op.getApproximate())),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<SoftmaxOp>([](SoftmaxOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> shape = l.typeOf(op.getInput()).getShape();
+    int64_t axis = op.getAxis();
+    if (axis < 0)
+      axis += shape.size();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
+      inner *= shape[d];
+    l.call("braid_rt_cpu_softmax_f32",
+           {l.get(op.getInput()), l.i64(outer), l.i64(shape[axis]),
+            l.i64(inner), l.result(op.getResult())});
+    return success();
+  });
+  t.add<LayerNormOp>([](LayerNormOp op, FunctionLowering &l) -> LogicalResult {
+    Value x = op.getInput();
+    l.call("braid_rt_cpu_layer_norm_f32",
+           {l.get(x), l.get(op.getScale()), l.get(op.getBias()),
+            l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+            l.f64(op.getEpsilonAttr().getValueAsDouble()),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<RmsNormOp>([](RmsNormOp op, FunctionLowering &l) -> LogicalResult {
+    Value x = op.getInput();
+    l.call("braid_rt_cpu_rms_norm_f32",
+           {l.get(x), l.get(op.getScale()), l.i64(l.rowsOf(x)),
+            l.i64(l.colsOf(x)), l.f64(op.getEpsilonAttr().getValueAsDouble()),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<EmbeddingOp>([](EmbeddingOp op, FunctionLowering &l) -> LogicalResult {
+    if (failed(requireSingleDevice(op)))
+      return failure();
+    ArrayRef<int64_t> table = l.typeOf(op.getTable()).getShape();
+    l.callChecked(idKernel("braid_rt_cpu_embedding_f32", op.getIds()),
+                  {l.get(op.getTable()), l.get(op.getIds()), l.i64(table[0]),
+                   l.i64(table[1]), l.i64(l.countOf(op.getIds())),
+                   l.result(op.getResult())});
+    return success();
+  });
+  t.add<AttentionOp>([](AttentionOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
+    ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
+    double scale = op.getScaleAttr()
+                       ? op.getScaleAttr().getValueAsDouble()
+                       : 1.0 / std::sqrt(static_cast<double>(q[3]));
+    l.callChecked("braid_rt_cpu_attention_f32",
+                  {l.get(op.getQuery()), l.get(op.getKey()),
+                   l.get(op.getValue()), l.i64(q[0]), l.i64(q[1]),
+                   l.i64(k[1]), l.i64(q[2]), l.i64(k[2]), l.i64(q[3]),
+                   l.flag(op.getCausal()), l.f64(scale),
+                   l.result(op.getResult())});
+    return success();
+  });
+  t.add<CrossEntropyOp>([](CrossEntropyOp op, FunctionLowering &l) -> LogicalResult {
+    if (failed(requireSingleDevice(op)))
+      return failure();
+    Value logits = op.getLogits();
+    l.callChecked(idKernel("braid_rt_cpu_cross_entropy_f32", op.getLabels()),
+                  {l.get(logits), l.get(op.getLabels()), l.i64(l.rowsOf(logits)),
+                   l.i64(l.colsOf(logits)), l.result(op.getResult())});
+    return success();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ConvertBraidToEmitCPass
+    : public braid::impl::ConvertBraidToEmitCPassBase<ConvertBraidToEmitCPass> {
+  using ConvertBraidToEmitCPassBase::ConvertBraidToEmitCPassBase;
+
+  void runOnOperation() override {
+    LoweringTable table;
+    populateLowerings(table);
+    ModuleLowering lowering(getOperation(), table);
+    if (failed(lowering.run(entry)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,28 @@
+// RUN: braid-opt %s --split-input-file --braid-lower-to-emitc -verify-diagnostics
+
+// Tests that an op without a lowering is a located error, not a crash.
+func.func @no_lowering(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'braid.reduce' op has no lowering to EmitC yet}}
+  %y = braid.reduce sum %x {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tests that element types the kernels do not take are refused.
+// expected-error@+1 {{@f64 has a value of type 'tensor<4xf64>'; generated code handles statically shaped tensors of f32, i32 and i64 only}}
+func.func @f64(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
+  %z = braid.add %x, %y : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  return %z : tensor<4xf64>
+}
+
+// -----
+
+// Tests that a parameter declared twice with different types is refused.
+func.func @tied(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = braid.param "w" {init = #braid.init<ones>} : tensor<4xf32>
+  // expected-error@+1 {{declares parameter 'w' as 'tensor<2x2xf32>', but it was already declared as 'tensor<4xf32>'}}
+  %b = braid.param "w" {init = #braid.init<ones>} : tensor<2x2xf32>
+  %y = braid.add %x, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -1,0 +1,108 @@
+// RUN: braid-opt %s --split-input-file --braid-lower-to-emitc | FileCheck %s
+
+// Tests that parameters become slots of the global table, that matmul and add
+// become kernel calls with their ranks and static shape arrays, each result
+// in a fresh buffer, and that the result is copied to the out argument and
+// the buffers freed.
+
+// CHECK-DAG: emitc.include "braid/rt/kernels.h"
+// CHECK-DAG: emitc.global @braid_params : !emitc.array<2x!emitc.ptr<f32>>
+// CHECK-DAG: emitc.global static const @[[$X_SHAPE:braid_shape_[0-9]+]] : !emitc.array<2xi64> = dense<[2, 4]>
+// CHECK-DAG: emitc.global static const @[[$W_SHAPE:braid_shape_[0-9]+]] : !emitc.array<2xi64> = dense<[4, 3]>
+// CHECK-DAG: emitc.global static const @[[$B_SHAPE:braid_shape_[0-9]+]] : !emitc.array<1xi64> = dense<3>
+// CHECK-LABEL: emitc.func @braid_linear(
+// CHECK-SAME: %[[X:.*]]: !emitc.ptr<f32>, %[[OUT:.*]]: !emitc.ptr<f32>)
+// CHECK: %[[SLOT0:.*]] = "emitc.constant"() <{value = 0 : index}>
+// CHECK: %[[TABLE0:.*]] = get_global @braid_params
+// CHECK: %[[REF0:.*]] = subscript %[[TABLE0]][%[[SLOT0]]]
+// CHECK: %[[W:.*]] = load %[[REF0]]
+// CHECK: %[[B:.*]] = load
+// CHECK: %[[XS:.*]] = get_global @[[$X_SHAPE]]
+// CHECK: %[[WS:.*]] = get_global @[[$W_SHAPE]]
+// CHECK: %[[Y:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: call_opaque "braid_rt_cpu_matmul_f32"(%[[X]], %[[W]], %{{.*}}, %[[XS]], %{{.*}}, %[[WS]], %{{.*}}, %{{.*}}, %[[Y]])
+// CHECK: %[[BS:.*]] = get_global @[[$B_SHAPE]]
+// CHECK: %[[Z:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[Y]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[BS]], %[[Z]])
+// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[Z]], %{{.*}}, %[[OUT]])
+// CHECK: call_opaque "braid_rt_program_free"(%[[Y]])
+// CHECK: call_opaque "braid_rt_program_free"(%[[Z]])
+// CHECK: return
+// CHECK-LABEL: emitc.func @braid_program_init(
+// CHECK-SAME: %[[SEED:.*]]: i64)
+// CHECK: %[[P:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[NAME:.*]] = literal "\22w\22"
+// CHECK: call_opaque "braid_rt_program_init_f32"(%[[SEED]], %[[NAME]], {{.*}}, %[[P]])
+// CHECK: assign %[[P]]
+// CHECK: literal "\22b\22"
+func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = braid.param "w" {init = #braid.init<normal(0.02)>} : tensor<4x3xf32>
+  %b = braid.param "b" {init = #braid.init<zeros>} : tensor<3xf32>
+  %y = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %z = braid.add %y, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %z : tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that a repeat becomes a loop over the instances that calls the
+// layer's function with the carried buffer and the instance's slot numbers
+// (&slots[i * 1]), where instance i's parameter "fc.w" is "h.i.fc.w" (slots
+// 0 and 1), and copies the instance's result back to the carried buffer.
+
+// CHECK: emitc.global @braid_params : !emitc.array<2x!emitc.ptr<f32>>
+// CHECK: emitc.global static @[[$SLOTS:braid_slots_[0-9]+]] : !emitc.array<2xi64> = dense<[0, 1]>
+// CHECK-LABEL: emitc.func @braid_block(
+// CHECK-SAME: %[[X:.*]]: !emitc.ptr<f32>, %[[IDS:.*]]: !emitc.ptr<i64>, %[[OUT:.*]]: !emitc.ptr<f32>)
+// CHECK: %[[J:.*]] = "emitc.constant"() <{value = 0 : index}>
+// CHECK: %[[REF:.*]] = subscript %[[IDS]][%[[J]]] : (!emitc.ptr<i64>, index)
+// CHECK: %[[SLOT:.*]] = load %[[REF]]
+// CHECK: %[[TABLE:.*]] = get_global @braid_params
+// CHECK: subscript %[[TABLE]][%[[SLOT]]]
+// CHECK: call_opaque "braid_rt_cpu_matmul_f32"
+// CHECK: call_opaque "braid_rt_cpu_copy_f32"({{.*}}, %[[OUT]])
+// CHECK-LABEL: emitc.func @braid_stack(
+// CHECK-SAME: %[[IN:.*]]: !emitc.ptr<f32>, %[[RES:.*]]: !emitc.ptr<f32>)
+// CHECK: %[[CUR:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[IN]], %{{.*}}, %[[CUR]])
+// CHECK: %[[NEXT:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[TAB:.*]] = get_global @[[$SLOTS]]
+// CHECK: %[[LB:.*]] = "emitc.constant"() <{value = 0 : index}>
+// CHECK: %[[STEP:.*]] = "emitc.constant"() <{value = 1 : index}>
+// CHECK: %[[UB:.*]] = "emitc.constant"() <{value = 2 : index}>
+// CHECK: for %[[I:.*]] = %[[LB]] to %[[UB]] step %[[STEP]]
+// CHECK:   %[[OFF:.*]] = mul %[[I]], %{{.*}} : (index, index) -> index
+// CHECK:   %[[ENTRY:.*]] = subscript %[[TAB]][%[[OFF]]]
+// CHECK:   %[[PTR:.*]] = address_of %[[ENTRY]]
+// CHECK:   call_opaque "braid_block"(%[[CUR]], %[[PTR]], %[[NEXT]])
+// CHECK:   call_opaque "braid_rt_cpu_copy_f32"(%[[NEXT]], %{{.*}}, %[[CUR]])
+// CHECK: }
+// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[CUR]], %{{.*}}, %[[RES]])
+braid.layer @block(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w = braid.param "fc.w" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
+  %y = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+func.func @stack(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %h = braid.repeat @block(%x) {prefix = "h", count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %h : tensor<2x4xf32>
+}
+
+// -----
+
+// Tests that kernels that can fail are followed by a check naming the op,
+// that ids choose the i32 kernel, and that enum attributes are cast to the
+// runtime's enum types.
+
+// CHECK-LABEL: emitc.func @braid_embed(
+// CHECK: %[[S:.*]] = call_opaque "braid_rt_cpu_embedding_f32"({{.*}}) : ({{.*}}) -> !emitc.opaque<"braid_rt_status_t">
+// CHECK: %[[WHERE:.*]] = literal "\22{{.*}}braid-lower-to-emitc.mlir:{{[0-9]+}}:{{[0-9]+}}: braid.embedding\22"
+// CHECK: call_opaque "braid_rt_program_check"(%[[S]], %[[WHERE]])
+// CHECK: %[[A:.*]] = cast %{{.*}} : i32 to !emitc.opaque<"braid_rt_gelu_approximation_t">
+// CHECK: call_opaque "braid_rt_cpu_gelu_f32"(%{{.*}}, %{{.*}}, %[[A]], %{{.*}})
+func.func @embed(%ids: tensor<2x8xi32>) -> tensor<2x8x16xf32> {
+  %t = braid.param "wte" {init = #braid.init<normal(0.02)>} : tensor<64x16xf32>
+  %e = braid.embedding %t, %ids : (tensor<64x16xf32>, tensor<2x8xi32>) -> tensor<2x8x16xf32>
+  %g = braid.gelu tanh %e : tensor<2x8x16xf32>
+  return %g : tensor<2x8x16xf32>
+}

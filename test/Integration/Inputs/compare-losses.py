@@ -1,0 +1,50 @@
+"""Compares the losses a braidc program printed with braid-eval's.
+
+usage: compare-losses.py PROGRAM_OUTPUT EVAL_OUTPUT --rtol R
+
+The program prints `loss <value>` per run or step; braid-eval prints
+`result 0: tensor<f32> = <value>` for a forward entry and a `loss` column per
+step with --steps. Fails unless both give the same number of losses and each
+pair agrees within the relative tolerance.
+"""
+import argparse
+import re
+import sys
+
+
+def program_losses(text):
+    return [float(m.group(1)) for m in re.finditer(r"^loss (\S+)$", text, re.M)]
+
+
+def eval_losses(text):
+    forward = re.findall(r"^result 0: tensor<f32> = (\S+)$", text, re.M)
+    if forward:
+        return [float(v) for v in forward]
+    return [float(m.group(1)) for m in re.finditer(r"\bloss[ =:]+(\S+)", text)]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("program")
+    parser.add_argument("eval")
+    parser.add_argument("--rtol", type=float, required=True)
+    args = parser.parse_args()
+    got = program_losses(open(args.program).read())
+    want = eval_losses(open(args.eval).read())
+    if not got or len(got) != len(want):
+        print(f"error: {len(got)} losses from the program, {len(want)} from braid-eval")
+        return 1
+    worst = 0.0
+    for i, (g, w) in enumerate(zip(got, want)):
+        rel = abs(g - w) / max(abs(w), 1e-30)
+        worst = max(worst, rel)
+        print(f"loss {i}: program {g!r} braid-eval {w!r} relative difference {rel:.3g}")
+        if rel > args.rtol:
+            print(f"error: loss {i} differs by {rel:.3g} > {args.rtol}")
+            return 1
+    print(f"ok: {len(got)} losses within {args.rtol} (worst {worst:.3g})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

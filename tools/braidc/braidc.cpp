@@ -1,0 +1,330 @@
+//===- braidc.cpp - Compile a braid model to a native executable ----------===//
+//
+// braidc MODEL.mlir -o PROG [--entry forward] [--emit exe|mlir|cpp]
+//        [--dump-dir DIR] [--seed N]
+//
+// Runs the codegen pipeline (braid/Pipelines/BraidPipeline.h), translates
+// the EmitC module to C++ with MLIR's C++ emitter, adds a main() that makes
+// the entry's inputs as braid-eval does and prints its results, and compiles
+// and links it against the runtime (paths fixed at build time, see
+// tools/braidc/CMakeLists.txt and docs/codegen.md). Single device so far.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Conversion/Passes.h"
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Pipelines/BraidPipeline.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace llvm;
+
+static cl::OptionCategory braidcCategory("braidc options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
+                                      cl::Required, cl::cat(braidcCategory));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("PROG"), cl::Required,
+                                       cl::cat(braidcCategory));
+static cl::opt<std::string> entry("entry",
+                                  cl::desc("The function the program runs "
+                                           "(default: forward)"),
+                                  cl::init("forward"), cl::cat(braidcCategory));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("What to write: exe (an executable, the default), mlir (the "
+                  "EmitC module) or cpp (the C++ program)"),
+         cl::init("exe"), cl::cat(braidcCategory));
+static cl::opt<std::string>
+    dumpDir("dump-dir",
+            cl::desc("Also write the EmitC module, the C++ program and the "
+                     "compiler command to this directory"),
+            cl::cat(braidcCategory));
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("The program's default --seed for "
+                                       "parameters and inputs (default 0)"),
+                              cl::init(0), cl::cat(braidcCategory));
+static cl::opt<std::string> cxx("cxx", cl::desc("The C++ compiler"),
+                                cl::init(BRAID_CXX), cl::cat(braidcCategory));
+
+namespace {
+/// What main() needs to know about the entry's arguments and results.
+struct TensorInfo {
+  std::string name;
+  RankedTensorType type;
+  int64_t range = 0; // integer inputs: braid.range
+};
+} // namespace
+
+static std::string cType(Type element) {
+  if (element.isF32())
+    return "float";
+  return element.isInteger(32) ? "int32_t" : "int64_t";
+}
+
+static std::string suffix(Type element) {
+  if (element.isF32())
+    return "f32";
+  return element.isInteger(32) ? "i32" : "i64";
+}
+
+/// Reads the entry's signature before lowering; errors on the function.
+static FailureOr<std::pair<std::vector<TensorInfo>, std::vector<TensorInfo>>>
+getSignature(ModuleOp module) {
+  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+  if (!fn) {
+    module.emitError() << "no function @" << entry << " to compile";
+    return failure();
+  }
+  std::vector<TensorInfo> args, results;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    TensorInfo info;
+    auto name = fn.getArgAttrOfType<StringAttr>(i, "braid.name");
+    info.name = name ? name.str() : "arg" + std::to_string(i);
+    info.type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
+    if (!info.type)
+      return fn.emitError() << "argument '" << info.name
+                            << "' is not a ranked tensor";
+    if (!info.type.getElementType().isF32()) {
+      auto range = fn.getArgAttrOfType<IntegerAttr>(i, "braid.range");
+      if (!range || range.getInt() < 1 ||
+          !info.type.getElementType().isInteger(32))
+        return fn.emitError()
+               << "integer argument '" << info.name
+               << "' needs to be i32 with a positive 'braid.range' argument "
+                  "attribute for the program to generate it";
+      info.range = range.getInt();
+    }
+    args.push_back(info);
+  }
+  unsigned numResults = fn.getNumResults();
+  for (unsigned i = 0; i < numResults; ++i) {
+    TensorInfo info;
+    auto name = fn.getResultAttrOfType<StringAttr>(i, "braid.name");
+    info.name = name ? name.str()
+                     : numResults == 1 ? "loss" : "result" + std::to_string(i);
+    info.type = dyn_cast<RankedTensorType>(fn.getResultTypes()[i]);
+    if (!info.type)
+      return fn.emitError() << "result " << i << " is not a ranked tensor";
+    results.push_back(info);
+  }
+  return std::make_pair(args, results);
+}
+
+/// main(): initialise the parameters, make the inputs as braid-eval does
+/// (same seed, same names), run the entry, print its results.
+static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
+                      const std::vector<TensorInfo> &results) {
+  os << R"(
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+  uint64_t seed = )"
+     << seed << R"(ULL;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      seed = strtoull(argv[++i], NULL, 10);
+    } else {
+      fprintf(stderr, "usage: %s [--seed N]\n", argv[0]);
+      return 2;
+    }
+  }
+  )" << braid::kProgramInitFunction
+     << R"((seed);
+)";
+  std::string call = braid::getEmittedFunctionName(entry) + "(";
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    Type element = arg.type.getElementType();
+    int64_t count = arg.type.getNumElements();
+    std::string var = "in" + std::to_string(i);
+    os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
+       << suffix(element) << "(" << count << ");\n";
+    if (element.isF32())
+      os << "  braid_rt_program_init_f32(seed, \"" << arg.name
+         << "\", BRAID_RT_INIT_NORMAL, 1.0, 0.0, " << count << ", " << var
+         << ");\n";
+    else
+      os << "  braid_rt_program_init_ids_i32(seed, \"" << arg.name << "\", "
+         << arg.range << ", " << count << ", " << var << ");\n";
+    call += var + ", ";
+  }
+  for (auto [i, result] : llvm::enumerate(results)) {
+    Type element = result.type.getElementType();
+    std::string var = "out" + std::to_string(i);
+    os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
+       << suffix(element) << "(" << result.type.getNumElements() << ");\n";
+    call += var + ", ";
+  }
+  if (call.back() == ' ')
+    call.resize(call.size() - 2);
+  os << "  " << call << ");\n";
+  for (auto [i, result] : llvm::enumerate(results)) {
+    std::string var = "out" + std::to_string(i);
+    if (result.type.getRank() == 0) {
+      os << "  printf(\"" << result.name << " %.17g\\n\", (double)" << var
+         << "[0]);\n";
+      continue;
+    }
+    os << "  {\n    double sum = 0;\n    for (int64_t j = 0; j < "
+       << result.type.getNumElements() << "; ++j)\n      sum += (double)"
+       << var << "[j];\n    printf(\"" << result.name
+       << " sum %.17g\\n\", sum);\n  }\n";
+  }
+  os << "  return 0;\n}\n";
+}
+
+static LogicalResult writeFile(StringRef path, StringRef contents) {
+  std::string error;
+  auto file = openOutputFile(path, &error);
+  if (!file) {
+    errs() << "braidc: " << error << "\n";
+    return failure();
+  }
+  file->os() << contents;
+  file->keep();
+  return success();
+}
+
+/// Compiles `cppPath` into `outputFile` against the runtime.
+static LogicalResult compile(StringRef cppPath, StringRef commandPath) {
+  auto cxxPath = sys::findProgramByName(cxx);
+  if (!cxxPath) {
+    errs() << "braidc: C++ compiler '" << cxx << "' not found (--cxx)\n";
+    return failure();
+  }
+  std::vector<std::string> argv = {*cxxPath, "-O2", "-std=c++17", "-w",
+                                    "-I" BRAID_RT_INCLUDE_DIR,
+                                    cppPath.str(), "-o", outputFile};
+  SmallVector<StringRef> libs;
+  StringRef(BRAID_RT_LINK_LIBS).split(libs, '|', -1, /*KeepEmpty=*/false);
+  for (StringRef lib : libs) {
+    argv.push_back(lib.str());
+    // Shared libraries outside the default paths (libomp) need an rpath.
+    if (lib.ends_with(".so") || lib.contains(".so."))
+      argv.push_back("-Wl,-rpath," + sys::path::parent_path(lib).str());
+  }
+  argv.push_back("-lm");
+  std::string command;
+  for (const std::string &a : argv)
+    command += a + " ";
+  if (!commandPath.empty() && failed(writeFile(commandPath, command + "\n")))
+    return failure();
+  SmallVector<StringRef> args(argv.begin(), argv.end());
+  std::string error;
+  int rc = sys::ExecuteAndWait(*cxxPath, args, std::nullopt, {}, 0, 0, &error);
+  if (rc != 0) {
+    errs() << "braidc: compiling the generated program failed (" << rc
+           << (error.empty() ? "" : ": " + error) << "):\n  " << command
+           << "\n";
+    return failure();
+  }
+  return success();
+}
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(braidcCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "braidc: compile a braid model to a native executable (single device).\n"
+      "\nThe program initialises the parameters and makes the entry's inputs "
+      "from --seed as braid-eval does, runs the entry once and prints its "
+      "results ('loss <value>' for a single rank-0 result).\n");
+  if (emit != "exe" && emit != "mlir" && emit != "cpp") {
+    errs() << "braidc: --emit must be exe, mlir or cpp\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  registry.insert<braid::BraidDialect, func::FuncDialect, arith::ArithDialect,
+                  tensor::TensorDialect, emitc::EmitCDialect>();
+  MLIRContext context(registry);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(inputFile, &context);
+  if (!module)
+    return 1;
+  auto signature = getSignature(*module);
+  if (failed(signature))
+    return 1;
+
+  PassManager pm(&context);
+  braid::CodegenOptions options;
+  options.entry = entry;
+  braid::buildCodegenPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return 1;
+
+  std::string emitcText;
+  {
+    raw_string_ostream os(emitcText);
+    module->print(os);
+  }
+  std::string cpp;
+  {
+    raw_string_ostream os(cpp);
+    os << "// Generated by braidc from " << inputFile << " (entry @" << entry
+       << ").\n";
+    if (failed(emitc::translateToCpp(*module, os)))
+      return 1;
+    writeMain(os, signature->first, signature->second);
+  }
+
+  std::string commandPath;
+  if (!dumpDir.empty()) {
+    if (std::error_code ec = sys::fs::create_directories(dumpDir)) {
+      errs() << "braidc: cannot create " << dumpDir << ": " << ec.message()
+             << "\n";
+      return 1;
+    }
+    SmallString<256> path(dumpDir);
+    sys::path::append(path, "program.emitc.mlir");
+    if (failed(writeFile(path, emitcText)))
+      return 1;
+    path = dumpDir;
+    sys::path::append(path, "program.cpp");
+    if (failed(writeFile(path, cpp)))
+      return 1;
+    path = dumpDir;
+    sys::path::append(path, "compile.sh");
+    commandPath = path.str().str();
+  }
+  if (emit == "mlir")
+    return failed(writeFile(outputFile, emitcText));
+  if (emit == "cpp")
+    return failed(writeFile(outputFile, cpp));
+
+  // The C++ goes next to the executable unless a dump directory holds it.
+  SmallString<256> cppPath;
+  if (!dumpDir.empty()) {
+    cppPath = dumpDir;
+    sys::path::append(cppPath, "program.cpp");
+  } else {
+    cppPath = outputFile;
+    cppPath += ".cpp";
+    if (failed(writeFile(cppPath, cpp)))
+      return 1;
+  }
+  LogicalResult compiled = compile(cppPath, commandPath);
+  if (dumpDir.empty())
+    sys::fs::remove(cppPath);
+  return failed(compiled);
+}
