@@ -1,10 +1,12 @@
 // RUN: braid-opt %s --split-input-file --braid-lower-to-emitc -verify-diagnostics
 
-// Tests that an op without a lowering is a located error, not a crash.
-func.func @no_lowering(%x: tensor<4x8xf32>) -> tensor<4xf32> {
-  // expected-error@+1 {{'braid.reduce' op has no lowering to EmitC yet}}
-  %y = braid.reduce sum %x {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
-  return %y : tensor<4xf32>
+// Tests that an op without a lowering (here a collective, in a single-device
+// lowering) is a located error, not a crash.
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+func.func @no_lowering(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'braid.all_reduce' op has no lowering to EmitC yet}}
+  %y = braid.all_reduce sum %x on @mesh ["dp"] : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
 }
 
 // -----

@@ -67,11 +67,11 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[IN]], %{{.*}}, %[[CUR]])
 // CHECK: %[[NEXT:.*]] = call_opaque "braid_rt_program_alloc_f32"
 // CHECK: %[[TAB:.*]] = get_global @[[$SLOTS]]
-// CHECK: %[[LB:.*]] = "emitc.constant"() <{value = 0 : index}>
-// CHECK: %[[STEP:.*]] = "emitc.constant"() <{value = 1 : index}>
-// CHECK: %[[UB:.*]] = "emitc.constant"() <{value = 2 : index}>
-// CHECK: for %[[I:.*]] = %[[LB]] to %[[UB]] step %[[STEP]]
-// CHECK:   %[[OFF:.*]] = mul %[[I]], %{{.*}} : (index, index) -> index
+// CHECK: %[[LB:.*]] = "emitc.constant"() <{value = 0 : i64}>
+// CHECK: %[[STEP:.*]] = "emitc.constant"() <{value = 1 : i64}>
+// CHECK: %[[UB:.*]] = "emitc.constant"() <{value = 2 : i64}>
+// CHECK: for %[[I:.*]] = %[[LB]] to %[[UB]] step %[[STEP]] : i64
+// CHECK:   %[[OFF:.*]] = mul %[[I]], %{{.*}} : (i64, i64) -> i64
 // CHECK:   %[[ENTRY:.*]] = subscript %[[TAB]][%[[OFF]]]
 // CHECK:   %[[PTR:.*]] = address_of %[[ENTRY]]
 // CHECK:   call_opaque "braid_block"(%[[CUR]], %[[PTR]], %[[NEXT]])
@@ -105,4 +105,40 @@ func.func @embed(%ids: tensor<2x8xi32>) -> tensor<2x8x16xf32> {
   %e = braid.embedding %t, %ids : (tensor<64x16xf32>, tensor<2x8xi32>) -> tensor<2x8x16xf32>
   %g = braid.gelu tanh %e : tensor<2x8x16xf32>
   return %g : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Tests the training ops: a list of tensors becomes a local array of buffers
+// with a static array of counts, an i64 step chooses the _i64 kernel, and
+// braid.store_param copies into the parameter's slot.
+
+// CHECK-DAG: emitc.global static const @[[$COUNTS:braid_shape_[0-9]+]] : !emitc.array<2xi64> = dense<[4, 2]>
+// CHECK-LABEL: emitc.func @braid_update(
+// CHECK-SAME: %[[G:.*]]: !emitc.ptr<f32>, %[[H:.*]]: !emitc.ptr<f32>, %[[LR:.*]]: !emitc.ptr<f32>, %[[STEP:.*]]: !emitc.ptr<i64>
+// CHECK: %[[LIST:.*]] = "emitc.variable"() <{value = #emitc.opaque<"">}> : () -> !emitc.array<2x!emitc.ptr<f32>>
+// CHECK: %[[E0:.*]] = subscript %[[LIST]]
+// CHECK: assign %[[G]] : !emitc.ptr<f32> to %[[E0]]
+// CHECK: assign %[[H]] : !emitc.ptr<f32> to
+// CHECK: %[[CS:.*]] = get_global @[[$COUNTS]]
+// CHECK: call_opaque "braid_rt_cpu_sum_squares_f32"(%[[LIST]], %[[CS]], %{{.*}}, %{{.*}})
+// CHECK: %[[W:.*]] = load
+// CHECK: %[[M:.*]] = load
+// CHECK: %[[V:.*]] = load
+// CHECK: %[[NW:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[NM:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[NV:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: call_opaque "braid_rt_cpu_adamw_update_f32_i64"(%[[W]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[STEP]], {{.*}}, %[[NW]], %[[NM]], %[[NV]])
+// CHECK: %[[SLOT:.*]] = load
+// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[NW]], %{{.*}}, %[[SLOT]])
+func.func @update(%g: tensor<4xf32>, %h: tensor<2xf32>, %lr: tensor<f32>, %step: tensor<i64>, %scale: tensor<f32>) -> tensor<f32> {
+  %n = braid.sum_squares %g, %h : (tensor<4xf32>, tensor<2xf32>) -> tensor<f32>
+  %w = braid.param "w" {init = #braid.init<ones>} : tensor<4xf32>
+  %m = braid.param "w.adamw.m" {init = #braid.init<zeros>, state} : tensor<4xf32>
+  %v = braid.param "w.adamw.v" {init = #braid.init<zeros>, state} : tensor<4xf32>
+  %nw, %nm, %nv = braid.adamw_update %w, %g, %m, %v, %lr, %step, %scale : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  braid.store_param "w", %nw : tensor<4xf32>
+  braid.store_param "w.adamw.m", %nm : tensor<4xf32>
+  braid.store_param "w.adamw.v", %nv : tensor<4xf32>
+  return %n : tensor<f32>
 }

@@ -69,7 +69,8 @@ namespace {
 struct TensorInfo {
   std::string name;
   RankedTensorType type;
-  int64_t range = 0; // integer inputs: braid.range
+  int64_t range = 0;   // integer inputs: braid.range
+  bool isStep = false; // the step number of a training step
 };
 } // namespace
 
@@ -102,7 +103,11 @@ getSignature(ModuleOp module) {
     if (!info.type)
       return fn.emitError() << "argument '" << info.name
                             << "' is not a ranked tensor";
-    if (!info.type.getElementType().isF32()) {
+    Type element = info.type.getElementType();
+    if (info.name == "step" && info.type.getRank() == 0 &&
+        (element.isInteger(32) || element.isInteger(64))) {
+      info.isStep = true;
+    } else if (!element.isF32()) {
       auto range = fn.getArgAttrOfType<IntegerAttr>(i, "braid.range");
       if (!range || range.getInt() < 1 ||
           !info.type.getElementType().isInteger(32))
@@ -129,9 +134,14 @@ getSignature(ModuleOp module) {
 }
 
 /// main(): initialise the parameters, make the inputs as braid-eval does
-/// (same seed, same names), run the entry, print its results.
+/// (same seed, same names), run the entry (a training step: --steps times,
+/// on the same inputs, feeding the step number), print its results.
 static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
                       const std::vector<TensorInfo> &results) {
+  const TensorInfo *step = nullptr;
+  for (const TensorInfo &arg : args)
+    if (arg.isStep)
+      step = &arg;
   os << R"(
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,11 +150,17 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
 int main(int argc, char **argv) {
   uint64_t seed = )"
      << seed << R"(ULL;
+  int64_t steps = 1, start_step = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
       seed = strtoull(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      steps = strtoll(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--start-step") == 0 && i + 1 < argc) {
+      start_step = strtoll(argv[++i], NULL, 10);
     } else {
-      fprintf(stderr, "usage: %s [--seed N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -158,7 +174,9 @@ int main(int argc, char **argv) {
     std::string var = "in" + std::to_string(i);
     os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
        << suffix(element) << "(" << count << ");\n";
-    if (element.isF32())
+    if (arg.isStep)
+      ;
+    else if (element.isF32())
       os << "  braid_rt_program_init_f32(seed, \"" << arg.name
          << "\", BRAID_RT_INIT_NORMAL, 1.0, 0.0, " << count << ", " << var
          << ");\n";
@@ -176,6 +194,28 @@ int main(int argc, char **argv) {
   }
   if (call.back() == ' ')
     call.resize(call.size() - 2);
+  if (step) {
+    // The format of braid-eval --steps.
+    auto index = [&](StringRef name) -> int {
+      for (auto [i, result] : llvm::enumerate(results))
+        if (result.name == name && result.type.getRank() == 0)
+          return i;
+      return -1;
+    };
+    unsigned stepIndex = step - args.data();
+    os << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
+       << "    in" << stepIndex << "[0] = s;\n"
+       << "    " << call << ");\n"
+       << "    printf(\"step %lld\", (long long)s);\n";
+    for (auto [name, format] : {std::pair<StringRef, StringRef>{"loss", "%.17g"},
+                                {"lr", "%.6g"},
+                                {"grad_norm", "%.6g"}})
+      if (int i = index(name); i >= 0)
+        os << "    printf(\" " << name << " " << format << "\", (double)out"
+           << i << "[0]);\n";
+    os << "    printf(\"\\n\");\n  }\n  return 0;\n}\n";
+    return;
+  }
   os << "  " << call << ");\n";
   for (auto [i, result] : llvm::enumerate(results)) {
     std::string var = "out" + std::to_string(i);
@@ -248,7 +288,9 @@ int main(int argc, char **argv) {
       "braidc: compile a braid model to a native executable (single device).\n"
       "\nThe program initialises the parameters and makes the entry's inputs "
       "from --seed as braid-eval does, runs the entry once and prints its "
-      "results ('loss <value>' for a single rank-0 result).\n");
+      "results ('loss <value>' for a single rank-0 result). A training step "
+      "(an argument named 'step') runs --steps N times and prints each step's "
+      "loss, lr and grad_norm as braid-eval --steps does.\n");
   if (emit != "exe" && emit != "mlir" && emit != "cpp") {
     errs() << "braidc: --emit must be exe, mlir or cpp\n";
     return 1;

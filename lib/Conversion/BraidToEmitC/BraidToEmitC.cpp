@@ -289,10 +289,10 @@ void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
 
 LogicalResult FunctionLowering::copy(Operation *op, Type elementType,
                                      Value from, Value to, int64_t count) {
-  if (!elementType.isF32() && !elementType.isInteger(32))
-    return op->emitOpError() << "moves a tensor of " << elementType
-                             << "; only f32 and i32 tensors are copied by the "
-                                "generated code so far";
+  if (elementType.isInteger(64)) {
+    call("braid_rt_program_copy_i64", {from, i64(count), to});
+    return success();
+  }
   call(("braid_rt_cpu_copy_" + getElementSuffix(elementType)).str(),
        {from, i64(count), to});
   return success();
@@ -660,19 +660,20 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
 
   Value slotTable =
       l.module.getSlotTable(b, loc, l.module.repeatSlots[op.getOperation()]);
-  Value zero = l.index(0), one = l.index(1), upper = l.index(count);
+  // The instance counter is an int64_t: pointer offsets need an integer.
+  Value zero = l.i64(0), one = l.i64(1), upper = l.i64(count);
   auto loop = emitc::ForOp::create(b, loc, zero, upper, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value iv = loop.getInductionVar();
   Value instance = iv;
   if (op.getReverse())
-    instance = emitc::SubOp::create(b, loc, b.getIndexType(),
-                                    l.index(count - 1), iv);
+    instance = emitc::SubOp::create(b, loc, b.getI64Type(), l.i64(count - 1),
+                                    iv);
   Value slotEntry = emitc::SubscriptOp::create(
       b, loc, cast<TypedValue<emitc::ArrayType>>(slotTable),
-      ValueRange{emitc::MulOp::create(b, loc, b.getIndexType(), instance,
-                                      l.index(perInstance))
+      ValueRange{emitc::MulOp::create(b, loc, b.getI64Type(), instance,
+                                      l.i64(perInstance))
                      .getResult()});
   Value slots = emitc::AddressOfOp::create(
       b, loc, emitc::PointerType::get(b.getI64Type()), slotEntry);
@@ -681,8 +682,8 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   // element count past its start.
   auto slice = [&](Value buffer, Value stackedValue) -> Value {
     int64_t sliceCount = l.countOf(stackedValue) / count;
-    Value offset = emitc::MulOp::create(b, loc, b.getIndexType(), instance,
-                                        l.index(sliceCount));
+    Value offset = emitc::MulOp::create(b, loc, b.getI64Type(), instance,
+                                        l.i64(sliceCount));
     return emitc::AddOp::create(b, loc, buffer.getType(), buffer, offset);
   };
   SmallVector<Value> args(current);
@@ -737,7 +738,211 @@ template <typename OpT> static LogicalResult requireSingleDevice(OpT op) {
   return success();
 }
 
+/// The effective scale of attention and its gradient: the attribute, else
+/// 1 / sqrt(dim).
+template <typename OpT> static double attentionScale(OpT op, int64_t dim) {
+  if (std::optional<APFloat> scale = op.getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(dim));
+}
+
+/// A local `float *inputs[n]` holding the buffers of `values`, and the
+/// static array of their element counts, for the kernels over lists.
+static std::pair<Value, Value> bufferList(FunctionLowering &l,
+                                          ValueRange values) {
+  OpBuilder &b = l.b;
+  auto type = emitc::ArrayType::get(
+      {std::max<int64_t>(1, values.size())},
+      emitc::PointerType::get(b.getF32Type()));
+  Value list = emitc::VariableOp::create(
+      b, l.loc, type, emitc::OpaqueAttr::get(b.getContext(), ""));
+  SmallVector<int64_t> counts;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    Value element = emitc::SubscriptOp::create(
+        b, l.loc, cast<TypedValue<emitc::ArrayType>>(list),
+        ValueRange{l.index(i)});
+    emitc::AssignOp::create(b, l.loc, element, l.get(v));
+    counts.push_back(l.countOf(v));
+  }
+  return {list, l.shape(counts)};
+}
+
+template <typename OpT>
+static void addActivationGrad(LoweringTable &t, StringRef kernel) {
+  t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
+    l.call(kernel, {l.get(op.getInput()), l.get(op.getGrad()),
+                    l.i64(l.countOf(op.getInput())), l.result(op.getResult())});
+    return success();
+  });
+}
+
+static void populateTrainingLowerings(LoweringTable &t) {
+  t.add<ConstantOp>([](ConstantOp op, FunctionLowering &l) -> LogicalResult {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    Type element = l.typeOf(op.getResult()).getElementType();
+    if (!dense || !dense.isSplat() || element.isInteger(64))
+      return op.emitOpError() << "is not a splat of f32 or i32; generated "
+                                 "code fills splat constants only so far";
+    Value value =
+        element.isF32()
+            ? l.f32(dense.getSplatValue<APFloat>().convertToDouble())
+            : emitc::ConstantOp::create(
+                  l.b, l.loc, l.b.getI32Type(),
+                  l.b.getI32IntegerAttr(
+                      dense.getSplatValue<APInt>().getSExtValue()))
+                  .getResult();
+    l.call(("braid_rt_cpu_fill_" + getElementSuffix(element)).str(),
+           {value, l.i64(l.countOf(op.getResult())), l.result(op.getResult())});
+    return success();
+  });
+  t.add<ReduceOp>([](ReduceOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> axes = op.getAxes();
+    l.call("braid_rt_cpu_reduce_f32",
+           {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+            l.shapeOf(op.getInput()), l.i64(axes.size()), l.shape(axes),
+            l.enumValue("braid_rt_reduce_kind_t",
+                        static_cast<int64_t>(op.getKind())),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<BroadcastOp>([](BroadcastOp op, FunctionLowering &l) -> LogicalResult {
+    Type element = l.typeOf(op.getInput()).getElementType();
+    if (element.isInteger(64))
+      return op.emitOpError() << "broadcasts i64; the kernels take f32 and i32";
+    l.call(("braid_rt_cpu_broadcast_" + getElementSuffix(element)).str(),
+           {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+            l.shapeOf(op.getInput()), l.i64(l.rankOf(op.getResult())),
+            l.shapeOf(op.getResult()), l.result(op.getResult())});
+    return success();
+  });
+  addActivationGrad<ReluGradOp>(t, "braid_rt_cpu_relu_grad_f32");
+  addActivationGrad<SiluGradOp>(t, "braid_rt_cpu_silu_grad_f32");
+  t.add<GeluGradOp>([](GeluGradOp op, FunctionLowering &l) -> LogicalResult {
+    l.call("braid_rt_cpu_gelu_grad_f32",
+           {l.get(op.getInput()), l.get(op.getGrad()),
+            l.i64(l.countOf(op.getInput())),
+            l.enumValue("braid_rt_gelu_approximation_t",
+                        static_cast<int64_t>(op.getApproximate())),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<LayerNormGradOp>(
+      [](LayerNormGradOp op, FunctionLowering &l) -> LogicalResult {
+        Value x = op.getInput();
+        l.call("braid_rt_cpu_layer_norm_grad_f32",
+               {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
+                l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+                l.f64(op.getEpsilon().convertToDouble()),
+                l.result(op.getResult())});
+        return success();
+      });
+  t.add<RmsNormGradOp>(
+      [](RmsNormGradOp op, FunctionLowering &l) -> LogicalResult {
+        Value x = op.getInput();
+        l.call("braid_rt_cpu_rms_norm_grad_f32",
+               {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
+                l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+                l.f64(op.getEpsilon().convertToDouble()),
+                l.result(op.getResult())});
+        return success();
+      });
+  t.add<EmbeddingGradOp>(
+      [](EmbeddingGradOp op, FunctionLowering &l) -> LogicalResult {
+        if (failed(requireSingleDevice(op)))
+          return failure();
+        ArrayRef<int64_t> table = l.typeOf(op.getResult()).getShape();
+        l.callChecked(idKernel("braid_rt_cpu_embedding_grad_f32", op.getIds()),
+                      {l.get(op.getIds()), l.get(op.getGrad()),
+                       l.i64(l.countOf(op.getIds())), l.i64(table[0]),
+                       l.i64(table[1]), l.result(op.getResult())});
+        return success();
+      });
+  t.add<AttentionGradOp>(
+      [](AttentionGradOp op, FunctionLowering &l) -> LogicalResult {
+        ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
+        ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
+        l.callChecked("braid_rt_cpu_attention_grad_f32",
+                      {l.get(op.getQuery()), l.get(op.getKey()),
+                       l.get(op.getValue()), l.get(op.getGrad()), l.i64(q[0]),
+                       l.i64(q[1]), l.i64(k[1]), l.i64(q[2]), l.i64(k[2]),
+                       l.i64(q[3]), l.flag(op.getCausal()),
+                       l.f64(attentionScale(op, q[3])), l.i64(op.getOperand()),
+                       l.result(op.getResult())});
+        return success();
+      });
+  t.add<CrossEntropyGradOp>(
+      [](CrossEntropyGradOp op, FunctionLowering &l) -> LogicalResult {
+        if (failed(requireSingleDevice(op)))
+          return failure();
+        Value logits = op.getLogits();
+        l.callChecked(
+            idKernel("braid_rt_cpu_cross_entropy_grad_f32", op.getLabels()),
+            {l.get(logits), l.get(op.getLabels()), l.get(op.getGrad()),
+             l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)),
+             l.result(op.getResult())});
+        return success();
+      });
+  t.add<LrScheduleOp>([](LrScheduleOp op, FunctionLowering &l) -> LogicalResult {
+    l.call(idKernel("braid_rt_cpu_lr_schedule_f32", op.getStep()),
+           {l.get(op.getStep()),
+            l.enumValue("braid_rt_lr_decay_t",
+                        static_cast<int64_t>(op.getDecay())),
+            l.f64(op.getLr().convertToDouble()),
+            l.f64(op.getMinLr().convertToDouble()),
+            l.i64(op.getWarmupSteps()), l.i64(op.getTotalSteps()),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<GlobalNormOp>([](GlobalNormOp op, FunctionLowering &l) -> LogicalResult {
+    auto [list, counts] = bufferList(l, op.getInputs());
+    l.call("braid_rt_cpu_global_norm_f32",
+           {list, counts, l.i64(op.getInputs().size()),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<SumSquaresOp>([](SumSquaresOp op, FunctionLowering &l) -> LogicalResult {
+    auto [list, counts] = bufferList(l, op.getInputs());
+    l.call("braid_rt_cpu_sum_squares_f32",
+           {list, counts, l.i64(op.getInputs().size()),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<ClipCoefficientOp>(
+      [](ClipCoefficientOp op, FunctionLowering &l) -> LogicalResult {
+        l.call("braid_rt_cpu_clip_coefficient_f32",
+               {l.get(op.getNorm()), l.f64(op.getMaxNorm().convertToDouble()),
+                l.result(op.getResult())});
+        return success();
+      });
+  t.add<AdamWUpdateOp>(
+      [](AdamWUpdateOp op, FunctionLowering &l) -> LogicalResult {
+        l.call(idKernel("braid_rt_cpu_adamw_update_f32", op.getStep()),
+               {l.get(op.getParam()), l.get(op.getGrad()), l.get(op.getM()),
+                l.get(op.getV()), l.get(op.getLr()), l.get(op.getStep()),
+                l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
+                l.f64(op.getBeta1().convertToDouble()),
+                l.f64(op.getBeta2().convertToDouble()),
+                l.f64(op.getEpsilon().convertToDouble()),
+                l.f64(op.getWeightDecay().convertToDouble()),
+                l.result(op.getNewParam()), l.result(op.getNewM()),
+                l.result(op.getNewV())});
+        return success();
+      });
+  t.add<SgdUpdateOp>([](SgdUpdateOp op, FunctionLowering &l) -> LogicalResult {
+    l.call("braid_rt_cpu_sgd_update_f32",
+           {l.get(op.getParam()), l.get(op.getGrad()),
+            l.get(op.getMomentumBuffer()), l.get(op.getLr()),
+            l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
+            l.f64(op.getMomentum().convertToDouble()),
+            l.flag(op.getNesterov()),
+            l.f64(op.getWeightDecay().convertToDouble()),
+            l.result(op.getNewParam()), l.result(op.getNewMomentumBuffer())});
+    return success();
+  });
+}
+
 static void populateLowerings(LoweringTable &t) {
+  populateTrainingLowerings(t);
   t.add<ParamOp>([](ParamOp op, FunctionLowering &l) -> LogicalResult {
     if (op.getBlockOf())
       return op.emitOpError() << "reads a block of a sharded parameter; "
@@ -820,7 +1025,7 @@ static void populateLowerings(LoweringTable &t) {
     l.call("braid_rt_cpu_layer_norm_f32",
            {l.get(x), l.get(op.getScale()), l.get(op.getBias()),
             l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
-            l.f64(op.getEpsilonAttr().getValueAsDouble()),
+            l.f64(op.getEpsilon().convertToDouble()),
             l.result(op.getResult())});
     return success();
   });
@@ -828,7 +1033,7 @@ static void populateLowerings(LoweringTable &t) {
     Value x = op.getInput();
     l.call("braid_rt_cpu_rms_norm_f32",
            {l.get(x), l.get(op.getScale()), l.i64(l.rowsOf(x)),
-            l.i64(l.colsOf(x)), l.f64(op.getEpsilonAttr().getValueAsDouble()),
+            l.i64(l.colsOf(x)), l.f64(op.getEpsilon().convertToDouble()),
             l.result(op.getResult())});
     return success();
   });
@@ -845,9 +1050,7 @@ static void populateLowerings(LoweringTable &t) {
   t.add<AttentionOp>([](AttentionOp op, FunctionLowering &l) -> LogicalResult {
     ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
     ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
-    double scale = op.getScaleAttr()
-                       ? op.getScaleAttr().getValueAsDouble()
-                       : 1.0 / std::sqrt(static_cast<double>(q[3]));
+    double scale = attentionScale(op, q[3]);
     l.callChecked("braid_rt_cpu_attention_f32",
                   {l.get(op.getQuery()), l.get(op.getKey()),
                    l.get(op.getValue()), l.i64(q[0]), l.i64(q[1]),

@@ -13,7 +13,7 @@ import sys
 
 
 def program_losses(text):
-    return [float(m.group(1)) for m in re.finditer(r"^loss (\S+)$", text, re.M)]
+    return [float(m.group(1)) for m in re.finditer(r"\bloss (\S+)", text)]
 
 
 def eval_losses(text):

@@ -57,6 +57,13 @@ static inline int64_t *braid_rt_program_alloc_i64(int64_t count) {
 }
 static inline void braid_rt_program_free(void *p) { free(p); }
 
+/* Copies `count` int64 elements (the kernels copy f32 and i32 only). */
+static inline void braid_rt_program_copy_i64(const int64_t *x, int64_t count,
+                                             int64_t *y) {
+  if (x != y)
+    memcpy(y, x, (size_t)count * sizeof(int64_t));
+}
+
 /* Fills the `count` floats of `out` with parameter `name`'s initial values
    under `seed`: the initializer (kind, a, b) evaluated in double precision
    and rounded to f32, as braid-eval does. */
