@@ -142,3 +142,26 @@ func.func @update(%g: tensor<4xf32>, %h: tensor<2xf32>, %lr: tensor<f32>, %step:
   braid.store_param "w.adamw.v", %nv : tensor<4xf32>
   return %n : tensor<f32>
 }
+
+// -----
+
+// Tests that a parameter read aliases the parameter's buffer unless a store
+// of the same parameter comes before its last use; then it is a copy.
+
+// CHECK-LABEL: emitc.func @braid_read_then_store(
+// CHECK: %[[A:.*]] = load %{{.*}} : <!emitc.ptr<f32>>
+// CHECK-NOT: braid_rt_cpu_copy_f32"(%[[A]]
+// CHECK: %[[B:.*]] = load %{{.*}} : <!emitc.ptr<f32>>
+// CHECK: %[[COPY:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[B]], %{{.*}}, %[[COPY]])
+// CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[A]], %[[A]]
+// CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[COPY]], %[[COPY]]
+func.func @read_then_store(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = braid.param "a" {init = #braid.init<ones>} : tensor<4xf32>
+  %b = braid.param "b" {init = #braid.init<ones>} : tensor<4xf32>
+  %a2 = braid.add %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  braid.store_param "a", %a2 : tensor<4xf32>
+  braid.store_param "b", %x : tensor<4xf32>
+  %b2 = braid.add %b, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %b2 : tensor<4xf32>
+}

@@ -6,10 +6,10 @@
 // RUN: braidc %t.mlir -o %t.prog --seed 5 --dump-dir %t.dump
 // RUN: %t.prog > %t.out5
 // RUN: braid-eval --entry forward --seed 5 %t.mlir > %t.eval5
-// RUN: %PYTHON %S/Inputs/compare-losses.py %t.out5 %t.eval5 --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.out5 %t.eval5 --rtol 1e-5 | FileCheck %s
 // RUN: %t.prog --seed 11 > %t.out11
 // RUN: braid-eval --entry forward --seed 11 %t.mlir > %t.eval11
-// RUN: %PYTHON %S/Inputs/compare-losses.py %t.out11 %t.eval11 --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.out11 %t.eval11 --rtol 1e-5 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=CPP < %t.dump/program.cpp
 
 // CHECK: ok: 1 losses within 1e-05

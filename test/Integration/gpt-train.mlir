@@ -7,7 +7,7 @@
 // RUN: braidc %t.train.mlir --entry train_step -o %t.prog
 // RUN: %t.prog --steps 8 --seed 3 > %t.out
 // RUN: braid-eval %t.train.mlir --steps 8 --seed 3 > %t.eval
-// RUN: %PYTHON %S/Inputs/compare-losses.py %t.out %t.eval --rtol 1e-4 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.out %t.eval --rtol 1e-4 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=OUT < %t.out
 
 // CHECK: ok: 8 losses within 0.0001

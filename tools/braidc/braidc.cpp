@@ -143,6 +143,7 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
     if (arg.isStep)
       step = &arg;
   os << R"(
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,10 +225,12 @@ int main(int argc, char **argv) {
          << "[0]);\n";
       continue;
     }
-    os << "  {\n    double sum = 0;\n    for (int64_t j = 0; j < "
-       << result.type.getNumElements() << "; ++j)\n      sum += (double)"
-       << var << "[j];\n    printf(\"" << result.name
-       << " sum %.17g\\n\", sum);\n  }\n";
+    // As braid-eval prints tensors: their sum and L2 norm.
+    os << "  {\n    double sum = 0, squares = 0;\n    for (int64_t j = 0; j < "
+       << result.type.getNumElements() << "; ++j) {\n      sum += (double)"
+       << var << "[j];\n      squares += (double)" << var << "[j] * (double)"
+       << var << "[j];\n    }\n    printf(\"" << result.name
+       << " sum %.17g l2 %.17g\\n\", sum, sqrt(squares));\n  }\n";
   }
   os << "  return 0;\n}\n";
 }

@@ -91,6 +91,8 @@ public:
   /// are plain `int64_t *`) holding a repeat's slot table.
   Value getSlotTable(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
   Value getParamTable(OpBuilder &b, Location loc);
+  /// A `static const` global array holding the elements of `data`.
+  Value getConstantData(OpBuilder &b, Location loc, DenseElementsAttr data);
 
   const LoweringTable &table;
   /// Local parameter names of each layer, in order of first appearance:
@@ -397,6 +399,26 @@ Value ModuleLowering::getSlotTable(OpBuilder &b, Location loc,
   return getGlobalArray(b, loc, "braid_slots_", values, /*constant=*/false);
 }
 
+Value ModuleLowering::getConstantData(OpBuilder &b, Location loc,
+                                      DenseElementsAttr data) {
+  int64_t count = std::max<int64_t>(1, data.getNumElements());
+  Type element = data.getElementType();
+  auto type = emitc::ArrayType::get({count}, element);
+  std::string name = ("braid_const_" + Twine(numArrays++)).str();
+  Attribute init =
+      data.getNumElements()
+          ? Attribute(data.reshape(RankedTensorType::get({count}, element)))
+          : Attribute(DenseElementsAttr::get(
+                RankedTensorType::get({1}, element),
+                b.getZeroAttr(element)));
+  emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                          TypeAttr::get(type), init, nullptr, b.getUnitAttr(),
+                          b.getUnitAttr());
+  return emitc::GetGlobalOp::create(b, loc, type,
+                                    FlatSymbolRefAttr::get(b.getContext(),
+                                                           name));
+}
+
 Value ModuleLowering::getParamTable(OpBuilder &b, Location loc) {
   return emitc::GetGlobalOp::create(
       b, loc, paramTable.getType(),
@@ -634,6 +656,42 @@ static FailureOr<Value> getParamSlot(Operation *op, StringRef name,
       .getResult();
 }
 
+/// Whether `op` may write parameter `name`: a store of it, or a repeat
+/// whose layer stores any parameter (its instances' names are computed).
+static bool mayWriteParam(Operation *op, StringRef name) {
+  if (auto store = dyn_cast<StoreParamOp>(op))
+    return store.getName() == name;
+  auto repeat = dyn_cast<RepeatOp>(op);
+  if (!repeat)
+    return false;
+  auto layer =
+      SymbolTable::lookupNearestSymbolFrom<LayerOp>(op, repeat.getLayerAttr());
+  return layer && layer.walk([](StoreParamOp) {
+                        return WalkResult::interrupt();
+                      }).wasInterrupted();
+}
+
+/// Whether the value `read` gives may be overwritten (by a store of the same
+/// parameter) before its last use. A read aliases the parameter's buffer,
+/// which is right only when it is not.
+static bool isOverwrittenWhileLive(ParamOp read) {
+  Block *block = read->getBlock();
+  Operation *lastUse = nullptr;
+  for (Operation *user : read->getUsers()) {
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (inBlock && (!lastUse || lastUse->isBeforeInBlock(inBlock)))
+      lastUse = inBlock;
+  }
+  if (!lastUse)
+    return false;
+  // A terminator copies its operands out before anything else runs.
+  for (Operation *op = read->getNextNode(); op && op != lastUse;
+       op = op->getNextNode())
+    if (mayWriteParam(op, read.getName()))
+      return true;
+  return false;
+}
+
 static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   OpBuilder &b = l.b;
   Location loc = l.loc;
@@ -753,7 +811,7 @@ static std::pair<Value, Value> bufferList(FunctionLowering &l,
   OpBuilder &b = l.b;
   auto type = emitc::ArrayType::get(
       {std::max<int64_t>(1, values.size())},
-      emitc::PointerType::get(b.getF32Type()));
+      emitc::PointerType::get(l.typeOf(values.front()).getElementType()));
   Value list = emitc::VariableOp::create(
       b, l.loc, type, emitc::OpaqueAttr::get(b.getContext(), ""));
   SmallVector<int64_t> counts;
@@ -776,13 +834,86 @@ static void addActivationGrad(LoweringTable &t, StringRef kernel) {
   });
 }
 
+/// The kernel for a data-movement op on `v`'s element type (f32 or i32).
+static FailureOr<std::string> movementKernel(Operation *op, StringRef base,
+                                             Value v) {
+  Type element = FunctionLowering::typeOf(v).getElementType();
+  if (element.isInteger(64))
+    return op->emitOpError() << "moves i64 elements; the kernels take f32 and "
+                                "i32";
+  return (base + "_" + getElementSuffix(element)).str();
+}
+
+/// The `stride` attribute as an array, or a null pointer when absent.
+static Value strideArray(FunctionLowering &l,
+                         std::optional<ArrayRef<int64_t>> stride) {
+  if (stride)
+    return l.shape(*stride);
+  return emitc::LiteralOp::create(l.b, l.loc,
+                                  emitc::PointerType::get(l.b.getI64Type()),
+                                  l.b.getStringAttr("nullptr"));
+}
+
+static void populateShapeLowerings(LoweringTable &t) {
+  t.add<SliceOp>([](SliceOp op, FunctionLowering &l) -> LogicalResult {
+    FailureOr<std::string> kernel =
+        movementKernel(op, "braid_rt_cpu_slice", op.getInput());
+    if (failed(kernel))
+      return failure();
+    l.call(*kernel, {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+                     l.shapeOf(op.getInput()), l.shape(op.getStart()),
+                     strideArray(l, op.getStride()), l.shapeOf(op.getResult()),
+                     l.result(op.getResult())});
+    return success();
+  });
+  t.add<SliceGradOp>([](SliceGradOp op, FunctionLowering &l) -> LogicalResult {
+    l.call("braid_rt_cpu_slice_grad_f32",
+           {l.get(op.getGrad()), l.i64(l.rankOf(op.getGrad())),
+            l.shapeOf(op.getGrad()), l.shape(op.getStart()),
+            strideArray(l, op.getStride()), l.shapeOf(op.getResult()),
+            l.result(op.getResult())});
+    return success();
+  });
+  t.add<ConcatOp>([](ConcatOp op, FunctionLowering &l) -> LogicalResult {
+    FailureOr<std::string> kernel =
+        movementKernel(op, "braid_rt_cpu_concat", op.getResult());
+    if (failed(kernel))
+      return failure();
+    int64_t axis = op.getAxis();
+    int64_t rank = l.rankOf(op.getResult());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<int64_t> sizes;
+    for (Value input : op.getInputs())
+      sizes.push_back(l.typeOf(input).getDimSize(axis));
+    Value list = bufferList(l, op.getInputs()).first;
+    l.call(*kernel, {list, l.i64(op.getInputs().size()), l.i64(rank),
+                     l.shapeOf(op.getResult()), l.i64(axis), l.shape(sizes),
+                     l.result(op.getResult())});
+    return success();
+  });
+  t.add<ReduceMaxGradOp>(
+      [](ReduceMaxGradOp op, FunctionLowering &l) -> LogicalResult {
+        ArrayRef<int64_t> axes = op.getAxes();
+        l.callChecked("braid_rt_cpu_reduce_max_grad_f32",
+                      {l.get(op.getInput()), l.get(op.getGrad()),
+                       l.i64(l.rankOf(op.getInput())),
+                       l.shapeOf(op.getInput()), l.i64(axes.size()),
+                       l.shape(axes), l.result(op.getResult())});
+        return success();
+      });
+}
+
 static void populateTrainingLowerings(LoweringTable &t) {
   t.add<ConstantOp>([](ConstantOp op, FunctionLowering &l) -> LogicalResult {
     auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
     Type element = l.typeOf(op.getResult()).getElementType();
-    if (!dense || !dense.isSplat() || element.isInteger(64))
-      return op.emitOpError() << "is not a splat of f32 or i32; generated "
-                                 "code fills splat constants only so far";
+    if (!dense)
+      return op.emitOpError() << "has a value that is not dense elements; "
+                                 "generated code takes dense constants only";
+    if (!dense.isSplat() || element.isInteger(64))
+      return l.copy(op, element, l.module.getConstantData(l.b, l.loc, dense),
+                    l.result(op.getResult()), l.countOf(op.getResult()));
     Value value =
         element.isF32()
             ? l.f32(dense.getSplatValue<APFloat>().convertToDouble())
@@ -942,6 +1073,7 @@ static void populateTrainingLowerings(LoweringTable &t) {
 }
 
 static void populateLowerings(LoweringTable &t) {
+  populateShapeLowerings(t);
   populateTrainingLowerings(t);
   t.add<ParamOp>([](ParamOp op, FunctionLowering &l) -> LogicalResult {
     if (op.getBlockOf())
@@ -952,8 +1084,13 @@ static void populateLowerings(LoweringTable &t) {
                      op.getInit(), l);
     if (failed(slot))
       return failure();
-    l.alias(op.getResult(), loadParam(l, *slot));
-    return success();
+    Value buffer = loadParam(l, *slot);
+    if (!isOverwrittenWhileLive(op)) {
+      l.alias(op.getResult(), buffer);
+      return success();
+    }
+    return l.copy(op, l.typeOf(op.getResult()).getElementType(), buffer,
+                  l.result(op.getResult()), l.countOf(op.getResult()));
   });
   t.add<StoreParamOp>([](StoreParamOp op, FunctionLowering &l) -> LogicalResult {
     auto type = l.typeOf(op.getValue());

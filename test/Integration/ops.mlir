@@ -1,0 +1,30 @@
+// Tests that the lowerings of ops the GPT does not use compute what
+// braid-eval computes: each tensor result's sum and L2 norm agree within
+// 1e-5 of its norm, on inputs generated from the seed.
+//
+// RUN: braidc %s --entry ops -o %t.prog
+// RUN: %t.prog --seed 7 > %t.out
+// RUN: braid-eval %s --entry ops --seed 7 > %t.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.out %t.eval --rtol 1e-5 --tensors | FileCheck %s
+
+// CHECK: ok: 9 tensors within 1e-05
+
+func.func @ops(%x: tensor<4x6xf32> {braid.name = "x"}, %y: tensor<4x6xf32> {braid.name = "y"}) -> (tensor<2x3xf32>, tensor<4x12xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x6xf32>) {
+  %s = braid.slice %x {start = array<i64: 1, 0>, limit = array<i64: 3, 6>, stride = array<i64: 1, 2>} : (tensor<4x6xf32>) -> tensor<2x3xf32>
+  %c = braid.concat %x, %y {axis = 1 : i64} : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x12xf32>
+  %t = braid.transpose %y {permutation = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %sm = braid.softmax %x {axis = 0 : i64} : tensor<4x6xf32>
+  %m = braid.reduce max %x {axes = array<i64: 1>} : (tensor<4x6xf32>) -> tensor<4xf32>
+  %mg = braid.reduce_max_grad %x, %m {axes = array<i64: 1>} : (tensor<4x6xf32>, tensor<4xf32>) -> tensor<4x6xf32>
+  %sg = braid.slice_grad %s {start = array<i64: 1, 0>, limit = array<i64: 3, 6>, stride = array<i64: 1, 2>} : (tensor<2x3xf32>) -> tensor<4x6xf32>
+  %k = braid.constant dense<[1.0, -2.0, 3.0, 0.5, 0.25, 4.0]> : tensor<6xf32>
+  %d = braid.div %y, %k : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  %e = braid.exp %d : tensor<4x6xf32>
+  %r = braid.rms_norm %x, %k : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  %rg = braid.rms_norm_grad %x, %k, %y : (tensor<4x6xf32>, tensor<6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %sl = braid.silu_grad %x, %y : tensor<4x6xf32>
+  %rl = braid.relu_grad %x, %sl : tensor<4x6xf32>
+  %sum = braid.add %rg, %rl : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %b = braid.broadcast %k : (tensor<6xf32>) -> tensor<3x6xf32>
+  return %s, %c, %t, %sm, %mg, %sg, %e, %sum, %b : tensor<2x3xf32>, tensor<4x12xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x6xf32>
+}
