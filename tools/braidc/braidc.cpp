@@ -110,11 +110,12 @@ getSignature(ModuleOp module) {
     } else if (!element.isF32()) {
       auto range = fn.getArgAttrOfType<IntegerAttr>(i, "braid.range");
       if (!range || range.getInt() < 1 ||
-          !info.type.getElementType().isInteger(32))
+          !(element.isInteger(32) || element.isInteger(64)))
         return fn.emitError()
-               << "integer argument '" << info.name
-               << "' needs to be i32 with a positive 'braid.range' argument "
-                  "attribute for the program to generate it";
+               << "argument '" << info.name << "' of " << info.type
+               << " needs to be f32, or i32 or i64 with a positive "
+                  "'braid.range' argument attribute, for the program to "
+                  "generate it";
       info.range = range.getInt();
     }
     args.push_back(info);
@@ -182,7 +183,8 @@ int main(int argc, char **argv) {
          << "\", BRAID_RT_INIT_NORMAL, 1.0, 0.0, " << count << ", " << var
          << ");\n";
     else
-      os << "  braid_rt_program_init_ids_i32(seed, \"" << arg.name << "\", "
+      os << "  braid_rt_program_init_ids_" << suffix(element) << "(seed, \""
+         << arg.name << "\", "
          << arg.range << ", " << count << ", " << var << ");\n";
     call += var + ", ";
   }

@@ -1105,6 +1105,19 @@ static void populateLowerings(LoweringTable &t) {
     l.alias(op.getResult(), l.get(op.getInput()));
     return success();
   });
+  // A sharding annotation is the identity on one device.
+  t.add<ShardOp>([](ShardOp op, FunctionLowering &l) -> LogicalResult {
+    l.alias(op.getResult(), l.get(op.getInput()));
+    return success();
+  });
+  t.add<RotaryOp>([](RotaryOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> x = l.typeOf(op.getInput()).getShape();
+    l.call("braid_rt_cpu_rotary_f32",
+           {l.get(op.getInput()), l.i64(x[0]), l.i64(x[1]), l.i64(x[2]),
+            l.i64(x[3]), l.f64(op.getBase().convertToDouble()),
+            l.flag(op.getInverse()), l.result(op.getResult())});
+    return success();
+  });
   t.add<TransposeOp>([](TransposeOp op, FunctionLowering &l) -> LogicalResult {
     Type element = l.typeOf(op.getInput()).getElementType();
     if (element.isInteger(64))

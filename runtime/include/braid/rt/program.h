@@ -99,6 +99,22 @@ static inline void braid_rt_program_init_ids_i32(uint64_t seed,
   }
 }
 
+static inline void braid_rt_program_init_ids_i64(uint64_t seed,
+                                                 const char *name,
+                                                 int64_t range, int64_t count,
+                                                 int64_t *out) {
+  enum { CHUNK = 4096 };
+  double values[CHUNK];
+  uint64_t key = braid_rt_init_key(seed, name);
+  for (int64_t first = 0; first < count; first += CHUNK) {
+    int64_t n = count - first < CHUNK ? count - first : CHUNK;
+    braid_rt_init_fill_f64(BRAID_RT_INIT_UNIFORM, 0.0, (double)range, key,
+                           (uint64_t)first, (size_t)n, values);
+    for (int64_t i = 0; i < n; ++i)
+      out[first + i] = (int64_t)values[i];
+  }
+}
+
 #ifdef __cplusplus
 }
 #endif
