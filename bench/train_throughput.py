@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""Training throughput of a braidc-compiled GPT against PyTorch eager.
+
+Workload: one GPT (default 4 layers, hidden 128, 4 heads, sequence 64,
+vocabulary 256, batch 4), an AdamW training step on a fixed batch, on one
+CPU rank. Both sides run in this invocation (these machines are noisy),
+each at every thread count asked for (default 1 and 2), and are compared
+at their best: PyTorch 1.13 can be much slower with 2 threads than with 1
+on a 2-core machine. Achieved GFLOP/s (the step's FLOPs from
+braid-cost-report) are also given as a fraction of OpenBLAS SGEMM on the
+same machine, measured here, which is the practical limit.
+
+Timing: Braid's program runs 1 step and 1 + S steps; the difference over S
+is the time per step (start-up and initialisation cancel). PyTorch runs one
+warm-up step, then S timed ones. Each is the best of --repeats runs.
+
+    bench/train_throughput.py [--steps S] [--threads 1,2] [--csv]
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "python" / "tests"))
+
+
+def run(*args, env=None):
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
+def thread_env(threads):
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    return env
+
+
+def step_flops(bin_dir, model):
+    """F + B + W FLOPs of one training step, from braid-cost-report."""
+    out = run(bin_dir / "braid-opt", model, "--braid-autodiff", "--braid-cost-report", "-o", os.devnull)
+    total = 0.0
+    for line in out.splitlines():
+        m = re.match(r"^(\S.*?)\s+(\d+)\s+\d+\s+\d+\s+\d+\s+(\d+)\s+\S+\s*$", line)
+        if m:
+            total += int(m.group(2)) * int(m.group(3))
+    if total == 0:
+        raise SystemExit("could not read the FLOPs from braid-cost-report:\n" + out)
+    return total
+
+
+def time_braid(program, steps, threads, repeats):
+    def wall(n):
+        start = time.perf_counter()
+        run(program, "--steps", n, "--seed", 0, env=thread_env(threads))
+        return time.perf_counter() - start
+    best = float("inf")
+    for _ in range(repeats):
+        best = min(best, (wall(1 + steps) - wall(1)) / steps)
+    return max(best, 1e-9)
+
+
+def torch_worker(args):
+    """Runs in a child process so that the thread count is set before torch
+    starts its pools; prints the best seconds per step."""
+    import torch
+    import torch_reference as ref
+    torch.set_num_threads(args.threads_one)
+    torch.manual_seed(0)
+    h, v, s, b, n = args.hidden, args.vocab, args.seq, args.batch, args.layers
+    shapes = {"wte.weight": (v, h), "wpe.weight": (s, h), "ln_f.weight": (h,), "ln_f.bias": (h,)}
+    for i in range(n):
+        p = f"h.{i}."
+        for name in ("ln_1", "ln_2"):
+            shapes[p + name + ".weight"] = (h,)
+            shapes[p + name + ".bias"] = (h,)
+        for name in ("attn.q", "attn.k", "attn.v", "attn.proj"):
+            shapes[p + name + ".weight"] = (h, h)
+            shapes[p + name + ".bias"] = (h,)
+        shapes[p + "mlp.fc.weight"] = (h, 4 * h)
+        shapes[p + "mlp.fc.bias"] = (4 * h,)
+        shapes[p + "mlp.proj.weight"] = (4 * h, h)
+        shapes[p + "mlp.proj.bias"] = (h,)
+    params = {k: (torch.randn(*shape) * 0.02).requires_grad_() for k, shape in shapes.items()}
+    opt = torch.optim.AdamW(params.values(), lr=3e-4)
+    tokens = torch.randint(0, v, (b, s))
+    labels = torch.randint(0, v, (b, s))
+
+    def step():
+        opt.zero_grad()
+        logits = ref.gpt_logits(ref.Weights(params), tokens, n, args.heads)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, v), labels.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    best = float("inf")
+    for _ in range(args.repeats):
+        step()  # warm-up
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        best = min(best, (time.perf_counter() - start) / args.steps)
+    print(best)
+
+
+def time_torch(args, threads):
+    out = run(sys.executable, __file__, "--torch-worker", "--threads-one", threads,
+              *[f"--{k.replace('_', '-')}={getattr(args, k)}"
+                for k in ("layers", "hidden", "heads", "seq", "vocab", "batch", "steps", "repeats")],
+              env=thread_env(threads))
+    return float(out.strip().splitlines()[-1])
+
+
+def sgemm_gflops(threads, size=1024, repeats=5):
+    code = ("import numpy as np, time\n"
+            f"a = np.random.rand({size}, {size}).astype(np.float32); b = a.copy(); a @ b\n"
+            "best = min((lambda t: (a @ b, time.perf_counter() - t)[1])(time.perf_counter())"
+            f" for _ in range({repeats}))\n"
+            f"print(2 * {size}**3 / best / 1e9)\n")
+    return float(run(sys.executable, "-c", code, env=thread_env(threads)).strip())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per run")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (best taken)")
+    parser.add_argument("--threads", default="1,2", help="thread counts to try")
+    parser.add_argument("--csv", action="store_true", help="print CSV")
+    parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
+    parser.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--threads-one", type=int, default=1, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.torch_worker:
+        return torch_worker(args)
+
+    from braid import models
+    bin_dir = Path(args.bin_dir)
+    threads = [int(t) for t in args.threads.split(",")]
+    tokens = args.batch * args.seq
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        model = tmp / "gpt.mlir"
+        model.write_text(models.gpt(layers=args.layers, hidden=args.hidden, heads=args.heads,
+                                    seq=args.seq, vocab=args.vocab, batch=args.batch))
+        train = tmp / "train.mlir"
+        train.write_text(run(bin_dir / "braid-opt", model, "--braid-autodiff",
+                             "--braid-train-step=lr=3e-4"))
+        program = tmp / "train"
+        run(bin_dir / "braidc", train, "--entry", "train_step", "-o", program)
+        flops = step_flops(bin_dir, model)
+        rows = []
+        for t in threads:
+            rows.append(("braid", t, time_braid(program, args.steps, t, args.repeats)))
+            rows.append(("pytorch", t, time_torch(args, t)))
+        sgemm = max(sgemm_gflops(t) for t in threads)
+
+    best = {side: min(r[2] for r in rows if r[0] == side) for side in ("braid", "pytorch")}
+    if args.csv:
+        print("side,threads,ms_per_step,tokens_per_s,gflops,fraction_of_sgemm")
+        for side, t, sec in rows:
+            print(f"{side},{t},{sec * 1e3:.3f},{tokens / sec:.1f},{flops / sec / 1e9:.3f},"
+                  f"{flops / sec / 1e9 / sgemm:.4f}")
+        print(f"ratio_braid_over_pytorch,{best['pytorch'] / best['braid']:.3f}")
+        return
+    print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
+          f"sequence {args.seq}, vocabulary {args.vocab}, batch {args.batch} ({tokens} tokens); "
+          f"AdamW; {flops / 1e9:.3f} GFLOP per step (braid-cost-report)")
+    print(f"OpenBLAS SGEMM 1024^3 on this machine: {sgemm:.1f} GFLOP/s (best over threads)")
+    print(f"{'side':8} {'threads':>7} {'ms/step':>10} {'tokens/s':>10} {'GFLOP/s':>9} {'of SGEMM':>9}")
+    for side, t, sec in rows:
+        mark = " *" if sec == best[side] else ""
+        print(f"{side:8} {t:>7} {sec * 1e3:>10.2f} {tokens / sec:>10.0f} {flops / sec / 1e9:>9.2f} "
+              f"{flops / sec / 1e9 / sgemm:>9.3f}{mark}")
+    print(f"braid / pytorch throughput at each side's best thread count (*): "
+          f"{best['pytorch'] / best['braid']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
