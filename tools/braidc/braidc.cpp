@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -305,8 +306,17 @@ int main(int argc, char **argv) {
   registry.insert<braid::BraidDialect, func::FuncDialect, arith::ArithDialect,
                   tensor::TensorDialect, emitc::EmitCDialect>();
   MLIRContext context(registry);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(inputFile, &context);
+  // Diagnostics as file:line:col with the source line.
+  std::string error;
+  auto input = openInputFile(inputFile, &error);
+  if (!input) {
+    errs() << "braidc: " << error << "\n";
+    return 1;
+  }
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
   auto signature = getSignature(*module);
