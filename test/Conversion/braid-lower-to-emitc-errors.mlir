@@ -28,3 +28,18 @@ func.func @tied(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = braid.add %x, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// Tests that two symbols that would be emitted under one C name are refused.
+braid.layer @l.f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  braid.yield %x : tensor<4xf32>
+}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = braid.repeat @l.f(%x) {count = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+// expected-error@+1 {{@l_f would be emitted as 'braid_l_f', the name of @l.f; rename one of them}}
+func.func @l_f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}

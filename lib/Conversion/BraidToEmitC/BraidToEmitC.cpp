@@ -126,8 +126,10 @@ public:
       : module(module), b(b) {}
 
   /// Lowers the body of `fn` (a func.func or braid.layer) into `target`.
-  LogicalResult lowerBody(Block &body, emitc::FuncOp target, bool isLayer,
-                          Value slots, ArrayRef<Value> outs);
+  /// `slots` is the layer instance's slot numbers (null for a function),
+  /// `outs` the out-pointer arguments of the results.
+  LogicalResult lowerBody(Block &body, emitc::FuncOp target, Value slots,
+                          ArrayRef<Value> outs);
 
   //===--- Helpers for op lowerings ---------------------------------------===//
 
@@ -301,8 +303,7 @@ LogicalResult FunctionLowering::copy(Operation *op, Type elementType,
 }
 
 LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
-                                          bool isLayer, Value slots,
-                                          ArrayRef<Value> outs) {
+                                          Value slots, ArrayRef<Value> outs) {
   Block &entry = target.getBody().front();
   for (auto [arg, buffer] : llvm::zip(body.getArguments(),
                                       entry.getArguments()))
@@ -602,9 +603,35 @@ LogicalResult ModuleLowering::run(StringRef entry) {
     Value slots = isLayer ? body->getArgument(numArgs) : Value();
     SmallVector<Value> outArgs(
         body->getArguments().drop_front(numArgs + (isLayer ? 1 : 0)));
-    return lowering.lowerBody(fn.getFunctionBody().front(), target, isLayer,
-                              slots, outArgs);
+    return lowering.lowerBody(fn.getFunctionBody().front(), target, slots,
+                              outArgs);
   };
+  // Emitted names flatten '.' and other characters: two symbols may meet.
+  llvm::StringMap<Operation *> emittedNames;
+  emittedNames[kProgramInitFunction] = nullptr;
+  SmallVector<Operation *> definitions;
+  for (LayerOp layer : layers)
+    definitions.push_back(layer);
+  for (func::FuncOp fn : functions)
+    definitions.push_back(fn);
+  for (Operation *fn : definitions) {
+    StringRef symbol = SymbolTable::getSymbolName(fn).getValue();
+    auto [it, inserted] =
+        emittedNames.try_emplace(getEmittedFunctionName(symbol), fn);
+    if (!inserted)
+      return fn->emitError()
+             << "@" << symbol << " would be emitted as '" << it->first()
+             << "', the name of "
+             << (it->second ? "@" + SymbolTable::getSymbolName(it->second)
+                                        .getValue()
+                                        .str()
+                            : std::string("the parameter initialiser"))
+             << "; rename one of them";
+  }
+  LLVM_DEBUG(llvm::dbgs() << "braid-lower-to-emitc: " << slots.size()
+                          << " parameter slots, " << layers.size()
+                          << " layers, " << functions.size()
+                          << " functions\n");
   for (LayerOp layer : layers)
     if (failed(lowerFunction(layer, /*isLayer=*/true)))
       return failure();
