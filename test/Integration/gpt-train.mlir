@@ -21,5 +21,6 @@
 
 // I64: ok: 3 losses within 0.0001
 
-// OUT: step 0 loss {{[0-9.]+}} lr 0.0003 grad_norm {{[0-9.]+}}
+// OUT: step 0 loss {{[0-9.]+}} lr 0.0003 grad_norm {{[0-9.]+}} ms {{[0-9.]+}} tokens/s {{[0-9]+}}
 // OUT: step 7 loss
+// OUT: summary: 8 steps, {{[0-9.]+}} ms/step, {{[0-9]+}} tokens/s (step 0 excluded)

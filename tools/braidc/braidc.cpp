@@ -147,6 +147,7 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
   os << R"(
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,9 +208,21 @@ int main(int argc, char **argv) {
       return -1;
     };
     unsigned stepIndex = step - args.data();
-    os << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
+    // Tokens per step: the elements of the 'tokens' argument, if any.
+    int64_t tokens = 0;
+    for (const TensorInfo &arg : args)
+      if (arg.name == "tokens")
+        tokens = arg.type.getNumElements();
+    os << "  double total_s = 0;\n"
+       << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
        << "    in" << stepIndex << "[0] = s;\n"
+       << "    struct timespec t0, t1;\n"
+       << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n"
        << "    " << call << ");\n"
+       << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
+       << "    double step_s = (double)(t1.tv_sec - t0.tv_sec) +\n"
+       << "                    1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);\n"
+       << "    if (s > start_step || steps == 1)\n      total_s += step_s;\n"
        << "    printf(\"step %lld\", (long long)s);\n";
     for (auto [name, format] : {std::pair<StringRef, StringRef>{"loss", "%.17g"},
                                 {"lr", "%.6g"},
@@ -217,7 +230,21 @@ int main(int argc, char **argv) {
       if (int i = index(name); i >= 0)
         os << "    printf(\" " << name << " " << format << "\", (double)out"
            << i << "[0]);\n";
-    os << "    printf(\"\\n\");\n  }\n  return 0;\n}\n";
+    os << "    printf(\" ms %.2f\", 1e3 * step_s);\n";
+    if (tokens)
+      os << "    printf(\" tokens/s %.0f\", " << tokens << " / step_s);\n";
+    os << "    printf(\"\\n\");\n  }\n";
+    // The first step (allocation, cold caches) is left out of the mean.
+    os << "  int64_t timed = steps > 1 ? steps - 1 : steps;\n"
+       << "  if (timed > 0) {\n"
+       << "    printf(\"summary: %lld steps, %.2f ms/step\", (long long)steps,"
+       << " 1e3 * total_s / timed);\n";
+    if (tokens)
+      os << "    printf(\", %.0f tokens/s\", " << tokens
+         << " * timed / total_s);\n";
+    os << "    if (timed < steps)\n"
+       << "      printf(\" (step %lld excluded)\", (long long)start_step);\n"
+       << "    printf(\"\\n\");\n  }\n  return 0;\n}\n";
     return;
   }
   os << "  " << call << ");\n";
