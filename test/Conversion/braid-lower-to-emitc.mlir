@@ -2,14 +2,15 @@
 
 // Tests that parameters become slots of the global table, that matmul and add
 // become kernel calls with their ranks and static shape arrays, each result
-// in a fresh buffer, and that the result is copied to the out argument and
-// the buffers freed.
+// in the buffer of its allocation site (a static pointer, allocated on first
+// use and kept), and that the result is copied to the out argument.
 
 // CHECK-DAG: emitc.include "braid/rt/kernels.h"
 // CHECK-DAG: emitc.global @braid_params : !emitc.array<2x!emitc.ptr<f32>>
 // CHECK-DAG: emitc.global static const @[[$X_SHAPE:braid_shape_[0-9]+]] : !emitc.array<2xi64> = dense<[2, 4]>
 // CHECK-DAG: emitc.global static const @[[$W_SHAPE:braid_shape_[0-9]+]] : !emitc.array<2xi64> = dense<[4, 3]>
 // CHECK-DAG: emitc.global static const @[[$B_SHAPE:braid_shape_[0-9]+]] : !emitc.array<1xi64> = dense<3>
+// CHECK-DAG: emitc.global static @[[$BUF0:braid_buffer_[0-9]+]] : !emitc.ptr<f32>
 // CHECK-LABEL: emitc.func @braid_linear(
 // CHECK-SAME: %[[X:.*]]: !emitc.ptr<f32>, %[[OUT:.*]]: !emitc.ptr<f32>)
 // CHECK: %[[SLOT0:.*]] = "emitc.constant"() <{value = 0 : index}>
@@ -19,14 +20,15 @@
 // CHECK: %[[B:.*]] = load
 // CHECK: %[[XS:.*]] = get_global @[[$X_SHAPE]]
 // CHECK: %[[WS:.*]] = get_global @[[$W_SHAPE]]
-// CHECK: %[[Y:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[SITE:.*]] = get_global @[[$BUF0]] : !emitc.lvalue<!emitc.ptr<f32>>
+// CHECK: %[[ADDR:.*]] = address_of %[[SITE]]
+// CHECK: %[[Y:.*]] = call_opaque "braid_rt_program_buffer_f32"(%[[ADDR]], %{{.*}}) : (!emitc.ptr<!emitc.ptr<f32>>, i64) -> !emitc.ptr<f32>
 // CHECK: call_opaque "braid_rt_cpu_matmul_f32"(%[[X]], %[[W]], %{{.*}}, %[[XS]], %{{.*}}, %[[WS]], %{{.*}}, %{{.*}}, %[[Y]])
 // CHECK: %[[BS:.*]] = get_global @[[$B_SHAPE]]
-// CHECK: %[[Z:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[Z:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[Y]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[BS]], %[[Z]])
 // CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[Z]], %{{.*}}, %[[OUT]])
-// CHECK: call_opaque "braid_rt_program_free"(%[[Y]])
-// CHECK: call_opaque "braid_rt_program_free"(%[[Z]])
+// CHECK-NOT: braid_rt_program_free
 // CHECK: return
 // CHECK-LABEL: emitc.func @braid_program_init(
 // CHECK-SAME: %[[SEED:.*]]: i64)
@@ -63,9 +65,9 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK: call_opaque "braid_rt_cpu_copy_f32"({{.*}}, %[[OUT]])
 // CHECK-LABEL: emitc.func @braid_stack(
 // CHECK-SAME: %[[IN:.*]]: !emitc.ptr<f32>, %[[RES:.*]]: !emitc.ptr<f32>)
-// CHECK: %[[CUR:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[CUR:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[IN]], %{{.*}}, %[[CUR]])
-// CHECK: %[[NEXT:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[NEXT:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: %[[TAB:.*]] = get_global @[[$SLOTS]]
 // CHECK: %[[LB:.*]] = "emitc.constant"() <{value = 0 : i64}>
 // CHECK: %[[STEP:.*]] = "emitc.constant"() <{value = 1 : i64}>
@@ -125,9 +127,9 @@ func.func @embed(%ids: tensor<2x8xi32>) -> tensor<2x8x16xf32> {
 // CHECK: %[[W:.*]] = load
 // CHECK: %[[M:.*]] = load
 // CHECK: %[[V:.*]] = load
-// CHECK: %[[NW:.*]] = call_opaque "braid_rt_program_alloc_f32"
-// CHECK: %[[NM:.*]] = call_opaque "braid_rt_program_alloc_f32"
-// CHECK: %[[NV:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[NW:.*]] = call_opaque "braid_rt_program_buffer_f32"
+// CHECK: %[[NM:.*]] = call_opaque "braid_rt_program_buffer_f32"
+// CHECK: %[[NV:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: call_opaque "braid_rt_cpu_adamw_update_f32_i64"(%[[W]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[STEP]], {{.*}}, %[[NW]], %[[NM]], %[[NV]])
 // CHECK: %[[SLOT:.*]] = load
 // CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[NW]], %{{.*}}, %[[SLOT]])
@@ -152,7 +154,7 @@ func.func @update(%g: tensor<4xf32>, %h: tensor<2xf32>, %lr: tensor<f32>, %step:
 // CHECK: %[[A:.*]] = load %{{.*}} : <!emitc.ptr<f32>>
 // CHECK-NOT: braid_rt_cpu_copy_f32"(%[[A]]
 // CHECK: %[[B:.*]] = load %{{.*}} : <!emitc.ptr<f32>>
-// CHECK: %[[COPY:.*]] = call_opaque "braid_rt_program_alloc_f32"
+// CHECK: %[[COPY:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[B]], %{{.*}}, %[[COPY]])
 // CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[A]], %[[A]]
 // CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[COPY]], %[[COPY]]

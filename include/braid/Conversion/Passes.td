@@ -16,8 +16,10 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
 
     - A tensor becomes a pointer to a row-major buffer (`!emitc.ptr<f32>`,
       `<i32>`, `<i64>`); function results become trailing out-pointer
-      arguments. Each op result gets a buffer from
-      `braid_rt_program_alloc_<type>`, freed when the function returns;
+      arguments. Each op result gets the buffer of its allocation site: a
+      `static T *braid_buffer_N`, allocated by
+      `braid_rt_program_buffer_<type>` on first use and kept, since
+      functions are not reentrant and results leave them by copy;
       `braid.reshape` aliases its operand.
     - Each compute op becomes an `emitc.call_opaque` of its kernel with the
       operands, then its static shapes and attributes as scalars or
@@ -43,7 +45,9 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
     ```
     becomes
     ```mlir
-    %y = emitc.call_opaque "braid_rt_program_alloc_f32"(%c512) : (i64) -> !emitc.ptr<f32>
+    %site = emitc.get_global @braid_buffer_3 : !emitc.lvalue<!emitc.ptr<f32>>
+    %p = emitc.address_of %site : !emitc.lvalue<!emitc.ptr<f32>>
+    %y = emitc.call_opaque "braid_rt_program_buffer_f32"(%p, %c512) : (!emitc.ptr<!emitc.ptr<f32>>, i64) -> !emitc.ptr<f32>
     emitc.call_opaque "braid_rt_cpu_matmul_f32"(%x, %w, %c3, %shape0, %c2, %shape1, %false, %false, %y) : (...) -> ()
     ```
   }];

@@ -93,6 +93,9 @@ public:
   Value getParamTable(OpBuilder &b, Location loc);
   /// A `static const` global array holding the elements of `data`.
   Value getConstantData(OpBuilder &b, Location loc, DenseElementsAttr data);
+  /// A new `static T *braid_buffer_N` global (null until first used), as an
+  /// lvalue: the buffer of one allocation site.
+  Value getBufferGlobal(OpBuilder &b, Location loc, Type bufferType);
 
   const LoweringTable &table;
   /// Local parameter names of each layer, in order of first appearance:
@@ -115,6 +118,7 @@ private:
   llvm::StringMap<int64_t> slotOf;
   std::map<std::pair<bool, std::vector<int64_t>>, std::string> arrays;
   unsigned numArrays = 0;
+  unsigned numBuffers = 0;
   emitc::GlobalOp paramTable;
 };
 
@@ -135,13 +139,16 @@ public:
 
   /// The buffer holding `v`.
   Value get(Value v) { return buffers.lookup(v); }
-  /// Allocates the buffer of op result `v` (freed on return).
+  /// The buffer of op result `v`.
   Value result(Value v) {
     Value buffer = allocate(typeOf(v));
     buffers[v] = buffer;
     return buffer;
   }
-  /// Allocates a buffer for a tensor of `type` (freed on return).
+  /// A buffer for a tensor of `type`: each allocation site has its own,
+  /// allocated on first use and kept (functions are not reentrant, and
+  /// results leave a function by copy, so a site's buffer is dead when its
+  /// function is entered again).
   Value allocate(RankedTensorType type);
   /// Makes `v` share `buffer` (no copy, not freed).
   void alias(Value v, Value buffer) { buffers[v] = buffer; }
@@ -211,7 +218,6 @@ public:
 
 private:
   DenseMap<Value, Value> buffers;
-  SmallVector<Value> owned;
 };
 
 } // namespace
@@ -269,14 +275,14 @@ static std::string describe(Operation *op) {
 Value FunctionLowering::allocate(RankedTensorType type) {
   Type bufferType = getBufferType(type);
   auto element = cast<emitc::PointerType>(bufferType).getPointee();
-  Value buffer =
-      emitc::CallOpaqueOp::create(
-          b, loc, bufferType,
-          ("braid_rt_program_alloc_" + getElementSuffix(element)).str(),
-          ValueRange{i64(type.getNumElements())})
-          .getResult(0);
-  owned.push_back(buffer);
-  return buffer;
+  Value global = module.getBufferGlobal(b, loc, bufferType);
+  Value address = emitc::AddressOfOp::create(
+      b, loc, emitc::PointerType::get(bufferType), global);
+  return emitc::CallOpaqueOp::create(
+             b, loc, bufferType,
+             ("braid_rt_program_buffer_" + getElementSuffix(element)).str(),
+             ValueRange{address, i64(type.getNumElements())})
+      .getResult(0);
 }
 
 void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
@@ -317,8 +323,6 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
         if (failed(copy(&op, typeOf(value).getElementType(), get(value), out,
                         countOf(value))))
           return failure();
-      for (Value buffer : owned)
-        call("braid_rt_program_free", {buffer});
       emitc::ReturnOp::create(b, loc, Value());
       continue;
     }
@@ -418,6 +422,17 @@ Value ModuleLowering::getConstantData(OpBuilder &b, Location loc,
   return emitc::GetGlobalOp::create(b, loc, type,
                                     FlatSymbolRefAttr::get(b.getContext(),
                                                            name));
+}
+
+Value ModuleLowering::getBufferGlobal(OpBuilder &b, Location loc,
+                                      Type bufferType) {
+  std::string name = ("braid_buffer_" + Twine(numBuffers++)).str();
+  emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                          TypeAttr::get(bufferType), Attribute(), nullptr,
+                          b.getUnitAttr(), nullptr);
+  return emitc::GetGlobalOp::create(
+      b, loc, emitc::LValueType::get(bufferType),
+      FlatSymbolRefAttr::get(b.getContext(), name));
 }
 
 Value ModuleLowering::getParamTable(OpBuilder &b, Location loc) {

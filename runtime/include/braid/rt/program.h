@@ -57,6 +57,28 @@ static inline int64_t *braid_rt_program_alloc_i64(int64_t count) {
 }
 static inline void braid_rt_program_free(void *p) { free(p); }
 
+/* The buffer of one allocation site of generated code: `*buffer`, allocated
+   (count elements, zeroed) when still NULL. The program keeps it until it
+   exits; kernels overwrite their results, so it is not cleared again. */
+static inline float *braid_rt_program_buffer_f32(float **buffer,
+                                                 int64_t count) {
+  if (!*buffer)
+    *buffer = braid_rt_program_alloc_f32(count);
+  return *buffer;
+}
+static inline int32_t *braid_rt_program_buffer_i32(int32_t **buffer,
+                                                   int64_t count) {
+  if (!*buffer)
+    *buffer = braid_rt_program_alloc_i32(count);
+  return *buffer;
+}
+static inline int64_t *braid_rt_program_buffer_i64(int64_t **buffer,
+                                                   int64_t count) {
+  if (!*buffer)
+    *buffer = braid_rt_program_alloc_i64(count);
+  return *buffer;
+}
+
 /* Copies `count` int64 elements (the kernels copy f32 and i32 only). */
 static inline void braid_rt_program_copy_i64(const int64_t *x, int64_t count,
                                              int64_t *y) {
