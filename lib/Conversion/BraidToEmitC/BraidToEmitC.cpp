@@ -150,7 +150,7 @@ public:
   /// results leave a function by copy, so a site's buffer is dead when its
   /// function is entered again).
   Value allocate(RankedTensorType type);
-  /// Makes `v` share `buffer` (no copy, not freed).
+  /// Makes `v` share `buffer` (no copy).
   void alias(Value v, Value buffer) { buffers[v] = buffer; }
 
   Value i64(int64_t v) {
@@ -192,8 +192,11 @@ public:
   static int64_t countOf(Value v) { return typeOf(v).getNumElements(); }
   /// `rows` of a row-wise kernel: the product of all dimensions but the last.
   static int64_t rowsOf(Value v) {
-    auto shape = typeOf(v).getShape();
-    return shape.empty() ? 1 : countOf(v) / shape.back();
+    ArrayRef<int64_t> shape = typeOf(v).getShape();
+    int64_t rows = 1;
+    for (int64_t d : shape.drop_back(shape.empty() ? 0 : 1))
+      rows *= d;
+    return rows;
   }
   static int64_t colsOf(Value v) {
     auto shape = typeOf(v).getShape();
@@ -205,9 +208,8 @@ public:
   }
   /// Calls a kernel returning braid_rt_status_t and checks the status.
   void callChecked(StringRef callee, ArrayRef<Value> args);
-  /// Copies `count` elements of `from` to `to` (f32 or i32).
-  LogicalResult copy(Operation *op, Type elementType, Value from, Value to,
-                     int64_t count);
+  /// Copies `count` elements of `from` to `to` (f32, i32 or i64).
+  void copy(Type elementType, Value from, Value to, int64_t count);
 
   ModuleLowering &module;
   OpBuilder &b;
@@ -297,15 +299,13 @@ void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
   call("braid_rt_program_check", {status, text});
 }
 
-LogicalResult FunctionLowering::copy(Operation *op, Type elementType,
-                                     Value from, Value to, int64_t count) {
-  if (elementType.isInteger(64)) {
-    call("braid_rt_program_copy_i64", {from, i64(count), to});
-    return success();
-  }
-  call(("braid_rt_cpu_copy_" + getElementSuffix(elementType)).str(),
-       {from, i64(count), to});
-  return success();
+void FunctionLowering::copy(Type elementType, Value from, Value to,
+                            int64_t count) {
+  // The kernels copy f32 and i32; the program support header i64.
+  StringRef callee = elementType.isInteger(64) ? "braid_rt_program_copy_i64"
+                     : elementType.isF32()     ? "braid_rt_cpu_copy_f32"
+                                               : "braid_rt_cpu_copy_i32";
+  call(callee, {from, i64(count), to});
 }
 
 LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
@@ -320,9 +320,7 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     where = describe(&op);
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       for (auto [value, out] : llvm::zip(op.getOperands(), outs))
-        if (failed(copy(&op, typeOf(value).getElementType(), get(value), out,
-                        countOf(value))))
-          return failure();
+        copy(typeOf(value).getElementType(), get(value), out, countOf(value));
       emitc::ReturnOp::create(b, loc, Value());
       continue;
     }
@@ -748,9 +746,8 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   for (unsigned i = 0; i < carried; ++i) {
     Value input = op.getInputs()[i];
     Value cur = l.result(op.getResult(i));
-    if (failed(l.copy(op, l.typeOf(input).getElementType(), l.get(input), cur,
-                      l.countOf(input))))
-      return failure();
+    l.copy(l.typeOf(input).getElementType(), l.get(input), cur,
+           l.countOf(input));
     current.push_back(cur);
     next.push_back(l.allocate(l.typeOf(input)));
   }
@@ -796,9 +793,8 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
     args.push_back(slice(buffer, value));
   l.call(getEmittedFunctionName(layer.getSymName()), args);
   for (unsigned i = 0; i < carried; ++i)
-    if (failed(l.copy(op, l.typeOf(op.getResult(i)).getElementType(), next[i],
-                      current[i], l.countOf(op.getResult(i)))))
-      return failure();
+    l.copy(l.typeOf(op.getResult(i)).getElementType(), next[i], current[i],
+           l.countOf(op.getResult(i)));
   return success();
 }
 
@@ -953,9 +949,11 @@ static void populateTrainingLowerings(LoweringTable &t) {
     if (!dense)
       return op.emitOpError() << "has a value that is not dense elements; "
                                  "generated code takes dense constants only";
-    if (!dense.isSplat() || element.isInteger(64))
-      return l.copy(op, element, l.module.getConstantData(l.b, l.loc, dense),
-                    l.result(op.getResult()), l.countOf(op.getResult()));
+    if (!dense.isSplat() || element.isInteger(64)) {
+      l.copy(element, l.module.getConstantData(l.b, l.loc, dense),
+             l.result(op.getResult()), l.countOf(op.getResult()));
+      return success();
+    }
     Value value =
         element.isF32()
             ? l.f32(dense.getSplatValue<APFloat>().convertToDouble())
@@ -1131,16 +1129,18 @@ static void populateLowerings(LoweringTable &t) {
       l.alias(op.getResult(), buffer);
       return success();
     }
-    return l.copy(op, l.typeOf(op.getResult()).getElementType(), buffer,
-                  l.result(op.getResult()), l.countOf(op.getResult()));
+    l.copy(l.typeOf(op.getResult()).getElementType(), buffer,
+           l.result(op.getResult()), l.countOf(op.getResult()));
+    return success();
   });
   t.add<StoreParamOp>([](StoreParamOp op, FunctionLowering &l) -> LogicalResult {
     auto type = l.typeOf(op.getValue());
     FailureOr<Value> slot = getParamSlot(op, op.getName(), type, InitAttr(), l);
     if (failed(slot))
       return failure();
-    return l.copy(op, type.getElementType(), l.get(op.getValue()),
-                  loadParam(l, *slot), type.getNumElements());
+    l.copy(type.getElementType(), l.get(op.getValue()), loadParam(l, *slot),
+           type.getNumElements());
+    return success();
   });
   t.add<RepeatOp>(lowerRepeat);
   t.add<ReshapeOp>([](ReshapeOp op, FunctionLowering &l) -> LogicalResult {
