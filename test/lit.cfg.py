@@ -22,5 +22,5 @@ config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%braid_src", config.braid_src_root))
 
 tool_dirs = [config.braid_tools_dir, config.llvm_tools_dir]
-tools = ["braid-opt", "braid-eval", "braidc"]
+tools = ["braid-opt", "braid-eval", "braidc", "braid-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,12 +1,42 @@
 // RUN: braid-opt %s --split-input-file --braid-lower-to-emitc -verify-diagnostics
 
-// Tests that an op without a lowering (here a collective, in a single-device
-// lowering) is a located error, not a crash.
-braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+// Tests that an op without a lowering (here one of another dialect) is a
+// located error, not a crash.
 func.func @no_lowering(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error@+1 {{'braid.all_reduce' op has no lowering to EmitC yet}}
-  %y = braid.all_reduce sum %x on @mesh ["dp"] : tensor<4x8xf32>
+  // expected-error@+1 {{'arith.addf' op has no lowering to EmitC yet}}
+  %y = arith.addf %x, %x : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that collectives other than sums are refused.
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+func.func @max(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{reduces with 'max'; generated collectives sum only}}
+  %y = braid.all_reduce max %x on @mesh ["dp"] : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a group listing its axes out of the mesh's order is refused
+// (the communicator orders its members row-major in mesh order).
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 2>}
+func.func @order(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
+  // expected-error@+1 {{lists its axes out of the mesh's order}}
+  %y = braid.all_gather %x on @mesh ["tp", "dp"] {dim = 0 : i64} : (tensor<4x8xf32>) -> tensor<16x8xf32>
+  return %y : tensor<16x8xf32>
+}
+
+// -----
+
+// Tests that collectives of integers are refused.
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+func.func @ints(%x: tensor<4xi32>) -> tensor<8xi32> {
+  // expected-error@+1 {{exchanges 'i32'; generated collectives take f32}}
+  %y = braid.all_gather %x on @mesh ["dp"] {dim = 0 : i64} : (tensor<4xi32>) -> tensor<8xi32>
+  return %y : tensor<8xi32>
 }
 
 // -----

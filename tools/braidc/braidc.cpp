@@ -13,6 +13,7 @@
 
 #include "braid/Conversion/Passes.h"
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Pipelines/BraidPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -72,8 +73,22 @@ struct TensorInfo {
   RankedTensorType type;
   int64_t range = 0;   // integer inputs: braid.range
   bool isStep = false; // the step number of a training step
+  /// An argument with braid.block_of: the whole shape and the block spec of
+  /// braid_rt_program_block (per dimension: the number of axes, their
+  /// indices); empty otherwise.
+  std::vector<int64_t> global, spec;
+  bool sharded = false;
+};
+
+/// The module's braid.mesh: a per-device program runs on its devices.
+struct MeshInfo {
+  bool present = false;
+  std::vector<int64_t> dims;
+  std::vector<std::string> names;
 };
 } // namespace
+
+static MeshInfo meshInfo;
 
 static std::string cType(Type element) {
   if (element.isF32())
@@ -96,6 +111,17 @@ getSignature(ModuleOp module) {
     return failure();
   }
   std::vector<TensorInfo> args, results;
+  braid::MeshOp mesh;
+  for (braid::MeshOp m : module.getOps<braid::MeshOp>()) {
+    if (mesh)
+      return m.emitError() << "is a second braid.mesh; braidc compiles "
+                              "programs on one mesh";
+    mesh = m;
+    meshInfo.present = true;
+    meshInfo.dims.assign(m.getShape().begin(), m.getShape().end());
+    for (Attribute a : m.getAxes())
+      meshInfo.names.push_back(cast<StringAttr>(a).getValue().str());
+  }
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     TensorInfo info;
     auto name = fn.getArgAttrOfType<StringAttr>(i, "braid.name");
@@ -118,6 +144,27 @@ getSignature(ModuleOp module) {
                   "'braid.range' argument attribute, for the program to "
                   "generate it";
       info.range = range.getInt();
+    }
+    if (auto block =
+            fn.getArgAttrOfType<braid::ShardingAttr>(i, "braid.block_of")) {
+      if (!mesh || block.getMesh().getValue() != mesh.getSymName() ||
+          !block.getPartialAxes().empty() || info.isStep)
+        return fn.emitError() << "argument '" << info.name
+                              << "' has a block_of that braidc cannot "
+                                 "generate (another mesh, a partial sum or "
+                                 "the step)";
+      info.sharded = true;
+      for (unsigned d = 0; d < info.type.getRank(); ++d) {
+        SmallVector<StringRef> axes = block.getDimAxes(d);
+        info.spec.push_back(axes.size());
+        int64_t count = 1;
+        for (StringRef a : axes) {
+          unsigned index = *mesh.getAxisIndex(a);
+          info.spec.push_back(index);
+          count *= mesh.getShape()[index];
+        }
+        info.global.push_back(info.type.getDimSize(d) * count);
+      }
     }
     args.push_back(info);
   }
@@ -152,7 +199,21 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
 #include <string.h>
 
 int main(int argc, char **argv) {
-  uint64_t seed = )"
+)";
+  if (meshInfo.present) {
+    // One program on every rank of the mesh; only rank 0 prints.
+    os << "  static const int64_t braid_mesh_dims[] = {";
+    for (auto [i, d] : llvm::enumerate(meshInfo.dims))
+      os << (i ? ", " : "") << d;
+    os << "};\n  static const char *const braid_mesh_names[] = {";
+    for (auto [i, n] : llvm::enumerate(meshInfo.names))
+      os << (i ? ", " : "") << "\"" << n << "\"";
+    os << "};\n  braid_rt_program_spmd_start(&argc, &argv, "
+       << meshInfo.dims.size() << ", braid_mesh_dims, braid_mesh_names);\n"
+       << "  if (braid_rt_program_spmd_rank() != 0 && "
+          "!freopen(\"/dev/null\", \"w\", stdout))\n    return 1;\n";
+  }
+  os << R"(  uint64_t seed = )"
      << seed << R"(ULL;
   int64_t steps = 1, start_step = 0;
   for (int i = 1; i < argc; ++i) {
@@ -178,16 +239,41 @@ int main(int argc, char **argv) {
     std::string var = "in" + std::to_string(i);
     os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
        << suffix(element) << "(" << count << ");\n";
+    // A block of a sharded argument: the whole input, then this rank's block.
+    std::string whole = var;
+    int64_t wholeCount = count;
+    if (arg.sharded) {
+      whole = var + "_whole";
+      wholeCount = 1;
+      for (int64_t d : arg.global)
+        wholeCount *= d;
+      os << "  " << cType(element) << " *" << whole
+         << " = braid_rt_program_alloc_" << suffix(element) << "("
+         << wholeCount << ");\n";
+    }
     if (arg.isStep)
       ;
     else if (element.isF32())
       os << "  braid_rt_program_init_f32(seed, \"" << arg.name
-         << "\", BRAID_RT_INIT_NORMAL, 1.0, 0.0, " << count << ", " << var
-         << ");\n";
+         << "\", BRAID_RT_INIT_NORMAL, 1.0, 0.0, " << wholeCount << ", "
+         << whole << ");\n";
     else
       os << "  braid_rt_program_init_ids_" << suffix(element) << "(seed, \""
          << arg.name << "\", "
-         << arg.range << ", " << count << ", " << var << ");\n";
+         << arg.range << ", " << wholeCount << ", " << whole << ");\n";
+    if (arg.sharded) {
+      auto list = [](const std::vector<int64_t> &v) {
+        std::string out;
+        for (int64_t x : v)
+          out += std::to_string(x) + ", ";
+        return out + "0";
+      };
+      os << "  {\n    static const int64_t global[] = {" << list(arg.global)
+         << "};\n    static const int64_t spec[] = {" << list(arg.spec)
+         << "};\n    braid_rt_program_extract_block(" << whole << ", sizeof(*"
+         << whole << "), " << arg.type.getRank() << ", global, spec, " << var
+         << ");\n  }\n";
+    }
     call += var + ", ";
   }
   for (auto [i, result] : llvm::enumerate(results)) {
@@ -244,7 +330,10 @@ int main(int argc, char **argv) {
          << " * timed / total_s);\n";
     os << "    if (timed < steps)\n"
        << "      printf(\" (step %lld excluded)\", (long long)start_step);\n"
-       << "    printf(\"\\n\");\n  }\n  return 0;\n}\n";
+       << "    printf(\"\\n\");\n  }\n";
+    if (meshInfo.present)
+      os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
+    os << "  return 0;\n}\n";
     return;
   }
   os << "  " << call << ");\n";
@@ -262,6 +351,8 @@ int main(int argc, char **argv) {
        << var << "[j];\n    }\n    printf(\"" << result.name
        << " sum %.17g l2 %.17g\\n\", sum, sqrt(squares));\n  }\n";
   }
+  if (meshInfo.present)
+    os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
   os << "  return 0;\n}\n";
 }
 
@@ -288,6 +379,9 @@ static LogicalResult compile(StringRef cppPath, StringRef commandPath) {
                                     "-I" BRAID_RT_INCLUDE_DIR,
                                     cppPath.str(), "-o", outputFile};
   SmallVector<StringRef> libs;
+  // The communication layer before the libraries it uses (braid_rt_common).
+  if (meshInfo.present)
+    StringRef(BRAID_RT_SPMD_LINK_LIBS).split(libs, '|', -1, false);
   StringRef(BRAID_RT_LINK_LIBS).split(libs, '|', -1, /*KeepEmpty=*/false);
   for (StringRef lib : libs) {
     argv.push_back(lib.str());

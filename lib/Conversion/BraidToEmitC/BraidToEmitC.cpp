@@ -69,6 +69,8 @@ struct ParamSlot {
   std::string name;
   RankedTensorType type;
   InitAttr init;
+  /// The block this device holds (a per-device program), or null.
+  ShardingAttr blockOf;
 };
 
 /// Module-wide state: the parameter table, the static arrays, the emitted
@@ -96,8 +98,23 @@ public:
   /// A new `static T *braid_buffer_N` global (null until first used), as an
   /// lvalue: the buffer of one allocation site.
   Value getBufferGlobal(OpBuilder &b, Location loc, Type bufferType);
+  /// The address of a new `static braid_rt_program_pending_t braid_pending_N`
+  /// global: one collective site's request and staging buffers.
+  Value getPendingSite(OpBuilder &b, Location loc);
+  /// The bit mask of the group over `axes` of mesh `meshRef` (recorded, so
+  /// that braid_program_init creates its communicator); errors on `op`.
+  FailureOr<int64_t> getGroup(Operation *op, FlatSymbolRefAttr meshRef,
+                              ArrayAttr axes, int64_t *size = nullptr);
+  /// For a sharded parameter or argument: the whole shape and the spec of
+  /// braid_rt_program_block (per dimension: the number of axes, their
+  /// indices).
+  LogicalResult getBlockSpec(Operation *op, ShardingAttr sharding,
+                             ArrayRef<int64_t> local,
+                             SmallVectorImpl<int64_t> &global,
+                             SmallVectorImpl<int64_t> &spec);
 
   const LoweringTable &table;
+  bool hasMesh() const { return bool(mesh); }
   /// Local parameter names of each layer, in order of first appearance:
   /// position j is the instance's j-th slot.
   DenseMap<Operation *, llvm::MapVector<StringRef, ParamOp>> layerParams;
@@ -119,7 +136,12 @@ private:
   std::map<std::pair<bool, std::vector<int64_t>>, std::string> arrays;
   unsigned numArrays = 0;
   unsigned numBuffers = 0;
+  unsigned numPending = 0;
   emitc::GlobalOp paramTable;
+  /// The module's mesh (per-device programs), or null.
+  MeshOp mesh;
+  /// The groups of axes used, in order of first use.
+  llvm::SetVector<int64_t> groups;
 };
 
 /// Per-function state: the buffer of each tensor value and the buffers to
@@ -141,7 +163,10 @@ public:
   Value get(Value v) { return buffers.lookup(v); }
   /// The buffer of op result `v`.
   Value result(Value v) {
-    Value buffer = allocate(typeOf(v));
+    Type type = v.getType();
+    if (auto future = dyn_cast<FutureType>(type)) // a started collective's
+      type = future.getValueType();
+    Value buffer = allocate(cast<RankedTensorType>(type));
     buffers[v] = buffer;
     return buffer;
   }
@@ -208,6 +233,10 @@ public:
   }
   /// Calls a kernel returning braid_rt_status_t and checks the status.
   void callChecked(StringRef callee, ArrayRef<Value> args);
+  /// The C string naming the current op (its location), for messages.
+  Value whereText();
+  /// The pending site of a started collective's future.
+  DenseMap<Value, Value> pendingOf;
   /// Copies `count` elements of `from` to `to` (f32, i32 or i64).
   void copy(Type elementType, Value from, Value to, int64_t count);
 
@@ -231,6 +260,9 @@ private:
 /// The buffer type of a tensor type, or null when the element type is not one
 /// the kernels take.
 static Type getBufferType(Type type) {
+  // A future's buffer is that of the tensor it will hold.
+  if (auto future = dyn_cast<FutureType>(type))
+    type = future.getValueType();
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return {};
@@ -287,16 +319,20 @@ Value FunctionLowering::allocate(RankedTensorType type) {
       .getResult(0);
 }
 
+Value FunctionLowering::whereText() {
+  MLIRContext *ctx = b.getContext();
+  return emitc::LiteralOp::create(
+      b, loc, emitc::PointerType::get(emitc::OpaqueType::get(ctx, "const char")),
+      b.getStringAttr(quote(where)));
+}
+
 void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
   MLIRContext *ctx = b.getContext();
   Value status = emitc::CallOpaqueOp::create(
                      b, loc, emitc::OpaqueType::get(ctx, "braid_rt_status_t"),
                      callee, args)
                      .getResult(0);
-  Value text = emitc::LiteralOp::create(
-      b, loc, emitc::PointerType::get(emitc::OpaqueType::get(ctx, "const char")),
-      b.getStringAttr(quote(where)));
-  call("braid_rt_program_check", {status, text});
+  call("braid_rt_program_check", {status, whereText()});
 }
 
 void FunctionLowering::copy(Type elementType, Value from, Value to,
@@ -334,7 +370,7 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     if (!lowering)
       return op.emitOpError()
              << "has no lowering to EmitC yet (braid-lower-to-emitc handles "
-                "single-device compute ops, parameters and braid.repeat)";
+                "compute ops, parameters, braid.repeat and collectives)";
     if (failed((*lowering)(&op, *this)))
       return failure();
   }
@@ -348,6 +384,10 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
 FailureOr<int64_t> ModuleLowering::getSlot(Operation *op, StringRef name,
                                            RankedTensorType type,
                                            InitAttr init) {
+  ShardingAttr blockOf;
+  auto param = dyn_cast<ParamOp>(op);
+  if (param)
+    blockOf = param.getBlockOfAttr();
   auto it = slotOf.find(name);
   if (it != slotOf.end()) {
     const ParamSlot &slot = slots[it->second];
@@ -355,14 +395,23 @@ FailureOr<int64_t> ModuleLowering::getSlot(Operation *op, StringRef name,
       return op->emitOpError() << "declares parameter '" << name << "' as "
                                << type << ", but it was already declared as "
                                << slot.type;
+    if (param && slot.blockOf != blockOf)
+      return op->emitOpError() << "reads parameter '" << name
+                               << "' with another block_of than an earlier "
+                                  "read";
     return it->second;
+  }
+  if (blockOf) {
+    SmallVector<int64_t> global, spec;
+    if (failed(getBlockSpec(op, blockOf, type.getShape(), global, spec)))
+      return failure();
   }
   if (!type.getElementType().isF32())
     return op->emitOpError() << "declares parameter '" << name << "' of "
                              << type
                              << "; generated code holds f32 parameters only";
   slotOf[name] = slots.size();
-  slots.push_back({name.str(), type, init});
+  slots.push_back({name.str(), type, init, blockOf});
   return slots.size() - 1;
 }
 
@@ -431,6 +480,79 @@ Value ModuleLowering::getBufferGlobal(OpBuilder &b, Location loc,
   return emitc::GetGlobalOp::create(
       b, loc, emitc::LValueType::get(bufferType),
       FlatSymbolRefAttr::get(b.getContext(), name));
+}
+
+Value ModuleLowering::getPendingSite(OpBuilder &b, Location loc) {
+  std::string name = ("braid_pending_" + Twine(numPending++)).str();
+  auto type =
+      emitc::OpaqueType::get(b.getContext(), "braid_rt_program_pending_t");
+  emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                          TypeAttr::get(type), Attribute(), nullptr,
+                          b.getUnitAttr(), nullptr);
+  Value global = emitc::GetGlobalOp::create(
+      b, loc, emitc::LValueType::get(type),
+      FlatSymbolRefAttr::get(b.getContext(), name));
+  return emitc::AddressOfOp::create(b, loc, emitc::PointerType::get(type),
+                                    global);
+}
+
+FailureOr<int64_t> ModuleLowering::getGroup(Operation *op,
+                                            FlatSymbolRefAttr meshRef,
+                                            ArrayAttr axes, int64_t *size) {
+  if (!mesh || meshRef.getValue() != mesh.getSymName())
+    return op->emitOpError() << "uses mesh " << meshRef
+                             << "; generated code runs on the module's one "
+                                "braid.mesh";
+  int64_t mask = 0, n = 1;
+  int last = -1;
+  for (Attribute a : axes) {
+    StringRef axis = cast<StringAttr>(a).getValue();
+    std::optional<unsigned> index = mesh.getAxisIndex(axis);
+    if (!index)
+      return op->emitOpError() << "names axis '" << axis
+                               << "', which @" << mesh.getSymName()
+                               << " does not have";
+    if (int(*index) <= last)
+      return op->emitOpError()
+             << "lists its axes out of the mesh's order; generated code "
+                "orders a group row-major in mesh order";
+    last = *index;
+    mask |= int64_t(1) << *index;
+    n *= mesh.getShape()[*index];
+  }
+  groups.insert(mask);
+  if (size)
+    *size = n;
+  return mask;
+}
+
+LogicalResult ModuleLowering::getBlockSpec(Operation *op,
+                                           ShardingAttr sharding,
+                                           ArrayRef<int64_t> local,
+                                           SmallVectorImpl<int64_t> &global,
+                                           SmallVectorImpl<int64_t> &spec) {
+  if (!mesh || sharding.getMesh().getValue() != mesh.getSymName())
+    return op->emitOpError() << "holds a block on mesh " << sharding.getMesh()
+                             << "; generated code runs on the module's one "
+                                "braid.mesh";
+  if (!sharding.getPartialAxes().empty())
+    return op->emitOpError() << "holds a partial sum; generated code takes "
+                                "blocks of whole tensors only";
+  for (unsigned d = 0; d < local.size(); ++d) {
+    SmallVector<StringRef> axes = sharding.getDimAxes(d);
+    spec.push_back(axes.size());
+    int64_t count = 1;
+    for (StringRef a : axes) {
+      std::optional<unsigned> index = mesh.getAxisIndex(a);
+      if (!index)
+        return op->emitOpError() << "names axis '" << a << "', which @"
+                                 << mesh.getSymName() << " does not have";
+      spec.push_back(*index);
+      count *= mesh.getShape()[*index];
+    }
+    global.push_back(local[d] * count);
+  }
+  return success();
 }
 
 Value ModuleLowering::getParamTable(OpBuilder &b, Location loc) {
@@ -516,6 +638,14 @@ void ModuleLowering::emitInitFunction(Location loc) {
   b.setInsertionPointToStart(entry);
   Value seed = entry->getArgument(0);
   auto f32Ptr = emitc::PointerType::get(b.getF32Type());
+  // The communicators, in the same order on every rank (creating one is
+  // collective over the world).
+  for (int64_t mask : groups) {
+    Value m = emitc::ConstantOp::create(b, loc, b.getI64Type(),
+                                        b.getI64IntegerAttr(mask));
+    emitc::CallOpaqueOp::create(b, loc, TypeRange{}, "braid_rt_program_comm",
+                                ValueRange{m});
+  }
   for (auto [slot, param] : llvm::enumerate(slots)) {
     Value count = emitc::ConstantOp::create(
         b, loc, b.getI64Type(), b.getI64IntegerAttr(param.type.getNumElements()));
@@ -535,10 +665,23 @@ void ModuleLowering::emitInitFunction(Location loc) {
     Value bArg = emitc::ConstantOp::create(
         b, loc, b.getF64Type(),
         b.getF64FloatAttr(param.init.getB().convertToDouble()));
-    emitc::CallOpaqueOp::create(b, loc, TypeRange{},
-                                "braid_rt_program_init_f32",
-                                ValueRange{seed, name, kind, a, bArg, count,
-                                           buffer});
+    if (param.blockOf) {
+      SmallVector<int64_t> global, spec;
+      (void)getBlockSpec(module, param.blockOf, param.type.getShape(), global,
+                         spec); // checked in getSlot
+      Value rank = emitc::ConstantOp::create(
+          b, loc, b.getI64Type(), b.getI64IntegerAttr(param.type.getRank()));
+      emitc::CallOpaqueOp::create(
+          b, loc, TypeRange{}, "braid_rt_program_init_block_f32",
+          ValueRange{seed, name, kind, a, bArg, rank,
+                     getShapeArray(b, loc, global),
+                     getShapeArray(b, loc, spec), buffer});
+    } else {
+      emitc::CallOpaqueOp::create(b, loc, TypeRange{},
+                                  "braid_rt_program_init_f32",
+                                  ValueRange{seed, name, kind, a, bArg, count,
+                                             buffer});
+    }
     Value table = getParamTable(b, loc);
     Value index = emitc::ConstantOp::create(b, loc, b.getIndexType(),
                                             b.getIndexAttr(slot));
@@ -567,6 +710,12 @@ LogicalResult ModuleLowering::run(StringRef entry) {
       if (auto layer = symbols.lookup<LayerOp>(repeat.getLayer()))
         layers.insert(layer);
     });
+  for (MeshOp m : module.getOps<MeshOp>()) {
+    if (mesh)
+      return m.emitError() << "is a second braid.mesh; generated code runs "
+                              "on one mesh";
+    mesh = m;
+  }
   if (failed(collectParams(functions, layers.getArrayRef())))
     return failure();
 
@@ -574,8 +723,11 @@ LogicalResult ModuleLowering::run(StringRef entry) {
   OpBuilder top(ctx);
   top.setInsertionPointToStart(module.getBody());
   Operation *lastInclude = nullptr;
-  for (StringRef header :
-       {"braid/rt/kernels.h", "braid/rt/program.h", "stdint.h"})
+  SmallVector<StringRef> headers = {"braid/rt/kernels.h", "braid/rt/program.h"};
+  if (mesh)
+    headers.push_back("braid/rt/program_spmd.h");
+  headers.push_back("stdint.h");
+  for (StringRef header : headers)
     lastInclude = emitc::IncludeOp::create(top, loc, top.getStringAttr(header),
                                            header == "stdint.h"
                                                ? top.getUnitAttr()
@@ -825,13 +977,181 @@ static std::string idKernel(StringRef base, Value ids) {
              : base.str();
 }
 
-/// Whether a vocabulary-parallel op (with `mesh`) is asked for.
-template <typename OpT> static LogicalResult requireSingleDevice(OpT op) {
-  if (op.getMesh())
-    return op.emitOpError()
-           << "is vocabulary-parallel (has a mesh); generated code is "
-              "single-device so far";
+/// The group of a vocabulary-parallel op (with `mesh` and `vocab_axes`),
+/// or -1 for a single-device op.
+template <typename OpT>
+static FailureOr<int64_t> vocabGroup(OpT op, FunctionLowering &l) {
+  if (!op.getMeshAttr())
+    return int64_t(-1);
+  if (!op.getVocabAxesAttr())
+    return op.emitOpError() << "has a mesh but no vocab_axes";
+  return l.module.getGroup(op, op.getMeshAttr(), op.getVocabAxesAttr());
+}
+
+/// Whether ids of `v` are i64 (an `int` flag for the SPMD helpers).
+static Value isI64(FunctionLowering &l, Value ids) {
+  return l.flag(FunctionLowering::typeOf(ids).getElementType().isInteger(64));
+}
+
+/// [outer][size][chunk] view of `shape` split into `size` blocks along `dim`.
+static std::pair<int64_t, int64_t> splitView(ArrayRef<int64_t> shape,
+                                             int64_t dim, int64_t size) {
+  int64_t outer = 1, chunk = shape[dim] / size;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (int64_t d = dim + 1, e = shape.size(); d < e; ++d)
+    chunk *= shape[d];
+  return {outer, chunk};
+}
+
+/// A collective or its `_start` form: braid_rt_program_collective[_start]_f32
+/// with its views, over the group of `axes`.
+static LogicalResult lowerCollective(Operation *op, FunctionLowering &l,
+                                     StringRef kind, Value input,
+                                     FlatSymbolRefAttr meshRef, ArrayAttr axes,
+                                     RankedTensorType resultType,
+                                     int64_t splitDim, int64_t concatDim,
+                                     int64_t root, bool start) {
+  int64_t size = 1;
+  FailureOr<int64_t> mask = l.module.getGroup(op, meshRef, axes, &size);
+  if (failed(mask))
+    return failure();
+  if (!l.typeOf(input).getElementType().isF32())
+    return op->emitOpError() << "exchanges " << l.typeOf(input).getElementType()
+                             << "; generated collectives take f32";
+  ArrayRef<int64_t> in = l.typeOf(input).getShape();
+  ArrayRef<int64_t> out = resultType.getShape();
+  int64_t rank = in.size();
+  if (splitDim < 0)
+    splitDim += rank;
+  if (concatDim < 0)
+    concatDim += rank;
+  std::pair<int64_t, int64_t> inView{1, 1}, outView{1, 1};
+  if (kind == "REDUCE_SCATTER" || kind == "ALL_TO_ALL")
+    inView = splitView(in, splitDim, size);
+  if (kind == "ALL_GATHER" || kind == "ALL_TO_ALL")
+    outView = splitView(out, concatDim, size);
+  Value result = l.result(op->getResult(0));
+  Value pending = l.module.getPendingSite(l.b, l.loc);
+  if (start)
+    l.pendingOf[op->getResult(0)] = pending;
+  l.call(start ? "braid_rt_program_collective_start_f32"
+               : "braid_rt_program_collective_f32",
+         {l.enumValue("braid_rt_program_collective_t",
+                      kind == "ALL_REDUCE"       ? 0
+                      : kind == "ALL_GATHER"     ? 1
+                      : kind == "REDUCE_SCATTER" ? 2
+                      : kind == "ALL_TO_ALL"     ? 3
+                                                 : 4),
+          l.i64(*mask), l.get(input), l.i64(l.countOf(input)),
+          l.i64(inView.first), l.i64(inView.second), l.i64(outView.first),
+          l.i64(outView.second), l.i64(root), result, pending, l.whereText()});
   return success();
+}
+
+template <typename OpT> static LogicalResult checkSum(OpT op) {
+  if (op.getKind() != ReduceKind::sum)
+    return op.emitOpError() << "reduces with '"
+                            << stringifyReduceKind(op.getKind())
+                            << "'; generated collectives sum only";
+  return success();
+}
+
+static void populateCollectiveLowerings(LoweringTable &t) {
+  t.add<AllReduceOp>([](AllReduceOp op, FunctionLowering &l) -> LogicalResult {
+    if (failed(checkSum(op)))
+      return failure();
+    return lowerCollective(op, l, "ALL_REDUCE", op.getInput(),
+                           op.getMeshAttr(), op.getAxesAttr(),
+                           l.typeOf(op.getResult()), 0, 0, 0, false);
+  });
+  t.add<AllReduceStartOp>(
+      [](AllReduceStartOp op, FunctionLowering &l) -> LogicalResult {
+        if (failed(checkSum(op)))
+          return failure();
+        return lowerCollective(op, l, "ALL_REDUCE", op.getInput(),
+                               op.getMeshAttr(), op.getAxesAttr(),
+                               op.getValueType(), 0, 0, 0, true);
+      });
+  t.add<AllGatherOp>([](AllGatherOp op, FunctionLowering &l) -> LogicalResult {
+    return lowerCollective(op, l, "ALL_GATHER", op.getInput(),
+                           op.getMeshAttr(), op.getAxesAttr(),
+                           l.typeOf(op.getResult()), 0, op.getDim(), 0, false);
+  });
+  t.add<AllGatherStartOp>(
+      [](AllGatherStartOp op, FunctionLowering &l) -> LogicalResult {
+        return lowerCollective(op, l, "ALL_GATHER", op.getInput(),
+                               op.getMeshAttr(), op.getAxesAttr(),
+                               op.getValueType(), 0, op.getDim(), 0, true);
+      });
+  t.add<ReduceScatterOp>(
+      [](ReduceScatterOp op, FunctionLowering &l) -> LogicalResult {
+        return lowerCollective(op, l, "REDUCE_SCATTER", op.getInput(),
+                               op.getMeshAttr(), op.getAxesAttr(),
+                               l.typeOf(op.getResult()), op.getDim(), 0, 0,
+                               false);
+      });
+  t.add<ReduceScatterStartOp>(
+      [](ReduceScatterStartOp op, FunctionLowering &l) -> LogicalResult {
+        return lowerCollective(op, l, "REDUCE_SCATTER", op.getInput(),
+                               op.getMeshAttr(), op.getAxesAttr(),
+                               op.getValueType(), op.getDim(), 0, 0, true);
+      });
+  t.add<AllToAllOp>([](AllToAllOp op, FunctionLowering &l) -> LogicalResult {
+    return lowerCollective(op, l, "ALL_TO_ALL", op.getInput(),
+                           op.getMeshAttr(), op.getAxesAttr(),
+                           l.typeOf(op.getResult()), op.getSplitDim(),
+                           op.getConcatDim(), 0, false);
+  });
+  t.add<AllToAllStartOp>(
+      [](AllToAllStartOp op, FunctionLowering &l) -> LogicalResult {
+        return lowerCollective(op, l, "ALL_TO_ALL", op.getInput(),
+                               op.getMeshAttr(), op.getAxesAttr(),
+                               op.getValueType(), op.getSplitDim(),
+                               op.getConcatDim(), 0, true);
+      });
+  t.add<BroadcastFromOp>(
+      [](BroadcastFromOp op, FunctionLowering &l) -> LogicalResult {
+        return lowerCollective(op, l, "BROADCAST", op.getInput(),
+                               op.getMeshAttr(), op.getAxesAttr(),
+                               l.typeOf(op.getResult()), 0, 0, op.getRoot(),
+                               false);
+      });
+  t.add<BroadcastFromStartOp>(
+      [](BroadcastFromStartOp op, FunctionLowering &l) -> LogicalResult {
+        return lowerCollective(op, l, "BROADCAST", op.getInput(),
+                               op.getMeshAttr(), op.getAxesAttr(),
+                               op.getValueType(), 0, 0, op.getRoot(), true);
+      });
+  t.add<WaitOp>([](WaitOp op, FunctionLowering &l) -> LogicalResult {
+    Value pending = l.pendingOf.lookup(op.getFuture());
+    if (!pending)
+      return op.emitOpError() << "waits for a future not started in this "
+                                 "function; generated code waits where it "
+                                 "starts";
+    l.call("braid_rt_program_wait", {pending});
+    l.alias(op.getResult(), l.get(op.getFuture()));
+    return success();
+  });
+  t.add<AllSliceOp>([](AllSliceOp op, FunctionLowering &l) -> LogicalResult {
+    int64_t size = 1;
+    FailureOr<int64_t> mask =
+        l.module.getGroup(op, op.getMeshAttr(), op.getAxesAttr(), &size);
+    if (failed(mask))
+      return failure();
+    if (!l.typeOf(op.getInput()).getElementType().isF32())
+      return op.emitOpError() << "slices a non-f32 tensor; generated code "
+                                 "takes f32";
+    int64_t dim = op.getDim();
+    if (dim < 0)
+      dim += l.rankOf(op.getInput());
+    auto [outer, chunk] =
+        splitView(l.typeOf(op.getInput()).getShape(), dim, size);
+    l.call("braid_rt_program_all_slice_f32",
+           {l.i64(*mask), l.get(op.getInput()), l.i64(outer), l.i64(chunk),
+            l.result(op.getResult())});
+    return success();
+  });
 }
 
 /// The effective scale of attention and its gradient: the attribute, else
@@ -1019,9 +1339,18 @@ static void populateTrainingLowerings(LoweringTable &t) {
       });
   t.add<EmbeddingGradOp>(
       [](EmbeddingGradOp op, FunctionLowering &l) -> LogicalResult {
-        if (failed(requireSingleDevice(op)))
+        FailureOr<int64_t> group = vocabGroup(op, l);
+        if (failed(group))
           return failure();
         ArrayRef<int64_t> table = l.typeOf(op.getResult()).getShape();
+        if (*group >= 0) {
+          l.call("braid_rt_program_embedding_grad_vp_f32",
+                 {l.get(op.getIds()), isI64(l, op.getIds()),
+                  l.get(op.getGrad()), l.i64(l.countOf(op.getIds())),
+                  l.i64(table[0]), l.i64(table[1]), l.i64(*group),
+                  l.result(op.getResult()), l.whereText()});
+          return success();
+        }
         l.callChecked(idKernel("braid_rt_cpu_embedding_grad_f32", op.getIds()),
                       {l.get(op.getIds()), l.get(op.getGrad()),
                        l.i64(l.countOf(op.getIds())), l.i64(table[0]),
@@ -1043,9 +1372,18 @@ static void populateTrainingLowerings(LoweringTable &t) {
       });
   t.add<CrossEntropyGradOp>(
       [](CrossEntropyGradOp op, FunctionLowering &l) -> LogicalResult {
-        if (failed(requireSingleDevice(op)))
+        FailureOr<int64_t> group = vocabGroup(op, l);
+        if (failed(group))
           return failure();
         Value logits = op.getLogits();
+        if (*group >= 0) {
+          l.call("braid_rt_program_cross_entropy_grad_vp_f32",
+                 {l.get(logits), l.get(op.getLabels()),
+                  isI64(l, op.getLabels()), l.get(op.getGrad()),
+                  l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)),
+                  l.i64(*group), l.result(op.getResult()), l.whereText()});
+          return success();
+        }
         l.callChecked(
             idKernel("braid_rt_cpu_cross_entropy_grad_f32", op.getLabels()),
             {l.get(logits), l.get(op.getLabels()), l.get(op.getGrad()),
@@ -1115,10 +1453,8 @@ static void populateTrainingLowerings(LoweringTable &t) {
 static void populateLowerings(LoweringTable &t) {
   populateShapeLowerings(t);
   populateTrainingLowerings(t);
+  populateCollectiveLowerings(t);
   t.add<ParamOp>([](ParamOp op, FunctionLowering &l) -> LogicalResult {
-    if (op.getBlockOf())
-      return op.emitOpError() << "reads a block of a sharded parameter; "
-                                 "generated code is single-device so far";
     FailureOr<Value> slot =
         getParamSlot(op, op.getName(), cast<RankedTensorType>(op.getType()),
                      op.getInit(), l);
@@ -1230,9 +1566,17 @@ static void populateLowerings(LoweringTable &t) {
     return success();
   });
   t.add<EmbeddingOp>([](EmbeddingOp op, FunctionLowering &l) -> LogicalResult {
-    if (failed(requireSingleDevice(op)))
+    FailureOr<int64_t> group = vocabGroup(op, l);
+    if (failed(group))
       return failure();
     ArrayRef<int64_t> table = l.typeOf(op.getTable()).getShape();
+    if (*group >= 0) {
+      l.call("braid_rt_program_embedding_vp_f32",
+             {l.get(op.getTable()), l.get(op.getIds()), isI64(l, op.getIds()),
+              l.i64(table[0]), l.i64(table[1]), l.i64(l.countOf(op.getIds())),
+              l.i64(*group), l.result(op.getResult()), l.whereText()});
+      return success();
+    }
     l.callChecked(idKernel("braid_rt_cpu_embedding_f32", op.getIds()),
                   {l.get(op.getTable()), l.get(op.getIds()), l.i64(table[0]),
                    l.i64(table[1]), l.i64(l.countOf(op.getIds())),
@@ -1252,9 +1596,17 @@ static void populateLowerings(LoweringTable &t) {
     return success();
   });
   t.add<CrossEntropyOp>([](CrossEntropyOp op, FunctionLowering &l) -> LogicalResult {
-    if (failed(requireSingleDevice(op)))
+    FailureOr<int64_t> group = vocabGroup(op, l);
+    if (failed(group))
       return failure();
     Value logits = op.getLogits();
+    if (*group >= 0) {
+      l.call("braid_rt_program_cross_entropy_vp_f32",
+             {l.get(logits), l.get(op.getLabels()), isI64(l, op.getLabels()),
+              l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)), l.i64(*group),
+              l.result(op.getResult()), l.whereText()});
+      return success();
+    }
     l.callChecked(idKernel("braid_rt_cpu_cross_entropy_f32", op.getLabels()),
                   {l.get(logits), l.get(op.getLabels()), l.i64(l.rowsOf(logits)),
                    l.i64(l.colsOf(logits)), l.result(op.getResult())});
