@@ -412,7 +412,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(braidcCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "braidc: compile a braid model to a native executable (single device).\n"
+      "braidc: compile a braid model to a native executable (single device, "
+      "or a per-device program run on every rank of its mesh by braid-run).\n"
       "\nThe program initialises the parameters and makes the entry's inputs "
       "from --seed as braid-eval does, runs the entry once and prints its "
       "results ('loss <value>' for a single rank-0 result). A training step "

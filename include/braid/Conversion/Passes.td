@@ -6,8 +6,8 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
-  let summary = "Lowers a single-device braid program to EmitC calls of the "
-                "runtime's CPU kernels.";
+  let summary = "Lowers a braid program (single-device or per-device) to "
+                "EmitC calls of the runtime's CPU kernels and collectives.";
   let description = [{
     Code generation's first step: every `func.func` (or only `entry` and the
     layers it repeats) becomes an `emitc.func` that the C++ emitter
@@ -37,6 +37,14 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
       the carried values, the instance's slices of the stacked operands and
       results (pointer offsets), and the instance's slot numbers (from a
       static table: instance `i` of prefix `P` uses `P.i.<local name>`).
+    - In a per-device program (a module with a `braid.mesh`), collectives
+      and their `*_start`/`braid.wait` forms call
+      `braid/rt/program_spmd.h` on the communicator of their group of axes
+      (a bit mask; `braid_program_init` creates each group's communicator),
+      `braid.all_slice` takes this device's block locally, a parameter with
+      `block_of` holds and initialises this device's block, and
+      vocabulary-parallel ops (`mesh`, `vocab_axes`) combine their
+      statistics over the vocabulary group.
 
     An op without a lowering is an error located at the op.
 
