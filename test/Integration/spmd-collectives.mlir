@@ -2,12 +2,16 @@
 // and started, all_slice over two axes, reduce_scatter, all_to_all,
 // broadcast_from), a sharded parameter initialised block by block, and the
 // vocabulary-parallel embedding and its gradient, on a 2 x 2 mesh: the
-// results (made replicated by gathers) equal braid-eval --mesh's.
+// results (made replicated by gathers) equal braid-eval --mesh's. A failing
+// vocabulary-parallel cross-entropy (i64 labels) ends every rank with a
+// located message.
 //
 // RUN: braidc %s --entry f -o %t.prog
 // RUN: braid-run -n 4 %t.prog --seed 5 > %t.out
 // RUN: braid-eval %s --entry f --seed 5 --mesh mesh > %t.eval
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.out %t.eval --rtol 1e-6 --tensors | FileCheck %s
+// RUN: braidc %s --entry bad -o %t.bad
+// RUN: not braid-run -n 4 %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK: ok: 6 tensors within 1e-06
 
@@ -27,4 +31,12 @@ func.func @f(%x: tensor<4x8xf32> {braid.name = "x"}, %ids: tensor<4xi32> {braid.
   %ee = braid.embedding_grad %ids, %s {mesh = @mesh, vocab_axes = ["tp"]} : (tensor<4xi32>, tensor<4x8xf32>) -> tensor<16x8xf32>
   %eg = braid.all_gather %ee on @mesh ["tp"] {dim = 0 : i64} : (tensor<16x8xf32>) -> tensor<32x8xf32>
   return %g, %r, %hg, %ag, %b, %eg : tensor<4x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>, tensor<32x8xf32>
+}
+
+// A label outside the vocabulary group's ids: every rank ends, with the
+// op's location.
+// BAD: error: rank {{[0-3]}}: {{.*}}spmd-collectives.mlir:[[@LINE+2]]:8: braid.cross_entropy: label {{[0-9]+}} is outside [0, 16)
+func.func @bad(%logits: tensor<4x8xf32> {braid.name = "logits"}, %labels: tensor<4xi64> {braid.name = "labels", braid.range = 1000 : i64}) -> tensor<f32> {
+  %l = braid.cross_entropy %logits, %labels {mesh = @mesh, vocab_axes = ["tp"]} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
 }
