@@ -294,11 +294,16 @@ int main(int argc, char **argv) {
       return -1;
     };
     unsigned stepIndex = step - args.data();
-    // Tokens per step: the elements of the 'tokens' argument, if any.
+    // Tokens per step: the elements of the 'tokens' argument, if any (the
+    // whole argument's, when each rank holds a block: the job's tokens).
     int64_t tokens = 0;
     for (const TensorInfo &arg : args)
-      if (arg.name == "tokens")
+      if (arg.name == "tokens") {
         tokens = arg.type.getNumElements();
+        if (arg.sharded)
+          for (auto [g, l] : llvm::zip(arg.global, arg.type.getShape()))
+            tokens = tokens / l * g;
+      }
     os << "  double total_s = 0;\n"
        << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
        << "    in" << stepIndex << "[0] = s;\n"
