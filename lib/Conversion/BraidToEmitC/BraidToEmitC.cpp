@@ -538,6 +538,10 @@ LogicalResult ModuleLowering::getBlockSpec(Operation *op,
   if (!sharding.getPartialAxes().empty())
     return op->emitOpError() << "holds a partial sum; generated code takes "
                                 "blocks of whole tensors only";
+  if (local.size() > 16) // braid_rt_program_block_runs
+    return op->emitOpError() << "holds a block of a rank-" << local.size()
+                             << " tensor; generated code takes blocks of "
+                                "rank 16 at most";
   for (unsigned d = 0; d < local.size(); ++d) {
     SmallVector<StringRef> axes = sharding.getDimAxes(d);
     spec.push_back(axes.size());

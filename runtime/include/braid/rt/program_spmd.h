@@ -156,7 +156,8 @@ static inline void braid_rt_program_block(int64_t rank, const int64_t *global,
 }
 
 /* Calls fn(ctx, global_first, local_first, length) for each contiguous run
-   (along the last dimension) of this rank's block. */
+   (along the last dimension) of this rank's block. `rank` is at most 16
+   (braid-lower-to-emitc and braidc check it). */
 static inline void braid_rt_program_block_runs(
     int64_t rank, const int64_t *global, const int64_t *spec,
     void (*fn)(void *, int64_t, int64_t, int64_t), void *ctx) {
