@@ -122,6 +122,25 @@ getSignature(ModuleOp module) {
     for (Attribute a : m.getAxes())
       meshInfo.names.push_back(cast<StringAttr>(a).getValue().str());
   }
+  // A scheduled braid.pipeline adds the innermost axis "pp": one stage per
+  // rank of the schedule (the lowering's pipeline group).
+  int64_t stages = 0;
+  fn.walk([&](braid::PipelineOp pipeline) {
+    auto driver = module.lookupSymbol<func::FuncOp>(pipeline.getCallee());
+    auto schedule =
+        driver ? driver->getAttrOfType<DictionaryAttr>("braid.schedule")
+               : nullptr;
+    if (auto ranks = schedule ? schedule.getAs<ArrayAttr>("ranks") : nullptr)
+      stages = std::max<int64_t>(stages, ranks.size());
+  });
+  if (stages) {
+    if (llvm::is_contained(meshInfo.names, "pp"))
+      return mesh.emitError() << "has an axis 'pp', the name braidc gives "
+                                 "the pipeline axis";
+    meshInfo.present = true;
+    meshInfo.dims.push_back(stages);
+    meshInfo.names.push_back("pp");
+  }
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     TensorInfo info;
     auto name = fn.getArgAttrOfType<StringAttr>(i, "braid.name");

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 
 #define DEBUG_TYPE "braid-lower-to-emitc"
 
@@ -115,6 +116,9 @@ public:
 
   const LoweringTable &table;
   bool hasMesh() const { return bool(mesh); }
+  /// The group of the pipeline axis "pp" (appended after the mesh's axes)
+  /// when the program runs a scheduled braid.pipeline, else 0.
+  int64_t pipelineMask = 0;
   /// Local parameter names of each layer, in order of first appearance:
   /// position j is the instance's j-th slot.
   DenseMap<Operation *, llvm::MapVector<StringRef, ParamOp>> layerParams;
@@ -720,15 +724,41 @@ LogicalResult ModuleLowering::run(StringRef entry) {
                               "on one mesh";
     mesh = m;
   }
+  // A scheduled braid.pipeline runs on an extra innermost axis "pp": its
+  // pieces are lowered before the entry (the driver is not: the pipeline's
+  // lowering calls the pieces in schedule order).
+  SmallVector<func::FuncOp> pieces;
+  for (func::FuncOp fn : functions)
+    fn.walk([&](PipelineOp pipeline) {
+      auto driver = symbols.lookup<func::FuncOp>(pipeline.getCallee());
+      if (!driver || !driver->hasAttr("braid.schedule"))
+        return;
+      pipelineMask =
+          int64_t(1) << (mesh ? int64_t(mesh.getShape().size()) : 0);
+      for (auto call : driver.getOps<func::CallOp>())
+        if (auto piece = symbols.lookup<func::FuncOp>(call.getCallee()))
+          if (!llvm::is_contained(functions, piece) &&
+              !llvm::is_contained(pieces, piece))
+            pieces.push_back(piece);
+    });
+  functions.insert(functions.begin(), pieces.begin(), pieces.end());
+  if (pipelineMask)
+    for (func::FuncOp fn : functions)
+      fn.walk([&](RepeatOp repeat) {
+        if (auto layer = symbols.lookup<LayerOp>(repeat.getLayer()))
+          layers.insert(layer);
+      });
   if (failed(collectParams(functions, layers.getArrayRef())))
     return failure();
+  if (pipelineMask)
+    groups.insert(pipelineMask);
 
   // Includes first, then the globals, then the functions.
   OpBuilder top(ctx);
   top.setInsertionPointToStart(module.getBody());
   Operation *lastInclude = nullptr;
   SmallVector<StringRef> headers = {"braid/rt/kernels.h", "braid/rt/program.h"};
-  if (mesh)
+  if (mesh || pipelineMask)
     headers.push_back("braid/rt/program_spmd.h");
   headers.push_back("stdint.h");
   for (StringRef header : headers)
@@ -1454,6 +1484,368 @@ static void populateTrainingLowerings(LoweringTable &t) {
   });
 }
 
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A scheduled gradient function cut into pieces (braid-pipeline-outline):
+/// the driver's calls, each value's piece and the stage of each chunk, read
+/// as lib/Eval/PipelineExecutor.cpp reads them.
+struct PipelinePlan {
+  using Piece = std::pair<int64_t, char>; // (chunk, phase)
+  func::FuncOp driver;
+  int64_t microbatches = 0;
+  std::vector<std::vector<std::string>> actions; // per rank
+  std::map<Piece, func::CallOp> piece;
+  DenseMap<Value, Piece> producer;
+  DenseMap<Operation *, Piece> callKey;
+  SmallVector<int64_t> stages;                   // stage of each chunk
+  std::vector<std::vector<int64_t>> localChunks; // model chunks of each rank
+  /// A parsed action: kind "F", "B", "W", "BW", "send" or "recv"; for a
+  /// transfer the payload's phase ('F' activation, 'B' gradient) and peer.
+  struct Action {
+    std::string kind;
+    int64_t mb = 0, chunk = 0, peer = 0;
+    char phase = 0;
+  };
+  std::vector<std::vector<Action>> parsed;
+
+  bool usedOn(Value v, int64_t rank) const {
+    return llvm::any_of(v.getUsers(), [&](Operation *u) {
+      auto it = callKey.find(u);
+      return it != callKey.end() && stages[it->second.first] == rank;
+    });
+  }
+  bool producedByW(Value v) const {
+    auto it = producer.find(v);
+    return it != producer.end() && it->second.second == 'W';
+  }
+};
+} // namespace
+
+/// Reads the driver `fn` and its braid.schedule; errors on `op`/`fn`.
+static LogicalResult readPipeline(PipelineOp op, func::FuncOp fn,
+                                  PipelinePlan &plan) {
+  auto module = fn->getParentOfType<ModuleOp>();
+  auto schedule = fn->getAttrOfType<DictionaryAttr>("braid.schedule");
+  if (!schedule)
+    return op.emitOpError()
+           << "calls @" << fn.getName()
+           << ", which has no braid.schedule; generated code runs scheduled "
+              "pipelines (run braid-pipeline-outline and "
+              "braid-pipeline-schedule)";
+  plan.driver = fn;
+  auto mAttr = schedule.getAs<IntegerAttr>("microbatches");
+  auto ranks = schedule.getAs<ArrayAttr>("ranks");
+  if (!mAttr || !ranks)
+    return fn.emitError("braid.schedule lacks 'microbatches' or 'ranks'");
+  plan.microbatches = mAttr.getInt();
+  if (plan.microbatches != op.getNumMicrobatches())
+    return op.emitOpError() << "runs " << op.getNumMicrobatches()
+                            << " micro-batches, but the schedule of @"
+                            << fn.getName() << " " << plan.microbatches;
+  for (Operation &o : fn.getBody().front().without_terminator()) {
+    auto call = dyn_cast<func::CallOp>(o);
+    auto callee = call ? module.lookupSymbol<func::FuncOp>(call.getCallee())
+                       : func::FuncOp();
+    auto chunk =
+        callee ? callee->getAttrOfType<IntegerAttr>("braid.chunk") : nullptr;
+    auto phase =
+        callee ? callee->getAttrOfType<StringAttr>("braid.phase") : nullptr;
+    if (!chunk || !phase)
+      return o.emitOpError("is not a call of an outlined piece; pipelines run "
+                           "functions made by braid-pipeline-outline");
+    PipelinePlan::Piece key{chunk.getInt(), phase.getValue()[0]};
+    plan.piece[key] = call;
+    plan.callKey[call] = key;
+    for (Value r : call.getResults())
+      plan.producer[r] = key;
+  }
+  auto forward = module.lookupSymbol<func::FuncOp>(
+      fn.getName().drop_back(StringRef("_grad").size()));
+  auto stages =
+      forward ? forward->getAttrOfType<DenseI64ArrayAttr>("braid.chunk_stages")
+              : nullptr;
+  if (!stages)
+    return fn.emitError("no braid.chunk_stages on the forward function");
+  int64_t numRanks = ranks.size();
+  plan.stages.assign(stages.asArrayRef().begin(), stages.asArrayRef().end());
+  plan.localChunks.resize(numRanks);
+  for (auto [c, r] : llvm::enumerate(plan.stages)) {
+    if (r < 0 || r >= numRanks)
+      return fn.emitError() << "chunk " << c << " is on stage " << r
+                            << ", but the schedule has " << numRanks
+                            << " ranks";
+    plan.localChunks[r].push_back(c);
+  }
+  plan.parsed.resize(numRanks);
+  for (int64_t r = 0; r < numRanks; ++r) {
+    auto actions = dyn_cast<ArrayAttr>(ranks[r]);
+    if (!actions)
+      return fn.emitError("braid.schedule: 'ranks' holds lists of actions");
+    for (Attribute a : actions) {
+      auto textAttr = dyn_cast<StringAttr>(a);
+      StringRef text = textAttr ? textAttr.getValue() : "";
+      auto bad = [&] {
+        return fn.emitError() << "bad action '" << text
+                              << "' in braid.schedule";
+      };
+      auto parseMbChunk = [&](StringRef s, PipelinePlan::Action &act) {
+        auto [x, y] = s.split('.');
+        int64_t local = 0;
+        if (x.getAsInteger(10, act.mb) || y.getAsInteger(10, local) ||
+            act.mb < 0 || act.mb >= plan.microbatches || local < 0 ||
+            local >= (int64_t)plan.localChunks[r].size())
+          return false;
+        act.chunk = plan.localChunks[r][local];
+        return true;
+      };
+      PipelinePlan::Action act;
+      SmallVector<StringRef> words;
+      text.split(words, ' ');
+      if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
+        act.kind = words[0].str();
+        act.phase = words[1] == "activation" ? 'F' : 'B';
+        if (!parseMbChunk(words[2], act) ||
+            words[5].getAsInteger(10, act.peer) || act.peer < 0 ||
+            act.peer >= numRanks ||
+            !(words[1] == "activation" || words[1] == "gradient"))
+          return bad();
+      } else {
+        StringRef kind = text.take_while([](char c) { return isalpha(c); });
+        if (!llvm::is_contained({"F", "B", "W", "BW"}, kind) ||
+            !parseMbChunk(text.drop_front(kind.size()), act))
+          return bad();
+        act.kind = kind.str();
+      }
+      plan.parsed[r].push_back(act);
+    }
+  }
+  return success();
+}
+
+/// A scheduled braid.pipeline on a pipeline axis: every stage runs its
+/// rank's actions of the schedule as straight-line code under
+/// `if (stage == r)` (piece calls into per-micro-batch buffers, started
+/// sends and blocking receives of what the peer's chunks use), then the
+/// weight-gradient pieces that read another stage's W results (a tied
+/// parameter's gradient sum) after those arrive, then the means over
+/// micro-batches of the results it computed; each mean is then broadcast
+/// from its stage to the whole pipeline, so every stage runs the rest of
+/// the step (clipping, optimizer) on the whole model's values.
+static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
+  auto module = op->getParentOfType<ModuleOp>();
+  auto fn = module.lookupSymbol<func::FuncOp>(op.getCallee());
+  if (!fn)
+    return op.emitOpError() << "'" << op.getCallee()
+                            << "' does not name a function";
+  PipelinePlan plan;
+  if (failed(readPipeline(op, fn, plan)))
+    return failure();
+  int64_t m = plan.microbatches;
+  int64_t numRanks = plan.parsed.size();
+  Operation *ret = fn.getBody().front().getTerminator();
+  auto f32Only = [&](Value v) -> LogicalResult {
+    if (!l.typeOf(v).getElementType().isF32())
+      return op.emitOpError()
+             << "would send or average a value of type " << v.getType()
+             << " between pipeline stages; generated pipelines move f32 only";
+    return success();
+  };
+  for (Value v : ret->getOperands()) {
+    if (isa<BlockArgument>(v) || !plan.producer.count(v))
+      return op.emitOpError("returns an argument of the gradient function; "
+                            "generated pipelines return piece results");
+    if (failed(f32Only(v)))
+      return failure();
+  }
+
+  // W pieces that read a W result their rank has not computed yet (another
+  // stage's: a tied parameter's partial gradient) run after the schedule,
+  // as in the executor; the W results they need from other stages are sent
+  // then.
+  using MbPiece = std::pair<int64_t, int64_t>; // (micro-batch, chunk)
+  std::vector<std::vector<MbPiece>> deferred(numRanks);
+  // (from, to, micro-batch, value)
+  std::vector<std::tuple<int64_t, int64_t, int64_t, Value>> late;
+  for (int64_t r = 0; r < numRanks; ++r) {
+    std::set<MbPiece> ran;
+    for (const PipelinePlan::Action &a : plan.parsed[r]) {
+      if (a.kind != "W" && a.kind != "BW")
+        continue;
+      auto it = plan.piece.find({a.chunk, 'W'});
+      if (it == plan.piece.end())
+        continue;
+      bool wait = llvm::any_of(it->second.getOperands(), [&](Value v) {
+        return plan.producedByW(v) &&
+               (plan.stages[plan.producer[v].first] != r ||
+                !ran.count({a.mb, plan.producer[v].first}));
+      });
+      if (wait)
+        deferred[r].push_back({a.mb, a.chunk});
+      else
+        ran.insert({a.mb, a.chunk});
+    }
+    for (auto [mb, chunk] : deferred[r])
+      for (Value v : plan.piece[{chunk, 'W'}].getOperands()) {
+        if (!plan.producedByW(v))
+          continue;
+        int64_t from = plan.stages[plan.producer[v].first];
+        if (llvm::is_contained(deferred[from],
+                               MbPiece{mb, plan.producer[v].first}))
+          return op.emitOpError()
+                 << "its weight-gradient piece of chunk " << chunk
+                 << " reads that of chunk " << plan.producer[v].first
+                 << ", which also waits for another stage; generated "
+                    "pipelines defer one level of W pieces";
+        if (from != r && failed(f32Only(v)))
+          return failure();
+        if (from != r &&
+            !llvm::is_contained(late, std::make_tuple(from, r, mb, v)))
+          late.push_back({from, r, mb, v});
+      }
+  }
+
+  Value mask = l.i64(l.module.pipelineMask);
+  Value stage = emitc::CallOpaqueOp::create(b, loc, b.getI64Type(),
+                                            "braid_rt_program_pp_stage",
+                                            ValueRange{mask})
+                    .getResult(0);
+  SmallVector<Value> means;
+  for (Value r : op.getResults())
+    means.push_back(l.result(r));
+
+  for (int64_t r = 0; r < numRanks; ++r) {
+    Value cond = emitc::CmpOp::create(b, loc, b.getI1Type(),
+                                      emitc::CmpPredicate::eq, stage, l.i64(r));
+    auto ifOp = emitc::IfOp::create(b, loc, cond); // then: a yield
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
+
+    // This stage's buffer of each (micro-batch, value).
+    std::map<std::pair<int64_t, const void *>, Value> have;
+    auto keyOf = [](int64_t mb, Value v) {
+      return std::make_pair(mb, v.getAsOpaquePointer());
+    };
+    auto bufferOf = [&](int64_t mb, Value v) {
+      Value &buffer = have[keyOf(mb, v)];
+      if (!buffer)
+        buffer = l.allocate(l.typeOf(v));
+      return buffer;
+    };
+    auto transfer = [&](StringRef callee, int64_t mb, Value v, int64_t peer) {
+      l.call(callee, {mask, bufferOf(mb, v), l.i64(l.countOf(v)),
+                      l.i64(peer), l.whereText()});
+    };
+    // Runs piece (chunk, phase) on micro-batch mb (or skips a deferred W).
+    auto compute = [&](int64_t mb, int64_t chunk, char phase,
+                       bool late) -> LogicalResult {
+      auto it = plan.piece.find({chunk, phase});
+      if (it == plan.piece.end())
+        return success(); // nothing of this phase in this chunk
+      if (phase == 'W' && !late &&
+          llvm::is_contained(deferred[r], MbPiece{mb, chunk}))
+        return success();
+      func::CallOp call = it->second;
+      SmallVector<Value> args;
+      for (Value v : call.getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(v)) {
+          Value input = op.getInputs()[arg.getArgNumber()];
+          Value offset = l.i64(mb * (l.countOf(input) / m));
+          args.push_back(emitc::AddOp::create(b, loc, l.get(input).getType(),
+                                              l.get(input), offset));
+          continue;
+        }
+        auto found = have.find(keyOf(mb, v));
+        if (found == have.end())
+          return call.emitOpError()
+                 << "rank " << r << " runs " << phase << mb << " of chunk "
+                 << chunk
+                 << " without an input it neither computed nor received "
+                    "(the schedule misses a transfer)";
+        args.push_back(found->second);
+      }
+      for (Value res : call.getResults())
+        args.push_back(bufferOf(mb, res));
+      l.call(getEmittedFunctionName(call.getCallee()), args);
+      return success();
+    };
+
+    for (const PipelinePlan::Action &a : plan.parsed[r]) {
+      if (a.kind == "send") {
+        // Everything of this piece that a chunk on the peer uses.
+        auto it = plan.piece.find({a.chunk, a.phase});
+        if (it == plan.piece.end())
+          continue;
+        for (Value v : it->second.getResults())
+          if (plan.usedOn(v, a.peer)) {
+            if (!have.count(keyOf(a.mb, v)))
+              return op.emitOpError()
+                     << "rank " << r << " sends " << a.phase << a.mb
+                     << " of chunk " << a.chunk << " before computing it";
+            if (failed(f32Only(v)))
+              return failure();
+            transfer("braid_rt_program_pp_send_f32", a.mb, v, a.peer);
+          }
+      } else if (a.kind == "recv") {
+        // The sender names its own chunk: the neighbour of ours.
+        int64_t from = a.phase == 'F' ? a.chunk - 1 : a.chunk + 1;
+        auto it = plan.piece.find({from, a.phase});
+        if (it == plan.piece.end())
+          continue;
+        for (Value v : it->second.getResults())
+          if (plan.usedOn(v, r)) {
+            if (failed(f32Only(v)))
+              return failure();
+            transfer("braid_rt_program_pp_recv_f32", a.mb, v, a.peer);
+          }
+      } else if (a.kind == "BW") {
+        if (failed(compute(a.mb, a.chunk, 'B', false)) ||
+            failed(compute(a.mb, a.chunk, 'W', false)))
+          return failure();
+      } else if (failed(compute(a.mb, a.chunk, a.kind[0], false))) {
+        return failure();
+      }
+    }
+    // After the schedule: the W results other stages' deferred pieces read
+    // (sent in one agreed order), those this stage's read, its deferred
+    // pieces.
+    for (auto [from, to, mb, v] : late)
+      if (from == r)
+        transfer("braid_rt_program_pp_send_f32", mb, v, to);
+    for (auto [from, to, mb, v] : late)
+      if (to == r)
+        transfer("braid_rt_program_pp_recv_f32", mb, v, from);
+    for (auto [mb, chunk] : deferred[r])
+      if (failed(compute(mb, chunk, 'W', true)))
+        return failure();
+    // The means of the results this stage computed, in micro-batch order.
+    for (auto [mean, v] : llvm::zip(means, ret->getOperands())) {
+      if (plan.stages[plan.producer[v].first] != r)
+        continue;
+      for (int64_t mb = 0; mb < m; ++mb) {
+        auto found = have.find(keyOf(mb, v));
+        if (found == have.end())
+          return op.emitOpError() << "rank " << r << " never computes "
+                                  << "micro-batch " << mb
+                                  << " of a result of @" << fn.getName();
+        l.call("braid_rt_program_accumulate_mean_f32",
+               {mean, found->second, l.i64(l.countOf(v)), l.i64(mb),
+                l.i64(m)});
+      }
+    }
+  }
+  l.call("braid_rt_program_pp_wait_sends", {l.whereText()});
+  for (auto [mean, v] : llvm::zip(means, ret->getOperands()))
+    l.call("braid_rt_program_pp_broadcast_f32",
+           {mask, mean, l.i64(l.countOf(v)),
+            l.i64(plan.stages[plan.producer[v].first]), l.whereText()});
+  return success();
+}
+
 static void populateLowerings(LoweringTable &t) {
   populateShapeLowerings(t);
   populateTrainingLowerings(t);
@@ -1483,6 +1875,7 @@ static void populateLowerings(LoweringTable &t) {
     return success();
   });
   t.add<RepeatOp>(lowerRepeat);
+  t.add<PipelineOp>(lowerPipeline);
   t.add<ReshapeOp>([](ReshapeOp op, FunctionLowering &l) -> LogicalResult {
     l.alias(op.getResult(), l.get(op.getInput()));
     return success();

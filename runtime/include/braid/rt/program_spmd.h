@@ -541,6 +541,89 @@ static inline void braid_rt_program_cross_entropy_grad_vp_f32(
   free(mx);
 }
 
+/*--- Pipeline stages ------------------------------------------------------*/
+/* A pipelined program runs on the mesh plus an innermost axis "pp" (bit
+   `mask` is its group): the ranks that share every other coordinate form one
+   pipeline, and a rank's position in it is its stage. Sends are started and
+   kept until braid_rt_program_pp_wait_sends (each buffer is written once per
+   step, so none is reused while in flight); receives block. Messages between
+   two stages are matched in the order they were sent (tag 0). */
+typedef struct {
+  braid_rt_request_t **sends;
+  int64_t count, capacity;
+} braid_rt_program_pp_t;
+static braid_rt_program_pp_t braid_rt_program_pp;
+
+static inline int64_t braid_rt_program_pp_stage(int64_t mask) {
+  return braid_rt_program_group_position(mask);
+}
+
+static inline void braid_rt_program_pp_send_f32(int64_t mask, const float *buf,
+                                                int64_t count, int64_t peer,
+                                                const char *where) {
+  braid_rt_program_pp_t *p = &braid_rt_program_pp;
+  if (p->count == p->capacity) {
+    p->capacity = p->capacity ? 2 * p->capacity : 64;
+    p->sends = (braid_rt_request_t **)realloc(
+        p->sends, (size_t)p->capacity * sizeof(braid_rt_request_t *));
+    if (!p->sends) {
+      fprintf(stderr, "error: out of memory for pipeline sends\n");
+      exit(1);
+    }
+  }
+  braid_rt_program_spmd_check(
+      braid_rt_send_f32_start(braid_rt_program_comm(mask), buf, (size_t)count,
+                              (int)peer, 0, NULL, &p->sends[p->count++]),
+      where);
+}
+
+static inline void braid_rt_program_pp_recv_f32(int64_t mask, float *buf,
+                                                int64_t count, int64_t peer,
+                                                const char *where) {
+  braid_rt_program_spmd_check(braid_rt_recv_f32(braid_rt_program_comm(mask),
+                                                buf, (size_t)count, (int)peer,
+                                                0, NULL),
+                              where);
+}
+
+static inline void braid_rt_program_pp_wait_sends(const char *where) {
+  braid_rt_program_pp_t *p = &braid_rt_program_pp;
+  for (int64_t i = 0; i < p->count; ++i)
+    braid_rt_program_spmd_check(braid_rt_request_wait(p->sends[i]), where);
+  p->count = 0;
+}
+
+/* Stage `owner`'s `count` elements of `buf` to every stage of the pipeline. */
+static inline void braid_rt_program_pp_broadcast_f32(int64_t mask, float *buf,
+                                                     int64_t count,
+                                                     int64_t owner,
+                                                     const char *where) {
+  braid_rt_program_spmd_check(braid_rt_broadcast_f32(braid_rt_program_comm(mask),
+                                                     buf, (size_t)count,
+                                                     (int)owner, NULL),
+                              where);
+}
+
+/* Micro-batch `index` of `total` of a mean, as the evaluator's
+   accumulateMean: the sum in f32 in micro-batch order, then times the f32
+   of 1 / total. */
+static inline void braid_rt_program_accumulate_mean_f32(float *sum,
+                                                        const float *value,
+                                                        int64_t count,
+                                                        int64_t index,
+                                                        int64_t total) {
+  if (index == 0)
+    memcpy(sum, value, (size_t)count * sizeof(float));
+  else
+    for (int64_t k = 0; k < count; ++k)
+      sum[k] += value[k];
+  if (index + 1 < total)
+    return;
+  float inv = (float)(1.0 / (double)total);
+  for (int64_t k = 0; k < count; ++k)
+    sum[k] *= inv;
+}
+
 #ifdef __cplusplus
 }
 #endif

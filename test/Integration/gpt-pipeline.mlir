@@ -1,0 +1,56 @@
+// Tests that braidc compiles a pipelined GPT training step (2 stages, 4
+// micro-batches) into one program run on every pipeline rank by braid-run,
+// whose rank 0 prints the losses of braid-eval --pipeline within 1e-5
+// relative over 3 steps: 1F1B and ZB-H1 on 2 ranks, tp2 x pp2 (1F1B) and
+// dp2 x pp2 (ZB-H1) on 4. GPT ties its embedding: the first and the last
+// stage both use wte, and the first stage's weight-gradient pieces wait for
+// the last stage's partial gradient after the schedule. A pipeline without a
+// schedule is a located compile error.
+//
+// RUN: %PYTHON -m braid.models gpt --layers 4 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 2 -o %t.mlir
+//
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=4 pipeline" --braid-pipeline-outline --braid-pipeline-schedule=schedule=1f1b -o %t.1f1b.mlir
+// RUN: braidc %t.1f1b.mlir --entry train_step -o %t.1f1b --dump-dir %t.1f1b.d
+// RUN: braid-run -n 2 %t.1f1b --steps 3 --seed 1 > %t.1f1b.out
+// RUN: braid-eval %t.1f1b.mlir --steps 3 --seed 1 --pipeline > %t.1f1b.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.1f1b.out %t.1f1b.eval --rtol 1e-5 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=CPP < %t.1f1b.d/program.cpp
+//
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=4 pipeline" --braid-pipeline-outline --braid-pipeline-schedule=schedule=zb-h1 -o %t.zbh1.mlir
+// RUN: braidc %t.zbh1.mlir --entry train_step -o %t.zbh1
+// RUN: braid-run -n 2 %t.zbh1 --steps 3 --seed 1 > %t.zbh1.out
+// RUN: braid-eval %t.zbh1.mlir --steps 3 --seed 1 --pipeline > %t.zbh1.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.zbh1.out %t.zbh1.eval --rtol 1e-5 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=OUT < %t.zbh1.out
+//
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=4 pipeline" --braid-shard="tp=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule=schedule=1f1b -o %t.tp2pp2.mlir
+// RUN: braidc %t.tp2pp2.mlir --entry train_step -o %t.tp2pp2
+// RUN: braid-run -n 4 %t.tp2pp2 --steps 3 --seed 1 > %t.tp2pp2.out
+// RUN: braid-eval %t.tp2pp2.mlir --steps 3 --seed 1 --pipeline --mesh mesh > %t.tp2pp2.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.tp2pp2.out %t.tp2pp2.eval --rtol 1e-5 | FileCheck %s
+//
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=4 pipeline" --braid-shard="dp=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule=schedule=zb-h1 -o %t.dp2pp2.mlir
+// RUN: braidc %t.dp2pp2.mlir --entry train_step -o %t.dp2pp2
+// RUN: braid-run -n 4 %t.dp2pp2 --steps 3 --seed 1 > %t.dp2pp2.out
+// RUN: braid-eval %t.dp2pp2.mlir --steps 3 --seed 1 --pipeline --mesh mesh > %t.dp2pp2.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.dp2pp2.out %t.dp2pp2.eval --rtol 1e-5 | FileCheck %s
+//
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=4 pipeline" --braid-pipeline-outline -o %t.unscheduled.mlir
+// RUN: not braidc %t.unscheduled.mlir --entry train_step -o %t.unscheduled 2>&1 | FileCheck %s --check-prefix=NOSCHED
+
+// CHECK: ok: 3 losses within 1e-05
+
+// Each stage runs its own actions; results leave by broadcast.
+// CPP: braid_rt_program_pp_stage(
+// CPP: if (
+// CPP: braid_forward_grad_c0_F(
+// CPP: braid_rt_program_pp_send_f32(
+// CPP: braid_rt_program_pp_recv_f32(
+// CPP: braid_rt_program_accumulate_mean_f32(
+// CPP: braid_rt_program_pp_wait_sends(
+// CPP: braid_rt_program_pp_broadcast_f32(
+
+// OUT: step 0 loss
+// OUT-NOT: step 0 loss
+
+// NOSCHED: error: 'braid.pipeline' op calls @forward_grad, which has no braid.schedule
