@@ -5,7 +5,8 @@
 // dp2 x pp2 (ZB-H1) on 4. GPT ties its embedding: the first and the last
 // stage both use wte, and the first stage's weight-gradient pieces wait for
 // the last stage's partial gradient after the schedule. A pipeline without a
-// schedule is a located compile error.
+// schedule, one that misses a transfer and a malformed action are located
+// compile errors.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 4 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 2 -o %t.mlir
 //
@@ -37,6 +38,12 @@
 //
 // RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=4 pipeline" --braid-pipeline-outline -o %t.unscheduled.mlir
 // RUN: not braidc %t.unscheduled.mlir --entry train_step -o %t.unscheduled 2>&1 | FileCheck %s --check-prefix=NOSCHED
+//
+// A schedule that misses a transfer, and a malformed action:
+// RUN: sed -e 's/"send activation 1.0 to rank 1", //' -e 's/"recv activation 1.0 from rank 0", //' %t.1f1b.mlir > %t.missing.mlir
+// RUN: not braidc %t.missing.mlir --entry train_step -o %t.missing 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: sed -e 's/"F2.0", /"F2.7", /' %t.1f1b.mlir > %t.badaction.mlir
+// RUN: not braidc %t.badaction.mlir --entry train_step -o %t.badaction 2>&1 | FileCheck %s --check-prefix=BADACTION
 
 // CHECK: ok: 3 losses within 1e-05
 
@@ -54,3 +61,7 @@
 // OUT-NOT: step 0 loss
 
 // NOSCHED: error: 'braid.pipeline' op calls @forward_grad, which has no braid.schedule
+
+// MISSING: {{.*}}missing.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'func.call' op rank 1 runs F1 of chunk 1 without an input it neither computed nor received (the schedule misses a transfer)
+
+// BADACTION: error: bad action 'F2.7' in braid.schedule

@@ -7,7 +7,9 @@
 // the EmitC module to C++ with MLIR's C++ emitter, adds a main() that makes
 // the entry's inputs as braid-eval does and prints its results, and compiles
 // and links it against the runtime (paths fixed at build time, see
-// tools/braidc/CMakeLists.txt and docs/codegen.md). Single device so far.
+// tools/braidc/CMakeLists.txt and docs/codegen.md). Single-device, per-device
+// (a mesh) and pipelined (a scheduled braid.pipeline: an extra axis "pp")
+// programs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -438,7 +440,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "braidc: compile a braid model to a native executable (single device, "
-      "or a per-device program run on every rank of its mesh by braid-run).\n"
+      "a per-device program run on every rank of its mesh, or a pipelined "
+      "training step run on every rank of pp x its mesh, by braid-run).\n"
       "\nThe program initialises the parameters and makes the entry's inputs "
       "from --seed as braid-eval does, runs the entry once and prints its "
       "results ('loss <value>' for a single rank-0 result). A training step "

@@ -45,6 +45,13 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
       `block_of` holds and initialises this device's block, and
       vocabulary-parallel ops (`mesh`, `vocab_axes`) combine their
       statistics over the vocabulary group.
+    - A `braid.pipeline` whose function carries a `braid.schedule` runs on
+      an extra innermost mesh axis `pp` (braidc adds it): its pieces are
+      lowered with the entry, and each stage runs its actions of the
+      schedule (piece calls, sends and receives of what the peer's chunks
+      use) under `if (stage == r)`, then broadcasts the means over
+      micro-batches it computed to the other stages (docs/codegen.md,
+      "Pipelines").
 
     An op without a lowering is an error located at the op.
 
