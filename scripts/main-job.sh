@@ -2,8 +2,9 @@
 # Braid's main job at this stage: generate a GPT model, evaluate its loss
 # with the reference evaluator, derive its training step and train it on one
 # batch, with the loss falling; then split it into a 4-stage pipeline with a
-# verified ZB-H1 schedule, and train it as dp2 x tp2 x pp2 on 8 simulated
-# devices in schedule order. Sets up everything it needs first.
+# verified ZB-H1 schedule, and compile it with braidc for 8 CPU ranks as
+# dp2 x tp2 x pp2 (ZB-H1) and train it with braid-run. Sets up everything it
+# needs first.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -45,15 +46,12 @@ build/bin/braid-opt "$out/gpt.mlir" --braid-pipeline-split="stages=4 report" \
   --braid-pipeline-schedule="schedule=zb-h1 microbatches=8 report" \
   -o "$out/gpt.pipelined.mlir" | grep -v "parameters:"
 
-echo "== 3D parallel training step: dp2 x tp2 x pp2, ZB-H1 over 4 micro-batches"
-build/bin/braid-opt "$out/gpt.mlir" --braid-pipeline-split="stages=2" \
-  --braid-autodiff \
-  --braid-train-step="lr=3e-3 warmup-steps=2 total-steps=10 decay=cosine clip-norm=1.0 accumulation=4 pipeline" \
-  --braid-shard="dp=2 tp=2" --braid-propagate-sharding --braid-partition \
-  --braid-comm-report --braid-pipeline-outline \
-  --braid-pipeline-schedule="schedule=zb-h1 report" \
-  -o "$out/gpt.3d.mlir" | grep -E "^(total (all|axis)|simulated|rank)"
-build/bin/braid-sched --schedule zb-h1 -p 2 -m 4 --svg "$out/gpt.3d.schedule.svg" > /dev/null
-echo "   schedule picture: $out/gpt.3d.schedule.svg"
-echo "== Training it 10 steps on 8 simulated devices (2 x 2 mesh, each running the 2-rank pipeline)"
-build/bin/braid-eval "$out/gpt.3d.mlir" --steps 10 --seed 0 --mesh mesh --pipeline
+echo "== Compiling it for 8 CPU ranks: dp2 x tp2 x pp2, ZB-H1 over 4 micro-batches"
+build/bin/braidc "$out/gpt.mlir" --mesh dp=2,tp=2,pp=2 --schedule zb-h1 \
+  --microbatches 4 --lr 3e-3 --warmup-steps 2 --total-steps 20 --decay cosine \
+  --clip-norm 1.0 --dump-dir "$out/gpt-3d.d" -o "$out/gpt-3d"
+echo "   $out/gpt-3d (C++ in $out/gpt-3d.d/program.cpp)"
+build/bin/braid-sched --schedule zb-h1 -p 2 -m 4 --svg "$out/gpt-3d.schedule.svg" > /dev/null
+echo "   schedule picture: $out/gpt-3d.schedule.svg"
+echo "== Training it 20 steps on 8 ranks (braid-run -n 8; rank 0 prints)"
+build/bin/braid-run -n 8 "$out/gpt-3d" --steps 20 --seed 0

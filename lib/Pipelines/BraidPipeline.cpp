@@ -2,16 +2,64 @@
 
 #include "braid/Pipelines/BraidPipeline.h"
 #include "braid/Conversion/Passes.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 using namespace mlir::braid;
 
+void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
+                                        const TrainingOptions &options) {
+  int64_t microbatches = options.microbatches;
+  if (microbatches == 0)
+    microbatches = options.pp > 1 ? options.pp : 1;
+  if (options.pp > 1) {
+    PipelineSplitPassOptions split;
+    split.stages = options.pp;
+    pm.addPass(createPipelineSplitPass(split));
+  }
+  AutodiffPassOptions autodiff;
+  autodiff.recompute = options.recompute;
+  pm.addPass(createAutodiffPass(autodiff));
+  TrainStepPassOptions step;
+  step.optimizer = options.optimizer;
+  step.lr = options.lr;
+  step.minLr = options.minLr;
+  step.warmupSteps = options.warmupSteps;
+  step.totalSteps = options.totalSteps;
+  step.decay = options.decay;
+  step.clipNorm = options.clipNorm;
+  step.accumulation = microbatches;
+  step.pipeline = options.pp > 1;
+  pm.addPass(createTrainStepPass(step));
+  if (options.dp * options.tp > 1) {
+    ShardPassOptions shard;
+    shard.dp = options.dp;
+    shard.tp = options.tp;
+    shard.zero = options.zero;
+    shard.sp = options.sp;
+    pm.addPass(createShardPass(shard));
+    pm.addPass(createPropagateShardingPass());
+    pm.addPass(createPartitionPass());
+    if (options.asyncCollectives)
+      pm.addPass(createAsyncCollectivesPass());
+  }
+  if (options.pp > 1) {
+    pm.addPass(createPipelineOutlinePass());
+    PipelineSchedulePassOptions schedule;
+    schedule.schedule = options.schedule;
+    schedule.microbatches = microbatches;
+    pm.addPass(createPipelineSchedulePass(schedule));
+  }
+}
+
 void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
                                        const CodegenOptions &options) {
+  if (options.train)
+    buildTrainingPipeline(pm, options.training);
   ConvertBraidToEmitCPassOptions lowerOptions;
-  lowerOptions.entry = options.entry;
+  lowerOptions.entry = options.train ? "train_step" : options.entry;
   pm.addPass(createConvertBraidToEmitCPass(lowerOptions));
 }
 
@@ -21,16 +69,58 @@ struct CodegenPipelineOptions
   Option<std::string> entry{*this, "entry",
                             llvm::cl::desc("The function the program runs."),
                             llvm::cl::init("forward")};
+  Option<bool> train{*this, "train",
+                     llvm::cl::desc("Derive the training step from @forward "
+                                    "(the entry becomes train_step)."),
+                     llvm::cl::init(false)};
+  Option<int64_t> dp{*this, "dp", llvm::cl::desc("Data-parallel degree."),
+                     llvm::cl::init(1)};
+  Option<int64_t> tp{*this, "tp", llvm::cl::desc("Tensor-parallel degree."),
+                     llvm::cl::init(1)};
+  Option<int64_t> pp{*this, "pp", llvm::cl::desc("Pipeline stages."),
+                     llvm::cl::init(1)};
+  Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage (0-3)."),
+                       llvm::cl::init(0)};
+  Option<bool> sp{*this, "sp", llvm::cl::desc("Sequence parallelism."),
+                  llvm::cl::init(false)};
+  Option<std::string> schedule{*this, "schedule",
+                               llvm::cl::desc("Pipeline schedule."),
+                               llvm::cl::init("1f1b")};
+  Option<int64_t> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("Micro-batches per step (0: pp, or 1)."),
+      llvm::cl::init(0)};
+  Option<std::string> recompute{*this, "recompute",
+                                llvm::cl::desc("none, full or selective."),
+                                llvm::cl::init("none")};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("adamw or sgd."),
+                                llvm::cl::init("adamw")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Peak learning rate."),
+                    llvm::cl::init(3.0e-4)};
 };
 } // namespace
 
 void mlir::braid::registerCodegenPipeline() {
   PassPipelineRegistration<CodegenPipelineOptions>(
       "braid-codegen-pipeline",
-      "The pipeline of braidc: a braid model to EmitC calls of the runtime.",
+      "The pipeline of braidc: a braid model (with train, its parallel "
+      "training step) to EmitC calls of the runtime.",
       [](OpPassManager &pm, const CodegenPipelineOptions &opts) {
         CodegenOptions options;
         options.entry = opts.entry;
+        options.train = opts.train;
+        TrainingOptions &t = options.training;
+        t.dp = opts.dp;
+        t.tp = opts.tp;
+        t.pp = opts.pp;
+        t.zero = opts.zero;
+        t.sp = opts.sp;
+        t.schedule = opts.schedule;
+        t.microbatches = opts.microbatches;
+        t.recompute = opts.recompute;
+        t.optimizer = opts.optimizer;
+        t.lr = opts.lr;
         buildCodegenPipeline(pm, options);
       });
 }

@@ -68,6 +68,117 @@ static cl::opt<uint64_t> seed("seed",
 static cl::opt<std::string> cxx("cxx", cl::desc("The C++ compiler"),
                                 cl::init(BRAID_CXX), cl::cat(braidcCategory));
 
+// Training: derive the parallel training step from @forward.
+static cl::OptionCategory trainCategory(
+    "braidc training options (any of them, or --train, compiles the "
+    "training step derived from @forward; the program runs train_step)");
+static cl::opt<bool> train("train",
+                           cl::desc("Compile the training step of @forward"),
+                           cl::cat(trainCategory));
+static cl::opt<std::string>
+    meshSpec("mesh",
+             cl::desc("Mesh degrees, e.g. dp=2,tp=2,pp=2 (each defaults to "
+                      "1); the program runs on dp*tp*pp ranks"),
+             cl::value_desc("dp=D,tp=T,pp=P"), cl::cat(trainCategory));
+static cl::opt<std::string>
+    scheduleName("schedule",
+                 cl::desc("Pipeline schedule with pp > 1: gpipe, 1f1b "
+                          "(default), interleaved-1f1b, zb-h1, zb-h2, zb-v, "
+                          "auto"),
+                 cl::init("1f1b"), cl::cat(trainCategory));
+static cl::opt<int64_t>
+    microbatches("microbatches",
+                 cl::desc("Micro-batches per step (default: pp, or 1); the "
+                          "program's inputs stack them"),
+                 cl::init(0), cl::cat(trainCategory));
+static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage 0-3 over dp"),
+                             cl::init(0), cl::cat(trainCategory));
+static cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp"),
+                        cl::cat(trainCategory));
+static cl::opt<std::string>
+    recompute("recompute", cl::desc("none (default), full or selective"),
+              cl::init("none"), cl::cat(trainCategory));
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("adamw (default) or sgd"),
+                                      cl::init("adamw"),
+                                      cl::cat(trainCategory));
+static cl::opt<double> lr("lr", cl::desc("Peak learning rate (3e-4)"),
+                          cl::init(3.0e-4), cl::cat(trainCategory));
+static cl::opt<double> minLr("min-lr", cl::desc("Final learning rate (0)"),
+                             cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<int64_t> warmupSteps("warmup-steps",
+                                    cl::desc("Linear warm-up steps (0)"),
+                                    cl::init(0), cl::cat(trainCategory));
+static cl::opt<int64_t> totalSteps("total-steps",
+                                   cl::desc("Steps of the decay (1)"),
+                                   cl::init(1), cl::cat(trainCategory));
+static cl::opt<std::string> decay("decay",
+                                  cl::desc("constant (default), linear or "
+                                           "cosine"),
+                                  cl::init("constant"),
+                                  cl::cat(trainCategory));
+static cl::opt<double> clipNorm("clip-norm",
+                                cl::desc("Gradient-norm clipping (0: off)"),
+                                cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<bool>
+    asyncCollectives("async-collectives",
+                     cl::desc("Overlap collectives with the work between "
+                              "their start and first use"),
+                     cl::cat(trainCategory));
+static cl::opt<std::string> target("target",
+                                   cl::desc("cpu (the only target so far)"),
+                                   cl::init("cpu"), cl::cat(braidcCategory));
+
+/// Whether a training option was given (training is implied).
+static bool trainingRequested() {
+  if (train)
+    return true;
+  for (cl::Option *o : std::initializer_list<cl::Option *>{
+           &meshSpec, &scheduleName, &microbatches, &zero, &sp, &recompute,
+           &optimizer, &lr, &minLr, &warmupSteps, &totalSteps, &decay,
+           &clipNorm, &asyncCollectives})
+    if (o->getNumOccurrences())
+      return true;
+  return false;
+}
+
+/// The training options from the command line; fails with a message on a
+/// malformed --mesh.
+static FailureOr<braid::TrainingOptions> trainingOptions() {
+  braid::TrainingOptions t;
+  SmallVector<StringRef> parts;
+  StringRef(meshSpec).split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    auto [axis, value] = part.split('=');
+    int64_t n = 0;
+    int64_t *slot = axis.trim() == "dp"   ? &t.dp
+                    : axis.trim() == "tp" ? &t.tp
+                    : axis.trim() == "pp" ? &t.pp
+                                          : nullptr;
+    if (!slot || value.trim().getAsInteger(10, n) || n < 1) {
+      errs() << "braidc: --mesh: expected dp=D,tp=T,pp=P with positive "
+                "degrees, got '"
+             << part << "'\n";
+      return failure();
+    }
+    *slot = n;
+  }
+  t.zero = zero;
+  t.sp = sp;
+  t.schedule = scheduleName;
+  t.microbatches = microbatches;
+  t.recompute = recompute;
+  t.optimizer = optimizer;
+  t.lr = lr;
+  t.minLr = minLr;
+  t.warmupSteps = warmupSteps;
+  t.totalSteps = totalSteps;
+  t.decay = decay;
+  t.clipNorm = clipNorm;
+  t.asyncCollectives = asyncCollectives;
+  return t;
+}
+
 namespace {
 /// What main() needs to know about the entry's arguments and results.
 struct TensorInfo {
@@ -436,7 +547,7 @@ static LogicalResult compile(StringRef cppPath, StringRef commandPath) {
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions(braidcCategory);
+  cl::HideUnrelatedOptions({&braidcCategory, &trainCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "braidc: compile a braid model to a native executable (single device, "
@@ -451,6 +562,20 @@ int main(int argc, char **argv) {
     errs() << "braidc: --emit must be exe, mlir or cpp\n";
     return 1;
   }
+  if (target != "cpu") {
+    errs() << "braidc: --target " << target
+           << " is not supported yet; the only target is cpu\n";
+    return 1;
+  }
+  bool training = trainingRequested();
+  if (training && entry.getNumOccurrences()) {
+    errs() << "braidc: --entry does not combine with training options: the "
+              "program runs the training step derived from @forward\n";
+    return 1;
+  }
+  FailureOr<braid::TrainingOptions> trainOpts = braid::TrainingOptions();
+  if (training && failed(trainOpts = trainingOptions()))
+    return 1;
 
   DialectRegistry registry;
   registry.insert<braid::BraidDialect, func::FuncDialect, arith::ArithDialect,
@@ -469,6 +594,14 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
+  if (training) {
+    // The training step first: the program's signature is train_step's.
+    PassManager trainPm(&context);
+    braid::buildTrainingPipeline(trainPm, *trainOpts);
+    if (failed(trainPm.run(*module)))
+      return 1;
+    entry = "train_step";
+  }
   auto signature = getSignature(*module);
   if (failed(signature))
     return 1;

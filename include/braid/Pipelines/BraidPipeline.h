@@ -17,13 +17,44 @@
 
 namespace mlir::braid {
 
-/// What braidc compiles. Single device so far: no mesh, no pipeline.
+/// How braidc derives a parallel training step from a model's @forward.
+struct TrainingOptions {
+  /// Mesh degrees: data, tensor and pipeline parallelism.
+  int64_t dp = 1, tp = 1, pp = 1;
+  /// ZeRO stage (0-3) and sequence parallelism over tp.
+  int64_t zero = 0;
+  bool sp = false;
+  /// Pipeline schedule (braid-pipeline-schedule) and micro-batches per step
+  /// (0: the number of stages with pp > 1, else 1).
+  std::string schedule = "1f1b";
+  int64_t microbatches = 0;
+  /// braid-autodiff's recomputation: none, full or selective.
+  std::string recompute = "none";
+  /// braid-train-step: optimizer and learning-rate schedule.
+  std::string optimizer = "adamw", decay = "constant";
+  double lr = 3.0e-4, minLr = 0.0, clipNorm = 0.0;
+  int64_t warmupSteps = 0, totalSteps = 1;
+  /// Split collectives into start and wait (braid-async-collectives).
+  bool asyncCollectives = false;
+};
+
+/// What braidc compiles: `entry` as written, or with `train`, the training
+/// step derived from @forward under `training` (the entry is then
+/// train_step).
 struct CodegenOptions {
   /// The function the program runs.
   std::string entry = "forward";
+  bool train = false;
+  TrainingOptions training;
 };
 
-/// Adds the passes that take a braid model to EmitC for `options`.
+/// Adds the passes that derive the parallel training step: pipeline split,
+/// autodiff, the training step (through braid.pipeline when pp > 1),
+/// sharding and partitioning over dp x tp, outlining and scheduling.
+void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options);
+
+/// Adds the passes that take a braid module to EmitC for `options` (the
+/// training passes first when `options.train`).
 void buildCodegenPipeline(OpPassManager &pm, const CodegenOptions &options);
 
 /// Registers `--braid-codegen-pipeline` (with option `entry`).

@@ -1,0 +1,31 @@
+// Tests that braidc derives the parallel training step itself from a model
+// (--mesh, --schedule, --microbatches and the optimizer options run the same
+// passes as braid-opt's --braid-codegen-pipeline=train=true ...): the
+// program's losses equal braid-eval's on the program those passes make,
+// single device and dp2 x tp2 x pp2 (ZB-H1) on 8 ranks; and bad options are
+// clear errors.
+//
+// RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
+//
+// RUN: braidc %t.mlir --lr 0.01 --clip-norm 1.0 -o %t.one
+// RUN: %t.one --steps 3 --seed 1 > %t.one.out
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step="lr=0.01 clip-norm=1.0" -o %t.one.mlir
+// RUN: braid-eval %t.one.mlir --steps 3 --seed 1 > %t.one.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.one.out %t.one.eval --rtol 1e-5 | FileCheck %s
+//
+// RUN: braidc %t.mlir --mesh dp=2,tp=2,pp=2 --schedule zb-h1 --microbatches 4 --lr 0.01 --clip-norm 1.0 -o %t.3d
+// RUN: braid-run -n 8 %t.3d --steps 3 --seed 1 > %t.3d.out
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="lr=0.01 clip-norm=1.0 accumulation=4 pipeline" --braid-shard="dp=2 tp=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule=schedule=zb-h1 -o %t.3d.mlir
+// RUN: braid-eval %t.3d.mlir --steps 3 --seed 1 --pipeline --mesh mesh > %t.3d.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.3d.out %t.3d.eval --rtol 1e-5 | FileCheck %s
+//
+// CHECK: ok: 3 losses within 1e-05
+//
+// RUN: not braidc %t.mlir --mesh dp=2,xp=2 -o %t.bad 2>&1 | FileCheck %s --check-prefix=MESH
+// MESH: braidc: --mesh: expected dp=D,tp=T,pp=P with positive degrees, got 'xp=2'
+// RUN: not braidc %t.mlir --mesh dp=2 --entry logits -o %t.bad 2>&1 | FileCheck %s --check-prefix=ENTRY
+// ENTRY: braidc: --entry does not combine with training options
+// RUN: not braidc %t.mlir --target cuda -o %t.bad 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: braidc: --target cuda is not supported yet; the only target is cpu
+// RUN: not braidc %t.mlir --mesh tp=3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=TP
+// TP: not divisible by tp = 3
