@@ -2,8 +2,8 @@
 // (--mesh, --schedule, --microbatches and the optimizer options run the same
 // passes as braid-opt's --braid-codegen-pipeline=train=true ...): the
 // program's losses equal braid-eval's on the program those passes make,
-// single device and dp2 x tp2 x pp2 (ZB-H1) on 8 ranks; and bad options are
-// clear errors.
+// single device, dp2 x tp2 x pp2 (ZB-H1) on 8 ranks and dp2 x tp2 with
+// ZeRO-2 on 4; and bad options are clear errors.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 //
@@ -18,6 +18,12 @@
 // RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="lr=0.01 clip-norm=1.0 accumulation=4 pipeline" --braid-shard="dp=2 tp=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule=schedule=zb-h1 -o %t.3d.mlir
 // RUN: braid-eval %t.3d.mlir --steps 3 --seed 1 --pipeline --mesh mesh > %t.3d.eval
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.3d.out %t.3d.eval --rtol 1e-5 | FileCheck %s
+//
+// RUN: braidc %t.mlir --mesh dp=2,tp=2 --zero 2 --lr 0.01 --clip-norm 1.0 -o %t.zero2
+// RUN: braid-run -n 4 %t.zero2 --steps 3 --seed 1 > %t.zero2.out
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step="lr=0.01 clip-norm=1.0" --braid-shard="dp=2 tp=2 zero=2" --braid-propagate-sharding --braid-partition -o %t.zero2.mlir
+// RUN: braid-eval %t.zero2.mlir --steps 3 --seed 1 --mesh mesh > %t.zero2.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.zero2.out %t.zero2.eval --rtol 1e-5 | FileCheck %s
 //
 // CHECK: ok: 3 losses within 1e-05
 //

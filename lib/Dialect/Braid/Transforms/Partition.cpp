@@ -158,9 +158,14 @@ Value Partitioner::reshardUncached(OpBuilder &b, Location loc, Local v,
           value, mesh.getSymName(), axesAttr(from.partial), *scatterDim);
       from.dims[*scatterDim] = from.partial;
     } else {
+      // A sum does not depend on the order of its axes: list them in mesh
+      // order, the one canonical group order (generated code needs it).
+      SmallVector<StringRef> axes(from.partial);
+      llvm::sort(axes, [&](StringRef a, StringRef b) {
+        return *mesh.getAxisIndex(a) < *mesh.getAxisIndex(b);
+      });
       value = AllReduceOp::create(b, loc, value.getType(), ReduceKind::sum,
-                                  value, mesh.getSymName(),
-                                  axesAttr(from.partial));
+                                  value, mesh.getSymName(), axesAttr(axes));
     }
     from.partial.clear();
   }
