@@ -349,6 +349,8 @@ int main(int argc, char **argv) {
   os << R"(  uint64_t seed = )"
      << seed << R"(ULL;
   int64_t steps = 1, start_step = 0;
+  int have_start_step = 0;
+  const char *save_dir = NULL, *resume_dir = NULL;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
       seed = strtoull(argv[++i], NULL, 10);
@@ -356,8 +358,17 @@ int main(int argc, char **argv) {
       steps = strtoll(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--start-step") == 0 && i + 1 < argc) {
       start_step = strtoll(argv[++i], NULL, 10);
+      have_start_step = 1;
+    } else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc && )"
+     << (step && meshInfo.present ? "1" : "0") << R"() {
+      save_dir = argv[++i];
+    } else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc && )"
+     << (step && meshInfo.present ? "1" : "0") << R"() {
+      resume_dir = argv[++i];
     } else {
-      fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N]\n",
+      fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
+     << (step && meshInfo.present ? " [--save DIR] [--resume DIR]" : "")
+     << R"(\n",
               argv[0]);
       return 2;
     }
@@ -365,6 +376,13 @@ int main(int argc, char **argv) {
   )" << braid::kProgramInitFunction
      << R"((seed);
 )";
+  if (step && meshInfo.present)
+    os << "  if (resume_dir) {\n"
+       << "    int64_t saved = braid_rt_program_resume(resume_dir, "
+          "braid_num_slots, braid_slots, braid_params);\n"
+       << "    if (!have_start_step)\n      start_step = saved;\n  }\n";
+  else
+    os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n";
   std::string call = braid::getEmittedFunctionName(entry) + "(";
   for (auto [i, arg] : llvm::enumerate(args)) {
     Type element = arg.type.getElementType();
@@ -470,7 +488,9 @@ int main(int argc, char **argv) {
        << "      printf(\" (step %lld excluded)\", (long long)start_step);\n"
        << "    printf(\"\\n\");\n  }\n";
     if (meshInfo.present)
-      os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
+      os << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
+            "steps, braid_num_slots, braid_slots, braid_params);\n"
+         << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
     os << "  return 0;\n}\n";
     return;
   }

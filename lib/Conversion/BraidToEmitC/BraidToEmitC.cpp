@@ -698,6 +698,46 @@ void ModuleLowering::emitInitFunction(Location loc) {
     emitc::AssignOp::create(b, loc, element, buffer);
   }
   emitc::ReturnOp::create(b, loc, Value());
+  // A per-device program also describes its slots for checkpoints
+  // (braid_rt_program_save / _resume): each slot's global name, rank, whole
+  // shape and block spec (the axes splitting each dimension, as
+  // braid_rt_program_block reads it; none for a replicated slot).
+  if (!mesh && !pipelineMask)
+    return;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto list = [&](ArrayRef<int64_t> v) {
+    os << "{";
+    for (int64_t x : v)
+      os << x << ", ";
+    os << "0}";
+  };
+  for (auto [slot, param] : llvm::enumerate(slots)) {
+    SmallVector<int64_t> global, spec;
+    if (param.blockOf) {
+      (void)getBlockSpec(module, param.blockOf, param.type.getShape(), global,
+                         spec);
+    } else {
+      global.assign(param.type.getShape().begin(), param.type.getShape().end());
+      spec.assign(global.size(), 0);
+    }
+    os << "static const int64_t braid_slot_shape_" << slot << "[] = ";
+    list(global);
+    os << ";\nstatic const int64_t braid_slot_spec_" << slot << "[] = ";
+    list(spec);
+    os << ";\n";
+  }
+  os << "static const braid_rt_program_slot_t braid_slots[] = {";
+  for (auto [slot, param] : llvm::enumerate(slots))
+    os << "\n    {" << quote(param.name) << ", " << param.type.getRank()
+       << ", braid_slot_shape_" << slot << ", braid_slot_spec_" << slot
+       << "},";
+  os << "\n    {0, 0, 0, 0}};\nstatic const int64_t braid_num_slots = "
+     << slots.size() << ";";
+  OpBuilder after(ctx);
+  after.setInsertionPointAfter(fn);
+  emitc::VerbatimOp::create(after, loc, after.getStringAttr(text),
+                            ValueRange{});
 }
 
 LogicalResult ModuleLowering::run(StringRef entry) {

@@ -18,6 +18,7 @@
 #ifndef BRAID_RT_PROGRAM_SPMD_H
 #define BRAID_RT_PROGRAM_SPMD_H
 
+#include "braid/rt/checkpoint.h"
 #include "braid/rt/collectives.h"
 #include "braid/rt/context.h"
 #include "braid/rt/kernels.h"
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -244,6 +246,125 @@ static inline void braid_rt_program_extract_block(const void *whole,
   braid_rt_program_copy_run_t c = {(const char *)whole, (char *)block, size};
   braid_rt_program_block_runs(rank, global, spec, braid_rt_program_copy_run,
                               &c);
+}
+
+/*--- Checkpoints -----------------------------------------------------------*/
+
+/* One slot of the parameter table (parameters and optimizer state), as
+   braid-lower-to-emitc describes it in `braid_slots`: the global name, the
+   rank, the whole shape and the block spec of braid_rt_program_block. */
+typedef struct {
+  const char *name;
+  int64_t rank;
+  const int64_t *global;
+  const int64_t *spec;
+} braid_rt_program_slot_t;
+
+/* Sums `failed` (0 or 1) over every rank: whether any rank failed. */
+static inline int braid_rt_program_any_failed(int failed) {
+  braid_rt_program_spmd_t *s = &braid_rt_program_spmd;
+  float flag = failed ? 1.0f : 0.0f;
+  braid_rt_program_spmd_check(
+      braid_rt_all_reduce_sum_f32(
+          braid_rt_program_comm(((int64_t)1 << s->ndims) - 1), &flag, 1, NULL),
+      "checkpoint: agreeing on the outcome");
+  return flag != 0.0f;
+}
+
+/* Every rank reports its own failure (if any); when any rank failed, all
+   leave with status 1. Collective. */
+static inline void braid_rt_program_checkpoint_outcome(int failed) {
+  if (braid_rt_program_any_failed(failed)) {
+    fflush(stdout);
+    braid_rt_program_spmd_finish();
+    exit(1);
+  }
+}
+
+/* Writes DIR/checkpoint.safetensors (atomically, through the runtime's
+   checkpoint writer): each rank adds its block of every slot, and metadata
+   "step" = next_step. Collective. */
+static inline void braid_rt_program_save(const char *dir, int64_t next_step,
+                                         int64_t n,
+                                         const braid_rt_program_slot_t *slots,
+                                         float *const *params) {
+  braid_rt_program_spmd_t *s = &braid_rt_program_spmd;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+  if (s->rank == 0)
+    mkdir(dir, 0777); /* an existing directory is fine; errors show below */
+  braid_rt_program_checkpoint_outcome(0); /* the directory exists now */
+  braid_rt_checkpoint_writer_t *w = NULL;
+  braid_rt_status_t status = braid_rt_checkpoint_writer_create(
+      s->ctx, braid_rt_program_comm(((int64_t)1 << s->ndims) - 1), path, &w);
+  int64_t local[16], offsets[16];
+  for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
+    braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
+                           local, offsets);
+    status = braid_rt_checkpoint_writer_add_f32(
+        w, slots[i].name, (int)slots[i].rank, slots[i].global, offsets, local,
+        params[i]);
+  }
+  char step[32];
+  snprintf(step, sizeof step, "%lld", (long long)next_step);
+  if (status == BRAID_RT_OK)
+    status = braid_rt_checkpoint_writer_set_metadata(w, "step", step);
+  if (braid_rt_program_any_failed(status != BRAID_RT_OK)) {
+    if (status != BRAID_RT_OK)
+      fprintf(stderr, "error: rank %d: --save %s: %s: %s\n", s->rank, path,
+              braid_rt_status_string(status),
+              braid_rt_context_last_error(s->ctx));
+    braid_rt_checkpoint_writer_destroy(w);
+    braid_rt_program_checkpoint_outcome(1);
+  }
+  status = braid_rt_checkpoint_writer_commit(w);
+  if (status != BRAID_RT_OK)
+    fprintf(stderr, "error: rank %d: --save %s: %s: %s\n", s->rank, path,
+            braid_rt_status_string(status),
+            braid_rt_context_last_error(s->ctx));
+  braid_rt_checkpoint_writer_destroy(w);
+  braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
+}
+
+/* Reads this rank's block of every slot from DIR/checkpoint.safetensors
+   and returns its metadata "step". A missing file or tensor, another shape
+   or a corrupt file: every rank prints its error and all leave with status
+   1. Collective. */
+static inline int64_t braid_rt_program_resume(const char *dir, int64_t n,
+                                              const braid_rt_program_slot_t *slots,
+                                              float *const *params) {
+  braid_rt_program_spmd_t *s = &braid_rt_program_spmd;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+  braid_rt_checkpoint_reader_t *r = NULL;
+  braid_rt_status_t status = braid_rt_checkpoint_open(s->ctx, path, &r);
+  int64_t local[16], offsets[16], step = -1;
+  for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
+    braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
+                           local, offsets);
+    status = braid_rt_checkpoint_read_block_f32(
+        r, slots[i].name, (int)slots[i].rank, slots[i].global, offsets, local,
+        params[i]);
+  }
+  if (status != BRAID_RT_OK) {
+    fprintf(stderr, "error: rank %d: --resume %s: %s: %s\n", s->rank, path,
+            braid_rt_status_string(status),
+            braid_rt_context_last_error(s->ctx));
+  } else {
+    const char *value = braid_rt_checkpoint_metadata(r, "step");
+    char *end = NULL;
+    if (value)
+      step = strtoll(value, &end, 10);
+    if (!value || !*value || *end || step < 0) {
+      fprintf(stderr,
+              "error: rank %d: --resume %s: no valid metadata \"step\"\n",
+              s->rank, path);
+      status = BRAID_RT_INVALID_ARGUMENT;
+    }
+  }
+  braid_rt_checkpoint_close(r);
+  braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
+  return step;
 }
 
 /*--- Collectives -----------------------------------------------------------*/

@@ -1,0 +1,42 @@
+// Tests a training program's --save and --resume: GPT trained 2 steps as
+// dp2 x tp2 x pp2 (8 ranks) and saved, then resumed for 2 more steps by the
+// program compiled for dp4 x pp2 (another layout of the same global batch:
+// inputs are generated whole, then each rank takes its block), gives the
+// losses of the uninterrupted 4-step run; a truncated checkpoint, a missing
+// tensor and another shape are refused on every rank, and a refused
+// checkpoint is left byte-identical.
+//
+// RUN: rm -rf %t.d && mkdir -p %t.d
+// RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 16 -o %t.mlir
+// RUN: braidc %t.mlir --mesh dp=2,tp=2,pp=2 --microbatches 4 --lr 0.01 -o %t.3d
+// RUN: braidc %t.mlir --mesh dp=4,pp=2 --microbatches 4 --lr 0.01 -o %t.dp4
+//
+// RUN: braid-run -n 8 %t.3d --steps 4 --seed 1 > %t.full
+// RUN: braid-run -n 8 %t.3d --steps 2 --seed 1 --save %t.d/ck > %t.first
+// RUN: braid-run -n 8 %t.dp4 --steps 2 --seed 1 --resume %t.d/ck > %t.second
+// RUN: FileCheck %s --check-prefix=RESUMED < %t.second
+// RESUMED: step 2 loss
+// RESUMED-NEXT: step 3 loss
+// RUN: grep -E '^step (2|3) ' %t.full > %t.full.tail
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.second %t.full.tail --rtol 1e-4 | FileCheck %s
+// CHECK: ok: 2 losses within 0.0001
+//
+// A truncated checkpoint: every rank says so, nothing is written over it.
+// RUN: mkdir -p %t.d/bad && head -c 200000 %t.d/ck/checkpoint.safetensors > %t.d/bad/checkpoint.safetensors
+// RUN: cp %t.d/bad/checkpoint.safetensors %t.d/bad.orig
+// RUN: not braid-run -n 8 %t.dp4 --steps 1 --resume %t.d/bad --save %t.d/bad 2> %t.bad.err
+// RUN: FileCheck %s --check-prefix=TRUNC < %t.bad.err
+// RUN: grep -c 'DATA_CORRUPT' %t.bad.err | FileCheck %s --check-prefix=EIGHT
+// RUN: cmp %t.d/bad/checkpoint.safetensors %t.d/bad.orig
+// TRUNC: error: rank {{[0-7]}}: --resume {{.*}}bad/checkpoint.safetensors: DATA_CORRUPT: {{.*}}truncated file?
+// EIGHT: 8
+//
+// A missing tensor (an SGD program resuming AdamW's checkpoint) and another
+// shape (vocabulary 32).
+// RUN: braidc %t.mlir --mesh dp=2 --optimizer sgd --lr 0.01 -o %t.sgd
+// RUN: not braid-run -n 2 %t.sgd --steps 1 --resume %t.d/ck 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: error: rank {{[01]}}: --resume {{.*}}: INVALID_ARGUMENT: checkpoint {{.*}} has no tensor '{{.*}}.sgd.momentum'
+// RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 32 --batch 16 -o %t.v32.mlir
+// RUN: braidc %t.v32.mlir --mesh dp=2 --lr 0.01 -o %t.v32
+// RUN: not braid-run -n 2 %t.v32 --steps 1 --resume %t.d/ck 2>&1 | FileCheck %s --check-prefix=SHAPE
+// SHAPE: error: rank {{[01]}}: --resume {{.*}}: INVALID_ARGUMENT: {{.*}}wte.weight
