@@ -40,3 +40,19 @@
 // RUN: braidc %t.v32.mlir --mesh dp=2 --lr 0.01 -o %t.v32
 // RUN: not braid-run -n 2 %t.v32 --steps 1 --resume %t.d/ck 2>&1 | FileCheck %s --check-prefix=SHAPE
 // SHAPE: error: rank {{[01]}}: --resume {{.*}}: INVALID_ARGUMENT: {{.*}}wte.weight
+//
+// --log-every 3 prints steps 0, 3, 6 (and the last); --trace writes every
+// rank's Chrome trace with a begin/end event per step.
+// RUN: braid-run -n 8 %t.3d --steps 7 --seed 1 --log-every 3 --trace %t.trace.json | FileCheck %s --check-prefix=LOG
+// LOG: step 0 loss
+// LOG-NEXT: step 3 loss
+// LOG-NEXT: step 6 loss
+// LOG-NEXT: summary: 7 steps
+// RUN: %PYTHON -c "import json, sys; d = json.load(open(sys.argv[1])); ev = d['traceEvents'] if isinstance(d, dict) else d; b = [e for e in ev if e.get('cat') == 'step' and e['ph'] == 'B']; print('step events', len(b), 'ranks', len({e['pid'] for e in b}), sorted({e['name'] for e in b}))" %t.trace.json | FileCheck %s --check-prefix=TRACE
+// TRACE: step events 56 ranks 8 ['step 0', 'step 1', 'step 2', 'step 3', 'step 4', 'step 5', 'step 6']
+// RUN: braidc %t.mlir --lr 0.01 -o %t.one
+// RUN: %t.one --steps 5 --log-every 2 | FileCheck %s --check-prefix=ONE
+// ONE: step 0 loss
+// ONE-NEXT: step 2 loss
+// ONE-NEXT: step 4 loss
+// ONE-NEXT: summary: 5 steps

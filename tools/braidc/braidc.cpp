@@ -341,7 +341,10 @@ int main(int argc, char **argv) {
     os << "};\n  static const char *const braid_mesh_names[] = {";
     for (auto [i, n] : llvm::enumerate(meshInfo.names))
       os << (i ? ", " : "") << "\"" << n << "\"";
-    os << "};\n  braid_rt_program_spmd_start(&argc, &argv, "
+    os << "};\n  for (int i = 1; i + 1 < argc; ++i)\n"
+       << "    if (strcmp(argv[i], \"--trace\") == 0)\n"
+       << "      braid_rt_program_spmd_trace = 1;\n"
+       << "  braid_rt_program_spmd_start(&argc, &argv, "
        << meshInfo.dims.size() << ", braid_mesh_dims, braid_mesh_names);\n"
        << "  if (braid_rt_program_spmd_rank() != 0 && "
           "!freopen(\"/dev/null\", \"w\", stdout))\n    return 1;\n";
@@ -349,8 +352,9 @@ int main(int argc, char **argv) {
   os << R"(  uint64_t seed = )"
      << seed << R"(ULL;
   int64_t steps = 1, start_step = 0;
+  int64_t log_every = 1;
   int have_start_step = 0;
-  const char *save_dir = NULL, *resume_dir = NULL;
+  const char *save_dir = NULL, *resume_dir = NULL, *trace_file = NULL;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
       seed = strtoull(argv[++i], NULL, 10);
@@ -365,9 +369,22 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc && )"
      << (step && meshInfo.present ? "1" : "0") << R"() {
       resume_dir = argv[++i];
+    } else if (strcmp(argv[i], "--log-every") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      log_every = strtoll(argv[++i], NULL, 10);
+      if (log_every < 1) {
+        fprintf(stderr, "error: --log-every needs a positive number\n");
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && )"
+     << (step && meshInfo.present ? "1" : "0") << R"() {
+      trace_file = argv[++i];
     } else {
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
-     << (step && meshInfo.present ? " [--save DIR] [--resume DIR]" : "")
+     << (step ? " [--log-every K]" : "")
+     << (step && meshInfo.present
+             ? " [--save DIR] [--resume DIR] [--trace FILE]"
+             : "")
      << R"(\n",
               argv[0]);
       return 2;
@@ -382,7 +399,8 @@ int main(int argc, char **argv) {
           "braid_num_slots, braid_slots, braid_params);\n"
        << "    if (!have_start_step)\n      start_step = saved;\n  }\n";
   else
-    os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n";
+    os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n"
+          "  (void)trace_file; (void)log_every;\n";
   std::string call = braid::getEmittedFunctionName(entry) + "(";
   for (auto [i, arg] : llvm::enumerate(args)) {
     Type element = arg.type.getElementType();
@@ -459,12 +477,20 @@ int main(int argc, char **argv) {
        << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
        << "    in" << stepIndex << "[0] = s;\n"
        << "    struct timespec t0, t1;\n"
-       << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n"
-       << "    " << call << ");\n"
-       << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
+       << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n";
+    if (meshInfo.present)
+      os << "    if (trace_file) {\n      char name[32];\n"
+         << "      snprintf(name, sizeof name, \"step %lld\", (long long)s);\n"
+         << "      braid_rt_program_trace_begin(name, \"step\");\n    }\n";
+    os << "    " << call << ");\n";
+    if (meshInfo.present)
+      os << "    if (trace_file)\n      braid_rt_program_trace_end();\n";
+    os << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
        << "    double step_s = (double)(t1.tv_sec - t0.tv_sec) +\n"
        << "                    1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);\n"
        << "    if (s > start_step || steps == 1)\n      total_s += step_s;\n"
+       << "    if ((s - start_step) % log_every != 0 && s != start_step + "
+          "steps - 1)\n      continue;\n"
        << "    printf(\"step %lld\", (long long)s);\n";
     for (auto [name, format] : {std::pair<StringRef, StringRef>{"loss", "%.17g"},
                                 {"lr", "%.6g"},
@@ -488,7 +514,8 @@ int main(int argc, char **argv) {
        << "      printf(\" (step %lld excluded)\", (long long)start_step);\n"
        << "    printf(\"\\n\");\n  }\n";
     if (meshInfo.present)
-      os << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
+      os << "  if (trace_file)\n    braid_rt_program_trace_write(trace_file);\n"
+         << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
             "steps, braid_num_slots, braid_slots, braid_params);\n"
          << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
     os << "  return 0;\n}\n";

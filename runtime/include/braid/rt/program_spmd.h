@@ -24,6 +24,7 @@
 #include "braid/rt/kernels.h"
 #include "braid/rt/mesh.h"
 #include "braid/rt/program.h"
+#include "braid/rt/trace.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -68,8 +69,12 @@ static inline void braid_rt_program_spmd_check(braid_rt_status_t status,
     braid_rt_program_spmd_fail(status, where);
 }
 
+/* Nonzero before braid_rt_program_spmd_start: the context records trace
+   events (the program's --trace FILE). */
+static int braid_rt_program_spmd_trace;
+
 /* Creates the context and the mesh (`ndims` axes of sizes `dims` named
-   `names`). A world that does not have the mesh's number of ranks ends the
+   `names`); with braid_rt_program_spmd_trace set, the context traces. A world that does not have the mesh's number of ranks ends the
    program (exit status 1) with the runtime's message, printed by rank 0. */
 static inline void braid_rt_program_spmd_start(int *argc, char ***argv,
                                                int ndims, const int64_t *dims,
@@ -80,7 +85,10 @@ static inline void braid_rt_program_spmd_start(int *argc, char ***argv,
             ndims, (int)BRAID_RT_PROGRAM_MAX_AXES);
     exit(1);
   }
-  if (braid_rt_context_create(NULL, argc, argv, &s->ctx) != BRAID_RT_OK) {
+  braid_rt_context_options_t opts;
+  braid_rt_context_options_init(&opts);
+  opts.trace = braid_rt_program_spmd_trace;
+  if (braid_rt_context_create(&opts, argc, argv, &s->ctx) != BRAID_RT_OK) {
     fprintf(stderr, "error: %s\n", braid_rt_context_last_error(NULL));
     exit(1);
   }
@@ -246,6 +254,35 @@ static inline void braid_rt_program_extract_block(const void *whole,
   braid_rt_program_copy_run_t c = {(const char *)whole, (char *)block, size};
   braid_rt_program_block_runs(rank, global, spec, braid_rt_program_copy_run,
                               &c);
+}
+
+/*--- Trace events ----------------------------------------------------------*/
+
+/* Opens / closes a trace event (no-ops unless the context traces). */
+static inline void braid_rt_program_trace_begin(const char *name,
+                                                const char *category) {
+  braid_rt_program_spmd_check(
+      braid_rt_trace_begin(braid_rt_program_spmd.ctx, name, category),
+      "trace");
+}
+static inline void braid_rt_program_trace_end(void) {
+  braid_rt_program_spmd_check(braid_rt_trace_end(braid_rt_program_spmd.ctx),
+                              "trace");
+}
+
+/* Writes every rank's events to `path` (Chrome trace format). Collective. */
+static inline void braid_rt_program_trace_write(const char *path) {
+  braid_rt_status_t status = braid_rt_trace_write(braid_rt_program_spmd.ctx,
+                                                  path);
+  if (status != BRAID_RT_OK) {
+    if (braid_rt_program_spmd.rank == 0)
+      fprintf(stderr, "error: --trace %s: %s: %s\n", path,
+              braid_rt_status_string(status),
+              braid_rt_context_last_error(braid_rt_program_spmd.ctx));
+    fflush(stdout);
+    braid_rt_program_spmd_finish();
+    exit(1);
+  }
 }
 
 /*--- Checkpoints -----------------------------------------------------------*/
