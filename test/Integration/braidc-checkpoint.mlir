@@ -56,3 +56,21 @@
 // ONE-NEXT: step 2 loss
 // ONE-NEXT: step 4 loss
 // ONE-NEXT: summary: 5 steps
+//
+// --data: each step's batch from the runtime's data source (labels = the
+// next tokens); a token file and the synthetic source give the same losses
+// under dp2 x tp2 x pp2 and dp4 x pp2; a file of the wrong token width is
+// refused on every rank; a single-device program refuses --data.
+// RUN: %PYTHON -c "import struct, sys; open(sys.argv[1], 'wb').write(struct.pack('<5000H', *[(i * 7) % 64 for i in range(5000)]))" %t.tok
+// RUN: braid-run -n 8 %t.3d --steps 3 --data %t.tok --token-bytes 2 > %t.data.3d
+// RUN: braid-run -n 8 %t.dp4 --steps 3 --data %t.tok > %t.data.dp4
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.data.dp4 %t.data.3d --rtol 1e-4 | FileCheck %s --check-prefix=DATA
+// RUN: braid-run -n 8 %t.3d --steps 2 --data synthetic > %t.syn.3d
+// RUN: braid-run -n 8 %t.dp4 --steps 2 --data synthetic > %t.syn.dp4
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.syn.dp4 %t.syn.3d --rtol 1e-4 | FileCheck %s --check-prefix=SYN
+// DATA: ok: 3 losses within 0.0001
+// SYN: ok: 2 losses within 0.0001
+// RUN: not braid-run -n 8 %t.dp4 --steps 1 --data %t.tok --token-bytes 4 2>&1 | FileCheck %s --check-prefix=WIDTH
+// WIDTH: error: rank {{[0-7]}}: --data {{.*}}: DATA_CORRUPT: token file {{.*}} not below the vocabulary size 64
+// RUN: not %t.one --steps 1 --data synthetic 2>&1 | FileCheck %s --check-prefix=NODATA
+// NODATA: error: --data needs a program on a mesh whose entry takes i32 'tokens' and 'labels' with braid.range

@@ -355,6 +355,8 @@ int main(int argc, char **argv) {
   int64_t log_every = 1;
   int have_start_step = 0;
   const char *save_dir = NULL, *resume_dir = NULL, *trace_file = NULL;
+  const char *data_source = NULL;
+  int token_bytes = 2;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
       seed = strtoull(argv[++i], NULL, 10);
@@ -379,9 +381,19 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && )"
      << (step && meshInfo.present ? "1" : "0") << R"() {
       trace_file = argv[++i];
+    } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      data_source = argv[++i];
+    } else if (strcmp(argv[i], "--token-bytes") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      token_bytes = atoi(argv[++i]);
+      if (token_bytes != 2 && token_bytes != 4) {
+        fprintf(stderr, "error: --token-bytes must be 2 or 4\n");
+        return 2;
+      }
     } else {
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
-     << (step ? " [--log-every K]" : "")
+     << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]" : "")
      << (step && meshInfo.present
              ? " [--save DIR] [--resume DIR] [--trace FILE]"
              : "")
@@ -400,8 +412,13 @@ int main(int argc, char **argv) {
        << "    if (!have_start_step)\n      start_step = saved;\n  }\n";
   else
     os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n"
-          "  (void)trace_file; (void)log_every;\n";
+          "  (void)trace_file; (void)log_every; (void)data_source;\n"
+          "  (void)token_bytes;\n";
   std::string call = braid::getEmittedFunctionName(entry) + "(";
+  // Per argument: the whole buffer and its size, and the code that copies
+  // this rank's block of it (sharded arguments).
+  std::vector<std::pair<std::string, int64_t>> wholes(args.size());
+  std::vector<std::string> extracts(args.size());
   for (auto [i, arg] : llvm::enumerate(args)) {
     Type element = arg.type.getElementType();
     int64_t count = arg.type.getNumElements();
@@ -437,12 +454,17 @@ int main(int argc, char **argv) {
           out += std::to_string(x) + ", ";
         return out + "0";
       };
-      os << "  {\n    static const int64_t global[] = {" << list(arg.global)
-         << "};\n    static const int64_t spec[] = {" << list(arg.spec)
-         << "};\n    braid_rt_program_extract_block(" << whole << ", sizeof(*"
-         << whole << "), " << arg.type.getRank() << ", global, spec, " << var
-         << ");\n  }\n";
+      std::string extract;
+      raw_string_ostream e(extract);
+      e << "  {\n    static const int64_t global[] = {" << list(arg.global)
+        << "};\n    static const int64_t spec[] = {" << list(arg.spec)
+        << "};\n    braid_rt_program_extract_block(" << whole << ", sizeof(*"
+        << whole << "), " << arg.type.getRank() << ", global, spec, " << var
+        << ");\n  }\n";
+      os << extract;
+      extracts[i] = extract;
     }
+    wholes[i] = {whole, wholeCount};
     call += var + ", ";
   }
   for (auto [i, result] : llvm::enumerate(results)) {
@@ -463,6 +485,7 @@ int main(int argc, char **argv) {
       return -1;
     };
     unsigned stepIndex = step - args.data();
+    std::string dataFeed;
     // Tokens per step: the elements of the 'tokens' argument, if any (the
     // whole argument's, when each rank holds a block: the job's tokens).
     int64_t tokens = 0;
@@ -473,10 +496,41 @@ int main(int argc, char **argv) {
           for (auto [g, l] : llvm::zip(arg.global, arg.type.getShape()))
             tokens = tokens / l * g;
       }
+    // --data: tokens and labels (i32 with braid.range, the same whole
+    // shape) from the runtime's data source, each step's batch, on a mesh.
+    int tokensIndex = -1, labelsIndex = -1;
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (arg.name == "tokens" && arg.range && arg.type.getElementType().isInteger(32))
+        tokensIndex = i;
+      if (arg.name == "labels" && arg.range && arg.type.getElementType().isInteger(32))
+        labelsIndex = i;
+    }
+    if (tokensIndex >= 0 && labelsIndex >= 0 &&
+        wholes[tokensIndex].second == wholes[labelsIndex].second &&
+        meshInfo.present) {
+      const TensorInfo &t = args[tokensIndex];
+      int64_t seqLen = t.sharded ? t.global.back() : t.type.getShape().back();
+      int64_t batch = wholes[tokensIndex].second / seqLen;
+      os << "  braid_rt_data_t *braid_data = NULL;\n"
+         << "  if (data_source)\n    braid_data = braid_rt_program_data_open("
+            "data_source, token_bytes, seed, "
+         << t.range << ", " << seqLen << ", " << batch << ");\n";
+      dataFeed = "    if (braid_data) {\n      braid_rt_program_data_batch("
+                 "braid_data, s, " +
+                 std::to_string(batch) + ", " + wholes[tokensIndex].first +
+                 ", " + wholes[labelsIndex].first + ");\n" +
+                 extracts[tokensIndex] + extracts[labelsIndex] + "    }\n";
+    } else {
+      os << "  (void)token_bytes;\n  if (data_source) {\n"
+         << "    fprintf(stderr, \"error: --data needs a program on a mesh "
+            "whose entry takes i32 'tokens' and 'labels' with braid.range\\n\");\n"
+         << "    return 2;\n  }\n";
+    }
     os << "  double total_s = 0;\n"
        << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
        << "    in" << stepIndex << "[0] = s;\n"
        << "    struct timespec t0, t1;\n"
+       << dataFeed
        << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n";
     if (meshInfo.present)
       os << "    if (trace_file) {\n      char name[32];\n"

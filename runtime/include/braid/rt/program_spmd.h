@@ -21,6 +21,7 @@
 #include "braid/rt/checkpoint.h"
 #include "braid/rt/collectives.h"
 #include "braid/rt/context.h"
+#include "braid/rt/data.h"
 #include "braid/rt/kernels.h"
 #include "braid/rt/mesh.h"
 #include "braid/rt/program.h"
@@ -402,6 +403,46 @@ static inline int64_t braid_rt_program_resume(const char *dir, int64_t n,
   braid_rt_checkpoint_close(r);
   braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
   return step;
+}
+
+/*--- Training data -----------------------------------------------------------*/
+
+/* Opens the program's --data source: "synthetic" (the runtime's synthetic
+   tokens under `seed`) or a token file of `token_bytes`-byte tokens, for
+   batches of `global_batch` samples of `seq_len` tokens below `vocab`. A
+   refused source is reported by every rank and ends all of them with
+   status 1. Collective. */
+static inline braid_rt_data_t *braid_rt_program_data_open(
+    const char *source, int token_bytes, uint64_t seed, int64_t vocab,
+    int64_t seq_len, int64_t global_batch) {
+  braid_rt_program_spmd_t *s = &braid_rt_program_spmd;
+  braid_rt_data_options_t opts;
+  braid_rt_data_options_init(&opts);
+  opts.seq_len = seq_len;
+  opts.global_batch = global_batch;
+  braid_rt_data_t *data = NULL;
+  braid_rt_status_t status =
+      strcmp(source, "synthetic") == 0
+          ? braid_rt_data_open_synthetic(s->ctx, &opts, seed, vocab, &data)
+          : braid_rt_data_open_tokens(s->ctx, &opts, source, token_bytes,
+                                      vocab, &data);
+  if (status != BRAID_RT_OK)
+    fprintf(stderr, "error: rank %d: --data %s: %s: %s\n", s->rank, source,
+            braid_rt_status_string(status),
+            braid_rt_context_last_error(s->ctx));
+  braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
+  return data;
+}
+
+/* Fills the whole batch of step `step` (tokens and next-token labels). */
+static inline void braid_rt_program_data_batch(braid_rt_data_t *data,
+                                               int64_t step,
+                                               int64_t global_batch,
+                                               int32_t *tokens,
+                                               int32_t *labels) {
+  braid_rt_program_spmd_check(braid_rt_data_batch(data, (uint64_t)step, 0,
+                                                  global_batch, tokens, labels),
+                              "--data: reading a batch");
 }
 
 /*--- Collectives -----------------------------------------------------------*/
