@@ -25,6 +25,14 @@
 // RUN: braid-eval %t.zero2.mlir --steps 3 --seed 1 --mesh mesh > %t.zero2.eval
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.zero2.out %t.zero2.eval --rtol 1e-5 | FileCheck %s
 //
+// The step's global batch is --microbatches times the model's batch: a
+// batch-4 model on dp2 x tp2 x pp2 with 4 micro-batches trains exactly like
+// the batch-16 model on one rank.
+// RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 16 -o %t.b16.mlir
+// RUN: braidc %t.b16.mlir --lr 0.01 --clip-norm 1.0 -o %t.b16
+// RUN: %t.b16 --steps 3 --seed 1 > %t.b16.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.3d.out %t.b16.out --rtol 1e-5 | FileCheck %s
+//
 // CHECK: ok: 3 losses within 1e-05
 //
 // RUN: not braidc %t.mlir --mesh dp=2,xp=2 -o %t.bad 2>&1 | FileCheck %s --check-prefix=MESH
