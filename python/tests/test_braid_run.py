@@ -69,3 +69,33 @@ def test_not_executable(tmp_path):
     prog.write_text("data")
     proc = _braid_run("-n", "1", prog)
     assert proc.returncode == 2 and "is not executable" in proc.stderr
+
+
+def test_killing_a_rank_of_a_compiled_program_ends_the_run(tmp_path):
+    """A braidc program training on 2 ranks: SIGKILL one rank mid-run and
+    the whole run ends non-zero within 60 s, mpirun naming what happened."""
+    import signal
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from braid import models
+    model = tmp_path / "gpt.mlir"
+    model.write_text(models.gpt(layers=1, hidden=32, heads=4, seq=8, vocab=64, batch=4))
+    program = tmp_path / "gpt-dp2"
+    subprocess.run([str(bin_dir() / "braidc"), str(model), "--mesh", "dp=2", "-o", str(program)],
+                   check=True, capture_output=True, timeout=300)
+    proc = subprocess.Popen([str(bin_dir() / "braid-run"), "-n", "2", str(program), "--steps", "1000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # rank 0 prints step 0 once both ranks run
+        assert line.startswith("step 0"), line
+        pids = subprocess.run(["pgrep", "-f", f"^{program}"], capture_output=True, text=True).stdout.split()
+        assert len(pids) == 2, pids
+        start = time.monotonic()
+        os.kill(int(pids[-1]), signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode != 0
+        assert time.monotonic() - start < 60
+        assert "process rank" in err and "exited on signal 9" in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
