@@ -1095,68 +1095,76 @@ static Tensor concatenate(ArrayRef<Tensor> parts, int64_t dim) {
 // Each collective's semantics, shared by its synchronous and start forms
 // (a start form exchanges at once; its future holds the result).
 
-template <typename OpTy>
-static LogicalResult evalAllReduce(OpTy op, EvalContext &ctx,
-                                   ArrayRef<const Tensor *> ops,
-                                   SmallVectorImpl<Tensor> &results) {
+/// Exchanges the operand with the op's group and appends what `fromGroup`
+/// makes of every member's tensor (in group order) and this device's
+/// position.
+template <typename OpTy, typename Fn>
+static LogicalResult evalCollective(OpTy op, EvalContext &ctx,
+                                    ArrayRef<const Tensor *> ops,
+                                    SmallVectorImpl<Tensor> &results,
+                                    Fn fromGroup) {
   SmallVector<Tensor> group;
   unsigned position;
   if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
     return failure();
-  results.push_back(combine(group, op.getKind() == ReduceKind::max));
+  results.push_back(fromGroup(ArrayRef<Tensor>(group), position));
   return success();
+}
+
+template <typename OpTy>
+static LogicalResult evalAllReduce(OpTy op, EvalContext &ctx,
+                                   ArrayRef<const Tensor *> ops,
+                                   SmallVectorImpl<Tensor> &results) {
+  return evalCollective(op, ctx, ops, results,
+                        [&](ArrayRef<Tensor> group, unsigned) {
+                          return combine(group,
+                                         op.getKind() == ReduceKind::max);
+                        });
 }
 
 template <typename OpTy>
 static LogicalResult evalAllGather(OpTy op, EvalContext &ctx,
                                    ArrayRef<const Tensor *> ops,
                                    SmallVectorImpl<Tensor> &results) {
-  SmallVector<Tensor> group;
-  unsigned position;
-  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
-    return failure();
-  results.push_back(concatenate(group, op.getDim()));
-  return success();
+  return evalCollective(op, ctx, ops, results,
+                        [&](ArrayRef<Tensor> group, unsigned) {
+                          return concatenate(group, op.getDim());
+                        });
 }
 
 template <typename OpTy>
 static LogicalResult evalReduceScatter(OpTy op, EvalContext &ctx,
                                        ArrayRef<const Tensor *> ops,
                                        SmallVectorImpl<Tensor> &results) {
-  SmallVector<Tensor> group;
-  unsigned position;
-  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
-    return failure();
-  results.push_back(
-      block(combine(group, false), op.getDim(), group.size(), position));
-  return success();
+  return evalCollective(
+      op, ctx, ops, results, [&](ArrayRef<Tensor> group, unsigned position) {
+        return block(combine(group, false), op.getDim(), group.size(),
+                     position);
+      });
 }
 
 template <typename OpTy>
 static LogicalResult evalAllToAll(OpTy op, EvalContext &ctx,
                                   ArrayRef<const Tensor *> ops,
                                   SmallVectorImpl<Tensor> &results) {
-  SmallVector<Tensor> group;
-  unsigned position;
-  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
-    return failure();
-  SmallVector<Tensor> received;
-  for (const Tensor &t : group)
-    received.push_back(block(t, op.getSplitDim(), group.size(), position));
-  results.push_back(concatenate(received, op.getConcatDim()));
-  return success();
+  return evalCollective(
+      op, ctx, ops, results, [&](ArrayRef<Tensor> group, unsigned position) {
+        SmallVector<Tensor> received;
+        for (const Tensor &t : group)
+          received.push_back(
+              block(t, op.getSplitDim(), group.size(), position));
+        return concatenate(received, op.getConcatDim());
+      });
 }
 
 template <typename OpTy>
 static LogicalResult evalBroadcastFrom(OpTy op, EvalContext &ctx,
                                        ArrayRef<const Tensor *> ops,
                                        SmallVectorImpl<Tensor> &results) {
-  SmallVector<Tensor> group;
-  unsigned position;
-  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
-    return failure();
-  results.push_back(group[op.getRoot()]);
-  return success();
+  return evalCollective(op, ctx, ops, results,
+                        [&](ArrayRef<Tensor> group, unsigned) {
+                          return group[op.getRoot()];
+                        });
 }
 
 #define BRAID_EVAL_COLLECTIVE(Op, fn)                                          \
