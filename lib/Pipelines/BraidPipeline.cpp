@@ -60,6 +60,7 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
     buildTrainingPipeline(pm, options.training);
   ConvertBraidToEmitCPassOptions lowerOptions;
   lowerOptions.entry = options.train ? "train_step" : options.entry;
+  lowerOptions.spmd = options.train || options.spmd;
   pm.addPass(createConvertBraidToEmitCPass(lowerOptions));
 }
 
@@ -73,6 +74,11 @@ struct CodegenPipelineOptions
                      llvm::cl::desc("Derive the training step from @forward "
                                     "(the entry becomes train_step)."),
                      llvm::cl::init(false)};
+  Option<bool> spmd{*this, "spmd",
+                    llvm::cl::desc("Run on the runtime's context even without "
+                                   "a mesh (implied by train; braidc sets it "
+                                   "for an entry with a 'step' argument)."),
+                    llvm::cl::init(false)};
   Option<int64_t> dp{*this, "dp", llvm::cl::desc("Data-parallel degree."),
                      llvm::cl::init(1)};
   Option<int64_t> tp{*this, "tp", llvm::cl::desc("Tensor-parallel degree."),
@@ -110,6 +116,7 @@ void mlir::braid::registerCodegenPipeline() {
         CodegenOptions options;
         options.entry = opts.entry;
         options.train = opts.train;
+        options.spmd = opts.spmd;
         TrainingOptions &t = options.training;
         t.dp = opts.dp;
         t.tp = opts.tp;

@@ -60,7 +60,7 @@
 // --data: each step's batch from the runtime's data source (labels = the
 // next tokens); a token file and the synthetic source give the same losses
 // under dp2 x tp2 x pp2 and dp4 x pp2; a file of the wrong token width is
-// refused on every rank; a single-device program refuses --data.
+// refused on every rank; the single-device program reads the same batches.
 // RUN: %PYTHON -c "import struct, sys; open(sys.argv[1], 'wb').write(struct.pack('<5000H', *[(i * 7) % 64 for i in range(5000)]))" %t.tok
 // RUN: braid-run -n 8 %t.3d --steps 3 --data %t.tok --token-bytes 2 > %t.data.3d
 // RUN: braid-run -n 8 %t.dp4 --steps 3 --data %t.tok > %t.data.dp4
@@ -72,5 +72,24 @@
 // SYN: ok: 2 losses within 0.0001
 // RUN: not braid-run -n 8 %t.dp4 --steps 1 --data %t.tok --token-bytes 4 2>&1 | FileCheck %s --check-prefix=WIDTH
 // WIDTH: error: rank {{[0-7]}}: --data {{.*}}: DATA_CORRUPT: token file {{.*}} not below the vocabulary size 64
-// RUN: not %t.one --steps 1 --data synthetic 2>&1 | FileCheck %s --check-prefix=NODATA
-// NODATA: error: --data needs a program on a mesh whose entry takes i32 'tokens' and 'labels' with braid.range
+// RUN: not %t.one --steps 1 --data %t.d/no-such-file 2>&1 | FileCheck %s --check-prefix=NOFILE
+// NOFILE: error: rank 0: --data {{.*}}no-such-file: IO_ERROR: token file {{.*}}: cannot open
+//
+// The single-device program (global batch 16, a quarter of the pipelined
+// programs' 4 x 16) reads, saves, resumes and traces like the others: with
+// the token file its losses equal dp2's on the same batches; its checkpoint
+// of step 2 resumed by dp2 continues its uninterrupted run; it resumes the
+// 8-rank checkpoint.
+// RUN: braidc %t.mlir --mesh dp=2 --lr 0.01 -o %t.dp2
+// RUN: %t.one --steps 3 --data %t.tok > %t.data.one
+// RUN: braid-run -n 2 %t.dp2 --steps 3 --data %t.tok > %t.data.dp2
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.data.one %t.data.dp2 --rtol 1e-4 | FileCheck %s --check-prefix=DATA
+// RUN: %t.one --steps 4 --seed 1 > %t.one.full
+// RUN: %t.one --steps 2 --seed 1 --save %t.d/one --trace %t.one.trace.json > /dev/null
+// RUN: braid-run -n 2 %t.dp2 --steps 2 --seed 1 --resume %t.d/one > %t.one.second
+// RUN: grep -E '^step (2|3) ' %t.one.full > %t.one.full.tail
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.one.second %t.one.full.tail --rtol 1e-4 | FileCheck %s
+// RUN: %t.one --steps 1 --resume %t.d/ck | FileCheck %s --check-prefix=RESUMED1
+// RESUMED1: step 2 loss
+// RUN: %PYTHON -c "import json, sys; d = json.load(open(sys.argv[1])); ev = d['traceEvents'] if isinstance(d, dict) else d; b = [e for e in ev if e.get('cat') == 'step' and e['ph'] == 'B']; print('step events', len(b), 'ranks', len({e['pid'] for e in b}), sorted({e['name'] for e in b}))" %t.one.trace.json | FileCheck %s --check-prefix=TRACE1
+// TRACE1: step events 2 ranks 1 ['step 0', 'step 1']

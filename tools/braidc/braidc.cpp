@@ -366,10 +366,10 @@ int main(int argc, char **argv) {
       start_step = strtoll(argv[++i], NULL, 10);
       have_start_step = 1;
     } else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc && )"
-     << (step && meshInfo.present ? "1" : "0") << R"() {
+     << (step ? "1" : "0") << R"() {
       save_dir = argv[++i];
     } else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc && )"
-     << (step && meshInfo.present ? "1" : "0") << R"() {
+     << (step ? "1" : "0") << R"() {
       resume_dir = argv[++i];
     } else if (strcmp(argv[i], "--log-every") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
@@ -379,7 +379,7 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && )"
-     << (step && meshInfo.present ? "1" : "0") << R"() {
+     << (step ? "1" : "0") << R"() {
       trace_file = argv[++i];
     } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
@@ -394,9 +394,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
      << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]" : "")
-     << (step && meshInfo.present
-             ? " [--save DIR] [--resume DIR] [--trace FILE]"
-             : "")
+     << (step ? " [--save DIR] [--resume DIR] [--trace FILE]" : "")
      << R"(\n",
               argv[0]);
       return 2;
@@ -405,7 +403,7 @@ int main(int argc, char **argv) {
   )" << braid::kProgramInitFunction
      << R"((seed);
 )";
-  if (step && meshInfo.present)
+  if (step)
     os << "  if (resume_dir) {\n"
        << "    int64_t saved = braid_rt_program_resume(resume_dir, "
           "braid_num_slots, braid_slots, braid_params);\n"
@@ -497,7 +495,7 @@ int main(int argc, char **argv) {
             tokens = tokens / l * g;
       }
     // --data: tokens and labels (i32 with braid.range, the same whole
-    // shape) from the runtime's data source, each step's batch, on a mesh.
+    // shape) from the runtime's data source, each step's batch.
     int tokensIndex = -1, labelsIndex = -1;
     for (auto [i, arg] : llvm::enumerate(args)) {
       if (arg.name == "tokens" && arg.range && arg.type.getElementType().isInteger(32))
@@ -506,8 +504,7 @@ int main(int argc, char **argv) {
         labelsIndex = i;
     }
     if (tokensIndex >= 0 && labelsIndex >= 0 &&
-        wholes[tokensIndex].second == wholes[labelsIndex].second &&
-        meshInfo.present) {
+        wholes[tokensIndex].second == wholes[labelsIndex].second) {
       const TensorInfo &t = args[tokensIndex];
       int64_t seqLen = t.sharded ? t.global.back() : t.type.getShape().back();
       int64_t batch = wholes[tokensIndex].second / seqLen;
@@ -522,8 +519,8 @@ int main(int argc, char **argv) {
                  extracts[tokensIndex] + extracts[labelsIndex] + "    }\n";
     } else {
       os << "  (void)token_bytes;\n  if (data_source) {\n"
-         << "    fprintf(stderr, \"error: --data needs a program on a mesh "
-            "whose entry takes i32 'tokens' and 'labels' with braid.range\\n\");\n"
+         << "    fprintf(stderr, \"error: --data needs a training step "
+            "that takes i32 'tokens' and 'labels' with braid.range\\n\");\n"
          << "    return 2;\n  }\n";
     }
     os << "  double total_s = 0;\n"
@@ -658,7 +655,9 @@ int main(int argc, char **argv) {
       "from --seed as braid-eval does, runs the entry once and prints its "
       "results ('loss <value>' for a single rank-0 result). A training step "
       "(an argument named 'step') runs --steps N times and prints each step's "
-      "loss, lr and grad_norm as braid-eval --steps does.\n");
+      "loss, lr and grad_norm as braid-eval --steps does; it also takes "
+      "--data, --save, --resume, --log-every and --trace, on one device too "
+      "(a one-rank program on the runtime's context).\n");
   if (emit != "exe" && emit != "mlir" && emit != "cpp") {
     errs() << "braidc: --emit must be exe, mlir or cpp\n";
     return 1;
@@ -707,9 +706,20 @@ int main(int argc, char **argv) {
   if (failed(signature))
     return 1;
 
+  // A training step runs on the runtime's context even on one device (a
+  // one-rank mesh): checkpoints, data files and traces come with it.
+  bool isStep = llvm::any_of(signature->first,
+                             [](const TensorInfo &arg) { return arg.isStep; });
+  if (isStep && !meshInfo.present) {
+    meshInfo.present = true;
+    meshInfo.dims = {1};
+    meshInfo.names = {"dp"};
+  }
+
   PassManager pm(&context);
   braid::CodegenOptions options;
   options.entry = entry;
+  options.spmd = isStep;
   braid::buildCodegenPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;

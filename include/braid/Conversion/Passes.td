@@ -52,6 +52,8 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
       use) under `if (stage == r)`, then broadcasts the means over
       micro-batches it computed to the other stages (docs/codegen.md,
       "Pipelines").
+    - With `spmd`, a module without a mesh is lowered as a per-rank program
+      of one rank (braidc does so for training steps).
 
     An op without a lowering is an error located at the op.
 
@@ -70,6 +72,11 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
            "Lower only this function and the layers it repeats (all "
            "functions when empty).">,
+    Option<"spmd", "spmd", "bool", /*default=*/"false",
+           "Make a per-rank program even without a braid.mesh: include "
+           "braid/rt/program_spmd.h and emit the checkpoint slot table, so "
+           "that main() runs it on a one-rank runtime context (checkpoints, "
+           "data files, traces).">,
   ];
   let dependentDialects = ["::mlir::emitc::EmitCDialect"];
 }

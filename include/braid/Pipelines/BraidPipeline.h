@@ -40,11 +40,14 @@ struct TrainingOptions {
 
 /// What braidc compiles: `entry` as written, or with `train`, the training
 /// step derived from @forward under `training` (the entry is then
-/// train_step).
+/// train_step, and `spmd` is implied).
 struct CodegenOptions {
   /// The function the program runs.
   std::string entry = "forward";
   bool train = false;
+  /// Run on the runtime's context even without a mesh (one rank), as
+  /// training programs do (checkpoints, data files and traces need it).
+  bool spmd = false;
   TrainingOptions training;
 };
 

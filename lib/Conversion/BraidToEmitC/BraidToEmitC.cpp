@@ -78,9 +78,9 @@ struct ParamSlot {
 /// functions.
 class ModuleLowering {
 public:
-  ModuleLowering(ModuleOp module, const LoweringTable &table)
-      : table(table), module(module), globals(module.getContext()),
-        funcs(module.getContext()) {}
+  ModuleLowering(ModuleOp module, const LoweringTable &table, bool spmd)
+      : table(table), spmd(spmd), module(module),
+        globals(module.getContext()), funcs(module.getContext()) {}
 
   LogicalResult run(StringRef entry);
 
@@ -115,6 +115,10 @@ public:
                              SmallVectorImpl<int64_t> &spec);
 
   const LoweringTable &table;
+  /// The program runs on the runtime's context (program_spmd.h), with a
+  /// mesh, a pipeline, or as one rank (the pass's `spmd`).
+  bool spmd;
+  bool isPerRank() const { return spmd || mesh || pipelineMask; }
   bool hasMesh() const { return bool(mesh); }
   /// The group of the pipeline axis "pp" (appended after the mesh's axes)
   /// when the program runs a scheduled braid.pipeline, else 0.
@@ -702,7 +706,7 @@ void ModuleLowering::emitInitFunction(Location loc) {
   // (braid_rt_program_save / _resume): each slot's global name, rank, whole
   // shape and block spec (the axes splitting each dimension, as
   // braid_rt_program_block reads it; none for a replicated slot).
-  if (!mesh && !pipelineMask)
+  if (!isPerRank())
     return;
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -798,7 +802,7 @@ LogicalResult ModuleLowering::run(StringRef entry) {
   top.setInsertionPointToStart(module.getBody());
   Operation *lastInclude = nullptr;
   SmallVector<StringRef> headers = {"braid/rt/kernels.h", "braid/rt/program.h"};
-  if (mesh || pipelineMask)
+  if (isPerRank())
     headers.push_back("braid/rt/program_spmd.h");
   headers.push_back("stdint.h");
   for (StringRef header : headers)
@@ -2063,7 +2067,7 @@ struct ConvertBraidToEmitCPass
   void runOnOperation() override {
     LoweringTable table;
     populateLowerings(table);
-    ModuleLowering lowering(getOperation(), table);
+    ModuleLowering lowering(getOperation(), table, spmd);
     if (failed(lowering.run(entry)))
       signalPassFailure();
   }
