@@ -42,7 +42,8 @@
 // SHAPE: error: rank {{[01]}}: --resume {{.*}}: INVALID_ARGUMENT: {{.*}}wte.weight
 //
 // --log-every 3 prints steps 0, 3, 6 (and the last); --trace writes every
-// rank's Chrome trace with a begin/end event per step.
+// rank's Chrome trace with a begin/end event per step and per pipeline
+// action.
 // RUN: braid-run -n 8 %t.3d --steps 7 --seed 1 --log-every 3 --trace %t.trace.json | FileCheck %s --check-prefix=LOG
 // LOG: step 0 loss
 // LOG-NEXT: step 3 loss
@@ -50,6 +51,17 @@
 // LOG-NEXT: summary: 7 steps
 // RUN: %PYTHON -c "import json, sys; d = json.load(open(sys.argv[1])); ev = d['traceEvents'] if isinstance(d, dict) else d; b = [e for e in ev if e.get('cat') == 'step' and e['ph'] == 'B']; print('step events', len(b), 'ranks', len({e['pid'] for e in b}), sorted({e['name'] for e in b}))" %t.trace.json | FileCheck %s --check-prefix=TRACE
 // TRACE: step events 56 ranks 8 ['step 0', 'step 1', 'step 2', 'step 3', 'step 4', 'step 5', 'step 6']
+// Each pipeline action is an event too: per step, 1F1B over 4 micro-batches
+// runs 4 F and 4 BW on each stage, plus stage 0's 4 W of the tied embedding
+// (deferred until stage 1's part arrives): 20 x 4 pipelines x 7 steps; and
+// each wait for a receive: stage 1's 4 activations, stage 0's 4 gradients
+// and the tied gradient, 9 x 4 x 7. Stage 1 waits for micro-batch 0's
+// activation before running it.
+// RUN: %PYTHON %S/Inputs/trace-summary.py %t.trace.json --rank 1 --first 4 | FileCheck %s --check-prefix=ACTIONS
+// ACTIONS: pipeline: 560 events on 8 ranks
+// ACTIONS: recv: 252 events on 8 ranks
+// ACTIONS: step: 56 events on 8 ranks
+// ACTIONS: rank 1: step 0, recv activation 0.0 from rank 0, F0.0, BW0.0
 // RUN: braidc %t.mlir --lr 0.01 -o %t.one
 // RUN: %t.one --steps 5 --log-every 2 | FileCheck %s --check-prefix=ONE
 // ONE: step 0 loss

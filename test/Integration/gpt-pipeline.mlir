@@ -47,14 +47,19 @@
 
 // CHECK: ok: 3 losses within 1e-05
 
-// Each stage runs its own actions; results leave by broadcast.
+// Each stage starts its receives, then runs its own actions (each a trace
+// event), waiting for a receive where the schedule receives; results leave
+// by broadcast.
 // CPP: braid_rt_program_pp_stage(
 // CPP: if (
+// CPP: braid_rt_program_pp_recv_start_f32(
+// CPP: braid_rt_program_trace_begin(
 // CPP: braid_forward_grad_c0_F(
+// CPP: braid_rt_program_trace_end(
 // CPP: braid_rt_program_pp_send_f32(
-// CPP: braid_rt_program_pp_recv_f32(
+// CPP: braid_rt_program_pp_recv_wait(
 // CPP: braid_rt_program_accumulate_mean_f32(
-// CPP: braid_rt_program_pp_wait_sends(
+// CPP: braid_rt_program_pp_wait_all(
 // CPP: braid_rt_program_pp_broadcast_f32(
 
 // OUT: step 0 loss

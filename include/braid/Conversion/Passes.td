@@ -48,8 +48,9 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
     - A `braid.pipeline` whose function carries a `braid.schedule` runs on
       an extra innermost mesh axis `pp` (braidc adds it): its pieces are
       lowered with the entry, and each stage runs its actions of the
-      schedule (piece calls, sends and receives of what the peer's chunks
-      use) under `if (stage == r)`, then broadcasts the means over
+      schedule (piece calls, non-blocking sends and receives of what the
+      peer's chunks use, tagged by piece) under `if (stage == r)`, then
+      broadcasts the means over
       micro-batches it computed to the other stages (docs/codegen.md,
       "Pipelines").
     - With `spmd`, a module without a mesh is lowered as a per-rank program

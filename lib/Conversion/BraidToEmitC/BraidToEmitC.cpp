@@ -242,7 +242,9 @@ public:
   /// Calls a kernel returning braid_rt_status_t and checks the status.
   void callChecked(StringRef callee, ArrayRef<Value> args);
   /// The C string naming the current op (its location), for messages.
-  Value whereText();
+  Value whereText() { return text(where); }
+  /// A C string literal.
+  Value text(StringRef s);
   /// The pending site of a started collective's future.
   DenseMap<Value, Value> pendingOf;
   /// Copies `count` elements of `from` to `to` (f32, i32 or i64).
@@ -327,11 +329,11 @@ Value FunctionLowering::allocate(RankedTensorType type) {
       .getResult(0);
 }
 
-Value FunctionLowering::whereText() {
+Value FunctionLowering::text(StringRef s) {
   MLIRContext *ctx = b.getContext();
   return emitc::LiteralOp::create(
       b, loc, emitc::PointerType::get(emitc::OpaqueType::get(ctx, "const char")),
-      b.getStringAttr(quote(where)));
+      b.getStringAttr(quote(s)));
 }
 
 void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
@@ -1549,6 +1551,7 @@ struct PipelinePlan {
   /// A parsed action: kind "F", "B", "W", "BW", "send" or "recv"; for a
   /// transfer the payload's phase ('F' activation, 'B' gradient) and peer.
   struct Action {
+    std::string text; // as written in the schedule
     std::string kind;
     int64_t mb = 0, chunk = 0, peer = 0;
     char phase = 0;
@@ -1646,6 +1649,7 @@ static LogicalResult readPipeline(PipelineOp op, func::FuncOp fn,
         return true;
       };
       PipelinePlan::Action act;
+      act.text = text.str();
       SmallVector<StringRef> words;
       text.split(words, ' ');
       if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
@@ -1671,8 +1675,9 @@ static LogicalResult readPipeline(PipelineOp op, func::FuncOp fn,
 
 /// A scheduled braid.pipeline on a pipeline axis: every stage runs its
 /// rank's actions of the schedule as straight-line code under
-/// `if (stage == r)` (piece calls into per-micro-batch buffers, started
-/// sends and blocking receives of what the peer's chunks use), then the
+/// `if (stage == r)` (all receives of the step started first; then piece
+/// calls into per-micro-batch buffers, each a trace event, started sends of
+/// what the peer's chunks use, and waits for receives), then the
 /// weight-gradient pieces that read another stage's W results (a tied
 /// parameter's gradient sum) after those arrive, then the means over
 /// micro-batches of the results it computed; each mean is then broadcast
@@ -1753,6 +1758,18 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       }
   }
 
+  // A message's tag names the piece whose result it carries: receives match
+  // their sends whatever order they are started in.
+  int64_t numChunks = plan.stages.size();
+  auto tagOf = [&](int64_t mb, int64_t chunk, char phase) {
+    int64_t kind = phase == 'F' ? 0 : phase == 'B' ? 1 : 2;
+    return (mb * numChunks + chunk) * 3 + kind;
+  };
+  if (m * numChunks * 3 > 32768)
+    return op.emitOpError()
+           << "runs " << m << " micro-batches of " << numChunks
+           << " chunks: more transfers than message tags (32768)";
+
   Value mask = l.i64(l.module.pipelineMask);
   Value stage = emitc::CallOpaqueOp::create(b, loc, b.getI64Type(),
                                             "braid_rt_program_pp_stage",
@@ -1780,10 +1797,52 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         buffer = l.allocate(l.typeOf(v));
       return buffer;
     };
-    auto transfer = [&](StringRef callee, int64_t mb, Value v, int64_t peer) {
-      l.call(callee, {mask, bufferOf(mb, v), l.i64(l.countOf(v)),
-                      l.i64(peer), l.whereText()});
+    auto send = [&](int64_t mb, Value v, int64_t peer, int64_t tag) {
+      l.call("braid_rt_program_pp_send_f32",
+             {mask, bufferOf(mb, v), l.i64(l.countOf(v)), l.i64(peer),
+              l.i64(tag), l.whereText()});
     };
+    // Every receive of the step starts first; receive k is waited for where
+    // the schedule receives it (k: the order they start in).
+    int64_t numReceives = 0;
+    auto startReceive = [&](int64_t mb, Value v, int64_t peer, int64_t tag) {
+      l.call("braid_rt_program_pp_recv_start_f32",
+             {mask, bufferOf(mb, v), l.i64(l.countOf(v)), l.i64(peer),
+              l.i64(tag), l.whereText()});
+      return numReceives++;
+    };
+    auto waitReceives = [&](StringRef event, ArrayRef<int64_t> receives) {
+      if (receives.empty())
+        return;
+      l.call("braid_rt_program_trace_begin", {l.text(event), l.text("recv")});
+      for (int64_t k : receives)
+        l.call("braid_rt_program_pp_recv_wait", {l.i64(k), l.whereText()});
+      l.call("braid_rt_program_trace_end", {});
+    };
+    // The receives of each recv action, then the late ones.
+    std::vector<SmallVector<int64_t>> actionReceives(plan.parsed[r].size());
+    for (auto [i, a] : llvm::enumerate(plan.parsed[r])) {
+      if (a.kind != "recv")
+        continue;
+      // The sender names its own chunk: the neighbour of ours.
+      int64_t from = a.phase == 'F' ? a.chunk - 1 : a.chunk + 1;
+      auto it = plan.piece.find({from, a.phase});
+      if (it == plan.piece.end())
+        continue;
+      for (Value v : it->second.getResults())
+        if (plan.usedOn(v, r)) {
+          if (failed(f32Only(v)))
+            return failure();
+          actionReceives[i].push_back(
+              startReceive(a.mb, v, a.peer, tagOf(a.mb, from, a.phase)));
+        }
+    }
+    SmallVector<int64_t> lateReceives;
+    for (auto [from, to, mb, v] : late)
+      if (to == r)
+        lateReceives.push_back(
+            startReceive(mb, v, from, tagOf(mb, plan.producer[v].first, 'W')));
+
     // Runs piece (chunk, phase) on micro-batch mb (or skips a deferred W).
     auto compute = [&](int64_t mb, int64_t chunk, char phase,
                        bool late) -> LogicalResult {
@@ -1818,7 +1877,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       return success();
     };
 
-    for (const PipelinePlan::Action &a : plan.parsed[r]) {
+    for (auto [i, a] : llvm::enumerate(plan.parsed[r])) {
       if (a.kind == "send") {
         // Everything of this piece that a chunk on the peer uses.
         auto it = plan.piece.find({a.chunk, a.phase});
@@ -1832,40 +1891,47 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
                      << " of chunk " << a.chunk << " before computing it";
             if (failed(f32Only(v)))
               return failure();
-            transfer("braid_rt_program_pp_send_f32", a.mb, v, a.peer);
+            send(a.mb, v, a.peer, tagOf(a.mb, a.chunk, a.phase));
           }
-      } else if (a.kind == "recv") {
-        // The sender names its own chunk: the neighbour of ours.
-        int64_t from = a.phase == 'F' ? a.chunk - 1 : a.chunk + 1;
-        auto it = plan.piece.find({from, a.phase});
-        if (it == plan.piece.end())
-          continue;
-        for (Value v : it->second.getResults())
-          if (plan.usedOn(v, r)) {
-            if (failed(f32Only(v)))
-              return failure();
-            transfer("braid_rt_program_pp_recv_f32", a.mb, v, a.peer);
-          }
-      } else if (a.kind == "BW") {
+        continue;
+      }
+      if (a.kind == "recv") {
+        waitReceives(a.text, actionReceives[i]);
+        continue;
+      }
+      // A compute action, one trace event (category "pipeline"); a deferred
+      // W runs later.
+      if (a.kind == "W" &&
+          llvm::is_contained(deferred[r], MbPiece{a.mb, a.chunk}))
+        continue;
+      l.call("braid_rt_program_trace_begin",
+             {l.text(a.text), l.text("pipeline")});
+      if (a.kind == "BW") {
         if (failed(compute(a.mb, a.chunk, 'B', false)) ||
             failed(compute(a.mb, a.chunk, 'W', false)))
           return failure();
       } else if (failed(compute(a.mb, a.chunk, a.kind[0], false))) {
         return failure();
       }
+      l.call("braid_rt_program_trace_end", {});
     }
-    // After the schedule: the W results other stages' deferred pieces read
-    // (sent in one agreed order), those this stage's read, its deferred
-    // pieces.
+    // After the schedule: the W results other stages' deferred pieces read,
+    // those this stage's read, its deferred pieces.
     for (auto [from, to, mb, v] : late)
       if (from == r)
-        transfer("braid_rt_program_pp_send_f32", mb, v, to);
-    for (auto [from, to, mb, v] : late)
-      if (to == r)
-        transfer("braid_rt_program_pp_recv_f32", mb, v, from);
-    for (auto [mb, chunk] : deferred[r])
+        send(mb, v, to, tagOf(mb, plan.producer[v].first, 'W'));
+    waitReceives("recv tied weight gradients", lateReceives);
+    for (auto [mb, chunk] : deferred[r]) {
+      int64_t local = llvm::find(plan.localChunks[r], chunk) -
+                      plan.localChunks[r].begin();
+      l.call("braid_rt_program_trace_begin",
+             {l.text(("W" + Twine(mb) + "." + Twine(local) + " (deferred)")
+                         .str()),
+              l.text("pipeline")});
       if (failed(compute(mb, chunk, 'W', true)))
         return failure();
+      l.call("braid_rt_program_trace_end", {});
+    }
     // The means of the results this stage computed, in micro-batch order.
     for (auto [mean, v] : llvm::zip(means, ret->getOperands())) {
       if (plan.stages[plan.producer[v].first] != r)
@@ -1882,7 +1948,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       }
     }
   }
-  l.call("braid_rt_program_pp_wait_sends", {l.whereText()});
+  l.call("braid_rt_program_pp_wait_all", {l.whereText()});
   for (auto [mean, v] : llvm::zip(means, ret->getOperands()))
     l.call("braid_rt_program_pp_broadcast_f32",
            {mask, mean, l.i64(l.countOf(v)),

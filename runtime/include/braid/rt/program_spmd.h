@@ -743,12 +743,16 @@ static inline void braid_rt_program_cross_entropy_grad_vp_f32(
 /*--- Pipeline stages ------------------------------------------------------*/
 /* A pipelined program runs on the mesh plus an innermost axis "pp" (bit
    `mask` is its group): the ranks that share every other coordinate form one
-   pipeline, and a rank's position in it is its stage. Sends are started and
-   kept until braid_rt_program_pp_wait_sends (each buffer is written once per
-   step, so none is reused while in flight); receives block. Messages between
-   two stages are matched in the order they were sent (tag 0). */
+   pipeline, and a rank's position in it is its stage. Transfers are
+   non-blocking: a stage starts every receive of the step when the step
+   begins (each into its own buffer, so messages land as soon as they are
+   sent), waits for one where the schedule receives it, and starts each send
+   where the schedule sends; braid_rt_program_pp_wait_all completes the
+   step's sends (each buffer is written once per step, so none is reused
+   while in flight). A message's tag names what it carries (micro-batch,
+   chunk, phase), so receives match their sends whatever the order. */
 typedef struct {
-  braid_rt_request_t **sends;
+  braid_rt_request_t **requests; /* this step's receives, then its sends */
   int64_t count, capacity;
 } braid_rt_program_pp_t;
 static braid_rt_program_pp_t braid_rt_program_pp;
@@ -757,38 +761,61 @@ static inline int64_t braid_rt_program_pp_stage(int64_t mask) {
   return braid_rt_program_group_position(mask);
 }
 
-static inline void braid_rt_program_pp_send_f32(int64_t mask, const float *buf,
-                                                int64_t count, int64_t peer,
-                                                const char *where) {
+static inline braid_rt_request_t **braid_rt_program_pp_slot(void) {
   braid_rt_program_pp_t *p = &braid_rt_program_pp;
   if (p->count == p->capacity) {
     p->capacity = p->capacity ? 2 * p->capacity : 64;
-    p->sends = (braid_rt_request_t **)realloc(
-        p->sends, (size_t)p->capacity * sizeof(braid_rt_request_t *));
-    if (!p->sends) {
-      fprintf(stderr, "error: out of memory for pipeline sends\n");
+    p->requests = (braid_rt_request_t **)realloc(
+        p->requests, (size_t)p->capacity * sizeof(braid_rt_request_t *));
+    if (!p->requests) {
+      fprintf(stderr, "error: out of memory for pipeline transfers\n");
       exit(1);
     }
   }
+  return &p->requests[p->count++];
+}
+
+/* Starts one of the step's receives; all of them come before the step's
+   first send, so receive `i` (in call order) is requests[i], waited for by
+   braid_rt_program_pp_recv_wait(i). */
+static inline void braid_rt_program_pp_recv_start_f32(int64_t mask,
+                                                      float *buf,
+                                                      int64_t count,
+                                                      int64_t peer,
+                                                      int64_t tag,
+                                                      const char *where) {
+  braid_rt_request_t **slot = braid_rt_program_pp_slot();
   braid_rt_program_spmd_check(
-      braid_rt_send_f32_start(braid_rt_program_comm(mask), buf, (size_t)count,
-                              (int)peer, 0, NULL, &p->sends[p->count++]),
+      braid_rt_recv_f32_start(braid_rt_program_comm(mask), buf, (size_t)count,
+                              (int)peer, (int)tag, NULL, slot),
       where);
 }
 
-static inline void braid_rt_program_pp_recv_f32(int64_t mask, float *buf,
-                                                int64_t count, int64_t peer,
-                                                const char *where) {
-  braid_rt_program_spmd_check(braid_rt_recv_f32(braid_rt_program_comm(mask),
-                                                buf, (size_t)count, (int)peer,
-                                                0, NULL),
-                              where);
+static inline void braid_rt_program_pp_recv_wait(int64_t index,
+                                                 const char *where) {
+  braid_rt_program_pp_t *p = &braid_rt_program_pp;
+  braid_rt_request_t **slot = &p->requests[index];
+  braid_rt_program_spmd_check(braid_rt_request_wait(*slot), where);
+  *slot = NULL; /* waited: a no-op for braid_rt_program_pp_wait_all */
 }
 
-static inline void braid_rt_program_pp_wait_sends(const char *where) {
+static inline void braid_rt_program_pp_send_f32(int64_t mask, const float *buf,
+                                                int64_t count, int64_t peer,
+                                                int64_t tag,
+                                                const char *where) {
+  braid_rt_program_spmd_check(
+      braid_rt_send_f32_start(braid_rt_program_comm(mask), buf, (size_t)count,
+                              (int)peer, (int)tag, NULL,
+                              braid_rt_program_pp_slot()),
+      where);
+}
+
+/* Ends the step's transfers: waits for every send (and any receive not
+   waited for yet). */
+static inline void braid_rt_program_pp_wait_all(const char *where) {
   braid_rt_program_pp_t *p = &braid_rt_program_pp;
   for (int64_t i = 0; i < p->count; ++i)
-    braid_rt_program_spmd_check(braid_rt_request_wait(p->sends[i]), where);
+    braid_rt_program_spmd_check(braid_rt_request_wait(p->requests[i]), where);
   p->count = 0;
 }
 
