@@ -1,11 +1,18 @@
 """Compares the losses a braidc program printed with braid-eval's.
 
 usage: compare-results.py PROGRAM_OUTPUT EVAL_OUTPUT --rtol R [--tensors]
+                          [--steps FIRST:END]
 
 The program prints `loss <value>` per run or step; braid-eval prints
 `result 0: tensor<f32> = <value>` for a forward entry and a `loss` column per
 step with --steps. Fails unless both give the same number of losses and each
 pair agrees within the relative tolerance.
+
+With --steps FIRST:END, compares only the losses of steps FIRST to END - 1
+of each output: a loss on a `step N loss` line is step N's, any other the
+N-th loss printed. So a 20-step run compares with braid-eval's first 3 steps
+(--steps 0:3), or a run resumed at step 10 with steps 10-19 of an
+uninterrupted one (--steps 10:20).
 
 With --tensors, compares tensor results instead: the program's
 `<name> sum S l2 L` lines with braid-eval's `result I: <type> sum = S l2 = L`,
@@ -26,6 +33,15 @@ def eval_losses(text):
     if forward:
         return [float(v) for v in forward]
     return [float(m.group(1)) for m in re.finditer(r"\bloss[ =:]+(\S+)", text)]
+
+
+def numbered(text, losses):
+    steps = [int(n) for n in re.findall(r"^step (\d+) loss ", text, re.M)]
+    return list(zip(steps if len(steps) == len(losses) else range(len(losses)), losses))
+
+
+def select_steps(text, losses, first, end):
+    return [loss for step, loss in numbered(text, losses) if first <= step < end]
 
 
 def compare_tensors(program, eval_text, rtol):
@@ -52,11 +68,26 @@ def main():
     parser.add_argument("eval")
     parser.add_argument("--rtol", type=float, required=True)
     parser.add_argument("--tensors", action="store_true")
+    parser.add_argument("--steps", metavar="FIRST:END",
+                        help="compare only the losses of steps FIRST to END - 1")
     args = parser.parse_args()
     if args.tensors:
         return compare_tensors(open(args.program).read(), open(args.eval).read(), args.rtol)
-    got = program_losses(open(args.program).read())
-    want = eval_losses(open(args.eval).read())
+    program, eval_text = open(args.program).read(), open(args.eval).read()
+    got = program_losses(program)
+    want = eval_losses(eval_text)
+    if args.steps is not None:
+        m = re.fullmatch(r"(\d+):(\d+)", args.steps)
+        if not m or int(m.group(1)) >= int(m.group(2)):
+            print(f"error: --steps expects FIRST:END with FIRST < END, got '{args.steps}'")
+            return 1
+        first, end = int(m.group(1)), int(m.group(2))
+        got = select_steps(program, got, first, end)
+        want = select_steps(eval_text, want, first, end)
+        if len(got) != end - first or len(want) != end - first:
+            print(f"error: steps {first}-{end - 1}: {len(got)} losses from the program, "
+                  f"{len(want)} from braid-eval (expected {end - first} each)")
+            return 1
     if not got or len(got) != len(want):
         print(f"error: {len(got)} losses from the program, {len(want)} from braid-eval")
         return 1
