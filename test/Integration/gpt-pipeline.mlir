@@ -48,8 +48,8 @@
 // CHECK: ok: 3 losses within 1e-05
 
 // Each stage starts its receives, then runs its own actions (each a trace
-// event), waiting for a receive where the schedule receives; results leave
-// by broadcast.
+// event), waiting for a receive where the schedule receives; each mean
+// stays on the stage that computed it.
 // CPP: braid_rt_program_pp_stage(
 // CPP: if (
 // CPP: braid_rt_program_pp_recv_start_f32(
@@ -60,7 +60,29 @@
 // CPP: braid_rt_program_pp_recv_wait(
 // CPP: braid_rt_program_accumulate_mean_f32(
 // CPP: braid_rt_program_pp_wait_all(
-// CPP: braid_rt_program_pp_broadcast_f32(
+//
+// After the pipeline a stage runs what uses its gradients (their square
+// sums, their parameters' updates, under `if (stage == s)`) and broadcasts
+// only scalars (the gradient norm's running sum, the clipping coefficient,
+// the loss), and the tied wte's new value, which both stages read; the
+// checkpoint takes each slot from the stage that updates it (wte: any).
+// RUN: FileCheck %s --strict-whitespace --check-prefix=GUARD < %t.1f1b.d/program.cpp
+// GUARD: {{^}}  braid_rt_program_pp_wait_all(
+// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD: {{^}}    braid_rt_cpu_sum_squares_f32(
+// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}, {{v[0-9]+}}, {{v[0-9]+}}, {{.*}}: braid.add");
+// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD: {{^}}    braid_rt_cpu_adamw_update_f32_i64(
+// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.store_param");
+// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: func.return");
+// GUARD: {"wte.weight", 2, braid_slot_shape_0, braid_slot_spec_0, -1},
+// GUARD: {"wpe.weight", 2, braid_slot_shape_1, braid_slot_spec_1, 0},
+// GUARD: {"ln_f.weight", 1, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1},
+// GUARD: {"wte.weight.adamw.m", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 0},
+// GUARD: static const int64_t braid_pipeline_mask = 1;
 
 // OUT: step 0 loss
 // OUT-NOT: step 0 loss

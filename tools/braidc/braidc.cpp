@@ -567,7 +567,8 @@ int main(int argc, char **argv) {
     if (meshInfo.present)
       os << "  if (trace_file)\n    braid_rt_program_trace_write(trace_file);\n"
          << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
-            "steps, braid_num_slots, braid_slots, braid_params);\n"
+            "steps, braid_num_slots, braid_slots, braid_params,\n"
+         << "                          braid_pipeline_mask);\n"
          << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
     os << "  return 0;\n}\n";
     return;

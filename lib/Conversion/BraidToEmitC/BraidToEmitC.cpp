@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Conversion/Passes.h"
+#include "StagePlacement.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -72,6 +73,9 @@ struct ParamSlot {
   InitAttr init;
   /// The block this device holds (a per-device program), or null.
   ShardingAttr blockOf;
+  /// The pipeline stage whose ranks hold its current value (the stage that
+  /// updates it), or -1: every rank.
+  int64_t owner = -1;
 };
 
 /// Module-wide state: the parameter table, the static arrays, the emitted
@@ -128,6 +132,11 @@ public:
   DenseMap<Operation *, llvm::MapVector<StringRef, ParamOp>> layerParams;
   /// The slot table (instance-major) of each repeat.
   DenseMap<Operation *, SmallVector<int64_t>> repeatSlots;
+  /// In a pipelined program: the stages whose pieces read each slot.
+  std::vector<std::set<int64_t>> pieceReaders;
+  /// Whether pieces read each slot that `op` (a store or a repeat) writes
+  /// only on `stage`; records `stage` as their owner if so.
+  bool claimSlots(Operation *op, int64_t stage);
 
 private:
   LogicalResult collectParams(ArrayRef<func::FuncOp> functions,
@@ -241,6 +250,13 @@ public:
   }
   /// Calls a kernel returning braid_rt_status_t and checks the status.
   void callChecked(StringRef callee, ArrayRef<Value> args);
+  /// The stage of the pipeline that computes `v` (a braid.pipeline
+  /// result), or StagePlacement::kAll.
+  int64_t getPipelineStage(Value v);
+  /// Runs what the lowering of `op` emitted after `last` in `block` only on
+  /// pipeline stage `stage` (its buffers stay visible to later ops).
+  void guardStage(Operation *op, Block *block, Operation *last,
+                  int64_t stage);
   /// The C string naming the current op (its location), for messages.
   Value whereText() { return text(where); }
   /// A C string literal.
@@ -361,9 +377,31 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                                       entry.getArguments()))
     buffers[arg] = buffer;
   layerSlots = slots;
+  // A function running a scheduled pipeline: place what follows it.
+  std::optional<StagePlacement> placement;
+  if (module.pipelineMask &&
+      llvm::any_of(body.getOps<PipelineOp>(), [](PipelineOp) { return true; }))
+    placement.emplace(
+        body, [&](Value v) { return getPipelineStage(v); },
+        [&](Operation *op, int64_t stage) {
+          return module.claimSlots(op, stage);
+        });
   for (Operation &op : body) {
     loc = op.getLoc();
     where = describe(&op);
+    if (placement)
+      for (auto [operand, stage] : placement->getBroadcasts(&op)) {
+        Value v = op.getOperand(operand);
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        if (!type || !type.getElementType().isF32())
+          return op.emitOpError()
+                 << "needs operand " << operand << " of type " << v.getType()
+                 << " from pipeline stage " << stage
+                 << "; generated pipelines move f32 only";
+        call("braid_rt_program_pp_broadcast_f32",
+             {i64(module.pipelineMask), get(v), i64(countOf(v)), i64(stage),
+              whereText()});
+      }
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       for (auto [value, out] : llvm::zip(op.getOperands(), outs))
         copy(typeOf(value).getElementType(), get(value), out, countOf(value));
@@ -381,10 +419,97 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
       return op.emitOpError()
              << "has no lowering to EmitC yet (braid-lower-to-emitc handles "
                 "compute ops, parameters, braid.repeat and collectives)";
+    Block *block = b.getInsertionBlock();
+    Operation *last = b.getInsertionPoint() == block->begin()
+                          ? nullptr
+                          : &*std::prev(b.getInsertionPoint());
     if (failed((*lowering)(&op, *this)))
       return failure();
+    if (placement && placement->getStage(&op) != StagePlacement::kAll)
+      guardStage(&op, block, last, placement->getStage(&op));
   }
   return success();
+}
+
+int64_t FunctionLowering::getPipelineStage(Value v) {
+  auto pipeline = v.getDefiningOp<PipelineOp>();
+  if (!pipeline)
+    return StagePlacement::kAll;
+  auto module = pipeline->getParentOfType<ModuleOp>();
+  auto driver = module.lookupSymbol<func::FuncOp>(pipeline.getCallee());
+  auto forward = module.lookupSymbol<func::FuncOp>(
+      driver.getName().drop_back(StringRef("_grad").size()));
+  ArrayRef<int64_t> stages =
+      forward->getAttrOfType<DenseI64ArrayAttr>("braid.chunk_stages")
+          .asArrayRef();
+  Value returned = driver.getBody().front().getTerminator()->getOperand(
+      cast<OpResult>(v).getResultNumber());
+  auto call = returned.getDefiningOp<func::CallOp>();
+  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+  return stages[callee->getAttrOfType<IntegerAttr>("braid.chunk").getInt()];
+}
+
+void FunctionLowering::guardStage(Operation *op, Block *block,
+                                  Operation *last, int64_t stage) {
+  // What the lowering of `op` emitted: its buffers' addresses stay where
+  // they are (later ops use them), the rest runs under the condition.
+  auto isAddress = [](Operation *e) {
+    if (isa<emitc::ConstantOp, emitc::LiteralOp, emitc::GetGlobalOp,
+            emitc::AddressOfOp>(e))
+      return true;
+    auto call = dyn_cast<emitc::CallOpaqueOp>(e);
+    return call && call.getCallee().starts_with("braid_rt_program_buffer_");
+  };
+  auto emitted = llvm::make_range(
+      last ? std::next(Block::iterator(last)) : block->begin(),
+      b.getInsertionPoint());
+  SmallVector<Operation *> guarded;
+  DenseSet<Operation *> moved;
+  for (Operation &e : emitted)
+    if (!isAddress(&e)) {
+      guarded.push_back(&e);
+      moved.insert(&e);
+    }
+  // Unguarded is still right (a stage computes what it does not use), so
+  // anything unexpected leaves the code as it is.
+  auto inside = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && moved.contains(def);
+  };
+  for (Operation &e : emitted)
+    if (!moved.contains(&e) && llvm::any_of(e.getOperands(), inside))
+      return;
+  if (guarded.empty() ||
+      llvm::any_of(op->getResults(),
+                   [&](Value r) { return get(r) && inside(get(r)); }))
+    return;
+  Value stageValue =
+      emitc::CallOpaqueOp::create(b, loc, b.getI64Type(),
+                                  "braid_rt_program_pp_stage",
+                                  ValueRange{i64(module.pipelineMask)})
+          .getResult(0);
+  Value cond = emitc::CmpOp::create(b, loc, b.getI1Type(),
+                                    emitc::CmpPredicate::eq, stageValue,
+                                    i64(stage));
+  auto ifOp = emitc::IfOp::create(b, loc, cond);
+  Operation *yield = ifOp.getThenRegion().front().getTerminator();
+  for (Operation *e : guarded)
+    e->moveBefore(yield);
+}
+
+bool ModuleLowering::claimSlots(Operation *op, int64_t stage) {
+  SmallVector<int64_t> written;
+  if (auto store = dyn_cast<StoreParamOp>(op))
+    written.push_back(slotOf.lookup(store.getName()));
+  else if (isa<RepeatOp>(op))
+    written = repeatSlots.lookup(op);
+  for (int64_t slot : written)
+    if (llvm::any_of(pieceReaders[slot],
+                     [&](int64_t reader) { return reader != stage; }))
+      return false;
+  for (int64_t slot : written)
+    slots[slot].owner = stage;
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -737,9 +862,10 @@ void ModuleLowering::emitInitFunction(Location loc) {
   for (auto [slot, param] : llvm::enumerate(slots))
     os << "\n    {" << quote(param.name) << ", " << param.type.getRank()
        << ", braid_slot_shape_" << slot << ", braid_slot_spec_" << slot
-       << "},";
-  os << "\n    {0, 0, 0, 0}};\nstatic const int64_t braid_num_slots = "
-     << slots.size() << ";";
+       << ", " << param.owner << "},";
+  os << "\n    {0, 0, 0, 0, 0}};\nstatic const int64_t braid_num_slots = "
+     << slots.size() << ";\nstatic const int64_t braid_pipeline_mask = "
+     << pipelineMask << ";";
   OpBuilder after(ctx);
   after.setInsertionPointAfter(fn);
   emitc::VerbatimOp::create(after, loc, after.getStringAttr(text),
@@ -796,8 +922,39 @@ LogicalResult ModuleLowering::run(StringRef entry) {
       });
   if (failed(collectParams(functions, layers.getArrayRef())))
     return failure();
-  if (pipelineMask)
+  if (pipelineMask) {
     groups.insert(pipelineMask);
+    // The stages whose pieces read each slot.
+    pieceReaders.resize(slots.size());
+    for (func::FuncOp piece : pieces) {
+      // The driver @f_grad's pieces are @f_grad.c<k>.<phase>; @f holds the
+      // stage of each chunk.
+      auto chunk = piece->getAttrOfType<IntegerAttr>("braid.chunk");
+      StringRef driver = piece.getName().split('.').first;
+      auto forward =
+          chunk && driver.ends_with("_grad")
+              ? symbols.lookup<func::FuncOp>(
+                    driver.drop_back(StringRef("_grad").size()))
+              : func::FuncOp();
+      auto stages =
+          forward ? forward->getAttrOfType<DenseI64ArrayAttr>(
+                        "braid.chunk_stages")
+                  : nullptr;
+      if (!stages || chunk.getInt() < 0 ||
+          chunk.getInt() >= (int64_t)stages.size())
+        return piece.emitError("is not a piece of a pipelined function "
+                               "(braid.chunk, and braid.chunk_stages on the "
+                               "forward function)");
+      int64_t stage = stages[chunk.getInt()];
+      piece.walk([&](Operation *op) {
+        if (auto param = dyn_cast<ParamOp>(op))
+          pieceReaders[slotOf.lookup(param.getName())].insert(stage);
+        else if (isa<RepeatOp>(op))
+          for (int64_t slot : repeatSlots.lookup(op))
+            pieceReaders[slot].insert(stage);
+      });
+    }
+  }
 
   // Includes first, then the globals, then the functions.
   OpBuilder top(ctx);
@@ -1948,11 +2105,8 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       }
     }
   }
+  // Each mean stays on its stage: what follows is placed by StagePlacement.
   l.call("braid_rt_program_pp_wait_all", {l.whereText()});
-  for (auto [mean, v] : llvm::zip(means, ret->getOperands()))
-    l.call("braid_rt_program_pp_broadcast_f32",
-           {mask, mean, l.i64(l.countOf(v)),
-            l.i64(plan.stages[plan.producer[v].first]), l.whereText()});
   return success();
 }
 

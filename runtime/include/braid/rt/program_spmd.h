@@ -290,12 +290,15 @@ static inline void braid_rt_program_trace_write(const char *path) {
 
 /* One slot of the parameter table (parameters and optimizer state), as
    braid-lower-to-emitc describes it in `braid_slots`: the global name, the
-   rank, the whole shape and the block spec of braid_rt_program_block. */
+   rank, the whole shape, the block spec of braid_rt_program_block, and the
+   pipeline stage whose ranks hold its current value (the stage that updates
+   it; -1: every rank). */
 typedef struct {
   const char *name;
   int64_t rank;
   const int64_t *global;
   const int64_t *spec;
+  int64_t owner;
 } braid_rt_program_slot_t;
 
 /* Sums `failed` (0 or 1) over every rank: whether any rank failed. */
@@ -320,12 +323,15 @@ static inline void braid_rt_program_checkpoint_outcome(int failed) {
 }
 
 /* Writes DIR/checkpoint.safetensors (atomically, through the runtime's
-   checkpoint writer): each rank adds its block of every slot, and metadata
-   "step" = next_step. Collective. */
+   checkpoint writer): each rank adds its block of every slot whose current
+   value it holds (its pipeline stage, the group `pipeline_mask`, owns the
+   slot; any rank without a pipeline), and metadata "step" = next_step.
+   Collective. */
 static inline void braid_rt_program_save(const char *dir, int64_t next_step,
                                          int64_t n,
                                          const braid_rt_program_slot_t *slots,
-                                         float *const *params) {
+                                         float *const *params,
+                                         int64_t pipeline_mask) {
   braid_rt_program_spmd_t *s = &braid_rt_program_spmd;
   char path[4096];
   snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
@@ -336,7 +342,11 @@ static inline void braid_rt_program_save(const char *dir, int64_t next_step,
   braid_rt_status_t status = braid_rt_checkpoint_writer_create(
       s->ctx, braid_rt_program_comm(((int64_t)1 << s->ndims) - 1), path, &w);
   int64_t local[16], offsets[16];
+  int64_t stage =
+      pipeline_mask ? braid_rt_program_group_position(pipeline_mask) : -1;
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
+    if (slots[i].owner >= 0 && slots[i].owner != stage)
+      continue; /* a stale copy: another stage updates it */
     braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
                            local, offsets);
     status = braid_rt_checkpoint_writer_add_f32(

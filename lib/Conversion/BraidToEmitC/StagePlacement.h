@@ -1,0 +1,63 @@
+//===- StagePlacement.h - Which pipeline stages run each op -----*- C++ -*-===//
+//
+// In a pipelined program every stage runs the code around braid.pipeline
+// (gradient norm, clipping, the optimizer). The pipeline leaves each result
+// on the stage that computed it; this analysis places every later op on the
+// stage that holds most of its operands' elements, or on every stage when
+// all of them are everywhere, and says which operands to broadcast over the
+// pipeline first: those of an op from other stages (the gradient norm's
+// running sum, the clipping coefficient), a value stored to a parameter that
+// pieces on other stages read (a tied weight), and the function's results.
+// Placement follows the data: a stage updates only the parameters whose
+// gradients it computed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_CONVERSION_BRAIDTOEMITC_STAGEPLACEMENT_H
+#define BRAID_LIB_CONVERSION_BRAIDTOEMITC_STAGEPLACEMENT_H
+
+#include "mlir/IR/Block.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::braid {
+
+class StagePlacement {
+public:
+  /// Every stage (a replicated value, or an op all stages run).
+  static constexpr int64_t kAll = -1;
+
+  /// Places the ops of `body`. `initial` gives the stage of the values that
+  /// start on one stage (braid.pipeline results; kAll for others);
+  /// `stagesOnly(op, s)` says whether a stage-`s` op with side effects on
+  /// parameters (a store, a repeat of an update layer) leaves every
+  /// parameter it writes read only on stage `s`; if not, it runs on every
+  /// stage (its operands broadcast).
+  StagePlacement(Block &body, llvm::function_ref<int64_t(Value)> initial,
+                 llvm::function_ref<bool(Operation *, int64_t)> stagesOnly);
+
+  /// The stage that runs `op`, or kAll.
+  int64_t getStage(Operation *op) const {
+    auto it = stages.find(op);
+    return it == stages.end() ? kAll : it->second;
+  }
+  /// The operands of `op` to broadcast from their stage before it runs:
+  /// (operand number, stage).
+  llvm::ArrayRef<std::pair<unsigned, int64_t>>
+  getBroadcasts(Operation *op) const {
+    auto it = broadcasts.find(op);
+    return it == broadcasts.end()
+               ? llvm::ArrayRef<std::pair<unsigned, int64_t>>()
+               : llvm::ArrayRef<std::pair<unsigned, int64_t>>(it->second);
+  }
+
+private:
+  llvm::DenseMap<Operation *, int64_t> stages;
+  llvm::DenseMap<Operation *, llvm::SmallVector<std::pair<unsigned, int64_t>>>
+      broadcasts;
+};
+
+} // namespace mlir::braid
+
+#endif // BRAID_LIB_CONVERSION_BRAIDTOEMITC_STAGEPLACEMENT_H
