@@ -73,3 +73,23 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @l_f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a layer repeating layers is lowered only when it is itself
+// repeated without a prefix (its instances then name the same parameters):
+// under prefix "x", @inner's "h.0.w" would be "x.0.h.0.w" in instance 0.
+braid.layer @inner(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w = braid.param "w" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
+  %y = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+braid.layer @outer(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %h = braid.repeat @inner(%x) {prefix = "h", count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  braid.yield %h : tensor<2x4xf32>
+}
+func.func @nested(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error@+1 {{repeats @outer under prefix 'x', but that layer repeats layers itself}}
+  %y = braid.repeat @outer(%x) {prefix = "x", count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

@@ -167,3 +167,36 @@ func.func @read_then_store(%x: tensor<4xf32>) -> tensor<4xf32> {
   %b2 = braid.add %b, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %b2 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a layer repeated without a prefix (a gradient-accumulation
+// loop) may repeat layers itself: @outer's function loops over @inner's
+// instances with the static slot table of "h.0.w" and "h.1.w", and comes
+// after @inner's; the function loops over @outer's two instances.
+
+// CHECK: emitc.global static @[[$INNER:braid_slots_[0-9]+]] : !emitc.array<2xi64> = dense<[0, 1]>
+// CHECK-LABEL: emitc.func @braid_inner(
+// CHECK-LABEL: emitc.func @braid_outer(
+// CHECK: get_global @[[$INNER]]
+// CHECK: for
+// CHECK: call_opaque "braid_inner"
+// CHECK-LABEL: emitc.func @braid_accumulate(
+// CHECK: for
+// CHECK: call_opaque "braid_outer"
+// CHECK-LABEL: emitc.func @braid_program_init(
+// CHECK: literal "\22h.0.w\22"
+// CHECK: literal "\22h.1.w\22"
+braid.layer @inner(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w = braid.param "w" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
+  %y = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+braid.layer @outer(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %h = braid.repeat @inner(%x) {prefix = "h", count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  braid.yield %h : tensor<2x4xf32>
+}
+func.func @accumulate(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %y = braid.repeat @outer(%x) {count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

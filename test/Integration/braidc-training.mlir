@@ -3,7 +3,8 @@
 // passes as braid-opt's --braid-codegen-pipeline=train=true ...): the
 // program's losses equal braid-eval's on the program those passes make,
 // single device, dp2 x tp2 x pp2 (ZB-H1) on 8 ranks and dp2 x tp2 with
-// ZeRO-2 on 4; and bad options are clear errors.
+// ZeRO-2 on 4; micro-batches with and without a pipeline; and bad options
+// are clear errors.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 //
@@ -32,6 +33,15 @@
 // RUN: braidc %t.b16.mlir --lr 0.01 --clip-norm 1.0 -o %t.b16
 // RUN: %t.b16 --steps 3 --seed 1 > %t.b16.out
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.3d.out %t.b16.out --rtol 1e-5 | FileCheck %s
+// Without a pipeline the micro-batches accumulate in a loop: one device and
+// dp2 x tp2 with ZeRO-2 (4 ranks) train the batch-4 model on 4 micro-batches
+// like the batch-16 model too.
+// RUN: braidc %t.mlir --microbatches 4 --lr 0.01 --clip-norm 1.0 -o %t.acc
+// RUN: %t.acc --steps 3 --seed 1 > %t.acc.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.acc.out %t.b16.out --rtol 1e-5 | FileCheck %s
+// RUN: braidc %t.mlir --mesh dp=2,tp=2 --zero 2 --microbatches 4 --lr 0.01 --clip-norm 1.0 -o %t.acc.zero2
+// RUN: braid-run -n 4 %t.acc.zero2 --steps 3 --seed 1 > %t.acc.zero2.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.acc.zero2.out %t.b16.out --rtol 1e-5 | FileCheck %s
 //
 // CHECK: ok: 3 losses within 1e-05
 //

@@ -142,6 +142,9 @@ private:
   LogicalResult collectParams(ArrayRef<func::FuncOp> functions,
                               ArrayRef<LayerOp> layers);
   void emitInitFunction(Location loc);
+  /// The slot table of `repeat` (instance-major), and those of the repeats
+  /// inside its layer.
+  LogicalResult addRepeatSlots(RepeatOp repeat, SymbolTable &symbols);
   Value getGlobalArray(OpBuilder &b, Location loc, StringRef prefix,
                        ArrayRef<int64_t> values, bool constant);
 
@@ -705,11 +708,6 @@ LogicalResult ModuleLowering::collectParams(ArrayRef<func::FuncOp> functions,
   for (LayerOp layer : layers) {
     auto &params = layerParams[layer];
     WalkResult walk = layer.walk([&](Operation *op) {
-      if (isa<RepeatOp>(op)) {
-        op->emitOpError() << "inside a layer has no lowering to EmitC yet; "
-                             "only functions repeat layers so far";
-        return WalkResult::interrupt();
-      }
       if (auto param = dyn_cast<ParamOp>(op))
         params.insert({param.getName(), param});
       if (auto store = dyn_cast<StoreParamOp>(op))
@@ -741,23 +739,8 @@ LogicalResult ModuleLowering::collectParams(ArrayRef<func::FuncOp> functions,
           return WalkResult::interrupt();
         }
       } else if (auto repeat = dyn_cast<RepeatOp>(op)) {
-        auto layer = symbols.lookup<LayerOp>(repeat.getLayer());
-        SmallVector<int64_t> &table = repeatSlots[repeat];
-        for (int64_t i = repeat.getFirst(),
-                     e = repeat.getFirst() + repeat.getCount();
-             i < e; ++i)
-          for (auto &[local, param] : layerParams[layer]) {
-            std::string name =
-                repeat.getPrefix().empty()
-                    ? local.str()
-                    : (repeat.getPrefix() + "." + Twine(i) + "." + local).str();
-            FailureOr<int64_t> slot =
-                getSlot(param, name, cast<RankedTensorType>(param.getType()),
-                        param.getInit());
-            if (failed(slot))
-              return WalkResult::interrupt();
-            table.push_back(*slot);
-          }
+        if (failed(addRepeatSlots(repeat, symbols)))
+          return WalkResult::interrupt();
       }
       return WalkResult::advance();
     });
@@ -765,6 +748,44 @@ LogicalResult ModuleLowering::collectParams(ArrayRef<func::FuncOp> functions,
       return failure();
   }
   return success();
+}
+
+LogicalResult ModuleLowering::addRepeatSlots(RepeatOp repeat,
+                                            SymbolTable &symbols) {
+  auto layer = symbols.lookup<LayerOp>(repeat.getLayer());
+  SmallVector<int64_t> &table = repeatSlots[repeat];
+  for (int64_t i = repeat.getFirst(), e = repeat.getFirst() + repeat.getCount();
+       i < e; ++i)
+    for (auto &[local, param] : layerParams[layer]) {
+      std::string name =
+          repeat.getPrefix().empty()
+              ? local.str()
+              : (repeat.getPrefix() + "." + Twine(i) + "." + local).str();
+      FailureOr<int64_t> slot = getSlot(
+          param, name, cast<RankedTensorType>(param.getType()), param.getInit());
+      if (failed(slot))
+        return failure();
+      table.push_back(*slot);
+    }
+  // The layer's own repeats (a gradient-accumulation loop repeating the
+  // model's blocks) name the same parameters in every instance only when
+  // this repeat adds no prefix: their slot tables are then static.
+  WalkResult walk = layer.walk([&](RepeatOp nested) {
+    if (!repeat.getPrefix().empty()) {
+      repeat.emitOpError()
+          << "repeats @" << layer.getSymName() << " under prefix '"
+          << repeat.getPrefix()
+          << "', but that layer repeats layers itself; generated code "
+             "handles a repeat inside a layer only when the layer is "
+             "repeated without a prefix (gradient accumulation)";
+      return WalkResult::interrupt();
+    }
+    if (repeatSlots.count(nested))
+      return WalkResult::advance();
+    return failed(addRepeatSlots(nested, symbols)) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 void ModuleLowering::emitInitFunction(Location loc) {
@@ -884,12 +905,6 @@ LogicalResult ModuleLowering::run(StringRef entry) {
   if (!entry.empty() && functions.empty())
     return module.emitError() << "no function @" << entry << " to lower";
   SymbolTable symbols(module);
-  llvm::SetVector<LayerOp> layers;
-  for (func::FuncOp fn : functions)
-    fn.walk([&](RepeatOp repeat) {
-      if (auto layer = symbols.lookup<LayerOp>(repeat.getLayer()))
-        layers.insert(layer);
-    });
   for (MeshOp m : module.getOps<MeshOp>()) {
     if (mesh)
       return m.emitError() << "is a second braid.mesh; generated code runs "
@@ -914,12 +929,20 @@ LogicalResult ModuleLowering::run(StringRef entry) {
             pieces.push_back(piece);
     });
   functions.insert(functions.begin(), pieces.begin(), pieces.end());
-  if (pipelineMask)
-    for (func::FuncOp fn : functions)
-      fn.walk([&](RepeatOp repeat) {
-        if (auto layer = symbols.lookup<LayerOp>(repeat.getLayer()))
-          layers.insert(layer);
-      });
+  // The layers the functions repeat, and those they repeat in turn: a
+  // layer's function comes after those it calls.
+  llvm::SetVector<LayerOp> layers;
+  std::function<void(Operation *)> addLayers = [&](Operation *root) {
+    root->walk([&](RepeatOp repeat) {
+      auto layer = symbols.lookup<LayerOp>(repeat.getLayer());
+      if (!layer || layers.contains(layer))
+        return;
+      addLayers(layer);
+      layers.insert(layer);
+    });
+  };
+  for (func::FuncOp fn : functions)
+    addLayers(fn);
   if (failed(collectParams(functions, layers.getArrayRef())))
     return failure();
   if (pipelineMask) {
