@@ -49,10 +49,12 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
       an extra innermost mesh axis `pp` (braidc adds it): its pieces are
       lowered with the entry, and each stage runs its actions of the
       schedule (piece calls, non-blocking sends and receives of what the
-      peer's chunks use, tagged by piece) under `if (stage == r)`, then
-      broadcasts the means over
-      micro-batches it computed to the other stages (docs/codegen.md,
-      "Pipelines").
+      peer's chunks use, tagged by piece) under `if (stage == r)`, keeping
+      the means over micro-batches it computed. The ops after it run on the
+      stage holding most of their operands (under `if (stage == s)`: a
+      stage updates only its own parameters) or on every stage, with the
+      operands they need from other stages broadcast first
+      (docs/codegen.md, "Pipelines").
     - With `spmd`, a module without a mesh is lowered as a per-rank program
       of one rank (braidc does so for training steps).
 
