@@ -99,3 +99,56 @@ def test_killing_a_rank_of_a_compiled_program_ends_the_run(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_stalled_rank_times_out(tmp_path):
+    """A braidc program on 2 ranks with --timeout 2: stop one rank (SIGSTOP,
+    alive but silent) and the other's next collective times out; the run
+    ends non-zero within 60 s with the runtime's error naming the rank and
+    the operation."""
+    import signal
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from braid import models
+    model = tmp_path / "gpt.mlir"
+    model.write_text(models.gpt(layers=1, hidden=32, heads=4, seq=8, vocab=64, batch=4))
+    program = tmp_path / "gpt-dp2"
+    subprocess.run([str(bin_dir() / "braidc"), str(model), "--mesh", "dp=2", "-o", str(program)],
+                   check=True, capture_output=True, timeout=300)
+    proc = subprocess.Popen([str(bin_dir() / "braid-run"), "-n", "2", str(program),
+                             "--steps", "1000000", "--timeout", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = []
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("step 0"), line
+        pids = subprocess.run(["pgrep", "-f", f"^{program}"], capture_output=True, text=True).stdout.split()
+        assert len(pids) == 2, pids
+        start = time.monotonic()
+        os.kill(int(pids[-1]), signal.SIGSTOP)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode != 0
+        assert time.monotonic() - start < 60
+        assert "TIMEOUT" in err and "rank 0" in err, err
+    finally:
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_bad_timeout_is_refused(tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from braid import models
+    model = tmp_path / "gpt.mlir"
+    model.write_text(models.gpt(layers=1, hidden=32, heads=4, seq=8, vocab=64, batch=4))
+    program = tmp_path / "gpt"
+    subprocess.run([str(bin_dir() / "braidc"), str(model), "--lr", "0.01", "-o", str(program)],
+                   check=True, capture_output=True, timeout=300)
+    proc = subprocess.run([str(program), "--timeout", "soon"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "error: --timeout needs a number of seconds >= 0 (0: none), got 'soon'" in proc.stderr

@@ -341,9 +341,18 @@ int main(int argc, char **argv) {
     os << "};\n  static const char *const braid_mesh_names[] = {";
     for (auto [i, n] : llvm::enumerate(meshInfo.names))
       os << (i ? ", " : "") << "\"" << n << "\"";
-    os << "};\n  for (int i = 1; i + 1 < argc; ++i)\n"
+    // Options the runtime's context takes when it is created.
+    os << "};\n  for (int i = 1; i + 1 < argc; ++i) {\n"
        << "    if (strcmp(argv[i], \"--trace\") == 0)\n"
        << "      braid_rt_program_spmd_trace = 1;\n"
+       << "    if (strcmp(argv[i], \"--timeout\") == 0) {\n"
+       << "      char *end;\n"
+       << "      braid_rt_program_spmd_timeout = strtod(argv[i + 1], &end);\n"
+       << "      if (end == argv[i + 1] || *end || "
+          "!(braid_rt_program_spmd_timeout >= 0)) {\n"
+       << "        fprintf(stderr, \"error: --timeout needs a number of "
+          "seconds >= 0 (0: none), got '%s'\\n\", argv[i + 1]);\n"
+       << "        return 2;\n      }\n    }\n  }\n"
        << "  braid_rt_program_spmd_start(&argc, &argv, "
        << meshInfo.dims.size() << ", braid_mesh_dims, braid_mesh_names);\n"
        << "  if (braid_rt_program_spmd_rank() != 0 && "
@@ -381,6 +390,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
       trace_file = argv[++i];
+    } else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc && )"
+     << (meshInfo.present ? "1" : "0") << R"() {
+      ++i; /* read before the context was created */
     } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
       data_source = argv[++i];
@@ -395,6 +407,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
      << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]" : "")
      << (step ? " [--save DIR] [--resume DIR] [--trace FILE]" : "")
+     << (meshInfo.present ? " [--timeout S]" : "")
      << R"(\n",
               argv[0]);
       return 2;
@@ -658,7 +671,10 @@ int main(int argc, char **argv) {
       "(an argument named 'step') runs --steps N times and prints each step's "
       "loss, lr and grad_norm as braid-eval --steps does; it also takes "
       "--data, --save, --resume, --log-every and --trace, on one device too "
-      "(a one-rank program on the runtime's context).\n");
+      "(a one-rank program on the runtime's context). A program on the "
+      "runtime's context takes --timeout S: a collective or transfer that "
+      "does not complete within S seconds (default 300, 0: none) ends every "
+      "rank with an error naming it.\n");
   if (emit != "exe" && emit != "mlir" && emit != "cpp") {
     errs() << "braidc: --emit must be exe, mlir or cpp\n";
     return 1;

@@ -73,6 +73,9 @@ static inline void braid_rt_program_spmd_check(braid_rt_status_t status,
 /* Nonzero before braid_rt_program_spmd_start: the context records trace
    events (the program's --trace FILE). */
 static int braid_rt_program_spmd_trace;
+/* Set before braid_rt_program_spmd_start when not negative: the context's
+   collective timeout in seconds (the program's --timeout S; 0: none). */
+static double braid_rt_program_spmd_timeout = -1;
 
 /* Creates the context and the mesh (`ndims` axes of sizes `dims` named
    `names`); with braid_rt_program_spmd_trace set, the context traces. A world that does not have the mesh's number of ranks ends the
@@ -89,6 +92,8 @@ static inline void braid_rt_program_spmd_start(int *argc, char ***argv,
   braid_rt_context_options_t opts;
   braid_rt_context_options_init(&opts);
   opts.trace = braid_rt_program_spmd_trace;
+  if (braid_rt_program_spmd_timeout >= 0)
+    opts.collective_timeout_s = braid_rt_program_spmd_timeout;
   if (braid_rt_context_create(&opts, argc, argv, &s->ctx) != BRAID_RT_OK) {
     fprintf(stderr, "error: %s\n", braid_rt_context_last_error(NULL));
     exit(1);
