@@ -12,6 +12,8 @@
 
 #include "braid/Eval/PipelineExecutor.h"
 
+#include "braid/Dialect/Braid/Transforms/PipelineDriver.h"
+
 #include <map>
 
 using namespace mlir;
@@ -22,60 +24,19 @@ mlir::braid::runScheduledPipeline(Evaluator &evaluator, func::FuncOp fn,
                                   ArrayRef<SmallVector<Tensor>> microbatches,
                                   SmallVectorImpl<Tensor> &results) {
   auto module = fn->getParentOfType<ModuleOp>();
-  auto schedule = fn->getAttrOfType<DictionaryAttr>("braid.schedule");
-  if (!schedule)
-    return fn.emitError() << "@" << fn.getName()
-                          << " has no braid.schedule (run "
-                             "braid-pipeline-outline and "
-                             "braid-pipeline-schedule)";
-  int64_t m = schedule.getAs<IntegerAttr>("microbatches").getInt();
+  FailureOr<PipelineDriver> read = PipelineDriver::read(fn);
+  if (failed(read))
+    return failure();
+  const PipelineDriver &driver = *read;
+  int64_t m = driver.microbatches;
   if (m != (int64_t)microbatches.size())
     return fn.emitError() << "the schedule of @" << fn.getName() << " runs "
                           << m << " micro-batches, given "
                           << microbatches.size();
-  auto ranks = schedule.getAs<ArrayAttr>("ranks");
-  int numRanks = ranks.size();
-
-  // The driver: which call computes each piece, and each value's piece.
-  Block &body = fn.getBody().front();
-  std::map<std::pair<int64_t, char>, func::CallOp> piece;
-  DenseMap<Value, std::pair<int64_t, char>> producer;
-  DenseMap<Operation *, std::pair<int64_t, char>> callKey;
-  for (Operation &op : body.without_terminator()) {
-    auto call = dyn_cast<func::CallOp>(op);
-    auto callee = call ? module.lookupSymbol<func::FuncOp>(call.getCallee())
-                       : func::FuncOp();
-    auto chunk =
-        callee ? callee->getAttrOfType<IntegerAttr>("braid.chunk") : nullptr;
-    auto phase =
-        callee ? callee->getAttrOfType<StringAttr>("braid.phase") : nullptr;
-    if (!chunk || !phase)
-      return op.emitOpError("is not a call of an outlined piece; pipelines run "
-                            "functions made by braid-pipeline-outline");
-    std::pair<int64_t, char> key{chunk.getInt(), phase.getValue()[0]};
-    piece[key] = call;
-    callKey[call] = key;
-    for (Value r : call.getResults())
-      producer[r] = key;
-  }
-  auto forward = module.lookupSymbol<func::FuncOp>(
-      fn.getName().drop_back(StringRef("_grad").size()));
-  auto stages =
-      forward ? forward->getAttrOfType<DenseI64ArrayAttr>("braid.chunk_stages")
-              : nullptr;
-  if (!stages)
-    return fn.emitError("no braid.chunk_stages on the forward "
-                        "function");
-  // Rank r's local chunk j is its j-th model chunk.
-  std::vector<std::vector<int64_t>> localChunks(numRanks);
-  for (auto [c, r] : llvm::enumerate(stages.asArrayRef())) {
-    if (r >= numRanks)
-      return fn.emitError()
-             << "chunk " << c << " is on stage " << r
-             << ", but the schedule has " << numRanks << " ranks";
-    localChunks[r].push_back(c);
-  }
-  auto rankOf = [&](int64_t chunk) { return stages[chunk]; };
+  int numRanks = driver.getNumRanks();
+  const auto &piece = driver.pieces;
+  const auto &producer = driver.producer;
+  auto rankOf = [&](int64_t chunk) { return driver.stages[chunk]; };
 
   // (micro-batch, value)
   using Key = std::pair<int64_t, const void *>;
@@ -84,15 +45,15 @@ mlir::braid::runScheduledPipeline(Evaluator &evaluator, func::FuncOp fn,
   };
   std::vector<std::map<Key, Tensor>> store(numRanks);
   std::map<Key, Tensor> weightGrads;
-  // In flight: (from, to, payload, micro-batch, model chunk) -> values.
-  std::map<std::tuple<int, int, std::string, int64_t, int64_t>,
+  // In flight: (from, to, phase, micro-batch, model chunk) -> values.
+  std::map<std::tuple<int, int, char, int64_t, int64_t>,
            std::vector<std::pair<Value, Tensor>>>
       wire;
   auto lookup = [&](int rank, int64_t mb, Value v,
                     bool &ready) -> const Tensor * {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return &microbatches[mb][arg.getArgNumber()];
-    if (producer.lookup(v).second == 'W') {
+    if (driver.isProducedByW(v)) {
       auto it = weightGrads.find(key(mb, v));
       ready = it != weightGrads.end();
       return ready ? &it->second : nullptr;
@@ -146,48 +107,29 @@ mlir::braid::runScheduledPipeline(Evaluator &evaluator, func::FuncOp fn,
   for (;;) {
     bool progress = false, finished = true;
     for (int r = 0; r < numRanks && ok; ++r) {
-      auto actions = cast<ArrayAttr>(ranks[r]);
-      while (ok && next[r] < actions.size()) {
-        StringRef text = cast<StringAttr>(actions[next[r]]).getValue();
-        SmallVector<StringRef> words;
-        text.split(words, ' ');
+      while (ok && next[r] < driver.actions[r].size()) {
+        const sched::Action &action = driver.actions[r][next[r]];
         bool done = true;
-        auto parseMbChunk = [&](StringRef s, int64_t &mb, int64_t &local) {
-          auto [a, b] = s.split('.');
-          return !a.getAsInteger(10, mb) && !b.getAsInteger(10, local) &&
-                 mb >= 0 && mb < m && local >= 0 &&
-                 local < (int64_t)localChunks[r].size();
-        };
-        int64_t mb = 0, local = 0;
-        // "send activation 3.0 to rank 1", "recv gradient 3.1 from rank 0"
-        if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
-          int peer = 0;
-          if (!parseMbChunk(words[2], mb, local) ||
-              words[5].getAsInteger(10, peer) || peer < 0 || peer >= numRanks)
-            return fn.emitError()
-                   << "bad action '" << text << "' in braid.schedule";
-          int64_t chunk = localChunks[r][local];
-          char phase = words[1] == "activation" ? 'F' : 'B';
-          if (words[0] == "send") {
+        int64_t mb = action.microbatch;
+        int64_t chunk = driver.getChunk(r, action.chunk);
+        if (action.isCommunication()) {
+          int peer = action.peer;
+          char phase = action.payload == sched::Payload::Activation ? 'F' : 'B';
+          if (action.kind == sched::ActionKind::Send) {
             // Everything of this piece that a chunk on `peer` uses.
             std::vector<std::pair<Value, Tensor>> payload;
             auto it = piece.find({chunk, phase});
             if (it != piece.end())
-              for (Value v : it->second.getResults()) {
-                bool needed = llvm::any_of(v.getUsers(), [&](Operation *u) {
-                  auto user = callKey.find(u);
-                  return user != callKey.end() &&
-                         rankOf(user->second.first) == peer;
-                });
+              for (Value v : func::CallOp(it->second).getResults()) {
                 auto found = store[r].find(key(mb, v));
-                if (needed && found != store[r].end())
+                if (driver.isUsedOn(v, peer) && found != store[r].end())
                   payload.push_back({v, found->second});
               }
-            wire[{r, peer, words[1].str(), mb, chunk}] = std::move(payload);
+            wire[{r, peer, phase, mb, chunk}] = std::move(payload);
           } else {
             // The sender names its own chunk: the neighbour of ours.
             int64_t from = phase == 'F' ? chunk - 1 : chunk + 1;
-            auto it = wire.find({peer, r, words[1].str(), mb, from});
+            auto it = wire.find({peer, r, phase, mb, from});
             if (it == wire.end()) {
               done = false;
             } else {
@@ -196,24 +138,18 @@ mlir::braid::runScheduledPipeline(Evaluator &evaluator, func::FuncOp fn,
               wire.erase(it);
             }
           }
+        } else if (action.kind == sched::ActionKind::FullBackward) {
+          ok = compute(r, mb, chunk, 'B') && compute(r, mb, chunk, 'W');
         } else {
-          StringRef kind = text.take_while([](char c) { return isalpha(c); });
-          if (!parseMbChunk(text.drop_front(kind.size()), mb, local) ||
-              !llvm::is_contained({"F", "B", "W", "BW"}, kind))
-            return fn.emitError()
-                   << "bad action '" << text << "' in braid.schedule";
-          int64_t chunk = localChunks[r][local];
-          if (kind == "BW")
-            ok = compute(r, mb, chunk, 'B') && compute(r, mb, chunk, 'W');
-          else
-            ok = compute(r, mb, chunk, kind[0]);
+          ok = compute(r, mb, chunk,
+                       sched::getActionKindName(action.kind).front());
         }
         if (!done)
           break;
         ++next[r];
         progress = true;
       }
-      if (next[r] < cast<ArrayAttr>(ranks[r]).size())
+      if (next[r] < driver.actions[r].size())
         finished = false;
     }
     if (!ok)
@@ -224,11 +160,9 @@ mlir::braid::runScheduledPipeline(Evaluator &evaluator, func::FuncOp fn,
       InFlightDiagnostic diag = fn.emitError()
                                 << "the pipeline ranks deadlock:";
       for (int r = 0; r < numRanks; ++r)
-        if (next[r] < cast<ArrayAttr>(ranks[r]).size())
-          diag
-              << " rank " << r << " waits at '"
-              << cast<StringAttr>(cast<ArrayAttr>(ranks[r])[next[r]]).getValue()
-              << "';";
+        if (next[r] < driver.actions[r].size())
+          diag << " rank " << r << " waits at '"
+               << sched::formatAction(driver.actions[r][next[r]]) << "';";
       return diag;
     }
   }
@@ -246,7 +180,7 @@ mlir::braid::runScheduledPipeline(Evaluator &evaluator, func::FuncOp fn,
   }
 
   // Means over micro-batches of the gradient function's results.
-  Operation *ret = body.getTerminator();
+  Operation *ret = fn.getBody().front().getTerminator();
   SmallVector<Tensor> sums;
   for (int64_t mb = 0; mb < m; ++mb) {
     SmallVector<Tensor> values;

@@ -75,6 +75,46 @@ std::string mlir::braid::sched::formatAction(const Action &action) {
                        action.microbatch, action.chunk);
 }
 
+std::optional<Action> mlir::braid::sched::parseAction(llvm::StringRef text) {
+  // "<microbatch>.<chunk>", both non-negative.
+  auto parseMbChunk = [](llvm::StringRef s, Action &action) {
+    auto [mb, chunk] = s.split('.');
+    return !mb.getAsInteger(10, action.microbatch) &&
+           !chunk.getAsInteger(10, action.chunk) && action.microbatch >= 0 &&
+           action.chunk >= 0;
+  };
+  Action action;
+  llvm::SmallVector<llvm::StringRef> words;
+  text.split(words, ' ');
+  if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
+    bool send = words[0] == "send";
+    action.kind = send ? ActionKind::Send : ActionKind::Recv;
+    if (words[1] != "activation" && words[1] != "gradient")
+      return std::nullopt;
+    action.payload =
+        words[1] == "activation" ? Payload::Activation : Payload::Gradient;
+    if (!parseMbChunk(words[2], action) || words[3] != (send ? "to" : "from") ||
+        words[4] != "rank" || words[5].getAsInteger(10, action.peer) ||
+        action.peer < 0)
+      return std::nullopt;
+    return action;
+  }
+  llvm::StringRef kind = text.take_while([](char c) { return isalpha(c); });
+  if (kind == "F")
+    action.kind = ActionKind::Forward;
+  else if (kind == "B")
+    action.kind = ActionKind::Backward;
+  else if (kind == "W")
+    action.kind = ActionKind::Weight;
+  else if (kind == "BW")
+    action.kind = ActionKind::FullBackward;
+  else
+    return std::nullopt;
+  if (!parseMbChunk(text.drop_front(kind.size()), action))
+    return std::nullopt;
+  return action;
+}
+
 std::string mlir::braid::sched::formatNumber(double value, int digits) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);

@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,6 +139,10 @@ llvm::StringRef getPayloadName(Payload payload);
 /// Short form used in diagnostics and dumps: "F3", "B3.1" (micro-batch 3,
 /// chunk 1), "send activation 3.0 to rank 2".
 std::string formatAction(const Action &action);
+
+/// The action `text` names in formatAction's form ("F3.1", "BW0.0",
+/// "recv gradient 2.0 from rank 1"), or nothing if it is not one.
+std::optional<Action> parseAction(llvm::StringRef text);
 
 /// `value` with at most `digits` significant digits and no trailing zeros
 /// ("30", "0.1585", "1.5e+06"), for tables and pictures.

@@ -9,6 +9,7 @@
 
 #include "braid/Conversion/Passes.h"
 #include "StagePlacement.h"
+#include "braid/Dialect/Braid/Transforms/PipelineDriver.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -132,6 +133,8 @@ public:
   DenseMap<Operation *, llvm::MapVector<StringRef, ParamOp>> layerParams;
   /// The slot table (instance-major) of each repeat.
   DenseMap<Operation *, SmallVector<int64_t>> repeatSlots;
+  /// The scheduled drivers of the pipelines, read.
+  std::map<Operation *, PipelineDriver> drivers;
   /// In a pipelined program: the stages whose pieces read each slot.
   std::vector<std::set<int64_t>> pieceReaders;
   /// Whether pieces read each slot that `op` (a store or a repeat) writes
@@ -438,18 +441,11 @@ int64_t FunctionLowering::getPipelineStage(Value v) {
   auto pipeline = v.getDefiningOp<PipelineOp>();
   if (!pipeline)
     return StagePlacement::kAll;
-  auto module = pipeline->getParentOfType<ModuleOp>();
-  auto driver = module.lookupSymbol<func::FuncOp>(pipeline.getCallee());
-  auto forward = module.lookupSymbol<func::FuncOp>(
-      driver.getName().drop_back(StringRef("_grad").size()));
-  ArrayRef<int64_t> stages =
-      forward->getAttrOfType<DenseI64ArrayAttr>("braid.chunk_stages")
-          .asArrayRef();
-  Value returned = driver.getBody().front().getTerminator()->getOperand(
-      cast<OpResult>(v).getResultNumber());
-  auto call = returned.getDefiningOp<func::CallOp>();
-  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-  return stages[callee->getAttrOfType<IntegerAttr>("braid.chunk").getInt()];
+  auto driver = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      pipeline, pipeline.getCalleeAttr());
+  const PipelineDriver &read = module.drivers.at(driver);
+  return read.getStage(func::FuncOp(read.fn).getBody().front().getTerminator()->getOperand(
+      cast<OpResult>(v).getResultNumber()));
 }
 
 void FunctionLowering::guardStage(Operation *op, Block *block,
@@ -915,19 +911,28 @@ LogicalResult ModuleLowering::run(StringRef entry) {
   // pieces are lowered before the entry (the driver is not: the pipeline's
   // lowering calls the pieces in schedule order).
   SmallVector<func::FuncOp> pieces;
-  for (func::FuncOp fn : functions)
-    fn.walk([&](PipelineOp pipeline) {
+  for (func::FuncOp fn : functions) {
+    WalkResult walk = fn.walk([&](PipelineOp pipeline) {
       auto driver = symbols.lookup<func::FuncOp>(pipeline.getCallee());
-      if (!driver || !driver->hasAttr("braid.schedule"))
-        return;
+      if (!driver || !driver->hasAttr("braid.schedule") ||
+          drivers.count(driver))
+        return WalkResult::advance();
       pipelineMask =
           int64_t(1) << (mesh ? int64_t(mesh.getShape().size()) : 0);
-      for (auto call : driver.getOps<func::CallOp>())
+      FailureOr<PipelineDriver> read = PipelineDriver::read(driver);
+      if (failed(read))
+        return WalkResult::interrupt();
+      for (auto call : driver.getOps<func::CallOp>()) // in the driver's order
         if (auto piece = symbols.lookup<func::FuncOp>(call.getCallee()))
           if (!llvm::is_contained(functions, piece) &&
               !llvm::is_contained(pieces, piece))
             pieces.push_back(piece);
+      drivers.emplace(driver, std::move(*read));
+      return WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      return failure();
+  }
   functions.insert(functions.begin(), pieces.begin(), pieces.end());
   // The layers the functions repeat, and those they repeat in turn: a
   // layer's function comes after those it calls.
@@ -949,34 +954,18 @@ LogicalResult ModuleLowering::run(StringRef entry) {
     groups.insert(pipelineMask);
     // The stages whose pieces read each slot.
     pieceReaders.resize(slots.size());
-    for (func::FuncOp piece : pieces) {
-      // The driver @f_grad's pieces are @f_grad.c<k>.<phase>; @f holds the
-      // stage of each chunk.
-      auto chunk = piece->getAttrOfType<IntegerAttr>("braid.chunk");
-      StringRef driver = piece.getName().split('.').first;
-      auto forward =
-          chunk && driver.ends_with("_grad")
-              ? symbols.lookup<func::FuncOp>(
-                    driver.drop_back(StringRef("_grad").size()))
-              : func::FuncOp();
-      auto stages =
-          forward ? forward->getAttrOfType<DenseI64ArrayAttr>(
-                        "braid.chunk_stages")
-                  : nullptr;
-      if (!stages || chunk.getInt() < 0 ||
-          chunk.getInt() >= (int64_t)stages.size())
-        return piece.emitError("is not a piece of a pipelined function "
-                               "(braid.chunk, and braid.chunk_stages on the "
-                               "forward function)");
-      int64_t stage = stages[chunk.getInt()];
-      piece.walk([&](Operation *op) {
+    for (auto &[fn, driver] : drivers)
+      for (auto &[key, call] : driver.pieces) {
+        int64_t stage = driver.stages[key.first];
+        auto piece = symbols.lookup<func::FuncOp>(call.getCallee());
+        piece.walk([&](Operation *op) {
         if (auto param = dyn_cast<ParamOp>(op))
           pieceReaders[slotOf.lookup(param.getName())].insert(stage);
         else if (isa<RepeatOp>(op))
-          for (int64_t slot : repeatSlots.lookup(op))
-            pieceReaders[slot].insert(stage);
-      });
-    }
+            for (int64_t slot : repeatSlots.lookup(op))
+              pieceReaders[slot].insert(stage);
+        });
+      }
   }
 
   // Includes first, then the globals, then the functions.
@@ -1715,21 +1704,11 @@ static void populateTrainingLowerings(LoweringTable &t) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// A scheduled gradient function cut into pieces (braid-pipeline-outline):
-/// the driver's calls, each value's piece and the stage of each chunk, read
-/// as lib/Eval/PipelineExecutor.cpp reads them.
-struct PipelinePlan {
-  using Piece = std::pair<int64_t, char>; // (chunk, phase)
-  func::FuncOp driver;
-  int64_t microbatches = 0;
-  std::vector<std::vector<std::string>> actions; // per rank
-  std::map<Piece, func::CallOp> piece;
-  DenseMap<Value, Piece> producer;
-  DenseMap<Operation *, Piece> callKey;
-  SmallVector<int64_t> stages;                   // stage of each chunk
-  std::vector<std::vector<int64_t>> localChunks; // model chunks of each rank
-  /// A parsed action: kind "F", "B", "W", "BW", "send" or "recv"; for a
-  /// transfer the payload's phase ('F' activation, 'B' gradient) and peer.
+/// A scheduled gradient function (PipelineDriver) and its actions as the
+/// lowering walks them: kind "F", "B", "W", "BW", "send" or "recv", the
+/// model chunk, and for a transfer the payload's phase ('F' activation, 'B'
+/// gradient) and the peer.
+struct PipelinePlan : PipelineDriver {
   struct Action {
     std::string text; // as written in the schedule
     std::string kind;
@@ -1737,119 +1716,36 @@ struct PipelinePlan {
     char phase = 0;
   };
   std::vector<std::vector<Action>> parsed;
-
-  bool usedOn(Value v, int64_t rank) const {
-    return llvm::any_of(v.getUsers(), [&](Operation *u) {
-      auto it = callKey.find(u);
-      return it != callKey.end() && stages[it->second.first] == rank;
-    });
-  }
-  bool producedByW(Value v) const {
-    auto it = producer.find(v);
-    return it != producer.end() && it->second.second == 'W';
-  }
 };
 } // namespace
 
-/// Reads the driver `fn` and its braid.schedule; errors on `op`/`fn`.
+/// The plan of `op`, whose driver `fn` the module read; errors on `op`.
 static LogicalResult readPipeline(PipelineOp op, func::FuncOp fn,
+                                  const ModuleLowering &module,
                                   PipelinePlan &plan) {
-  auto module = fn->getParentOfType<ModuleOp>();
-  auto schedule = fn->getAttrOfType<DictionaryAttr>("braid.schedule");
-  if (!schedule)
+  if (!fn->hasAttr("braid.schedule"))
     return op.emitOpError()
            << "calls @" << fn.getName()
            << ", which has no braid.schedule; generated code runs scheduled "
               "pipelines (run braid-pipeline-outline and "
               "braid-pipeline-schedule)";
-  plan.driver = fn;
-  auto mAttr = schedule.getAs<IntegerAttr>("microbatches");
-  auto ranks = schedule.getAs<ArrayAttr>("ranks");
-  if (!mAttr || !ranks)
-    return fn.emitError("braid.schedule lacks 'microbatches' or 'ranks'");
-  plan.microbatches = mAttr.getInt();
+  static_cast<PipelineDriver &>(plan) = module.drivers.at(fn);
   if (plan.microbatches != op.getNumMicrobatches())
     return op.emitOpError() << "runs " << op.getNumMicrobatches()
                             << " micro-batches, but the schedule of @"
                             << fn.getName() << " " << plan.microbatches;
-  for (Operation &o : fn.getBody().front().without_terminator()) {
-    auto call = dyn_cast<func::CallOp>(o);
-    auto callee = call ? module.lookupSymbol<func::FuncOp>(call.getCallee())
-                       : func::FuncOp();
-    auto chunk =
-        callee ? callee->getAttrOfType<IntegerAttr>("braid.chunk") : nullptr;
-    auto phase =
-        callee ? callee->getAttrOfType<StringAttr>("braid.phase") : nullptr;
-    if (!chunk || !phase)
-      return o.emitOpError("is not a call of an outlined piece; pipelines run "
-                           "functions made by braid-pipeline-outline");
-    PipelinePlan::Piece key{chunk.getInt(), phase.getValue()[0]};
-    plan.piece[key] = call;
-    plan.callKey[call] = key;
-    for (Value r : call.getResults())
-      plan.producer[r] = key;
-  }
-  auto forward = module.lookupSymbol<func::FuncOp>(
-      fn.getName().drop_back(StringRef("_grad").size()));
-  auto stages =
-      forward ? forward->getAttrOfType<DenseI64ArrayAttr>("braid.chunk_stages")
-              : nullptr;
-  if (!stages)
-    return fn.emitError("no braid.chunk_stages on the forward function");
-  int64_t numRanks = ranks.size();
-  plan.stages.assign(stages.asArrayRef().begin(), stages.asArrayRef().end());
-  plan.localChunks.resize(numRanks);
-  for (auto [c, r] : llvm::enumerate(plan.stages)) {
-    if (r < 0 || r >= numRanks)
-      return fn.emitError() << "chunk " << c << " is on stage " << r
-                            << ", but the schedule has " << numRanks
-                            << " ranks";
-    plan.localChunks[r].push_back(c);
-  }
-  plan.parsed.resize(numRanks);
-  for (int64_t r = 0; r < numRanks; ++r) {
-    auto actions = dyn_cast<ArrayAttr>(ranks[r]);
-    if (!actions)
-      return fn.emitError("braid.schedule: 'ranks' holds lists of actions");
-    for (Attribute a : actions) {
-      auto textAttr = dyn_cast<StringAttr>(a);
-      StringRef text = textAttr ? textAttr.getValue() : "";
-      auto bad = [&] {
-        return fn.emitError() << "bad action '" << text
-                              << "' in braid.schedule";
-      };
-      auto parseMbChunk = [&](StringRef s, PipelinePlan::Action &act) {
-        auto [x, y] = s.split('.');
-        int64_t local = 0;
-        if (x.getAsInteger(10, act.mb) || y.getAsInteger(10, local) ||
-            act.mb < 0 || act.mb >= plan.microbatches || local < 0 ||
-            local >= (int64_t)plan.localChunks[r].size())
-          return false;
-        act.chunk = plan.localChunks[r][local];
-        return true;
-      };
-      PipelinePlan::Action act;
-      act.text = text.str();
-      SmallVector<StringRef> words;
-      text.split(words, ' ');
-      if (words.size() == 6 && (words[0] == "send" || words[0] == "recv")) {
-        act.kind = words[0].str();
-        act.phase = words[1] == "activation" ? 'F' : 'B';
-        if (!parseMbChunk(words[2], act) ||
-            words[5].getAsInteger(10, act.peer) || act.peer < 0 ||
-            act.peer >= numRanks ||
-            !(words[1] == "activation" || words[1] == "gradient"))
-          return bad();
-      } else {
-        StringRef kind = text.take_while([](char c) { return isalpha(c); });
-        if (!llvm::is_contained({"F", "B", "W", "BW"}, kind) ||
-            !parseMbChunk(text.drop_front(kind.size()), act))
-          return bad();
-        act.kind = kind.str();
-      }
-      plan.parsed[r].push_back(act);
+  plan.parsed.resize(plan.getNumRanks());
+  for (auto [r, actions] : llvm::enumerate(plan.actions))
+    for (const sched::Action &a : actions) {
+      PipelinePlan::Action step;
+      step.text = sched::formatAction(a);
+      step.kind = sched::getActionKindName(a.kind).str();
+      step.mb = a.microbatch;
+      step.chunk = plan.getChunk(r, a.chunk);
+      step.peer = a.peer;
+      step.phase = a.payload == sched::Payload::Activation ? 'F' : 'B';
+      plan.parsed[r].push_back(step);
     }
-  }
   return success();
 }
 
@@ -1872,7 +1768,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     return op.emitOpError() << "'" << op.getCallee()
                             << "' does not name a function";
   PipelinePlan plan;
-  if (failed(readPipeline(op, fn, plan)))
+  if (failed(readPipeline(op, fn, l.module, plan)))
     return failure();
   int64_t m = plan.microbatches;
   int64_t numRanks = plan.parsed.size();
@@ -1905,11 +1801,11 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     for (const PipelinePlan::Action &a : plan.parsed[r]) {
       if (a.kind != "W" && a.kind != "BW")
         continue;
-      auto it = plan.piece.find({a.chunk, 'W'});
-      if (it == plan.piece.end())
+      auto it = plan.pieces.find({a.chunk, 'W'});
+      if (it == plan.pieces.end())
         continue;
       bool wait = llvm::any_of(it->second.getOperands(), [&](Value v) {
-        return plan.producedByW(v) &&
+        return plan.isProducedByW(v) &&
                (plan.stages[plan.producer[v].first] != r ||
                 !ran.count({a.mb, plan.producer[v].first}));
       });
@@ -1919,8 +1815,8 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         ran.insert({a.mb, a.chunk});
     }
     for (auto [mb, chunk] : deferred[r])
-      for (Value v : plan.piece[{chunk, 'W'}].getOperands()) {
-        if (!plan.producedByW(v))
+      for (Value v : plan.pieces[{chunk, 'W'}].getOperands()) {
+        if (!plan.isProducedByW(v))
           continue;
         int64_t from = plan.stages[plan.producer[v].first];
         if (llvm::is_contained(deferred[from],
@@ -2006,11 +1902,11 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         continue;
       // The sender names its own chunk: the neighbour of ours.
       int64_t from = a.phase == 'F' ? a.chunk - 1 : a.chunk + 1;
-      auto it = plan.piece.find({from, a.phase});
-      if (it == plan.piece.end())
+      auto it = plan.pieces.find({from, a.phase});
+      if (it == plan.pieces.end())
         continue;
       for (Value v : it->second.getResults())
-        if (plan.usedOn(v, r)) {
+        if (plan.isUsedOn(v, r)) {
           if (failed(f32Only(v)))
             return failure();
           actionReceives[i].push_back(
@@ -2026,8 +1922,8 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     // Runs piece (chunk, phase) on micro-batch mb (or skips a deferred W).
     auto compute = [&](int64_t mb, int64_t chunk, char phase,
                        bool late) -> LogicalResult {
-      auto it = plan.piece.find({chunk, phase});
-      if (it == plan.piece.end())
+      auto it = plan.pieces.find({chunk, phase});
+      if (it == plan.pieces.end())
         return success(); // nothing of this phase in this chunk
       if (phase == 'W' && !late &&
           llvm::is_contained(deferred[r], MbPiece{mb, chunk}))
@@ -2060,11 +1956,11 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     for (auto [i, a] : llvm::enumerate(plan.parsed[r])) {
       if (a.kind == "send") {
         // Everything of this piece that a chunk on the peer uses.
-        auto it = plan.piece.find({a.chunk, a.phase});
-        if (it == plan.piece.end())
+        auto it = plan.pieces.find({a.chunk, a.phase});
+        if (it == plan.pieces.end())
           continue;
         for (Value v : it->second.getResults())
-          if (plan.usedOn(v, a.peer)) {
+          if (plan.isUsedOn(v, a.peer)) {
             if (!have.count(keyOf(a.mb, v)))
               return op.emitOpError()
                      << "rank " << r << " sends " << a.phase << a.mb
