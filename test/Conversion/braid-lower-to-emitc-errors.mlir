@@ -93,3 +93,21 @@ func.func @nested(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %y = braid.repeat @outer(%x) {prefix = "x", count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// Tests that a layer repeating itself (through another layer) is refused,
+// not followed forever.
+braid.layer @ping(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %y = braid.repeat @pong(%x) {count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+braid.layer @pong(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error@+1 {{repeats @ping, which repeats itself through the layers it repeats}}
+  %y = braid.repeat @ping(%x) {count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+func.func @cycle(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %y = braid.repeat @ping(%x) {count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

@@ -39,9 +39,14 @@
 // RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=4 pipeline" --braid-pipeline-outline -o %t.unscheduled.mlir
 // RUN: not braidc %t.unscheduled.mlir --entry train_step -o %t.unscheduled 2>&1 | FileCheck %s --check-prefix=NOSCHED
 //
-// A schedule that misses a transfer, and a malformed action:
+// A schedule that misses a transfer, one that receives too late, and a
+// malformed action:
 // RUN: sed -e 's/"send activation 1.0 to rank 1", //' -e 's/"recv activation 1.0 from rank 0", //' %t.1f1b.mlir > %t.missing.mlir
 // RUN: not braidc %t.missing.mlir --entry train_step -o %t.missing 2>&1 | FileCheck %s --check-prefix=MISSING
+// A receive scheduled after the action that needs it (the data would not
+// be there yet) is refused as well:
+// RUN: sed -e 's/"recv activation 0.0 from rank 0", "F0.0"/"F0.0", "recv activation 0.0 from rank 0"/' %t.1f1b.mlir > %t.late.mlir
+// RUN: not braidc %t.late.mlir --entry train_step -o %t.late 2>&1 | FileCheck %s --check-prefix=LATE
 // RUN: sed -e 's/"F2.0", /"F2.7", /' %t.1f1b.mlir > %t.badaction.mlir
 // RUN: not braidc %t.badaction.mlir --entry train_step -o %t.badaction 2>&1 | FileCheck %s --check-prefix=BADACTION
 
@@ -92,3 +97,4 @@
 // MISSING: {{.*}}missing.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'func.call' op rank 1 runs F1 of chunk 1 without an input it neither computed nor received (the schedule misses a transfer)
 
 // BADACTION: error: bad action 'F2.7' in braid.schedule
+// LATE: error: 'func.call' op rank 1 runs F0 of chunk 1 without an input it neither computed nor received (the schedule misses a transfer)

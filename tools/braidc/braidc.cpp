@@ -331,8 +331,13 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
 #include <stdlib.h>
 #include <string.h>
 
-int main(int argc, char **argv) {
 )";
+  // Leaving after a bad argument: a program on the runtime's context
+  // releases it first (MPI_Finalize), as a successful run does.
+  os << "static int braid_program_exit(int code) {\n";
+  if (meshInfo.present)
+    os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
+  os << "  return code;\n}\n\nint main(int argc, char **argv) {\n";
   if (meshInfo.present) {
     // One program on every rank of the mesh; only rank 0 prints.
     os << "  static const int64_t braid_mesh_dims[] = {";
@@ -385,7 +390,7 @@ int main(int argc, char **argv) {
       log_every = strtoll(argv[++i], NULL, 10);
       if (log_every < 1) {
         fprintf(stderr, "error: --log-every needs a positive number\n");
-        return 2;
+        return braid_program_exit(2);
       }
     } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
@@ -401,7 +406,7 @@ int main(int argc, char **argv) {
       token_bytes = atoi(argv[++i]);
       if (token_bytes != 2 && token_bytes != 4) {
         fprintf(stderr, "error: --token-bytes must be 2 or 4\n");
-        return 2;
+        return braid_program_exit(2);
       }
     } else {
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
@@ -410,7 +415,7 @@ int main(int argc, char **argv) {
      << (meshInfo.present ? " [--timeout S]" : "")
      << R"(\n",
               argv[0]);
-      return 2;
+      return braid_program_exit(2);
     }
   }
   )" << braid::kProgramInitFunction
@@ -534,7 +539,7 @@ int main(int argc, char **argv) {
       os << "  (void)token_bytes;\n  if (data_source) {\n"
          << "    fprintf(stderr, \"error: --data needs a training step "
             "that takes i32 'tokens' and 'labels' with braid.range\\n\");\n"
-         << "    return 2;\n  }\n";
+         << "    return braid_program_exit(2);\n  }\n";
     }
     os << "  double total_s = 0;\n"
        << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"

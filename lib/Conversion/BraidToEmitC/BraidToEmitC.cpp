@@ -17,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Debug.h"
@@ -133,13 +134,19 @@ public:
   DenseMap<Operation *, llvm::MapVector<StringRef, ParamOp>> layerParams;
   /// The slot table (instance-major) of each repeat.
   DenseMap<Operation *, SmallVector<int64_t>> repeatSlots;
+  /// The parameter table's slots, and the slot of each full name.
+  std::vector<ParamSlot> slots;
+  llvm::StringMap<int64_t> slotOf;
   /// The scheduled drivers of the pipelines, read.
   std::map<Operation *, PipelineDriver> drivers;
   /// In a pipelined program: the stages whose pieces read each slot.
   std::vector<std::set<int64_t>> pieceReaders;
   /// Whether pieces read each slot that `op` (a store or a repeat) writes
-  /// only on `stage`; records `stage` as their owner if so.
+  /// only on `stage`; records `stage` as their owner if so. False for a
+  /// braid.pipeline, which every stage runs.
   bool claimSlots(Operation *op, int64_t stage);
+  /// The slots of `repeat`'s instances and of the repeats in its layer.
+  SmallVector<int64_t> getAllRepeatSlots(RepeatOp repeat);
 
 private:
   LogicalResult collectParams(ArrayRef<func::FuncOp> functions,
@@ -154,8 +161,6 @@ private:
   ModuleOp module;
   OpBuilder globals; // before the first original op, after the includes
   OpBuilder funcs;   // at the end of the module
-  std::vector<ParamSlot> slots;
-  llvm::StringMap<int64_t> slotOf;
   std::map<std::pair<bool, std::vector<int64_t>>, std::string> arrays;
   unsigned numArrays = 0;
   unsigned numBuffers = 0;
@@ -386,12 +391,38 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   // A function running a scheduled pipeline: place what follows it.
   std::optional<StagePlacement> placement;
   if (module.pipelineMask &&
-      llvm::any_of(body.getOps<PipelineOp>(), [](PipelineOp) { return true; }))
-    placement.emplace(
-        body, [&](Value v) { return getPipelineStage(v); },
-        [&](Operation *op, int64_t stage) {
-          return module.claimSlots(op, stage);
-        });
+      llvm::any_of(body.getOps<PipelineOp>(), [](PipelineOp) { return true; })) {
+    // A slot's owner is the stage placed to store it, and a read of an
+    // owned slot is current only there: place until the owners settle.
+    std::vector<int64_t> owners(module.slots.size(), -1);
+    for (int round = 0;; ++round) {
+      for (ParamSlot &slot : module.slots)
+        slot.owner = -1;
+      placement.emplace(
+          body,
+          [&](Value v) {
+            if (auto read = v.getDefiningOp<ParamOp>()) {
+              int64_t owner = owners[module.slotOf.lookup(read.getName())];
+              return owner >= 0 ? owner : StagePlacement::kAll;
+            }
+            return getPipelineStage(v);
+          },
+          [&](Operation *op, int64_t stage) {
+            return module.claimSlots(op, stage);
+          });
+      bool settled = true;
+      for (auto [slot, owner] : llvm::zip(module.slots, owners)) {
+        settled &= slot.owner == owner;
+        owner = slot.owner;
+      }
+      if (settled)
+        break;
+      if (round == 8)
+        return body.getParentOp()->emitError(
+            "cannot place the ops after its braid.pipeline on the pipeline's "
+            "stages: the parameters' owners do not settle");
+    }
+  }
   for (Operation &op : body) {
     loc = op.getLoc();
     where = describe(&op);
@@ -443,9 +474,16 @@ int64_t FunctionLowering::getPipelineStage(Value v) {
     return StagePlacement::kAll;
   auto driver = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       pipeline, pipeline.getCalleeAttr());
-  const PipelineDriver &read = module.drivers.at(driver);
-  return read.getStage(func::FuncOp(read.fn).getBody().front().getTerminator()->getOperand(
-      cast<OpResult>(v).getResultNumber()));
+  auto it = module.drivers.find(driver);
+  if (it == module.drivers.end())
+    return StagePlacement::kAll; // unscheduled: refused by its lowering
+  const PipelineDriver &read = it->second;
+  Value returned =
+      func::FuncOp(read.fn).getBody().front().getTerminator()->getOperand(
+          cast<OpResult>(v).getResultNumber());
+  if (!read.producer.count(returned))
+    return StagePlacement::kAll; // not a piece's: refused by its lowering
+  return read.getStage(returned);
 }
 
 void FunctionLowering::guardStage(Operation *op, Block *block,
@@ -496,12 +534,26 @@ void FunctionLowering::guardStage(Operation *op, Block *block,
     e->moveBefore(yield);
 }
 
+SmallVector<int64_t> ModuleLowering::getAllRepeatSlots(RepeatOp repeat) {
+  SmallVector<int64_t> all = repeatSlots.lookup(repeat);
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+      repeat, repeat.getLayerAttr());
+  if (layer)
+    layer.walk([&](RepeatOp nested) {
+      SmallVector<int64_t> inner = getAllRepeatSlots(nested);
+      all.append(inner.begin(), inner.end());
+    });
+  return all;
+}
+
 bool ModuleLowering::claimSlots(Operation *op, int64_t stage) {
+  if (isa<PipelineOp>(op))
+    return false; // every stage runs its part of a pipeline
   SmallVector<int64_t> written;
   if (auto store = dyn_cast<StoreParamOp>(op))
     written.push_back(slotOf.lookup(store.getName()));
-  else if (isa<RepeatOp>(op))
-    written = repeatSlots.lookup(op);
+  else if (auto repeat = dyn_cast<RepeatOp>(op))
+    written = getAllRepeatSlots(repeat);
   for (int64_t slot : written)
     if (llvm::any_of(pieceReaders[slot],
                      [&](int64_t reader) { return reader != stage; }))
@@ -937,17 +989,30 @@ LogicalResult ModuleLowering::run(StringRef entry) {
   // The layers the functions repeat, and those they repeat in turn: a
   // layer's function comes after those it calls.
   llvm::SetVector<LayerOp> layers;
-  std::function<void(Operation *)> addLayers = [&](Operation *root) {
-    root->walk([&](RepeatOp repeat) {
+  llvm::SmallPtrSet<Operation *, 8> visiting;
+  std::function<LogicalResult(Operation *)> addLayers =
+      [&](Operation *root) -> LogicalResult {
+    WalkResult walk = root->walk([&](RepeatOp repeat) {
       auto layer = symbols.lookup<LayerOp>(repeat.getLayer());
       if (!layer || layers.contains(layer))
-        return;
-      addLayers(layer);
+        return WalkResult::advance();
+      if (!visiting.insert(layer).second) {
+        repeat.emitOpError() << "repeats @" << layer.getSymName()
+                             << ", which repeats itself through the layers "
+                                "it repeats";
+        return WalkResult::interrupt();
+      }
+      if (failed(addLayers(layer)))
+        return WalkResult::interrupt();
+      visiting.erase(layer);
       layers.insert(layer);
+      return WalkResult::advance();
     });
+    return failure(walk.wasInterrupted());
   };
   for (func::FuncOp fn : functions)
-    addLayers(fn);
+    if (failed(addLayers(fn)))
+      return failure();
   if (failed(collectParams(functions, layers.getArrayRef())))
     return failure();
   if (pipelineMask) {
@@ -959,10 +1024,10 @@ LogicalResult ModuleLowering::run(StringRef entry) {
         int64_t stage = driver.stages[key.first];
         auto piece = symbols.lookup<func::FuncOp>(call.getCallee());
         piece.walk([&](Operation *op) {
-        if (auto param = dyn_cast<ParamOp>(op))
-          pieceReaders[slotOf.lookup(param.getName())].insert(stage);
-        else if (isa<RepeatOp>(op))
-            for (int64_t slot : repeatSlots.lookup(op))
+          if (auto param = dyn_cast<ParamOp>(op))
+            pieceReaders[slotOf.lookup(param.getName())].insert(stage);
+          else if (auto repeat = dyn_cast<RepeatOp>(op))
+            for (int64_t slot : getAllRepeatSlots(repeat))
               pieceReaders[slot].insert(stage);
         });
       }
@@ -1107,8 +1172,13 @@ static bool mayWriteParam(Operation *op, StringRef name) {
     return false;
   auto layer =
       SymbolTable::lookupNearestSymbolFrom<LayerOp>(op, repeat.getLayerAttr());
-  return layer && layer.walk([](StoreParamOp) {
-                        return WalkResult::interrupt();
+  // Any store in the layer, or in the layers it repeats, may write it.
+  return layer && layer.walk([&](Operation *inner) {
+                        return isa<StoreParamOp>(inner) ||
+                                       (isa<RepeatOp>(inner) &&
+                                        mayWriteParam(inner, name))
+                                   ? WalkResult::interrupt()
+                                   : WalkResult::advance();
                       }).wasInterrupted();
 }
 
@@ -1862,8 +1932,11 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
 
-    // This stage's buffer of each (micro-batch, value).
+    // This stage's buffer of each (micro-batch, value), and the values it
+    // holds at this point of the schedule (computed, or received and waited
+    // for): a piece or a send may use only those.
     std::map<std::pair<int64_t, const void *>, Value> have;
+    std::set<std::pair<int64_t, const void *>> available;
     auto keyOf = [](int64_t mb, Value v) {
       return std::make_pair(mb, v.getAsOpaquePointer());
     };
@@ -1880,19 +1953,22 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     };
     // Every receive of the step starts first; receive k is waited for where
     // the schedule receives it (k: the order they start in).
-    int64_t numReceives = 0;
+    SmallVector<std::pair<int64_t, const void *>> receiveKeys;
     auto startReceive = [&](int64_t mb, Value v, int64_t peer, int64_t tag) {
       l.call("braid_rt_program_pp_recv_start_f32",
              {mask, bufferOf(mb, v), l.i64(l.countOf(v)), l.i64(peer),
               l.i64(tag), l.whereText()});
-      return numReceives++;
+      receiveKeys.push_back(keyOf(mb, v));
+      return int64_t(receiveKeys.size() - 1);
     };
     auto waitReceives = [&](StringRef event, ArrayRef<int64_t> receives) {
       if (receives.empty())
         return;
       l.call("braid_rt_program_trace_begin", {l.text(event), l.text("recv")});
-      for (int64_t k : receives)
+      for (int64_t k : receives) {
         l.call("braid_rt_program_pp_recv_wait", {l.i64(k), l.whereText()});
+        available.insert(receiveKeys[k]);
+      }
       l.call("braid_rt_program_trace_end", {});
     };
     // The receives of each recv action, then the late ones.
@@ -1939,7 +2015,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
           continue;
         }
         auto found = have.find(keyOf(mb, v));
-        if (found == have.end())
+        if (!available.count(keyOf(mb, v)))
           return call.emitOpError()
                  << "rank " << r << " runs " << phase << mb << " of chunk "
                  << chunk
@@ -1947,8 +2023,10 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
                     "(the schedule misses a transfer)";
         args.push_back(found->second);
       }
-      for (Value res : call.getResults())
+      for (Value res : call.getResults()) {
         args.push_back(bufferOf(mb, res));
+        available.insert(keyOf(mb, res));
+      }
       l.call(getEmittedFunctionName(call.getCallee()), args);
       return success();
     };
@@ -1961,7 +2039,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
           continue;
         for (Value v : it->second.getResults())
           if (plan.isUsedOn(v, a.peer)) {
-            if (!have.count(keyOf(a.mb, v)))
+            if (!available.count(keyOf(a.mb, v)))
               return op.emitOpError()
                      << "rank " << r << " sends " << a.phase << a.mb
                      << " of chunk " << a.chunk << " before computing it";
@@ -2014,7 +2092,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         continue;
       for (int64_t mb = 0; mb < m; ++mb) {
         auto found = have.find(keyOf(mb, v));
-        if (found == have.end())
+        if (!available.count(keyOf(mb, v)))
           return op.emitOpError() << "rank " << r << " never computes "
                                   << "micro-batch " << mb
                                   << " of a result of @" << fn.getName();

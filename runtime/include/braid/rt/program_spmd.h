@@ -769,6 +769,7 @@ static inline void braid_rt_program_cross_entropy_grad_vp_f32(
 typedef struct {
   braid_rt_request_t **requests; /* this step's receives, then its sends */
   int64_t count, capacity;
+  int64_t receives; /* requests[0, receives) */
 } braid_rt_program_pp_t;
 static braid_rt_program_pp_t braid_rt_program_pp;
 
@@ -799,7 +800,14 @@ static inline void braid_rt_program_pp_recv_start_f32(int64_t mask,
                                                       int64_t peer,
                                                       int64_t tag,
                                                       const char *where) {
+  braid_rt_program_pp_t *p = &braid_rt_program_pp;
+  if (p->count != p->receives) {
+    fprintf(stderr, "error: %s: a pipeline receive starts after a send of "
+                    "the same step\n", where);
+    exit(1);
+  }
   braid_rt_request_t **slot = braid_rt_program_pp_slot();
+  ++p->receives;
   braid_rt_program_spmd_check(
       braid_rt_recv_f32_start(braid_rt_program_comm(mask), buf, (size_t)count,
                               (int)peer, (int)tag, NULL, slot),
@@ -809,6 +817,11 @@ static inline void braid_rt_program_pp_recv_start_f32(int64_t mask,
 static inline void braid_rt_program_pp_recv_wait(int64_t index,
                                                  const char *where) {
   braid_rt_program_pp_t *p = &braid_rt_program_pp;
+  if (index < 0 || index >= p->receives) {
+    fprintf(stderr, "error: %s: no pipeline receive %lld in this step\n",
+            where, (long long)index);
+    exit(1);
+  }
   braid_rt_request_t **slot = &p->requests[index];
   braid_rt_program_spmd_check(braid_rt_request_wait(*slot), where);
   *slot = NULL; /* waited: a no-op for braid_rt_program_pp_wait_all */
@@ -832,6 +845,7 @@ static inline void braid_rt_program_pp_wait_all(const char *where) {
   for (int64_t i = 0; i < p->count; ++i)
     braid_rt_program_spmd_check(braid_rt_request_wait(p->requests[i]), where);
   p->count = 0;
+  p->receives = 0;
 }
 
 /* Stage `owner`'s `count` elements of `buf` to every stage of the pipeline. */

@@ -1,0 +1,65 @@
+// Tests how braid-lower-to-emitc lowers a scheduled braid.pipeline (2 stages,
+// 1F1B over 2 micro-batches) and places what follows it, through braidc's
+// C++: each stage starts all its receives first (tags name the piece:
+// (micro-batch x 2 chunks + chunk) x 3 + phase F/B/W), runs its actions as
+// trace events and waits for a receive where the schedule receives; after
+// the pipeline a stage squares and updates only its own gradients under
+// `if (stage == s)`, broadcasting only the norm's running sum, the clipping
+// coefficient and the results; each slot records the stage updating it.
+//
+// RUN: braid-opt %s --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=2 pipeline clip-norm=1.0" --braid-pipeline-outline --braid-pipeline-schedule=schedule=1f1b -o %t.mlir
+// RUN: braidc %t.mlir --entry train_step --emit cpp -o %t.cpp
+// RUN: FileCheck %s --strict-whitespace < %t.cpp
+
+// CHECK-LABEL: void braid_train_step(
+// Stage 0 (w_in and the blocks): the gradients of micro-batches 0 and 1
+// from stage 1 (chunk 1, phase B: tags 4 and 10), started first.
+// CHECK: {{^}}  if (
+// CHECK: int64_t [[TAG0:v[0-9]+]] = 4;
+// CHECK-NEXT: braid_rt_program_pp_recv_start_f32({{.*}}, [[TAG0]], "
+// CHECK: int64_t [[TAG1:v[0-9]+]] = 10;
+// CHECK-NEXT: braid_rt_program_pp_recv_start_f32({{.*}}, [[TAG1]], "
+// CHECK: braid_rt_program_trace_begin("F0.0", "pipeline");
+// CHECK-NEXT: int64_t
+// CHECK: braid_forward_grad_c0_F(
+// CHECK-NEXT: braid_rt_program_trace_end();
+// The activation of micro-batch 0 (chunk 0, phase F: tag 0).
+// CHECK: int64_t [[TAG2:v[0-9]+]] = 0;
+// CHECK-NEXT: braid_rt_program_pp_send_f32({{.*}}, [[TAG2]], "
+// CHECK: braid_rt_program_trace_begin("recv gradient 0.0 from rank 1", "recv");
+// CHECK-NEXT: int64_t [[K:v[0-9]+]] = 0;
+// CHECK-NEXT: braid_rt_program_pp_recv_wait([[K]], "
+// CHECK: braid_rt_program_trace_begin("BW0.0", "pipeline");
+// CHECK: {{^}}  braid_rt_program_pp_wait_all(
+//
+// After it: nothing squared or updated outside a stage's branch.
+// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// CHECK: {{^}}    braid_rt_cpu_sum_squares_f32(
+// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.add");
+// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// CHECK: {{^}}    braid_rt_cpu_adamw_update_f32_i64(
+// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: func.return");
+//
+// CHECK: {"w_in", 2, braid_slot_shape_0, braid_slot_spec_0, 0},
+// CHECK: {"w_out", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1},
+// CHECK: {"w_out.adamw.m", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1},
+// CHECK: static const int64_t braid_pipeline_mask = 1;
+
+braid.layer @block(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<8x8xf32>
+  %y = braid.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %z = braid.relu %y : tensor<4x8xf32>
+  braid.yield %z : tensor<4x8xf32>
+}
+
+func.func @forward(%x: tensor<4x4xf32>, %labels: tensor<4xi32> {braid.range = 64 : i64}) -> tensor<f32> {
+  %w_in = braid.param "w_in" {init = #braid.init<normal(0.1)>} : tensor<4x8xf32>
+  %h0 = braid.matmul %x, %w_in : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = braid.repeat @block(%h0) {prefix = "h", count = 6 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %w_out = braid.param "w_out" {init = #braid.init<normal(0.1)>} : tensor<8x64xf32>
+  %logits = braid.matmul %h, %w_out : (tensor<4x8xf32>, tensor<8x64xf32>) -> tensor<4x64xf32>
+  %loss = braid.cross_entropy %logits, %labels : (tensor<4x64xf32>, tensor<4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
