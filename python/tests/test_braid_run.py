@@ -20,6 +20,36 @@ def _braid_run(*args, timeout=120):
     return subprocess.run([str(tool), *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
+def _compile_gpt(tmp_path, name, *braidc_args):
+    """A one-layer GPT compiled by braidc with `braidc_args`."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from braid import models
+    model = tmp_path / "gpt.mlir"
+    model.write_text(models.gpt(layers=1, hidden=32, heads=4, seq=8, vocab=64, batch=4))
+    program = tmp_path / name
+    subprocess.run([str(bin_dir() / "braidc"), str(model), *braidc_args, "-o", str(program)],
+                   check=True, capture_output=True, timeout=300)
+    return program
+
+
+def _launch(program, *args):
+    """braid-run -n 2 PROGRAM ARGS, once rank 0 has printed step 0; and the
+    pids of the two ranks."""
+    proc = subprocess.Popen([str(bin_dir() / "braid-run"), "-n", "2", str(program), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # rank 0 prints step 0 once both ranks run
+        assert line.startswith("step 0"), line
+        pids = subprocess.run(["pgrep", "-f", f"^{program}"], capture_output=True,
+                              text=True).stdout.split()
+        assert len(pids) == 2, pids
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, [int(p) for p in pids]
+
+
 def _program(name):
     path = RUNTIME_TESTS / name
     if not path.is_file():
@@ -75,23 +105,11 @@ def test_killing_a_rank_of_a_compiled_program_ends_the_run(tmp_path):
     """A braidc program training on 2 ranks: SIGKILL one rank mid-run and
     the whole run ends non-zero within 60 s, mpirun naming what happened."""
     import signal
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from braid import models
-    model = tmp_path / "gpt.mlir"
-    model.write_text(models.gpt(layers=1, hidden=32, heads=4, seq=8, vocab=64, batch=4))
-    program = tmp_path / "gpt-dp2"
-    subprocess.run([str(bin_dir() / "braidc"), str(model), "--mesh", "dp=2", "-o", str(program)],
-                   check=True, capture_output=True, timeout=300)
-    proc = subprocess.Popen([str(bin_dir() / "braid-run"), "-n", "2", str(program), "--steps", "1000000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    program = _compile_gpt(tmp_path, "gpt-dp2", "--mesh", "dp=2")
+    proc, pids = _launch(program, "--steps", "1000000")
     try:
-        line = proc.stdout.readline()  # rank 0 prints step 0 once both ranks run
-        assert line.startswith("step 0"), line
-        pids = subprocess.run(["pgrep", "-f", f"^{program}"], capture_output=True, text=True).stdout.split()
-        assert len(pids) == 2, pids
         start = time.monotonic()
-        os.kill(int(pids[-1]), signal.SIGKILL)
+        os.kill(pids[-1], signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode != 0
         assert time.monotonic() - start < 60
@@ -107,25 +125,11 @@ def test_a_stalled_rank_times_out(tmp_path):
     ends non-zero within 60 s with the runtime's error naming the rank and
     the operation."""
     import signal
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from braid import models
-    model = tmp_path / "gpt.mlir"
-    model.write_text(models.gpt(layers=1, hidden=32, heads=4, seq=8, vocab=64, batch=4))
-    program = tmp_path / "gpt-dp2"
-    subprocess.run([str(bin_dir() / "braidc"), str(model), "--mesh", "dp=2", "-o", str(program)],
-                   check=True, capture_output=True, timeout=300)
-    proc = subprocess.Popen([str(bin_dir() / "braid-run"), "-n", "2", str(program),
-                             "--steps", "1000000", "--timeout", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pids = []
+    program = _compile_gpt(tmp_path, "gpt-dp2", "--mesh", "dp=2")
+    proc, pids = _launch(program, "--steps", "1000000", "--timeout", "2")
     try:
-        line = proc.stdout.readline()
-        assert line.startswith("step 0"), line
-        pids = subprocess.run(["pgrep", "-f", f"^{program}"], capture_output=True, text=True).stdout.split()
-        assert len(pids) == 2, pids
         start = time.monotonic()
-        os.kill(int(pids[-1]), signal.SIGSTOP)
+        os.kill(pids[-1], signal.SIGSTOP)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode != 0
         assert time.monotonic() - start < 60
@@ -133,7 +137,7 @@ def test_a_stalled_rank_times_out(tmp_path):
     finally:
         for pid in pids:
             try:
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         if proc.poll() is None:
@@ -141,14 +145,7 @@ def test_a_stalled_rank_times_out(tmp_path):
 
 
 def test_bad_timeout_is_refused(tmp_path):
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from braid import models
-    model = tmp_path / "gpt.mlir"
-    model.write_text(models.gpt(layers=1, hidden=32, heads=4, seq=8, vocab=64, batch=4))
-    program = tmp_path / "gpt"
-    subprocess.run([str(bin_dir() / "braidc"), str(model), "--lr", "0.01", "-o", str(program)],
-                   check=True, capture_output=True, timeout=300)
+    program = _compile_gpt(tmp_path, "gpt", "--lr", "0.01")
     proc = subprocess.run([str(program), "--timeout", "soon"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "error: --timeout needs a number of seconds >= 0 (0: none), got 'soon'" in proc.stderr

@@ -5,7 +5,8 @@
 // trace events and waits for a receive where the schedule receives; after
 // the pipeline a stage squares and updates only its own gradients under
 // `if (stage == s)`, broadcasting only the norm's running sum, the clipping
-// coefficient and the results; each slot records the stage updating it.
+// coefficient and the results; each slot records the stage updating it,
+// and only the stages that update or read a slot allocate it.
 //
 // RUN: braid-opt %s --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=2 pipeline clip-norm=1.0" --braid-pipeline-outline --braid-pipeline-schedule=schedule=1f1b -o %t.mlir
 // RUN: braidc %t.mlir --entry train_step --emit cpp -o %t.cpp
@@ -41,6 +42,21 @@
 // CHECK: {{^}}    braid_rt_cpu_adamw_update_f32_i64(
 // CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
 // CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: func.return");
+//
+// Each stage allocates and initialises only the slots it holds: w_in on
+// stage 0 (stage bits 1), w_out on stage 1 (bits 2).
+// CHECK-LABEL: void braid_program_init(
+// CHECK: braid_rt_program_comm(
+// CHECK-NEXT: int64_t {{v[0-9]+}} = 1;
+// CHECK-NEXT: int64_t [[BITS0:v[0-9]+]] = 1;
+// CHECK-NEXT: bool [[HOLDS0:v[0-9]+]] = braid_rt_program_pp_holds({{v[0-9]+}}, [[BITS0]]);
+// CHECK-NEXT: if ([[HOLDS0]]) {
+// CHECK: braid_rt_program_init_f32({{v[0-9]+}}, "w_in",
+// CHECK: "h.5.w"
+// CHECK: int64_t [[BITS1:v[0-9]+]] = 2;
+// CHECK-NEXT: bool [[HOLDS1:v[0-9]+]] = braid_rt_program_pp_holds({{v[0-9]+}}, [[BITS1]]);
+// CHECK-NEXT: if ([[HOLDS1]]) {
+// CHECK: braid_rt_program_init_f32({{v[0-9]+}}, "w_out",
 //
 // CHECK: {"w_in", 2, braid_slot_shape_0, braid_slot_spec_0, 0},
 // CHECK: {"w_out", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1},

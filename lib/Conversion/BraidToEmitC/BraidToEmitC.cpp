@@ -139,6 +139,10 @@ public:
   llvm::StringMap<int64_t> slotOf;
   /// The scheduled drivers of the pipelines, read.
   std::map<Operation *, PipelineDriver> drivers;
+  /// In a pipelined program whose placement guarded every op it placed on
+  /// one stage and never moves an owned slot's buffer: each stage holds
+  /// only the slots it updates or its pieces read (the others stay null).
+  bool stageLocal = false;
   /// In a pipelined program: the stages whose pieces read each slot.
   std::vector<std::set<int64_t>> pieceReaders;
   /// Whether pieces read each slot that `op` (a store or a repeat) writes
@@ -381,6 +385,8 @@ void FunctionLowering::copy(Type elementType, Value from, Value to,
   call(callee, {from, i64(count), to});
 }
 
+static bool isOverwrittenWhileLive(ParamOp read);
+
 LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                                           Value slots, ArrayRef<Value> outs) {
   Block &entry = target.getBody().front();
@@ -415,8 +421,16 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
         settled &= slot.owner == owner;
         owner = slot.owner;
       }
-      if (settled)
+      if (settled) {
+        // A read of an owned slot that is copied runs on every stage.
+        module.stageLocal = module.drivers.size() == 1 &&
+                            module.drivers.begin()->second.getNumRanks() < 63;
+        for (ParamOp read : body.getOps<ParamOp>())
+          if (owners[module.slotOf.lookup(read.getName())] >= 0 &&
+              isOverwrittenWhileLive(read))
+            module.stageLocal = false;
         break;
+      }
       if (round == 8)
         return body.getParentOp()->emitError(
             "cannot place the ops after its braid.pipeline on the pipeline's "
@@ -435,6 +449,9 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                  << "needs operand " << operand << " of type " << v.getType()
                  << " from pipeline stage " << stage
                  << "; generated pipelines move f32 only";
+        // Broadcasting into a slot's buffer needs it on every stage.
+        if (get(v).getDefiningOp<emitc::LoadOp>())
+          module.stageLocal = false;
         call("braid_rt_program_pp_broadcast_f32",
              {i64(module.pipelineMask), get(v), i64(countOf(v)), i64(stage),
               whereText()});
@@ -514,11 +531,16 @@ void FunctionLowering::guardStage(Operation *op, Block *block,
     return def && moved.contains(def);
   };
   for (Operation &e : emitted)
-    if (!moved.contains(&e) && llvm::any_of(e.getOperands(), inside))
+    if (!moved.contains(&e) && llvm::any_of(e.getOperands(), inside)) {
+      module.stageLocal = false;
       return;
-  if (guarded.empty() ||
-      llvm::any_of(op->getResults(),
-                   [&](Value r) { return get(r) && inside(get(r)); }))
+    }
+  if (llvm::any_of(op->getResults(),
+                   [&](Value r) { return get(r) && inside(get(r)); })) {
+    module.stageLocal = false;
+    return;
+  }
+  if (guarded.empty())
     return;
   Value stageValue =
       emitc::CallOpaqueOp::create(b, loc, b.getI64Type(),
@@ -855,6 +877,25 @@ void ModuleLowering::emitInitFunction(Location loc) {
                                 ValueRange{m});
   }
   for (auto [slot, param] : llvm::enumerate(slots)) {
+    // With stage-local slots, a stage allocates and initialises only the
+    // slots it updates or its pieces read; the others stay null.
+    OpBuilder::InsertionGuard guard(b);
+    if (stageLocal && param.owner >= 0) {
+      int64_t holders = int64_t(1) << param.owner;
+      for (int64_t reader : pieceReaders[slot])
+        holders |= int64_t(1) << reader;
+      Value holds = emitc::CallOpaqueOp::create(
+                        b, loc, b.getI1Type(), "braid_rt_program_pp_holds",
+                        ValueRange{emitc::ConstantOp::create(
+                                       b, loc, b.getI64Type(),
+                                       b.getI64IntegerAttr(pipelineMask)),
+                                   emitc::ConstantOp::create(
+                                       b, loc, b.getI64Type(),
+                                       b.getI64IntegerAttr(holders))})
+                        .getResult(0);
+      auto ifOp = emitc::IfOp::create(b, loc, holds);
+      b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
+    }
     Value count = emitc::ConstantOp::create(
         b, loc, b.getI64Type(), b.getI64IntegerAttr(param.type.getNumElements()));
     Value buffer = emitc::CallOpaqueOp::create(b, loc, f32Ptr,

@@ -350,8 +350,8 @@ static inline void braid_rt_program_save(const char *dir, int64_t next_step,
   int64_t stage =
       pipeline_mask ? braid_rt_program_group_position(pipeline_mask) : -1;
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
-    if (slots[i].owner >= 0 && slots[i].owner != stage)
-      continue; /* a stale copy: another stage updates it */
+    if (!params[i] || (slots[i].owner >= 0 && slots[i].owner != stage))
+      continue; /* not held here, or a stale copy: another stage updates it */
     braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
                            local, offsets);
     status = braid_rt_checkpoint_writer_add_f32(
@@ -379,8 +379,8 @@ static inline void braid_rt_program_save(const char *dir, int64_t next_step,
   braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
 }
 
-/* Reads this rank's block of every slot from DIR/checkpoint.safetensors
-   and returns its metadata "step". A missing file or tensor, another shape
+/* Reads this rank's block of every slot it holds from
+   DIR/checkpoint.safetensors and returns its metadata "step". A missing file or tensor, another shape
    or a corrupt file: every rank prints its error and all leave with status
    1. Collective. */
 static inline int64_t braid_rt_program_resume(const char *dir, int64_t n,
@@ -393,6 +393,8 @@ static inline int64_t braid_rt_program_resume(const char *dir, int64_t n,
   braid_rt_status_t status = braid_rt_checkpoint_open(s->ctx, path, &r);
   int64_t local[16], offsets[16], step = -1;
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
+    if (!params[i])
+      continue; /* a slot another pipeline stage holds */
     braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
                            local, offsets);
     status = braid_rt_checkpoint_read_block_f32(
@@ -846,6 +848,12 @@ static inline void braid_rt_program_pp_wait_all(const char *where) {
     braid_rt_program_spmd_check(braid_rt_request_wait(p->requests[i]), where);
   p->count = 0;
   p->receives = 0;
+}
+
+/* Whether this rank's stage is one of `stages` (bit s: stage s): the slots
+   a stage holds when each keeps only its own. */
+static inline int braid_rt_program_pp_holds(int64_t mask, int64_t stages) {
+  return (int)((stages >> braid_rt_program_pp_stage(mask)) & 1);
 }
 
 /* Stage `owner`'s `count` elements of `buf` to every stage of the pipeline. */
