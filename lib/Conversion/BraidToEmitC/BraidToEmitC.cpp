@@ -265,6 +265,11 @@ public:
   }
   /// Calls a kernel returning braid_rt_status_t and checks the status.
   void callChecked(StringRef callee, ArrayRef<Value> args);
+  /// Places the ops of `body` after its braid.pipeline on the pipeline's
+  /// stages, with the owners of the parameter slots (and whether each stage
+  /// can hold only its own slots).
+  LogicalResult placeStages(Block &body,
+                            std::optional<StagePlacement> &placement);
   /// The stage of the pipeline that computes `v` (a braid.pipeline
   /// result), or StagePlacement::kAll.
   int64_t getPipelineStage(Value v);
@@ -397,46 +402,9 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   // A function running a scheduled pipeline: place what follows it.
   std::optional<StagePlacement> placement;
   if (module.pipelineMask &&
-      llvm::any_of(body.getOps<PipelineOp>(), [](PipelineOp) { return true; })) {
-    // A slot's owner is the stage placed to store it, and a read of an
-    // owned slot is current only there: place until the owners settle.
-    std::vector<int64_t> owners(module.slots.size(), -1);
-    for (int round = 0;; ++round) {
-      for (ParamSlot &slot : module.slots)
-        slot.owner = -1;
-      placement.emplace(
-          body,
-          [&](Value v) {
-            if (auto read = v.getDefiningOp<ParamOp>()) {
-              int64_t owner = owners[module.slotOf.lookup(read.getName())];
-              return owner >= 0 ? owner : StagePlacement::kAll;
-            }
-            return getPipelineStage(v);
-          },
-          [&](Operation *op, int64_t stage) {
-            return module.claimSlots(op, stage);
-          });
-      bool settled = true;
-      for (auto [slot, owner] : llvm::zip(module.slots, owners)) {
-        settled &= slot.owner == owner;
-        owner = slot.owner;
-      }
-      if (settled) {
-        // A read of an owned slot that is copied runs on every stage.
-        module.stageLocal = module.drivers.size() == 1 &&
-                            module.drivers.begin()->second.getNumRanks() < 63;
-        for (ParamOp read : body.getOps<ParamOp>())
-          if (owners[module.slotOf.lookup(read.getName())] >= 0 &&
-              isOverwrittenWhileLive(read))
-            module.stageLocal = false;
-        break;
-      }
-      if (round == 8)
-        return body.getParentOp()->emitError(
-            "cannot place the ops after its braid.pipeline on the pipeline's "
-            "stages: the parameters' owners do not settle");
-    }
-  }
+      llvm::any_of(body.getOps<PipelineOp>(), [](PipelineOp) { return true; }) &&
+      failed(placeStages(body, placement)))
+    return failure();
   for (Operation &op : body) {
     loc = op.getLoc();
     where = describe(&op);
@@ -481,6 +449,50 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
       return failure();
     if (placement && placement->getStage(&op) != StagePlacement::kAll)
       guardStage(&op, block, last, placement->getStage(&op));
+  }
+  return success();
+}
+
+LogicalResult
+FunctionLowering::placeStages(Block &body,
+                              std::optional<StagePlacement> &placement) {
+  // A slot's owner is the stage placed to store it, and a read of an
+  // owned slot is current only there: place until the owners settle.
+  std::vector<int64_t> owners(module.slots.size(), -1);
+  for (int round = 0;; ++round) {
+    for (ParamSlot &slot : module.slots)
+      slot.owner = -1;
+    placement.emplace(
+        body,
+        [&](Value v) {
+          if (auto read = v.getDefiningOp<ParamOp>()) {
+            int64_t owner = owners[module.slotOf.lookup(read.getName())];
+            return owner >= 0 ? owner : StagePlacement::kAll;
+          }
+          return getPipelineStage(v);
+        },
+        [&](Operation *op, int64_t stage) {
+          return module.claimSlots(op, stage);
+        });
+    bool settled = true;
+    for (auto [slot, owner] : llvm::zip(module.slots, owners)) {
+      settled &= slot.owner == owner;
+      owner = slot.owner;
+    }
+    if (settled) {
+      // A read of an owned slot that is copied runs on every stage.
+      module.stageLocal = module.drivers.size() == 1 &&
+                          module.drivers.begin()->second.getNumRanks() < 63;
+      for (ParamOp read : body.getOps<ParamOp>())
+        if (owners[module.slotOf.lookup(read.getName())] >= 0 &&
+            isOverwrittenWhileLive(read))
+          module.stageLocal = false;
+      break;
+    }
+    if (round == 8)
+      return body.getParentOp()->emitError(
+          "cannot place the ops after its braid.pipeline on the pipeline's "
+          "stages: the parameters' owners do not settle");
   }
   return success();
 }
