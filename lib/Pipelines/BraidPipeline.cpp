@@ -104,6 +104,25 @@ struct CodegenPipelineOptions
                                 llvm::cl::init("adamw")};
   Option<double> lr{*this, "lr", llvm::cl::desc("Peak learning rate."),
                     llvm::cl::init(3.0e-4)};
+  Option<double> minLr{*this, "min-lr",
+                       llvm::cl::desc("Final learning rate."),
+                       llvm::cl::init(0.0)};
+  Option<int64_t> warmupSteps{*this, "warmup-steps",
+                              llvm::cl::desc("Linear warm-up steps."),
+                              llvm::cl::init(0)};
+  Option<int64_t> totalSteps{*this, "total-steps",
+                             llvm::cl::desc("Steps of the decay schedule."),
+                             llvm::cl::init(1)};
+  Option<std::string> decay{*this, "decay",
+                            llvm::cl::desc("constant, linear or cosine."),
+                            llvm::cl::init("constant")};
+  Option<double> clipNorm{*this, "clip-norm",
+                          llvm::cl::desc("Gradient-norm clipping (0: none)."),
+                          llvm::cl::init(0.0)};
+  Option<bool> asyncCollectives{
+      *this, "async-collectives",
+      llvm::cl::desc("Split collectives into start and wait."),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -128,6 +147,12 @@ void mlir::braid::registerCodegenPipeline() {
         t.recompute = opts.recompute;
         t.optimizer = opts.optimizer;
         t.lr = opts.lr;
+        t.minLr = opts.minLr;
+        t.warmupSteps = opts.warmupSteps;
+        t.totalSteps = opts.totalSteps;
+        t.decay = opts.decay;
+        t.clipNorm = opts.clipNorm;
+        t.asyncCollectives = opts.asyncCollectives;
         buildCodegenPipeline(pm, options);
       });
 }

@@ -45,6 +45,15 @@
 //
 // CHECK: ok: 3 losses within 1e-05
 //
+// Any compile replays in braid-opt: braidc's EmitC and that of
+// --braid-codegen-pipeline with the same options are the same module.
+// RUN: braidc %t.mlir --mesh dp=2,tp=2,pp=2 --schedule zb-h1 --microbatches 4 --lr 3e-3 --min-lr 3e-4 --warmup-steps 2 --total-steps 20 --decay cosine --clip-norm 1.0 --emit mlir -o %t.3d.emitc.mlir
+// RUN: braid-opt %t.mlir --braid-codegen-pipeline="train=true dp=2 tp=2 pp=2 schedule=zb-h1 microbatches=4 lr=3e-3 min-lr=3e-4 warmup-steps=2 total-steps=20 decay=cosine clip-norm=1.0" -o %t.3d.replay.mlir
+// RUN: diff -B %t.3d.emitc.mlir %t.3d.replay.mlir
+// RUN: braidc %t.mlir --mesh dp=2,tp=2 --zero 1 --sp --async-collectives --optimizer sgd --lr 0.1 --decay linear --total-steps 5 --emit mlir -o %t.async.emitc.mlir
+// RUN: braid-opt %t.mlir --braid-codegen-pipeline="train=true dp=2 tp=2 zero=1 sp=true async-collectives=true optimizer=sgd lr=0.1 decay=linear total-steps=5" -o %t.async.replay.mlir
+// RUN: diff -B %t.async.emitc.mlir %t.async.replay.mlir
+//
 // RUN: not braidc %t.mlir --mesh dp=2,xp=2 -o %t.bad 2>&1 | FileCheck %s --check-prefix=MESH
 // MESH: braidc: --mesh: expected dp=D,tp=T,pp=P with positive degrees, got 'xp=2'
 // RUN: not braidc %t.mlir --mesh dp=2 --entry logits -o %t.bad 2>&1 | FileCheck %s --check-prefix=ENTRY
