@@ -104,37 +104,37 @@ static inline void braid_rt_program_init_f32(uint64_t seed, const char *name,
   }
 }
 
-/* Integer inputs as braid-eval generates them: floor of uniform [0, range). */
+/* Integer inputs as braid-eval generates them: floor of uniform [0, range),
+   into `count` elements of `bytes` (4: int32_t, 8: int64_t) each. */
+static inline void braid_rt_program_init_ids(uint64_t seed, const char *name,
+                                             int64_t range, int64_t count,
+                                             void *out, int bytes) {
+  enum { CHUNK = 4096 };
+  double values[CHUNK];
+  uint64_t key = braid_rt_init_key(seed, name);
+  for (int64_t first = 0; first < count; first += CHUNK) {
+    int64_t n = count - first < CHUNK ? count - first : CHUNK;
+    braid_rt_init_fill_f64(BRAID_RT_INIT_UNIFORM, 0.0, (double)range, key,
+                           (uint64_t)first, (size_t)n, values);
+    for (int64_t i = 0; i < n; ++i) {
+      if (bytes == 4)
+        ((int32_t *)out)[first + i] = (int32_t)values[i];
+      else
+        ((int64_t *)out)[first + i] = (int64_t)values[i];
+    }
+  }
+}
 static inline void braid_rt_program_init_ids_i32(uint64_t seed,
                                                  const char *name,
                                                  int64_t range, int64_t count,
                                                  int32_t *out) {
-  enum { CHUNK = 4096 };
-  double values[CHUNK];
-  uint64_t key = braid_rt_init_key(seed, name);
-  for (int64_t first = 0; first < count; first += CHUNK) {
-    int64_t n = count - first < CHUNK ? count - first : CHUNK;
-    braid_rt_init_fill_f64(BRAID_RT_INIT_UNIFORM, 0.0, (double)range, key,
-                           (uint64_t)first, (size_t)n, values);
-    for (int64_t i = 0; i < n; ++i)
-      out[first + i] = (int32_t)values[i];
-  }
+  braid_rt_program_init_ids(seed, name, range, count, out, 4);
 }
-
 static inline void braid_rt_program_init_ids_i64(uint64_t seed,
                                                  const char *name,
                                                  int64_t range, int64_t count,
                                                  int64_t *out) {
-  enum { CHUNK = 4096 };
-  double values[CHUNK];
-  uint64_t key = braid_rt_init_key(seed, name);
-  for (int64_t first = 0; first < count; first += CHUNK) {
-    int64_t n = count - first < CHUNK ? count - first : CHUNK;
-    braid_rt_init_fill_f64(BRAID_RT_INIT_UNIFORM, 0.0, (double)range, key,
-                           (uint64_t)first, (size_t)n, values);
-    for (int64_t i = 0; i < n; ++i)
-      out[first + i] = (int64_t)values[i];
-  }
+  braid_rt_program_init_ids(seed, name, range, count, out, 8);
 }
 
 #ifdef __cplusplus
