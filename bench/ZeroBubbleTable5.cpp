@@ -18,7 +18,14 @@
 // frees nothing) is printed too, without a target. Interleaved 1F1B is
 // printed for reference: the paper does not give its chunk count.
 //
-// --check exits with 1 if a target is missed (the ctest does this).
+// --check exits with 1 if a target is missed (the ctest does this), and also
+// if it could not check every target: no expected rates, a profile row
+// without its expected row (or the reverse), a targeted column missing, or
+// no memory model for ZB-1p/ZB-2p. A check that checked nothing fails.
+//
+// The default files are the repository's copies of the paper's tables,
+// bench/data/zero_bubble_profile.csv and zero_bubble_bubble_rates.csv (their
+// sources are cited in bench/data/README.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +34,9 @@
 #include "braid/Schedule/Simulator.h"
 #include "braid/Schedule/Verifier.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -43,10 +53,10 @@ using namespace mlir::braid::sched;
 #define BRAID_SOURCE_DIR "."
 #endif
 
-static std::string getAnchor(llvm::StringRef file) {
+/// The in-tree copy of one of the paper's tables.
+static std::string getDataFile(llvm::StringRef file) {
   llvm::SmallString<256> path(BRAID_SOURCE_DIR);
-  llvm::sys::path::append(path, "..", "shared", "anchors", file);
-  llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+  llvm::sys::path::append(path, "bench", "data", file);
   return std::string(path);
 }
 
@@ -55,13 +65,13 @@ llvm::cl::OptionCategory category("braid-bench-zero-bubble options");
 llvm::cl::opt<std::string>
     profilePath("profile", llvm::cl::desc("Profile in the Table 9 layout"),
                 llvm::cl::value_desc("file"),
-                llvm::cl::init(getAnchor("zero_bubble_profile.csv")),
+                llvm::cl::init(getDataFile("zero_bubble_profile.csv")),
                 llvm::cl::cat(category));
 llvm::cl::opt<std::string> expectedPath(
     "expected",
     llvm::cl::desc("The paper's bubble rates (Table 5 layout); \"\" for none"),
     llvm::cl::value_desc("file"),
-    llvm::cl::init(getAnchor("zero_bubble_bubble_rates.csv")),
+    llvm::cl::init(getDataFile("zero_bubble_bubble_rates.csv")),
     llvm::cl::cat(category));
 llvm::cl::opt<double> seqLength(
     "seq",
@@ -74,9 +84,11 @@ llvm::cl::opt<int>
                       llvm::cl::init(2), llvm::cl::cat(category));
 llvm::cl::opt<bool> csv("csv", llvm::cl::desc("Print CSV"),
                         llvm::cl::cat(category));
-llvm::cl::opt<bool> check("check",
-                          llvm::cl::desc("Exit with 1 if a target is missed"),
-                          llvm::cl::cat(category));
+llvm::cl::opt<bool>
+    check("check",
+          llvm::cl::desc("Exit with 1 if a target is missed or cannot be "
+                         "checked (missing rows, columns or data)"),
+          llvm::cl::cat(category));
 
 enum class Target { None, Within005, Within01, AtMost005 };
 
@@ -178,6 +190,73 @@ int main(int argc, char **argv) {
     expected = std::move(*table);
   }
 
+  // Each profile row's row in the expected rates, joined on (model, p, m).
+  std::vector<std::optional<int>> expectedRows(settings->size());
+  llvm::SmallVector<std::string> problems;
+  std::vector<bool> matched(expected ? expected->rows.size() : 0);
+  for (auto [i, setting] : llvm::enumerate(*settings)) {
+    if (!expected)
+      break;
+    for (int row = 0, e = expected->rows.size(); row < e; ++row) {
+      if (expected->getText(row, "model") != setting.model ||
+          expected->getText(row, "stages_p") !=
+              std::to_string(setting.numRanks) ||
+          expected->getText(row, "microbatches_m") !=
+              std::to_string(setting.numMicrobatches))
+        continue;
+      if (expectedRows[i])
+        problems.push_back(
+            llvm::formatv("{0}:{1}: a second row for model {2} p={3} m={4}",
+                          expectedPath, expected->lines[row], setting.model,
+                          setting.numRanks, setting.numMicrobatches));
+      expectedRows[i] = row;
+      matched[row] = true;
+    }
+  }
+
+  // With --check, every target must be checkable: a check that silently
+  // checked less than the data promises would pass for the wrong reason.
+  if (check) {
+    llvm::StringRef profileFile = profile->path;
+    if (settings->empty())
+      problems.push_back(llvm::formatv("{0}: no rows", profileFile));
+    if (!expected) {
+      problems.push_back("--check needs the paper's rates (--expected)");
+    } else {
+      for (const Column &column : kColumns)
+        if (*column.key && column.target != Target::None &&
+            !expected->getColumn(column.key))
+          problems.push_back(llvm::formatv("{0}: no column '{1}' (columns: "
+                                           "{2})",
+                                           expectedPath, column.key,
+                                           llvm::join(expected->header, ", ")));
+      for (auto [i, setting] : llvm::enumerate(*settings)) {
+        if (!expectedRows[i])
+          problems.push_back(llvm::formatv(
+              "{0}:{1}: model {2} p={3} m={4} has no row in {5}", profileFile,
+              profile->lines[i], setting.model, setting.numRanks,
+              setting.numMicrobatches, expectedPath));
+      }
+      if (!profile->getColumn("heads") || !profile->getColumn("hidden"))
+        problems.push_back(llvm::formatv(
+            "{0}: no 'heads' and 'hidden' columns, so zb-1p and zb-2p cannot "
+            "be compared in the paper's memory accounting",
+            profileFile));
+      for (int row = 0, e = matched.size(); row < e; ++row)
+        if (!matched[row])
+          problems.push_back(llvm::formatv(
+              "{0}:{1}: model {2} p={3} m={4} has no row in {5}", expectedPath,
+              expected->lines[row], expected->getText(row, "model"),
+              expected->getText(row, "stages_p"),
+              expected->getText(row, "microbatches_m"), profileFile));
+    }
+  }
+  if (!problems.empty()) {
+    for (const std::string &problem : problems)
+      fail(problem);
+    return 1;
+  }
+
   llvm::raw_ostream &os = llvm::outs();
   if (csv) {
     os << "model,p,m,schedule,paper,braid,diff,ratio,target,met\n";
@@ -205,15 +284,9 @@ int main(int argc, char **argv) {
 
   int met = 0, targets = 0;
   bool errors = false;
-  for (const ProfileSetting &setting : *settings) {
+  for (auto [i, setting] : llvm::enumerate(*settings)) {
     int p = setting.numRanks, m = setting.numMicrobatches;
-    std::optional<int> expectedRow;
-    if (expected)
-      for (int row = 0, e = expected->rows.size(); row < e; ++row)
-        if (expected->getText(row, "model") == setting.model &&
-            expected->getText(row, "stages_p") == std::to_string(p) &&
-            expected->getText(row, "microbatches_m") == std::to_string(m))
-          expectedRow = row;
+    std::optional<int> expectedRow = expectedRows[i];
 
     for (const Column &column : kColumns) {
       ScheduleRequest request;
@@ -300,5 +373,12 @@ int main(int argc, char **argv) {
     os << llvm::formatv("\ntargets met: {0} of {1}\n", met, targets);
   if (errors)
     return 1;
-  return check && met != targets ? 1 : 0;
+  if (!check)
+    return 0;
+  if (targets == 0)
+    return fail("--check checked no target");
+  if (met != targets)
+    return fail(
+        llvm::formatv("{0} of {1} targets missed", targets - met, targets));
+  return 0;
 }
