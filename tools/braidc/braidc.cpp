@@ -370,9 +370,12 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
   int have_start_step = 0;
   const char *save_dir = NULL, *resume_dir = NULL, *trace_file = NULL;
   const char *data_source = NULL;
-  int token_bytes = 2;
+  int token_bytes = 2, dump = 0;
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+    if (strcmp(argv[i], "--dump") == 0 && )"
+     << (step ? "0" : "1") << R"() {
+      dump = 1;
+    } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
       seed = strtoull(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
       steps = strtoll(argv[++i], NULL, 10);
@@ -410,7 +413,8 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
       }
     } else {
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
-     << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]" : "")
+     << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]"
+              : " [--dump]")
      << (step ? " [--save DIR] [--resume DIR] [--trace FILE]" : "")
      << (meshInfo.present ? " [--timeout S]" : "")
      << R"(\n",
@@ -430,6 +434,8 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
     os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n"
           "  (void)trace_file; (void)log_every; (void)data_source;\n"
           "  (void)token_bytes;\n";
+  if (step)
+    os << "  (void)dump;\n";
   std::string call = braid::getEmittedFunctionName(entry) + "(";
   // Per argument: the whole buffer and its size, and the code that copies
   // this rank's block of it (sharded arguments).
@@ -599,12 +605,18 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
          << "[0]);\n";
       continue;
     }
-    // As braid-eval prints tensors: their sum and L2 norm.
+    // As braid-eval prints tensors: their sum and L2 norm, and with --dump
+    // every value, eight to a line (tests compare them element by element).
+    int64_t n = result.type.getNumElements();
     os << "  {\n    double sum = 0, squares = 0;\n    for (int64_t j = 0; j < "
-       << result.type.getNumElements() << "; ++j) {\n      sum += (double)"
+       << n << "; ++j) {\n      sum += (double)"
        << var << "[j];\n      squares += (double)" << var << "[j] * (double)"
        << var << "[j];\n    }\n    printf(\"" << result.name
-       << " sum %.17g l2 %.17g\\n\", sum, sqrt(squares));\n  }\n";
+       << " sum %.17g l2 %.17g\\n\", sum, sqrt(squares));\n"
+       << "    for (int64_t j = 0; dump && j < " << n << "; ++j)\n"
+       << "      printf(\"%s%.17g%s\", j % 8 ? \" \" : \"  \", (double)" << var
+       << "[j],\n             j % 8 == 7 || j + 1 == " << n
+       << " ? \"\\n\" : \"\");\n  }\n";
   }
   if (meshInfo.present)
     os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";

@@ -14,12 +14,17 @@ N-th loss printed. So a 20-step run compares with braid-eval's first 3 steps
 (--steps 0:3), or a run resumed at step 10 with steps 10-19 of an
 uninterrupted one (--steps 10:20).
 
-With --tensors, compares tensor results instead: the program's
-`<name> sum S l2 L` lines with braid-eval's `result I: <type> sum = S l2 = L`,
-in order; sums agree within R times the L2 norm (sums may cancel), norms
-within R relative.
+With --tensors, compares tensor results instead, element by element: both
+run with --dump, so the program's `<name> sum S l2 L` lines and braid-eval's
+`result I: <type> sum = S l2 = L` lines are followed by every value (eight to
+an indented line). Fails unless both give the same tensors, in order, each
+with its type's number of elements, and every element agrees within R
+relative to the larger of its braid-eval value's magnitude and the tensor's
+root mean square (an element near zero after cancellation keeps the error of
+the terms that cancelled).
 """
 import argparse
+import math
 import re
 import sys
 
@@ -44,21 +49,53 @@ def select_steps(text, losses, first, end):
     return [loss for step, loss in numbered(text, losses) if first <= step < end]
 
 
+def dumped_tensors(text, header):
+    """(name, values) per tensor whose header line matches `header`, with the
+    values of the indented --dump lines that follow it."""
+    tensors = []
+    for line in text.splitlines():
+        m = re.match(header, line)
+        if m:
+            tensors.append((m.group(1), []))
+        elif line.startswith("  ") and tensors:
+            tensors[-1][1].extend(float(v) for v in line.split())
+    return tensors
+
+
+def element_count(type_text):
+    """The number of elements of `tensor<AxBxf32>` (1 for a rank-0 tensor)."""
+    count = 1
+    for d in re.findall(r"(\d+)x", type_text):
+        count *= int(d)
+    return count
+
+
 def compare_tensors(program, eval_text, rtol):
-    got = re.findall(r"^\S+ sum (\S+) l2 (\S+)$", program, re.M)
-    want = re.findall(r"^result \d+: \S+ sum = (\S+) l2 = (\S+)$", eval_text, re.M)
+    got = dumped_tensors(program, r"^(\S+) sum \S+ l2 \S+$")
+    want = dumped_tensors(eval_text, r"^result \d+: (\S+) sum = \S+ l2 = \S+$")
     if not got or len(got) != len(want):
         print(f"error: {len(got)} tensors from the program, {len(want)} from braid-eval")
         return 1
-    for i, ((gs, gl), (ws, wl)) in enumerate(zip(got, want)):
-        gs, gl, ws, wl = map(float, (gs, gl, ws, wl))
-        scale = max(wl, 1e-30)
-        ds, dl = abs(gs - ws) / scale, abs(gl - wl) / scale
-        print(f"result {i}: sum {gs!r} vs {ws!r}, l2 {gl!r} vs {wl!r}")
-        if ds > rtol or dl > rtol:
-            print(f"error: result {i} differs by {max(ds, dl):.3g} > {rtol} (of its L2 norm)")
+    worst = 0.0
+    for i, ((name, g), (type_text, w)) in enumerate(zip(got, want)):
+        n = element_count(type_text)
+        if len(g) != n or len(w) != n:
+            print(f"error: result {i} ({name}, {type_text}): {len(g)} values from the "
+                  f"program, {len(w)} from braid-eval (run both with --dump)")
             return 1
-    print(f"ok: {len(got)} tensors within {rtol}")
+        # An element's error relative to its magnitude, but not below the
+        # tensor's RMS: values near zero that come from cancellation (the
+        # gradients' sums) carry the rounding of the terms that cancelled.
+        rms = math.sqrt(sum(v * v for v in w) / n)
+        for j, (a, b) in enumerate(zip(g, w)):
+            rel = abs(a - b) / max(abs(b), rms, 1e-30)
+            worst = max(worst, rel)
+            if not rel <= rtol:
+                print(f"error: result {i} ({name}) element {j}: program {a!r} "
+                      f"braid-eval {b!r} differ by {rel:.3g} > {rtol}")
+                return 1
+        print(f"result {i} ({name}, {type_text}): {n} elements agree")
+    print(f"ok: {len(got)} tensors within {rtol} element by element (worst {worst:.3g})")
     return 0
 
 
