@@ -29,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -91,6 +92,12 @@ static cl::opt<int64_t>
                  cl::desc("Micro-batches per step (default: pp, or 1); the "
                           "program's inputs stack them"),
                  cl::init(0), cl::cat(trainCategory));
+static cl::opt<int64_t>
+    chunks("chunks",
+           cl::desc("Model chunks per pipeline rank (default: what the "
+                    "schedule needs: 2 for interleaved-1f1b and zb-v, else "
+                    "1; interleaved-1f1b takes 2 or more)"),
+           cl::init(0), cl::cat(trainCategory));
 static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage 0-3 over dp"),
                              cl::init(0), cl::cat(trainCategory));
 static cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp"),
@@ -134,7 +141,8 @@ static bool trainingRequested() {
   if (train)
     return true;
   for (cl::Option *o : std::initializer_list<cl::Option *>{
-           &meshSpec, &scheduleName, &microbatches, &zero, &sp, &recompute,
+           &meshSpec, &scheduleName, &microbatches, &chunks, &zero, &sp,
+           &recompute,
            &optimizer, &lr, &minLr, &warmupSteps, &totalSteps, &decay,
            &clipNorm, &asyncCollectives})
     if (o->getNumOccurrences())
@@ -143,26 +151,50 @@ static bool trainingRequested() {
 }
 
 /// The training options from the command line; fails with a message on a
-/// malformed --mesh.
+/// malformed --mesh or options that do not fit together.
 static FailureOr<braid::TrainingOptions> trainingOptions() {
   braid::TrainingOptions t;
   SmallVector<StringRef> parts;
-  StringRef(meshSpec).split(parts, ',', -1, /*KeepEmpty=*/false);
+  if (meshSpec.getNumOccurrences())
+    StringRef(meshSpec).split(parts, ',', -1, /*KeepEmpty=*/true);
+  llvm::StringSet<> seen;
   for (StringRef part : parts) {
     auto [axis, value] = part.split('=');
+    axis = axis.trim();
     int64_t n = 0;
-    int64_t *slot = axis.trim() == "dp"   ? &t.dp
-                    : axis.trim() == "tp" ? &t.tp
-                    : axis.trim() == "pp" ? &t.pp
-                                          : nullptr;
+    int64_t *slot = axis == "dp"   ? &t.dp
+                    : axis == "tp" ? &t.tp
+                    : axis == "pp" ? &t.pp
+                                   : nullptr;
     if (!slot || value.trim().getAsInteger(10, n) || n < 1) {
       errs() << "braidc: --mesh: expected dp=D,tp=T,pp=P with positive "
                 "degrees, got '"
-             << part << "'\n";
+             << part << "' in '" << meshSpec << "'\n";
+      return failure();
+    }
+    if (!seen.insert(axis).second) {
+      errs() << "braidc: --mesh: axis '" << axis << "' is given twice in '"
+             << meshSpec << "'\n";
       return failure();
     }
     *slot = n;
   }
+  // 0 is the options' "pick the default"; given by hand it is a mistake.
+  if (microbatches.getNumOccurrences() && microbatches < 1) {
+    errs() << "braidc: --microbatches must be positive, got " << microbatches
+           << "\n";
+    return failure();
+  }
+  if (chunks.getNumOccurrences() && chunks < 1) {
+    errs() << "braidc: --chunks must be positive, got " << chunks << "\n";
+    return failure();
+  }
+  if (chunks.getNumOccurrences() && t.pp == 1) {
+    errs() << "braidc: --chunks splits pipeline stages, but the mesh has no "
+              "pp axis\n";
+    return failure();
+  }
+  t.chunks = chunks;
   t.zero = zero;
   t.sp = sp;
   t.schedule = scheduleName;
@@ -176,6 +208,10 @@ static FailureOr<braid::TrainingOptions> trainingOptions() {
   t.decay = decay;
   t.clipNorm = clipNorm;
   t.asyncCollectives = asyncCollectives;
+  if (llvm::Error error = braid::verifyTrainingOptions(t)) {
+    errs() << "braidc: " << llvm::toString(std::move(error)) << "\n";
+    return failure();
+  }
   return t;
 }
 
@@ -371,16 +407,25 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
   const char *save_dir = NULL, *resume_dir = NULL, *trace_file = NULL;
   const char *data_source = NULL;
   int token_bytes = 2, dump = 0;
+  uint64_t value = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--dump") == 0 && )"
      << (step ? "0" : "1") << R"() {
       dump = 1;
     } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-      seed = strtoull(argv[++i], NULL, 10);
+      if (!braid_rt_program_parse_flag("--seed", argv[++i], 0, UINT64_MAX,
+                                       &seed))
+        return braid_program_exit(2);
     } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
-      steps = strtoll(argv[++i], NULL, 10);
+      if (!braid_rt_program_parse_flag("--steps", argv[++i], 0, INT64_MAX,
+                                       &value))
+        return braid_program_exit(2);
+      steps = (int64_t)value;
     } else if (strcmp(argv[i], "--start-step") == 0 && i + 1 < argc) {
-      start_step = strtoll(argv[++i], NULL, 10);
+      if (!braid_rt_program_parse_flag("--start-step", argv[++i], 0,
+                                       INT64_MAX, &value))
+        return braid_program_exit(2);
+      start_step = (int64_t)value;
       have_start_step = 1;
     } else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
@@ -390,11 +435,10 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
       resume_dir = argv[++i];
     } else if (strcmp(argv[i], "--log-every") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
-      log_every = strtoll(argv[++i], NULL, 10);
-      if (log_every < 1) {
-        fprintf(stderr, "error: --log-every needs a positive number\n");
+      if (!braid_rt_program_parse_flag("--log-every", argv[++i], 1,
+                                       INT64_MAX, &value))
         return braid_program_exit(2);
-      }
+      log_every = (int64_t)value;
     } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
       trace_file = argv[++i];
@@ -406,11 +450,14 @@ static void writeMain(raw_ostream &os, const std::vector<TensorInfo> &args,
       data_source = argv[++i];
     } else if (strcmp(argv[i], "--token-bytes") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
-      token_bytes = atoi(argv[++i]);
-      if (token_bytes != 2 && token_bytes != 4) {
-        fprintf(stderr, "error: --token-bytes must be 2 or 4\n");
+      if (!braid_rt_program_parse_flag("--token-bytes", argv[++i], 2, 4,
+                                       &value))
+        return braid_program_exit(2);
+      if (value == 3) {
+        fprintf(stderr, "error: --token-bytes must be 2 or 4, got 3\n");
         return braid_program_exit(2);
       }
+      token_bytes = (int)value;
     } else {
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
      << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]"

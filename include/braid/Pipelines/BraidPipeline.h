@@ -12,6 +12,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -28,6 +29,9 @@ struct TrainingOptions {
   /// (0: the number of stages with pp > 1, else 1).
   std::string schedule = "1f1b";
   int64_t microbatches = 0;
+  /// Model chunks per pipeline rank (0: what the schedule needs: 2 for
+  /// interleaved-1f1b and zb-v, else 1). zb-v places them in a V.
+  int64_t chunks = 0;
   /// braid-autodiff's recomputation: none, full or selective.
   std::string recompute = "none";
   /// braid-train-step: optimizer and learning-rate schedule.
@@ -50,6 +54,17 @@ struct CodegenOptions {
   bool spmd = false;
   TrainingOptions training;
 };
+
+/// Checks `options` before any pass runs: degrees, ZeRO stage,
+/// micro-batches and chunks that the passes would refuse or silently ignore
+/// (ZeRO without dp, sequence parallelism without tp). The message names the
+/// option, as a command line spells it.
+llvm::Error verifyTrainingOptions(const TrainingOptions &options);
+
+/// The chunks per rank that `options` runs: `chunks`, or the schedule's
+/// default when 0 (as given when the schedule is unknown or refuses it:
+/// the passes then say why).
+int64_t getPipelineChunks(const TrainingOptions &options);
 
 /// Adds the passes that derive the parallel training step: pipeline split,
 /// autodiff, the training step (through braid.pipeline when pp > 1),

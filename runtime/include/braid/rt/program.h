@@ -57,6 +57,37 @@ static inline int64_t *braid_rt_program_alloc_i64(int64_t count) {
 }
 static inline void braid_rt_program_free(void *p) { free(p); }
 
+/* Reads the value `text` of the command-line flag `flag` as a whole decimal
+   integer in [min, max] into *out. Returns 1, or prints why not ("error:
+   --steps needs an integer >= 0, got '2abc'") and returns 0: a value that is
+   not exactly such a number (a sign where none may be, trailing characters,
+   overflow) must not run a different job than the one asked for. */
+static inline int braid_rt_program_parse_flag(const char *flag,
+                                              const char *text, uint64_t min,
+                                              uint64_t max, uint64_t *out) {
+  uint64_t value = 0;
+  const char *p = text;
+  int ok = *p != 0;
+  for (; ok && *p; ++p) {
+    unsigned digit = (unsigned)(*p - '0');
+    if (digit > 9 || value > (UINT64_MAX - digit) / 10)
+      ok = 0;
+    else
+      value = value * 10 + digit;
+  }
+  if (ok && value >= min && value <= max) {
+    *out = value;
+    return 1;
+  }
+  if (max == UINT64_MAX || max == (uint64_t)INT64_MAX)
+    fprintf(stderr, "error: %s needs an integer >= %llu, got '%s'\n", flag,
+            (unsigned long long)min, text);
+  else
+    fprintf(stderr, "error: %s needs an integer from %llu to %llu, got '%s'\n",
+            flag, (unsigned long long)min, (unsigned long long)max, text);
+  return 0;
+}
+
 /* The buffer of one allocation site of generated code: `*buffer`, allocated
    (count elements, zeroed) when still NULL. The program keeps it until it
    exits; kernels overwrite their results, so it is not cleared again. */

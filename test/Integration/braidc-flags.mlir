@@ -1,0 +1,39 @@
+// Tests that braidc and the programs it compiles refuse malformed or
+// meaningless options with a message and status 2 (programs) or 1
+// (braidc), instead of running a job other than the one asked for.
+//
+// RUN: %PYTHON -m braid.models mlp --layers 1 --hidden 8 --vocab 4 --batch 4 -o %t.mlir
+// RUN: not braidc %t.mlir --mesh dp=2,dp=3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not braidc %t.mlir --mesh pp=2, -o %t.bad 2>&1 | FileCheck %s --check-prefix=TRAIL
+// RUN: not braidc %t.mlir --mesh dp=2,,tp=2 -o %t.bad 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not braidc %t.mlir --microbatches 0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=MB0
+// RUN: not braidc %t.mlir --mesh tp=2 --zero 2 -o %t.bad 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not braidc %t.mlir --mesh dp=2 --sp -o %t.bad 2>&1 | FileCheck %s --check-prefix=SP
+//
+// TWICE: braidc: --mesh: axis 'dp' is given twice in 'dp=2,dp=3'
+// TRAIL: braidc: --mesh: expected dp=D,tp=T,pp=P with positive degrees, got '' in 'pp=2,'
+// EMPTY: braidc: --mesh: expected dp=D,tp=T,pp=P with positive degrees, got '' in 'dp=2,,tp=2'
+// MB0: braidc: --microbatches must be positive, got 0
+// ZERO: braidc: zero 2 shards over data parallelism, but dp=1
+// SP: braidc: sp splits the sequence over tensor parallelism, but tp=1
+//
+// RUN: braidc %t.mlir --train -o %t.prog
+// RUN: not %t.prog --steps abc 2>&1 | FileCheck %s --check-prefix=STEPS
+// RUN: not %t.prog --steps -1 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not %t.prog --steps 2abc 2>&1 | FileCheck %s --check-prefix=TAIL
+// RUN: not %t.prog --seed abc 2>&1 | FileCheck %s --check-prefix=SEED
+// RUN: not %t.prog --start-step -2 2>&1 | FileCheck %s --check-prefix=START
+// RUN: not %t.prog --log-every 0 2>&1 | FileCheck %s --check-prefix=LOG
+// RUN: not %t.prog --token-bytes 3 2>&1 | FileCheck %s --check-prefix=TOKEN
+// RUN: %t.prog --steps abc; test $? -eq 2
+// RUN: %t.prog --steps 2 | FileCheck %s --check-prefix=OK
+//
+// STEPS: error: --steps needs an integer >= 0, got 'abc'
+// NEG: error: --steps needs an integer >= 0, got '-1'
+// TAIL: error: --steps needs an integer >= 0, got '2abc'
+// SEED: error: --seed needs an integer >= 0, got 'abc'
+// START: error: --start-step needs an integer >= 0, got '-2'
+// LOG: error: --log-every needs an integer >= 1, got '0'
+// TOKEN: error: --token-bytes must be 2 or 4, got 3
+// OK: step 0 loss
+// OK: step 1 loss
