@@ -3,11 +3,60 @@
 #include "braid/Pipelines/BraidPipeline.h"
 #include "braid/Conversion/Passes.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Schedule/Generators.h"
 
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 using namespace mlir::braid;
+
+static llvm::Error optionError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
+  if (o.dp < 1 || o.tp < 1 || o.pp < 1)
+    return optionError("mesh degrees must be positive (dp=" + Twine(o.dp) +
+                       ", tp=" + Twine(o.tp) + ", pp=" + Twine(o.pp) + ")");
+  if (o.zero < 0 || o.zero > 3)
+    return optionError("zero must be 0, 1, 2 or 3, got " + Twine(o.zero));
+  if (o.zero > 0 && o.dp == 1)
+    return optionError("zero " + Twine(o.zero) +
+                       " shards over data parallelism, but dp=1: give the "
+                       "mesh a dp axis or drop zero");
+  if (o.sp && o.tp == 1)
+    return optionError("sp splits the sequence over tensor parallelism, but "
+                       "tp=1: give the mesh a tp axis or drop sp");
+  if (o.microbatches < 0)
+    return optionError("microbatches must be positive (0 picks the "
+                       "default), got " + Twine(o.microbatches));
+  if (o.chunks < 0)
+    return optionError("chunks must be positive (0 picks the schedule's), "
+                       "got " + Twine(o.chunks));
+  if (o.pp == 1)
+    return llvm::Error::success();
+  std::optional<sched::ScheduleKind> kind =
+      sched::parseScheduleKind(o.schedule);
+  if (!kind)
+    return optionError("unknown schedule '" + o.schedule + "'");
+  llvm::Expected<int> chunks = sched::resolveNumChunks(*kind, o.chunks);
+  if (!chunks)
+    return chunks.takeError();
+  return llvm::Error::success();
+}
+
+int64_t mlir::braid::getPipelineChunks(const TrainingOptions &options) {
+  std::optional<sched::ScheduleKind> kind =
+      sched::parseScheduleKind(options.schedule);
+  if (!kind)
+    return options.chunks ? options.chunks : 1;
+  llvm::Expected<int> chunks = sched::resolveNumChunks(*kind, options.chunks);
+  if (!chunks) {
+    llvm::consumeError(chunks.takeError());
+    return options.chunks;
+  }
+  return *chunks;
+}
 
 void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
                                         const TrainingOptions &options) {
@@ -17,6 +66,9 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   if (options.pp > 1) {
     PipelineSplitPassOptions split;
     split.stages = options.pp;
+    split.chunks = getPipelineChunks(options);
+    if (options.schedule == "zb-v")
+      split.placement = "v";
     pm.addPass(createPipelineSplitPass(split));
   }
   AutodiffPassOptions autodiff;
@@ -33,7 +85,9 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   step.accumulation = microbatches;
   step.pipeline = options.pp > 1;
   pm.addPass(createTrainStepPass(step));
-  if (options.dp * options.tp > 1) {
+  // ZeRO or sp on a mesh without their axis reaches braid-shard, which
+  // refuses it rather than doing nothing.
+  if (options.dp * options.tp > 1 || options.zero > 0 || options.sp) {
     ShardPassOptions shard;
     shard.dp = options.dp;
     shard.tp = options.tp;
@@ -96,6 +150,11 @@ struct CodegenPipelineOptions
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (0: pp, or 1)."),
       llvm::cl::init(0)};
+  Option<int64_t> chunks{
+      *this, "chunks",
+      llvm::cl::desc("Model chunks per pipeline rank (0: the schedule's: 2 "
+                     "for interleaved-1f1b and zb-v, else 1)."),
+      llvm::cl::init(0)};
   Option<std::string> recompute{*this, "recompute",
                                 llvm::cl::desc("none, full or selective."),
                                 llvm::cl::init("none")};
@@ -144,6 +203,7 @@ void mlir::braid::registerCodegenPipeline() {
         t.sp = opts.sp;
         t.schedule = opts.schedule;
         t.microbatches = opts.microbatches;
+        t.chunks = opts.chunks;
         t.recompute = opts.recompute;
         t.optimizer = opts.optimizer;
         t.lr = opts.lr;
