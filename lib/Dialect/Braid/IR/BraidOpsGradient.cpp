@@ -293,9 +293,12 @@ Value ReduceOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
   if (!getKeepDims())
     dy = ReshapeOp::create(b, loc, withShape(inType, kept), dy);
   Value g = BroadcastOp::create(b, loc, inType, dy);
+  // Divided by the count (exact in any float type), not multiplied by a
+  // reciprocal rounded to the element type: f64 evaluation stays exact.
   if (getKind() == ReduceKind::mean)
-    g = MulOp::create(b, loc, inType, g,
-                      scalar(b, loc, inType.getElementType(), 1.0 / count));
+    g = DivOp::create(b, loc, inType, g,
+                      scalar(b, loc, inType.getElementType(),
+                             static_cast<double>(count)));
   return g;
 }
 

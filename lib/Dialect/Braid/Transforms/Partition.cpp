@@ -365,7 +365,9 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
 
   // Results: local types, and pending sums over sharded reduction factors.
   SmallVector<StringRef> partial(passed);
-  double meanScale = 1.0;
+  // Devices whose shares are averaged; an integer, so that dividing by it
+  // stays exact in any precision (a rounded f32 reciprocal would not).
+  int64_t meanCount = 1;
   for (auto [f, factor] : llvm::enumerate(rule.factors)) {
     if (factor.kind == ShardingRule::Kind::Sum ||
         factor.kind == ShardingRule::Kind::Mean)
@@ -373,23 +375,24 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     if ((factor.kind == ShardingRule::Kind::Mean ||
          factor.kind == ShardingRule::Kind::ParallelMean) &&
         !factors[f].empty())
-      meanScale /= axesSize(mesh, factors[f]);
+      meanCount *= axesSize(mesh, factors[f]);
   }
   for (auto [r, map] : llvm::zip(local->getResults(), rule.results)) {
     Sharding s = shardingFromFactors(map, factors);
     s.partial = partial;
     r.setType(s.localType(mesh, cast<RankedTensorType>(r.getType())));
     Value value = r;
-    if (meanScale != 1.0) {
-      // Each device averaged its share: weigh it so that the pending sum
-      // is the global mean.
+    if (meanCount != 1) {
+      // Each device averaged its share: divide it by the number of shares
+      // so that the pending sum is the global mean.
       auto t = cast<RankedTensorType>(r.getType());
       auto scalarType = RankedTensorType::get({}, t.getElementType());
-      Value w = ConstantOp::create(
+      Value count = ConstantOp::create(
           b, loc, scalarType,
-          DenseElementsAttr::get(scalarType,
-                                 b.getFloatAttr(t.getElementType(), meanScale)));
-      value = MulOp::create(b, loc, t, r, w);
+          DenseElementsAttr::get(
+              scalarType, b.getFloatAttr(t.getElementType(),
+                                         static_cast<double>(meanCount))));
+      value = DivOp::create(b, loc, t, r, count);
     }
     locals[op->getResult(r.getResultNumber())] = {value, s, cause};
   }

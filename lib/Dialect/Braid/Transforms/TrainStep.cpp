@@ -242,11 +242,12 @@ TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
         first.getResult(0), ArrayRef<int64_t>{0}, /*keep_dims=*/false));
     sums.append(second.getResults().begin(), second.getResults().end());
   }
-  // Means over the micro-batches.
-  Value inv = scalarConstant(b, loc, getElementTypeOrSelf(resultTypes[0]),
-                             1.0 / microbatches);
+  // Means over the micro-batches: divided by the count, which every float
+  // type holds exactly, rather than multiplied by a rounded reciprocal.
+  Value count = scalarConstant(b, loc, getElementTypeOrSelf(resultTypes[0]),
+                               static_cast<double>(microbatches));
   for (Value &v : sums)
-    v = MulOp::create(b, loc, v.getType(), v, inv);
+    v = DivOp::create(b, loc, v.getType(), v, count);
   return sums;
 }
 
