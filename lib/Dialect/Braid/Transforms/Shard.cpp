@@ -84,18 +84,6 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
                        "tensor-parallel axis, but tp=1");
       return signalPassFailure();
     }
-    // ZeRO and sequence parallelism split over an axis of size one would
-    // silently do nothing.
-    if (zero > 0 && dp == 1) {
-      module.emitError() << "braid-shard: zero=" << (int64_t)zero
-                         << " shards over the data-parallel axis, but dp=1";
-      return signalPassFailure();
-    }
-    if (sp && tp == 1) {
-      module.emitError("braid-shard: sp splits the sequence over the "
-                       "tensor-parallel axis, but tp=1");
-      return signalPassFailure();
-    }
     if (!module.getOps<MeshOp>().empty()) {
       module.emitError("braid-shard: the module already has a braid.mesh; "
                        "annotate it by hand or remove the mesh");
