@@ -8,9 +8,10 @@ the definition. Tolerance: the relative error max|kernel - ref| / max|ref| of
 every result must be at most 1e-5 (f32 rounding and f32 GEMM accumulation,
 measured against the largest magnitude as in test_ops_vs_torch.py).
 
-The library is $BRAID_RT_KERNELS_LIB, by default
-<repo>/build/lib/libbraid_rt_kernels_shared.so; the tests skip when it has not
-been built.
+The library is $BRAID_RT_KERNELS_LIB (ctest sets it to the built target),
+else lib/libbraid_rt_kernels_shared.so in the build that holds the tools
+($BRAID_BIN_DIR/../lib, by default <repo>/build/lib). The tests fail, naming
+the path, when it is missing: a missing build must not pass for a green run.
 """
 
 import ctypes
@@ -23,9 +24,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-LIB_PATH = Path(os.environ.get("BRAID_RT_KERNELS_LIB",
-                               REPO_ROOT / "build" / "lib" / "libbraid_rt_kernels_shared.so"))
+from conftest import bin_dir
+
+LIB_PATH = Path(os.environ.get("BRAID_RT_KERNELS_LIB")
+                or bin_dir().parent / "lib" / "libbraid_rt_kernels_shared.so")
 TOLERANCE = 1e-5
 OK, INVALID_ARGUMENT = 0, 1
 GELU_EXACT, GELU_TANH = 0, 1
@@ -110,9 +112,13 @@ class Kernels:
 @pytest.fixture(scope="module")
 def k():
     if not LIB_PATH.is_file():
-        pytest.skip(f"{LIB_PATH} not built: build the target braid_rt_kernels_shared "
-                    f"or set BRAID_RT_KERNELS_LIB to the library")
-    return Kernels(LIB_PATH)
+        pytest.fail(f"the kernel library {LIB_PATH} does not exist: build the target "
+                    f"braid_rt_kernels_shared, or set BRAID_RT_KERNELS_LIB to the library "
+                    f"(or BRAID_BIN_DIR to the bin/ of the build that has it)", pytrace=False)
+    try:
+        return Kernels(LIB_PATH)
+    except (OSError, AttributeError) as err:
+        pytest.fail(f"cannot load the kernel library {LIB_PATH}: {err}", pytrace=False)
 
 
 RNG = np.random.default_rng(20240607)
