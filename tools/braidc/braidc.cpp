@@ -762,7 +762,9 @@ int main(int argc, char **argv) {
   registry.insert<braid::BraidDialect, func::FuncDialect, arith::ArithDialect,
                   tensor::TensorDialect, emitc::EmitCDialect>();
   MLIRContext context(registry);
-  // Diagnostics as file:line:col with the source line.
+  // Diagnostics as file:line:col with the source line, without the op
+  // printed in generic form (a whole function when a pass reports on one).
+  context.printOpOnDiagnostic(false);
   std::string error;
   auto input = openInputFile(inputFile, &error);
   if (!input) {
