@@ -90,8 +90,9 @@
 // The single-device program (global batch 16, a quarter of the pipelined
 // programs' 4 x 16) reads, saves, resumes and traces like the others: with
 // the token file its losses equal dp2's on the same batches; its checkpoint
-// of step 2 resumed by dp2 continues its uninterrupted run; it resumes the
-// 8-rank checkpoint.
+// of step 2 resumed by dp2 continues its uninterrupted run; compiled for the
+// pipelined programs' whole batch (64), it resumes the 8-rank checkpoint and
+// continues the 8-rank run (steps 2 and 3 equal the uninterrupted run's).
 // RUN: braidc %t.mlir --mesh dp=2 --lr 0.01 -o %t.dp2
 // RUN: %t.one --steps 3 --data %t.tok > %t.data.one
 // RUN: braid-run -n 2 %t.dp2 --steps 3 --data %t.tok > %t.data.dp2
@@ -101,7 +102,10 @@
 // RUN: braid-run -n 2 %t.dp2 --steps 2 --seed 1 --resume %t.d/one > %t.one.second
 // RUN: grep -E '^step (2|3) ' %t.one.full > %t.one.full.tail
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.one.second %t.one.full.tail --rtol 1e-4 | FileCheck %s
-// RUN: %t.one --steps 1 --resume %t.d/ck | FileCheck %s --check-prefix=RESUMED1
-// RESUMED1: step 2 loss
+// RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 64 -o %t.b64.mlir
+// RUN: braidc %t.b64.mlir --lr 0.01 -o %t.one64
+// RUN: %t.one64 --steps 2 --seed 1 --resume %t.d/ck > %t.one64.second
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.one64.second %t.full --steps 2:4 --rtol 1e-5 | FileCheck %s --check-prefix=RESUMED1
+// RESUMED1: ok: 2 losses within 1e-05
 // RUN: %PYTHON -c "import json, sys; d = json.load(open(sys.argv[1])); ev = d['traceEvents'] if isinstance(d, dict) else d; b = [e for e in ev if e.get('cat') == 'step' and e['ph'] == 'B']; print('step events', len(b), 'ranks', len({e['pid'] for e in b}), sorted({e['name'] for e in b}))" %t.one.trace.json | FileCheck %s --check-prefix=TRACE1
 // TRACE1: step events 2 ranks 1 ['step 0', 'step 1']
