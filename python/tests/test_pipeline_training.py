@@ -152,6 +152,7 @@ def test_pipeline_with_data_and_tensor_parallelism_equals_serial(tmp_path, braid
     piped = _train_spmd(braid_opt, braid_eval, tmp_path, "piped", layers, m, mesh, (split, schedule), "f32")
     flat = _train_spmd(braid_opt, braid_eval, tmp_path, "flat", layers, m, mesh, None, "f32")
     reference = serial(layers, m)
+    assert len(reference[0]) == len(piped[0]) == 3
     for x, y in zip(reference[0], piped[0]):
         assert abs(x - y) <= RTOL * abs(x), (reference[0], piped[0])
     _assert_same(flat, piped)

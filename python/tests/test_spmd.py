@@ -178,7 +178,9 @@ def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kin
     spmd = braid_eval.run(parted, "--steps", 3, "--seed", 2, "--mesh", "mesh",
                           "--save-weights", tmp_path / "b.st").stdout
     tol = TOLERANCE[precision]
-    for a, b in zip(_steps(serial), _steps(spmd)):
+    serial_losses, spmd_losses = _steps(serial), _steps(spmd)
+    assert len(serial_losses) == len(spmd_losses) == 3, (serial, spmd)
+    for a, b in zip(serial_losses, spmd_losses):
         assert abs(a - b) <= tol * abs(a)
     # f32 parameters: norm-wise within 1e-5 (|a - b| / |a|), and no element
     # off by more than 1e-4 of the tensor's largest. A partitioned step sums
@@ -220,6 +222,7 @@ def test_random_partial_annotations_of_training_steps(tmp_path, braid_opt, braid
                                    "--save-weights", tmp_path / "a.st").stdout)
     spmd = _steps(braid_eval.run(parted, "--steps", 2, "--seed", 3, "--mesh", "mesh",
                                  "--save-weights", tmp_path / "b.st").stdout)
+    assert len(serial) == len(spmd) == 2
     for a, b in zip(serial, spmd):
         assert abs(a - b) <= 1e-10 * abs(a)
     a = {k: st.to_numpy(t) for k, t in st.load(tmp_path / "a.st").items()}

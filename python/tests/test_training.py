@@ -2,8 +2,11 @@
 trajectory against PyTorch 1.13 (torch.optim, clip_grad_norm_, LambdaLR),
 and checks the training-step options against each other.
 
-Tolerances: loss at every step within 1e-5 relative in f32 and 1e-9 in f64;
-final parameters within 1e-4 in f32 (max over tensors of ||delta|| / ||ref||).
+Tolerances: loss at every step within 1e-5 relative in f32 and 1e-12 in f64;
+final parameters within 1e-5 in f32 (max over tensors of ||delta|| / ||ref||).
+Measured: f32 losses 3e-7, f32 parameters 3e-6, f64 losses 4e-16 (AdamW)
+and 3e-16 (SGD); the f64 bound leaves rounding over 10 steps a margin of
+10^4 and is tighter than the project's 1e-10 equivalence limit.
 GPT's key bias is left out of the parameter comparison: its gradient is zero
 analytically (softmax ignores a shift shared by all keys), so it holds
 rounding noise, which Adam normalises to steps of size lr in a direction set
@@ -25,7 +28,8 @@ MODELS = ref.SMALL_MODELS
 STEPS = 10
 ADAMW = dict(lr=0.01, min_lr=0.001, warmup=3, total=STEPS, decay="cosine", clip=0.5,
              beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1)
-LOSS_TOLERANCE = {"f32": 1e-5, "f64": 1e-9}
+LOSS_TOLERANCE = {"f32": 1e-5, "f64": 1e-12}
+PARAM_TOLERANCE_F32 = 1e-5
 
 
 def schedule(t, lr, min_lr, warmup, total, decay):
@@ -95,6 +99,7 @@ def test_adamw_training_matches_torch(tmp_path, braid_opt, braid_eval, kind, pre
         sched.step()
         expected.append(loss.item())
 
+    assert len(expected) == len(losses) == STEPS
     for step, (a, e) in enumerate(zip(losses, expected)):
         assert abs(a - e) <= LOSS_TOLERANCE[precision] * abs(e), f"step {step}: braid {a!r}, torch {e!r}"
     assert losses[-1] < losses[0] - 0.1, "the loss falls"
@@ -104,7 +109,7 @@ def test_adamw_training_matches_torch(tmp_path, braid_opt, braid_eval, kind, pre
         errors = {n: np.linalg.norm(final[n] - p.detach().numpy()) / np.linalg.norm(p.detach().numpy())
                   for n, p in params.items() if not n.endswith(NOISE_ONLY)}
         worst = max(errors, key=errors.get)
-        assert errors[worst] <= 1e-4, f"{worst} differs by {errors[worst]:.3g}"
+        assert errors[worst] <= PARAM_TOLERANCE_F32, f"{worst} differs by {errors[worst]:.3g}"
 
 
 @pytest.mark.parametrize("nesterov", [False, True])
@@ -119,6 +124,7 @@ def test_sgd_training_matches_torch(tmp_path, braid_opt, braid_eval, nesterov):
     st.save(tmp_path / "in.st", {"x": st.from_numpy(x), "labels": st.from_numpy(labels)})
     braid_eval.run(model, "--inputs", tmp_path / "in.st", "--save-weights", tmp_path / "w0.st")
     losses = _losses(braid_eval.run(train, "--steps", 6, "--inputs", tmp_path / "in.st").stdout)
+    assert len(losses) == 6
 
     params = {n: torch.from_numpy(st.to_numpy(t)).requires_grad_()
               for n, t in st.load(tmp_path / "w0.st").items()}
@@ -131,7 +137,7 @@ def test_sgd_training_matches_torch(tmp_path, braid_opt, braid_eval, nesterov):
         loss.backward()
         opt.step()
         sched.step()
-        assert losses[step] == pytest.approx(loss.item(), rel=1e-9), f"step {step}"
+        assert losses[step] == pytest.approx(loss.item(), rel=LOSS_TOLERANCE["f64"]), f"step {step}"
 
 
 def _gpt_steps(braid_opt, braid_eval, tmp_path, name, batch, options, tokens, labels, extra=()):
@@ -161,6 +167,7 @@ def test_accumulation_equals_one_big_batch(tmp_path, braid_opt, braid_eval):
     _, whole, w_whole = _gpt_steps(braid_opt, braid_eval, tmp_path, "whole", 8, base, tokens, labels)
     _, micro, w_micro = _gpt_steps(braid_opt, braid_eval, tmp_path, "micro", 2, base + " accumulation=4",
                                    tokens.reshape(4, 2, S), labels.reshape(4, 2, S))
+    assert len(micro) == len(whole) == 3
     for a, b in zip(micro, whole):
         assert abs(a - b) <= 1e-12 * abs(b)
     assert _max_relative(w_micro, w_whole) <= 1e-12
@@ -175,7 +182,7 @@ def test_deferring_w_changes_nothing(tmp_path, braid_opt, braid_eval):
     text, inline, w_inline = _gpt_steps(braid_opt, braid_eval, tmp_path, "inline", 2, base, tokens, labels)
     _, deferred, w_deferred = _gpt_steps(braid_opt, braid_eval, tmp_path, "deferred", 2, base + " defer-w=true",
                                          tokens, labels)
-    assert deferred == inline
+    assert len(inline) == 3 and deferred == inline
     assert all(np.array_equal(w_deferred[n], w_inline[n]) for n in w_inline)
     model = (tmp_path / "deferred_train.mlir").read_text()
     assert "@forward_grad.FB" in model and "@forward_grad.W" in model
@@ -188,7 +195,8 @@ def test_linear_scaling_rule(tmp_path, braid_opt, braid_eval):
     labels = rng.integers(0, V, size=(4, 2, S), dtype=np.int32)
     text, _, _ = _gpt_steps(braid_opt, braid_eval, tmp_path, "scaled", 2,
                             "lr=0.01 accumulation=4 lr-reference-batch=4", tokens, labels)
-    assert all(line.split()[5] == "0.02" for line in text.splitlines() if line.startswith("step "))
+    lrs = [line.split()[5] for line in text.splitlines() if line.startswith("step ")]
+    assert lrs == ["0.02"] * 3, text
 
 
 def test_resume_continues_the_trajectory(tmp_path, braid_opt, braid_eval):
@@ -200,6 +208,7 @@ def test_resume_continues_the_trajectory(tmp_path, braid_opt, braid_eval):
                                    "--save-optimizer-state", tmp_path / "s.st").stdout)
     second = _losses(braid_eval.run(train, "--steps", 3, "--start-step", 3, "--weights", tmp_path / "w.st",
                                     "--optimizer-state", tmp_path / "s.st").stdout)
+    assert len(first) == len(second) == 3 and len(straight) == 6
     assert first + second == straight
 
 
@@ -225,5 +234,6 @@ def test_recomputation_changes_nothing(tmp_path, braid_opt, braid_eval, kind):
         for n in base_grads:
             scale = max(np.abs(base_grads[n]).max(), 1e-300)
             assert np.abs(grads[n] - base_grads[n]).max() <= 1e-12 * scale, f"{mode}: {n}"
+        assert len(losses) == len(base_losses) == 3, mode
         for a, b in zip(losses, base_losses):
             assert abs(a - b) <= 1e-12 * abs(b), mode
