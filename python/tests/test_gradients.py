@@ -88,6 +88,8 @@ def test_op_gradient_matches_finite_differences(tmp_path, braid_opt, braid_eval,
 B, S, V = ref.SMALL_BATCH, ref.SMALL_SEQ, ref.SMALL_VOCAB
 MODELS = ref.SMALL_MODELS
 GRAD_TOLERANCE = {"f32": 1e-5, "f64": 1e-10}
+# The loss against PyTorch's (measured: 1.1e-7 in f32, 0 in f64).
+LOSS_TOLERANCE = {"f32": 1e-6, "f64": 1e-12}
 
 
 @pytest.mark.parametrize("precision", ["f32", "f64"])
@@ -114,7 +116,8 @@ def test_model_gradients_match_torch(tmp_path, braid_opt, braid_eval, kind, prec
     loss.backward()
 
     grads = {k: st.to_numpy(t) for k, t in st.load(tmp_path / "g.st").items()}
-    assert float(out.stdout.splitlines()[1].split("= ")[1]) == pytest.approx(loss.item(), rel=1e-6)
+    braid_loss = float(out.stdout.splitlines()[1].split("= ")[1])
+    assert braid_loss == pytest.approx(loss.item(), rel=LOSS_TOLERANCE[precision])
     assert set(grads) == {"result0"} | set(params), "one gradient per parameter"
     floor = 1e-3 * max(p.grad.abs().max().item() for p in params.values())
     for name, p in params.items():
