@@ -16,7 +16,8 @@ and AdamW-state bytes (3 floats per parameter) for reference.
     bench/pipeline_memory.py [--layers L --hidden H ...] [--check]
 
 --check (ctest) exits non-zero unless every rank of Braid's program uses
-less memory than the same rank of the baseline and the losses agree.
+less memory than the same rank (the same stage) of the baseline and the
+losses agree.
 """
 
 import argparse
@@ -30,10 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
-# Runs one rank and prints its peak resident set in KiB on stderr.
-RSS_WRAPPER = ("import resource, subprocess, sys; "
+# Runs one rank and prints its rank (from the MPI launcher's environment)
+# and peak resident set in KiB on stderr.
+RSS_WRAPPER = ("import os, resource, subprocess, sys; "
+               "rank = next((os.environ[k] for k in ('OMPI_COMM_WORLD_RANK', 'PMIX_RANK', "
+               "'PMI_RANK') if k in os.environ), '?'); "
                "code = subprocess.run(sys.argv[1:]).returncode; "
-               "print('maxrss_kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+               "print('maxrss_kib', rank, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
                "file=sys.stderr); sys.exit(code)")
 
 
@@ -42,14 +46,15 @@ def run(*args):
 
 
 def measure(bin_dir, program, steps):
-    """(losses, [peak RSS in MiB per rank])."""
+    """(losses, [peak RSS in MiB of rank 0, rank 1])."""
     proc = run(bin_dir / "braid-run", "-n", 2, sys.executable, "-c", RSS_WRAPPER, program,
                "--steps", steps, "--seed", 1)
     losses = re.findall(r"^step \d+ loss (\S+)", proc.stdout, re.M)
-    rss = [int(k) / 1024 for k in re.findall(r"^maxrss_kib (\d+)", proc.stderr, re.M)]
-    if len(rss) != 2 or len(losses) != steps:
-        raise SystemExit(f"unexpected output of {program}:\n{proc.stdout}\n{proc.stderr}")
-    return losses, sorted(rss)
+    rss = {int(r): int(k) / 1024 for r, k in re.findall(r"^maxrss_kib (\d+) (\d+)", proc.stderr, re.M)}
+    if sorted(rss) != [0, 1] or len(losses) != steps:
+        raise SystemExit(f"unexpected output of {program} (a peak RSS per rank 0 and 1, "
+                         f"{steps} losses):\n{proc.stdout}\n{proc.stderr}")
+    return losses, [rss[0], rss[1]]
 
 
 def main():
@@ -98,7 +103,7 @@ def main():
     print(f"GPT: {layers} layers, hidden {h}, {args.heads} heads, sequence {s}, vocabulary {v}, "
           f"batch {args.batch}; pp=2, 1F1B over 2 micro-batches, {args.steps} AdamW steps")
     print(f"parameters + AdamW state: {3 * 4 * params / 2**20:.1f} MiB for the whole model")
-    print("rank (by size)   stage-local MiB   every slot MiB   ratio")
+    print("rank (= stage)   stage-local MiB   every slot MiB   ratio")
     for i, (a, b) in enumerate(zip(local_rss, every_rss)):
         print(f"{i:14d}   {a:15.1f}   {b:14.1f}   {a / b:5.3f}")
     same = local_losses == every_losses

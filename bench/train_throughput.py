@@ -10,12 +10,23 @@ on a 2-core machine. Achieved GFLOP/s (the step's FLOPs from
 braid-cost-report) are also given as a fraction of OpenBLAS SGEMM on the
 same machine, measured here, which is the practical limit.
 
-Timing: Braid's program runs 1 step and 1 + S steps; the difference over S
-is the time per step (start-up and initialisation cancel). PyTorch runs one
-warm-up step, then S timed ones. Each is the best of --repeats runs.
+Timing: Braid's program runs 1 + S steps and reports its mean time per step
+over the last S (`summary: ... ms/step`: the clock around each step call,
+so start-up, initialisation and the first step are left out; the difference
+of two runs' wall times, used before, was lost in the noise of starting the
+program on small models). PyTorch runs one warm-up step, then S timed ones.
+Each is the best of --repeats runs.
 
-    bench/train_throughput.py [--steps S] [--threads 1,2] [--csv]
+With --check (ctest's bench-train-throughput), the script exits 1 unless
+both sides ran at every thread count, Braid's program printed a finite loss
+for each of its 1 + S steps and its summary, every time is finite and
+positive and the ratio is finite; a side that fails ends the script with
+its command and status.
+
+    bench/train_throughput.py [--steps S] [--threads 1,2] [--csv] [--check]
 """
+
+import math
 
 import argparse
 import os
@@ -55,15 +66,23 @@ def step_flops(bin_dir, model):
     return total
 
 
+class BenchError(Exception):
+    pass
+
+
 def time_braid(program, steps, threads, repeats):
-    def wall(n):
-        start = time.perf_counter()
-        run(program, "--steps", n, "--seed", 0, env=thread_env(threads))
-        return time.perf_counter() - start
-    best = float("inf")
-    for _ in range(repeats):
-        best = min(best, (wall(1 + steps) - wall(1)) / steps)
-    return max(best, 1e-9)
+    """Seconds per step: the program's own mean over steps 1 .. S."""
+    def per_step():
+        out = run(program, "--steps", 1 + steps, "--seed", 0, env=thread_env(threads))
+        losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)", out, re.M)]
+        if len(losses) != 1 + steps or not all(math.isfinite(v) for v in losses):
+            raise BenchError(f"braid at {threads} thread(s): expected {1 + steps} finite losses, "
+                             f"got {losses}:\n{out}")
+        m = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
+        if not m:
+            raise BenchError(f"braid at {threads} thread(s) printed no summary:\n{out}")
+        return float(m.group(1)) / 1e3
+    return min(per_step() for _ in range(repeats))
 
 
 def torch_worker(args):
@@ -115,7 +134,11 @@ def time_torch(args, threads):
               *[f"--{k.replace('_', '-')}={getattr(args, k)}"
                 for k in ("layers", "hidden", "heads", "seq", "vocab", "batch", "steps", "repeats")],
               env=thread_env(threads))
-    return float(out.strip().splitlines()[-1])
+    lines = out.strip().splitlines()
+    try:
+        return float(lines[-1])
+    except (IndexError, ValueError):
+        raise BenchError(f"pytorch at {threads} thread(s) printed no time:\n{out}")
 
 
 def sgemm_gflops(threads, size=1024, repeats=5):
@@ -139,13 +162,29 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (best taken)")
     parser.add_argument("--threads", default="1,2", help="thread counts to try")
     parser.add_argument("--csv", action="store_true", help="print CSV")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless both sides ran and every time and the ratio are finite")
     parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
     parser.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads-one", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.torch_worker:
         return torch_worker(args)
+    try:
+        return measure(args)
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        command = " ".join(str(a) for a in e.cmd)
+        print(f"error: {command} exited with status {e.returncode}:\n{e.stderr}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
 
+
+def measure(args):
     from braid import models
     bin_dir = Path(args.bin_dir)
     threads = [int(t) for t in args.threads.split(",")]
@@ -167,14 +206,20 @@ def main():
             rows.append(("pytorch", t, time_torch(args, t)))
         sgemm = max(sgemm_gflops(t) for t in threads)
 
-    best = {side: min(r[2] for r in rows if r[0] == side) for side in ("braid", "pytorch")}
+    best = {side: min((r[2] for r in rows if r[0] == side and math.isfinite(r[2])),
+                      default=float("nan")) for side in ("braid", "pytorch")}
+    ratio = best["pytorch"] / best["braid"]
+    failures = [f"{side} at {t} thread(s): {sec!r} s per step" for side, t, sec in rows
+                if not (math.isfinite(sec) and sec > 0)]
+    if not math.isfinite(ratio) or ratio <= 0:
+        failures.append(f"braid / pytorch ratio {ratio!r}")
     if args.csv:
         print("side,threads,ms_per_step,tokens_per_s,gflops,fraction_of_sgemm")
         for side, t, sec in rows:
             print(f"{side},{t},{sec * 1e3:.3f},{tokens / sec:.1f},{flops / sec / 1e9:.3f},"
                   f"{flops / sec / 1e9 / sgemm:.4f}")
-        print(f"ratio_braid_over_pytorch,{best['pytorch'] / best['braid']:.3f}")
-        return
+        print(f"ratio_braid_over_pytorch,{ratio:.3f}")
+        return check(args, failures)
     print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
           f"sequence {args.seq}, vocabulary {args.vocab}, batch {args.batch} ({tokens} tokens); "
           f"AdamW; {flops / 1e9:.3f} GFLOP per step (braid-cost-report)")
@@ -184,9 +229,21 @@ def main():
         mark = " *" if sec == best[side] else ""
         print(f"{side:8} {t:>7} {sec * 1e3:>10.2f} {tokens / sec:>10.0f} {flops / sec / 1e9:>9.2f} "
               f"{flops / sec / 1e9 / sgemm:>9.3f}{mark}")
-    print(f"braid / pytorch throughput at each side's best thread count (*): "
-          f"{best['pytorch'] / best['braid']:.2f}x")
+    print(f"braid / pytorch throughput at each side's best thread count (*): {ratio:.2f}x")
+    return check(args, failures)
+
+
+def check(args, failures):
+    """With --check: 1 (and why) if a measurement is missing or not finite."""
+    if not args.check:
+        return 0
+    for failure in failures:
+        print(f"error: {failure}", file=sys.stderr)
+    if failures:
+        return 1
+    print("check: both sides measured at every thread count; ratio finite")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
