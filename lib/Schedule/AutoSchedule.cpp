@@ -103,9 +103,9 @@ private:
   bool fillBefore(int stage, double arrival, const Variant &variant);
   /// Runs W passes until `pass` fits in memory.
   bool makeRoomFor(int stage, Pass pass);
-  double getMaxIdle() const {
-    return *std::max_element(idle.begin(), idle.end());
-  }
+  /// The largest idle time of any stage, kept as passes are placed (idle
+  /// times only grow), so that asking costs O(1) rather than O(p).
+  double getMaxIdle() const { return maxIdle; }
 
   static constexpr double kEpsilon = 1e-9;
   const CostModel &costs;
@@ -116,6 +116,7 @@ private:
   std::vector<int> count[3];
   std::vector<std::vector<double>> end[3];
   std::vector<double> freeAt, memoryNow, idle;
+  double maxIdle = 0;
   std::vector<std::vector<Action>> order;
 };
 } // namespace
@@ -137,8 +138,10 @@ bool GreedyBuilder::place(int stage, Pass pass) {
   double start = std::max(freeAt[stage], getReady(stage, pass));
   // The wait before a stage's first forward is its start offset, not a
   // bubble.
-  if (count[F][stage] > 0)
+  if (count[F][stage] > 0) {
     idle[stage] += start - freeAt[stage];
+    maxIdle = std::max(maxIdle, idle[stage]);
+  }
   freeAt[stage] = start + getCost(pass, stage);
   end[pass][stage][mb] = freeAt[stage];
   memoryNow[stage] += getMemoryDelta(pass);
@@ -182,6 +185,7 @@ GreedyBuilder::build(Variant variant) {
   freeAt.assign(p, 0);
   memoryNow.assign(p, 0);
   idle.assign(p, 0);
+  maxIdle = 0;
   order.assign(p, {});
 
   // Micro-batch 0 goes down the pipeline.

@@ -374,6 +374,21 @@ mlir::braid::sched::generateSchedule(const ScheduleRequest &request) {
   llvm::Expected<int> v = resolveNumChunks(request.kind, request.numChunks);
   if (!v)
     return v.takeError();
+  // Refuse sizes that cannot be handled quickly instead of running for
+  // minutes without a word. ZB-V builds its pattern for at least 2p - 1
+  // micro-batches, whatever m.
+  int64_t built = request.kind == ScheduleKind::ZBV
+                      ? std::max<int64_t>(m, 2 * int64_t(p) - 1)
+                      : m;
+  int64_t pairs = int64_t(p) * built * *v;
+  if (pairs > kMaxSchedulePairs)
+    return makeError(llvm::formatv(
+        "schedule too large: p x m x chunks = {0} x {1} x {2} = {3} (stage, "
+        "micro-batch) pairs, above the {4} that are generated and checked "
+        "in seconds{5}",
+        p, built, *v, pairs, kMaxSchedulePairs,
+        built != m ? " (zb-v builds its pattern for 2p - 1 micro-batches)"
+                   : ""));
 
   CostModel costs =
       request.costs ? *request.costs : CostModel::uniform(p, *v, 1, 1, 1, 0);

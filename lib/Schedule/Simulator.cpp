@@ -168,10 +168,13 @@ mlir::braid::sched::simulate(const Schedule &schedule, const CostModel &costs,
     return llvm::Error::success();
   };
 
-  while (true) {
+  // Sweeps alternate direction: forwards flow to higher ranks, gradients
+  // to lower ones, so each chain advances through every rank in one sweep
+  // (one direction only would take p sweeps of p ranks for a backward).
+  for (bool down = false;; down = !down) {
     bool progressed = false;
-    for (int r = 0; r < p; ++r)
-      if (llvm::Error err = advance(r, progressed))
+    for (int i = 0; i < p; ++i)
+      if (llvm::Error err = advance(down ? p - 1 - i : i, progressed))
         return std::move(err);
     bool done = true;
     for (int r = 0; r < p; ++r)

@@ -8,6 +8,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 using namespace mlir::braid::sched;
@@ -181,40 +182,58 @@ llvm::Error Verifier::checkCompleteness() {
 llvm::Error Verifier::checkMatching() {
   // Point-to-point messages between two ranks arrive in the order they were
   // sent, so the k-th send from r to q must carry what q's k-th receive from
-  // r expects.
-  for (int r = 0; r < p; ++r) {
-    for (int q = 0; q < p; ++q) {
-      if (q == r)
-        continue;
-      std::vector<int> sends, recvs;
-      for (auto [i, a] : llvm::enumerate(schedule.ranks[r]))
-        if (a.kind == ActionKind::Send && a.peer == q)
-          sends.push_back(i);
-      for (auto [i, a] : llvm::enumerate(schedule.ranks[q]))
-        if (a.kind == ActionKind::Recv && a.peer == r)
-          recvs.push_back(i);
-      for (size_t k = 0; k < sends.size(); ++k) {
-        DataItem sent = getItem(r, schedule.ranks[r][sends[k]]);
-        bool anywhere = false;
-        for (int j : recvs)
-          anywhere |= getItem(q, schedule.ranks[q][j]) == sent;
-        if (!anywhere)
-          return fail(r, sends[k],
-                      llvm::formatv("rank {0} has no matching recv", q));
-        DataItem expected = getItem(q, schedule.ranks[q][recvs[k]]);
-        if (expected != sent)
-          return fail(r, sends[k],
-                      llvm::formatv("send #{0} from rank {1} to rank {2} "
-                                    "carries the {3}, but rank {2}'s recv #{0} "
-                                    "from rank {1} (action {4}) expects the "
-                                    "{5}: sends and recvs are out of order",
-                                    k, r, q, describe(sent), recvs[k],
-                                    describe(expected)));
-      }
-      if (recvs.size() > sends.size())
-        return fail(q, recvs[sends.size()],
-                    llvm::formatv("rank {0} never sends it", r));
+  // r expects. Sends and receives are listed per pair in one pass over each
+  // rank, and only a mismatch looks further: linear in the actions.
+  std::vector<std::map<int, std::vector<int>>> sendsTo(p), recvsFrom(p);
+  for (int r = 0; r < p; ++r)
+    for (auto [i, a] : llvm::enumerate(schedule.ranks[r])) {
+      if (a.kind == ActionKind::Send)
+        sendsTo[r][a.peer].push_back(i);
+      else if (a.kind == ActionKind::Recv)
+        recvsFrom[r][a.peer].push_back(i);
     }
+  static const std::vector<int> none;
+  auto listed = [](const std::map<int, std::vector<int>> &lists, int peer)
+      -> const std::vector<int> & {
+    auto it = lists.find(peer);
+    return it == lists.end() ? none : it->second;
+  };
+  // The pairs that exchange anything, in (sender, receiver) order.
+  std::set<std::pair<int, int>> pairs;
+  for (int r = 0; r < p; ++r) {
+    for (const auto &to : sendsTo[r])
+      pairs.insert({r, to.first});
+    for (const auto &from : recvsFrom[r])
+      pairs.insert({from.first, r});
+  }
+  for (const std::pair<int, int> &pair : pairs) {
+    int r = pair.first, q = pair.second;
+    const std::vector<int> &sends = listed(sendsTo[r], q);
+    const std::vector<int> &recvs = listed(recvsFrom[q], r);
+    for (size_t k = 0; k < sends.size(); ++k) {
+      DataItem sent = getItem(r, schedule.ranks[r][sends[k]]);
+      std::optional<DataItem> expected;
+      if (k < recvs.size())
+        expected = getItem(q, schedule.ranks[q][recvs[k]]);
+      if (expected == sent)
+        continue;
+      bool anywhere = llvm::any_of(recvs, [&](int j) {
+        return getItem(q, schedule.ranks[q][j]) == sent;
+      });
+      if (!anywhere || !expected)
+        return fail(r, sends[k],
+                    llvm::formatv("rank {0} has no matching recv", q));
+      return fail(r, sends[k],
+                  llvm::formatv("send #{0} from rank {1} to rank {2} "
+                                "carries the {3}, but rank {2}'s recv #{0} "
+                                "from rank {1} (action {4}) expects the "
+                                "{5}: sends and recvs are out of order",
+                                k, r, q, describe(sent), recvs[k],
+                                describe(*expected)));
+    }
+    if (recvs.size() > sends.size())
+      return fail(q, recvs[sends.size()],
+                  llvm::formatv("rank {0} never sends it", r));
   }
   return llvm::Error::success();
 }
@@ -337,9 +356,12 @@ llvm::Error Verifier::execute() {
   };
 
   auto isDone = [&](int r) { return next[r] >= schedule.ranks[r].size(); };
-  while (true) {
+  // Sweeps alternate direction, as in the simulator: activations move to
+  // higher ranks and gradients to lower ones, each in one sweep.
+  for (bool down = false;; down = !down) {
     bool progressed = false;
-    for (int r = 0; r < p; ++r) {
+    for (int i = 0; i < p; ++i) {
+      int r = down ? p - 1 - i : i;
       while (!isDone(r)) {
         const Action &a = schedule.ranks[r][next[r]];
         if (a.isCompute()) {

@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <optional>
 
 namespace mlir::braid::sched {
@@ -119,8 +120,15 @@ struct ScheduleRequest {
 /// schedule, or an error if `numChunks` is not one `kind` supports.
 llvm::Expected<int> resolveNumChunks(ScheduleKind kind, int numChunks);
 
-/// Checks the request (p >= 1, m >= 1, the schedule's own constraints),
-/// generates the compute order and inserts the communication.
+/// The most (stage, micro-batch) pairs a schedule may have: generating,
+/// verifying and simulating that many takes seconds (the automatic
+/// scheduler, the slowest, at most about 5 s on one core, at p = 16384,
+/// m = 4); far larger sizes would run for minutes or exhaust memory.
+constexpr int64_t kMaxSchedulePairs = int64_t(1) << 16;
+
+/// Checks the request (p >= 1, m >= 1, the schedule's own constraints, at
+/// most kMaxSchedulePairs pairs), generates the compute order and inserts
+/// the communication.
 llvm::Expected<Schedule> generateSchedule(const ScheduleRequest &request);
 
 } // namespace mlir::braid::sched
