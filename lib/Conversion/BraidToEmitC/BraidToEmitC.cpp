@@ -1365,6 +1365,15 @@ static Value isI64(FunctionLowering &l, Value ids) {
   return l.flag(FunctionLowering::typeOf(ids).getElementType().isInteger(64));
 }
 
+/// Checks ids (labels, token ids) against [0, range) before a kernel, whose
+/// INVALID_ARGUMENT would name neither the id nor its position.
+static void checkIds(FunctionLowering &l, StringRef what, Value ids,
+                     int64_t range) {
+  l.call("braid_rt_program_check_ids",
+         {l.text(what), l.get(ids), isI64(l, ids), l.i64(l.countOf(ids)),
+          l.i64(range), l.whereText()});
+}
+
 /// [outer][size][chunk] view of `shape` split into `size` blocks along `dim`.
 static std::pair<int64_t, int64_t> splitView(ArrayRef<int64_t> shape,
                                              int64_t dim, int64_t size) {
@@ -1723,6 +1732,7 @@ static void populateTrainingLowerings(LoweringTable &t) {
                   l.result(op.getResult()), l.whereText()});
           return success();
         }
+        checkIds(l, "id", op.getIds(), table[0]);
         l.callChecked(idKernel("braid_rt_cpu_embedding_grad_f32", op.getIds()),
                       {l.get(op.getIds()), l.get(op.getGrad()),
                        l.i64(l.countOf(op.getIds())), l.i64(table[0]),
@@ -1756,6 +1766,7 @@ static void populateTrainingLowerings(LoweringTable &t) {
                   l.i64(*group), l.result(op.getResult()), l.whereText()});
           return success();
         }
+        checkIds(l, "label", op.getLabels(), l.colsOf(logits));
         l.callChecked(
             idKernel("braid_rt_cpu_cross_entropy_grad_f32", op.getLabels()),
             {l.get(logits), l.get(op.getLabels()), l.get(op.getGrad()),
@@ -2288,6 +2299,7 @@ static void populateLowerings(LoweringTable &t) {
               l.i64(*group), l.result(op.getResult()), l.whereText()});
       return success();
     }
+    checkIds(l, "id", op.getIds(), table[0]);
     l.callChecked(idKernel("braid_rt_cpu_embedding_f32", op.getIds()),
                   {l.get(op.getTable()), l.get(op.getIds()), l.i64(table[0]),
                    l.i64(table[1]), l.i64(l.countOf(op.getIds())),
@@ -2318,6 +2330,7 @@ static void populateLowerings(LoweringTable &t) {
               l.result(op.getResult()), l.whereText()});
       return success();
     }
+    checkIds(l, "label", op.getLabels(), l.colsOf(logits));
     l.callChecked(idKernel("braid_rt_cpu_cross_entropy_f32", op.getLabels()),
                   {l.get(logits), l.get(op.getLabels()), l.i64(l.rowsOf(logits)),
                    l.i64(l.colsOf(logits)), l.result(op.getResult())});

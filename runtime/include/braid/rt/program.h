@@ -23,14 +23,73 @@
 extern "C" {
 #endif
 
+/* A program on the runtime's context (braid_rt_program_spmd_start) sets
+   its rank, so that errors name it, and how to end every rank, so that one
+   rank's error does not leave the others waiting; -1 and NULL otherwise. */
+static int braid_rt_program_rank = -1;
+static void (*braid_rt_program_end_all)(int status) = NULL;
+
+/* Ends the program, every rank of it, with status 1 after an error. */
+static inline void braid_rt_program_exit_error(void) {
+  fflush(stderr);
+  if (braid_rt_program_end_all)
+    braid_rt_program_end_all(1);
+  exit(1);
+}
+
+/* Element `i` of an array of i32 or i64 ids. */
+static inline int64_t braid_rt_program_id(const void *ids, int ids_i64,
+                                          int64_t i) {
+  return ids_i64 ? ((const int64_t *)ids)[i]
+                 : (int64_t)((const int32_t *)ids)[i];
+}
+
+/* Ends the program with "error: [rank R: ]<where>: <what> <id> is outside
+   [0, <range>) at position <i> of <count>[ on this rank]", as braid-eval
+   names a bad id. */
+static inline void braid_rt_program_bad_id(const char *what, int64_t id,
+                                           int64_t i, int64_t count,
+                                           int64_t range, const char *where) {
+  if (braid_rt_program_rank >= 0)
+    fprintf(stderr,
+            "error: rank %d: %s: %s %lld is outside [0, %lld) at position "
+            "%lld of %lld on this rank\n",
+            braid_rt_program_rank, where, what, (long long)id,
+            (long long)range, (long long)i, (long long)count);
+  else
+    fprintf(stderr,
+            "error: %s: %s %lld is outside [0, %lld) at position %lld of "
+            "%lld\n",
+            where, what, (long long)id, (long long)range, (long long)i,
+            (long long)count);
+  braid_rt_program_exit_error();
+}
+
+/* Checks `count` i32 or i64 ids (labels, token ids) against [0, range)
+   before a kernel that would only say INVALID_ARGUMENT. */
+static inline void braid_rt_program_check_ids(const char *what,
+                                              const void *ids, int ids_i64,
+                                              int64_t count, int64_t range,
+                                              const char *where) {
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t id = braid_rt_program_id(ids, ids_i64, i);
+    if (id < 0 || id >= range)
+      braid_rt_program_bad_id(what, id, i, count, range, where);
+  }
+}
+
 /* Ends the program with a message if `status` is not BRAID_RT_OK; `where`
    names the op (its location in the compiled module). */
 static inline void braid_rt_program_check(braid_rt_status_t status,
                                           const char *where) {
   if (status == BRAID_RT_OK)
     return;
-  fprintf(stderr, "error: %s: %s\n", where, braid_rt_status_string(status));
-  exit(1);
+  if (braid_rt_program_rank >= 0)
+    fprintf(stderr, "error: rank %d: %s: %s\n", braid_rt_program_rank, where,
+            braid_rt_status_string(status));
+  else
+    fprintf(stderr, "error: %s: %s\n", where, braid_rt_status_string(status));
+  braid_rt_program_exit_error();
 }
 
 /* A zeroed, 64-byte aligned buffer of `bytes` bytes (at least one byte, so

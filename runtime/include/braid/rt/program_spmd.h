@@ -64,6 +64,11 @@ static inline void braid_rt_program_spmd_fail(braid_rt_status_t status,
   braid_rt_context_abort(s->ctx, 1);
 }
 
+/* Ends every rank with `status` (program.h's errors call it). */
+static inline void braid_rt_program_spmd_end_all(int status) {
+  braid_rt_context_abort(braid_rt_program_spmd.ctx, status);
+}
+
 static inline void braid_rt_program_spmd_check(braid_rt_status_t status,
                                                const char *where) {
   if (status != BRAID_RT_OK)
@@ -99,6 +104,8 @@ static inline void braid_rt_program_spmd_start(int *argc, char ***argv,
     exit(1);
   }
   s->rank = braid_rt_context_rank(s->ctx);
+  braid_rt_program_rank = s->rank;
+  braid_rt_program_end_all = braid_rt_program_spmd_end_all;
   if (braid_rt_mesh_create(s->ctx, ndims, dims, names, &s->mesh) !=
       BRAID_RT_OK) {
     /* Every rank fails the same check: rank 0 reports it and all leave. */
@@ -612,21 +619,6 @@ static inline void braid_rt_program_all_slice_f32(int64_t mask,
    v) of the group's vocabulary; statistics are combined in group order in
    double precision, so every rank gets the same bits. */
 
-static inline int64_t braid_rt_program_id(const void *ids, int ids_i64,
-                                          int64_t p) {
-  return ids_i64 ? ((const int64_t *)ids)[p]
-                 : (int64_t)((const int32_t *)ids)[p];
-}
-
-static inline void braid_rt_program_bad_id(const char *what, int64_t id,
-                                           int64_t total, const char *where) {
-  fprintf(stderr, "error: rank %d: %s: %s %lld is outside [0, %lld)\n",
-          braid_rt_program_spmd.rank, where, what, (long long)id,
-          (long long)total);
-  fflush(stderr);
-  braid_rt_context_abort(braid_rt_program_spmd.ctx, 1);
-}
-
 /* Gathers `rows` doubles from every member of the group into `all`
    ([size][rows]). */
 static inline void braid_rt_program_gather_f64(int64_t mask, const double *mine,
@@ -646,7 +638,7 @@ static inline void braid_rt_program_embedding_vp_f32(
   for (int64_t p = 0; p < n; ++p) {
     int64_t id = braid_rt_program_id(ids, ids_i64, p);
     if (id < 0 || id >= total)
-      braid_rt_program_bad_id("id", id, total, where);
+      braid_rt_program_bad_id("id", id, p, n, total, where);
     if (id < first || id >= first + v)
       memset(out + p * h, 0, (size_t)h * sizeof(float));
     else
@@ -664,7 +656,7 @@ static inline void braid_rt_program_embedding_grad_vp_f32(
   for (int64_t p = 0; p < n; ++p) {
     int64_t id = braid_rt_program_id(ids, ids_i64, p);
     if (id < 0 || id >= total)
-      braid_rt_program_bad_id("id", id, total, where);
+      braid_rt_program_bad_id("id", id, p, n, total, where);
     if (id < first || id >= first + v)
       continue;
     for (int64_t i = 0; i < h; ++i)
@@ -719,7 +711,7 @@ static inline void braid_rt_program_cross_entropy_vp_f32(
   for (int64_t r = 0; r < rows; ++r) {
     int64_t label = braid_rt_program_id(labels, labels_i64, r);
     if (label < 0 || label >= total)
-      braid_rt_program_bad_id("label", label, total, where);
+      braid_rt_program_bad_id("label", label, r, rows, total, where);
     int mine = label >= first && label < first + v;
     picked[r] = mine ? (double)logits[r * v + (label - first)] : 0.0;
   }
@@ -748,7 +740,7 @@ static inline void braid_rt_program_cross_entropy_grad_vp_f32(
   for (int64_t r = 0; r < rows; ++r) {
     int64_t label = braid_rt_program_id(labels, labels_i64, r);
     if (label < 0 || label >= total)
-      braid_rt_program_bad_id("label", label, total, where);
+      braid_rt_program_bad_id("label", label, r, rows, total, where);
     for (int64_t i = 0; i < v; ++i)
       out[r * v + i] =
           (float)(coeff * (exp((double)logits[r * v + i] - mx[r]) / sum[r] -
