@@ -386,10 +386,43 @@ static inline void braid_rt_program_save(const char *dir, int64_t next_step,
   braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
 }
 
+/* Prints this rank's error for a checkpoint holding tensors that no slot
+   of the program has (a checkpoint of another model: more layers, another
+   optimizer), naming up to 4 of them; returns whether there were any. */
+static inline int braid_rt_program_resume_extra(
+    const char *path, braid_rt_checkpoint_reader_t *r, int64_t n,
+    const braid_rt_program_slot_t *slots) {
+  size_t count = braid_rt_checkpoint_num_tensors(r), extra = 0;
+  char names[1024] = "";
+  for (size_t t = 0; t < count; ++t) {
+    const char *name = braid_rt_checkpoint_tensor_name(r, t);
+    int64_t i = 0;
+    while (i < n && strcmp(slots[i].name, name) != 0)
+      ++i;
+    if (i < n)
+      continue;
+    if (++extra <= 4) {
+      size_t used = strlen(names);
+      snprintf(names + used, sizeof names - used, "%s'%s'",
+               extra > 1 ? ", " : "", name);
+    }
+  }
+  if (extra == 0)
+    return 0;
+  fprintf(stderr,
+          "error: rank %d: --resume %s: the checkpoint has %zu tensor%s that "
+          "this program does not have: %s%s (a checkpoint of another model "
+          "or optimizer?)\n",
+          braid_rt_program_spmd.rank, path, extra, extra == 1 ? "" : "s",
+          names, extra > 4 ? ", ..." : "");
+  return 1;
+}
+
 /* Reads this rank's block of every slot it holds from
-   DIR/checkpoint.safetensors and returns its metadata "step". A missing file or tensor, another shape
-   or a corrupt file: every rank prints its error and all leave with status
-   1. Collective. */
+   DIR/checkpoint.safetensors and returns its metadata "step". A missing
+   file or tensor, another shape, a tensor the program does not have or a
+   corrupt file: every rank prints its error and all leave with status 1.
+   Collective. */
 static inline int64_t braid_rt_program_resume(const char *dir, int64_t n,
                                               const braid_rt_program_slot_t *slots,
                                               float *const *params) {
@@ -412,6 +445,8 @@ static inline int64_t braid_rt_program_resume(const char *dir, int64_t n,
     fprintf(stderr, "error: rank %d: --resume %s: %s: %s\n", s->rank, path,
             braid_rt_status_string(status),
             braid_rt_context_last_error(s->ctx));
+  } else if (braid_rt_program_resume_extra(path, r, n, slots)) {
+    status = BRAID_RT_INVALID_ARGUMENT;
   } else {
     const char *value = braid_rt_checkpoint_metadata(r, "step");
     char *end = NULL;
