@@ -1,6 +1,6 @@
 // Tests that the compiled programs of the plans the other braidc tests do
 // not train -- ZeRO-1, ZeRO-3, sequence parallelism, GPipe, ZB-H2 and the
-// automatic schedule -- train exactly like braid-eval on the program
+// automatic schedule -- and one device, 3D and ZB-V, train exactly like braid-eval on the program
 // braid-opt's passes make: the same 3 losses, and after them the same
 // parameters and optimizer state, element by element (the program's --save
 // checkpoint against braid-eval's --save-weights and
@@ -56,6 +56,29 @@
 // RUN: braid-eval %t.zbh2.mlir --steps 3 --seed 1 --pipeline --mesh mesh --save-weights %t.zbh2.w --save-optimizer-state %t.zbh2.s > %t.zbh2.eval
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.zbh2.out %t.zbh2.eval --rtol 1e-5 | FileCheck %s
 // RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/zbh2/checkpoint.safetensors %t.zbh2.w %t.zbh2.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
+//
+// One device, and dp=2 x tp=2 x pp=2 under ZB-H1 (whose losses
+// braidc-training.mlir compares under AdamW).
+// RUN: braidc %t.mlir --optimizer sgd --lr 0.1 -o %t.one
+// RUN: %t.one --steps 3 --seed 1 --save %t.ck/one > %t.one.out
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step="lr=0.1 optimizer=sgd" -o %t.one.mlir
+// RUN: braid-eval %t.one.mlir --steps 3 --seed 1 --save-weights %t.one.w --save-optimizer-state %t.one.s > %t.one.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.one.out %t.one.eval --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/one/checkpoint.safetensors %t.one.w %t.one.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
+// RUN: braidc %t.mlir --mesh dp=2,tp=2,pp=2 --schedule zb-h1 --microbatches 4 --optimizer sgd --lr 0.1 -o %t.3d
+// RUN: braid-run -n 8 %t.3d --steps 3 --seed 1 --save %t.ck/3d > %t.3d.out
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="lr=0.1 optimizer=sgd accumulation=4 pipeline" --braid-shard="dp=2 tp=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule="schedule=zb-h1 microbatches=4" -o %t.3d.mlir
+// RUN: braid-eval %t.3d.mlir --steps 3 --seed 1 --pipeline --mesh mesh --save-weights %t.3d.w --save-optimizer-state %t.3d.s > %t.3d.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.3d.out %t.3d.eval --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/3d/checkpoint.safetensors %t.3d.w %t.3d.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
+//
+// ZB-V over pp=2 (2 chunks per rank in a V).
+// RUN: braidc %t.mlir --mesh pp=2 --schedule zb-v --optimizer sgd --lr 0.1 -o %t.zbv
+// RUN: braid-run -n 2 %t.zbv --steps 3 --seed 1 --save %t.ck/zbv > %t.zbv.out
+// RUN: braid-opt %t.mlir --braid-pipeline-split="stages=2 chunks=2 placement=v" --braid-autodiff --braid-train-step="lr=0.1 optimizer=sgd accumulation=2 pipeline" --braid-pipeline-outline --braid-pipeline-schedule=schedule=zb-v -o %t.zbv.mlir
+// RUN: braid-eval %t.zbv.mlir --steps 3 --seed 1 --pipeline --save-weights %t.zbv.w --save-optimizer-state %t.zbv.s > %t.zbv.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.zbv.out %t.zbv.eval --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/zbv/checkpoint.safetensors %t.zbv.w %t.zbv.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
 //
 // The automatic schedule over pp=2, 4 micro-batches.
 // RUN: braidc %t.mlir --mesh pp=2 --schedule auto --microbatches 4 --optimizer sgd --lr 0.1 -o %t.auto
