@@ -35,6 +35,22 @@ braid.layer @block(%x: tensor<4x8xf32>) -> tensor<2x8xf32> {
   braid.yield %r : tensor<2x8xf32>
 }
 
+// Tests that all_to_all and broadcast_from start with their dimensions and
+// root, and that all_slice, which has no asynchronous form, stays.
+// CHECK-LABEL: func.func @forms
+// CHECK: %[[A:.*]] = braid.all_to_all_start %{{.*}} on @mesh ["tp"] {concat_dim = 1 : i64, split_dim = 0 : i64} : tensor<2x8xf32> -> !braid.future<tensor<1x16xf32>>
+// CHECK-NEXT: %[[B:.*]] = braid.broadcast_from_start %{{.*}} on @mesh ["dp"] {root = 1 : i64} : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+// CHECK-NEXT: %[[S:.*]] = braid.all_slice %{{.*}} on @mesh ["dp"] {dim = 1 : i64} : (tensor<2x8xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[WA:.*]] = braid.wait %[[A]]
+// CHECK-NEXT: %[[WB:.*]] = braid.wait %[[B]]
+// CHECK-NEXT: return %[[WA]], %[[WB]], %[[S]]
+func.func @forms(%p: tensor<2x8xf32>) -> (tensor<1x16xf32>, tensor<2x8xf32>, tensor<2x4xf32>) {
+  %a = braid.all_to_all %p on @mesh ["tp"] {split_dim = 0 : i64, concat_dim = 1 : i64} : (tensor<2x8xf32>) -> tensor<1x16xf32>
+  %b = braid.broadcast_from %p on @mesh ["dp"] {root = 1 : i64} : tensor<2x8xf32>
+  %s = braid.all_slice %p on @mesh ["dp"] {dim = 1 : i64} : (tensor<2x8xf32>) -> tensor<2x4xf32>
+  return %a, %b, %s : tensor<1x16xf32>, tensor<2x8xf32>, tensor<2x4xf32>
+}
+
 // The comm report lists start forms as their collectives, marked async.
 // REPORT: @overlap {{.*}} all_reduce      tp {{.*}} [async] the block
 // REPORT: @overlap {{.*}} all_gather      dp
