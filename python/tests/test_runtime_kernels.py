@@ -1,4 +1,4 @@
-"""Checks the runtime's CPU compute kernels (runtime/include/braid/rt/kernels.h).
+"""Checks the runtime's CPU kernels and memory (braid/rt/kernels.h, memory.h).
 
 Each kernel runs through ctypes on seeded random f32 inputs and is compared
 with a float64 reference computed with NumPy or PyTorch from the same f32
@@ -17,6 +17,7 @@ the path, when it is missing: a missing build must not pass for a green run.
 import ctypes
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,7 @@ SIGNATURES = {
     "fill_f32": "v fqp", "fill_i32": "v Iqp",
     "transpose_f32": "v pqppp", "transpose_i32": "v pqppp",
     "reduce_f32": "v pqpqpip",
-    "broadcast_f32": "v pqpqpp", "broadcast_i32": "v pqpqpp",
+    "broadcast_to_f32": "v pqpqpp", "broadcast_to_i32": "v pqpqpp",
     "slice_f32": "v pqppppp", "slice_i32": "v pqppppp",
     "concat_f32": "v pqqpqpp", "concat_i32": "v pqqpqpp",
     "relu_grad_f32": "v ppqp", "silu_grad_f32": "v ppqp", "gelu_grad_f32": "v ppqip",
@@ -82,13 +83,14 @@ class Kernels:
     def __init__(self, path):
         self.lib = ctypes.CDLL(str(path))
         for name, sig in SIGNATURES.items():
-            fn = getattr(self.lib, "braid_rt_cpu_" + name)
+            fn = getattr(self.lib, "braid_rt_" + name)
             ret, args = sig.split(" ")
             fn.restype = None if ret == "v" else ctypes.c_int
-            fn.argtypes = [_C[c] for c in args]
+            # Every kernel takes its stream first (NULL: the default one).
+            fn.argtypes = [ctypes.c_void_p] + [_C[c] for c in args]
 
     def __getattr__(self, name):
-        fn = getattr(self.lib, "braid_rt_cpu_" + name)
+        fn = getattr(self.lib, "braid_rt_" + name)
 
         def call(*args):
             keep = []  # keeps temporaries alive across the call
@@ -104,7 +106,7 @@ class Kernels:
                     converted.append(arr.ctypes.data)
                 else:
                     converted.append(a)
-            return fn(*converted)
+            return fn(None, *converted)
 
         return call
 
@@ -515,7 +517,7 @@ def test_broadcast(k, in_shape, out_shape, dtype):
     x = np.asarray(normal(*in_shape) * 100, dtype=dtype)
     y = out(*out_shape, dtype=dtype)
     sfx = "f32" if dtype == np.float32 else "i32"
-    getattr(k, "broadcast_" + sfx)(x, x.ndim, in_shape, len(out_shape), out_shape, y)
+    getattr(k, "broadcast_to_" + sfx)(x, x.ndim, in_shape, len(out_shape), out_shape, y)
     assert np.array_equal(y, np.broadcast_to(x, out_shape))
 
 
@@ -711,3 +713,62 @@ def test_sgd_update(k, nesterov, momentum, wd):
         k.sgd_update_f32(cur, g, b, lr, np.ones(1, np.float32), n, momentum, nesterov, wd,
                          cur, b)
     check(cur, tp.detach().numpy())
+
+
+def header_kernels():
+    """Each kernel declared in kernels.h with its number of parameters."""
+    header = Path(__file__).resolve().parents[2] / "runtime/include/braid/rt/kernels.h"
+    text = header.read_text()
+    decls = {}
+    for m in re.finditer(r"^(?:void|braid_rt_status_t)\s+braid_rt_(\w+)\(([^)]*)\)",
+                         text, re.M):
+        decls[m.group(1)] = m.group(2)
+    return decls
+
+
+def test_signatures_match_header():
+    # The ctypes signatures above must follow kernels.h: every kernel takes
+    # its stream first, then what SIGNATURES lists.
+    decls = header_kernels()
+    assert len(decls) >= 50, f"parsed only {len(decls)} kernels from kernels.h"
+    for name, params in decls.items():
+        first = params.split(",")[0].split()
+        assert first[:2] == ["braid_rt_stream_t", "*stream"], (name, params)
+    for name, sig in SIGNATURES.items():
+        assert name in decls, f"{name} is not declared in kernels.h"
+        assert len(decls[name].split(",")) == 1 + len(sig.split(" ")[1]), (name, decls[name])
+
+
+def test_memory(k):
+    # CPU backend: device memory is aligned host memory; the copies are
+    # memcpy and a copy onto itself is nothing.
+    lib = k.lib
+    lib.braid_rt_memory_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+    lib.braid_rt_memory_alloc.restype = ctypes.c_int
+    lib.braid_rt_memory_free.argtypes = [ctypes.c_void_p]
+    for fn in ("copy_to_device", "copy_to_host", "copy"):
+        f = getattr(lib, "braid_rt_memory_" + fn)
+        f.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t]
+        f.restype = ctypes.c_int
+    assert lib.braid_rt_memory_is_host() == 1
+    for nbytes in (0, 1, 100, 4096 + 3):
+        ptr = ctypes.c_void_p()
+        assert lib.braid_rt_memory_alloc(nbytes, ctypes.byref(ptr)) == OK
+        assert ptr.value and ptr.value % 64 == 0, (nbytes, ptr.value)
+        lib.braid_rt_memory_free(ptr)
+    huge = ctypes.c_void_p(1)
+    assert lib.braid_rt_memory_alloc(2**64 - 8, ctypes.byref(huge)) == 2  # OUT_OF_MEMORY
+    assert huge.value is None
+    src = normal(257)
+    dev = ctypes.c_void_p()
+    assert lib.braid_rt_memory_alloc(src.nbytes, ctypes.byref(dev)) == OK
+    assert lib.braid_rt_memory_copy_to_device(None, dev, src.ctypes.data, src.nbytes) == OK
+    mid = out(257)
+    assert lib.braid_rt_memory_copy(None, mid.ctypes.data, dev, src.nbytes) == OK
+    assert lib.braid_rt_memory_copy(None, mid.ctypes.data, mid.ctypes.data, src.nbytes) == OK
+    back = out(257)
+    assert lib.braid_rt_memory_copy_to_host(None, back.ctypes.data, dev, src.nbytes) == OK
+    assert np.array_equal(back, src) and np.array_equal(mid, src)
+    assert lib.braid_rt_memory_copy(None, None, dev, 4) == INVALID_ARGUMENT
+    lib.braid_rt_memory_free(dev)
+    lib.braid_rt_memory_free(None)

@@ -34,13 +34,13 @@
 // CHECK: {{^}}  braid_rt_program_pp_wait_all(
 //
 // After it: nothing squared or updated outside a stage's branch.
-// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
-// CHECK: {{^}}    braid_rt_cpu_sum_squares_f32(
-// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
+// CHECK: {{^}}    braid_rt_sum_squares_f32(
+// CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.add");
-// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
-// CHECK: {{^}}    braid_rt_cpu_adamw_update_f32_i64(
-// CHECK-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
+// CHECK: {{^}}    braid_rt_adamw_update_f32_i64(
+// CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: func.return");
 //
 // Each stage allocates and initialises only the slots it holds: w_in on

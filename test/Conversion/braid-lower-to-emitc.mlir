@@ -23,11 +23,12 @@
 // CHECK: %[[SITE:.*]] = get_global @[[$BUF0]] : !emitc.lvalue<!emitc.ptr<f32>>
 // CHECK: %[[ADDR:.*]] = address_of %[[SITE]]
 // CHECK: %[[Y:.*]] = call_opaque "braid_rt_program_buffer_f32"(%[[ADDR]], %{{.*}}) : (!emitc.ptr<!emitc.ptr<f32>>, i64) -> !emitc.ptr<f32>
-// CHECK: call_opaque "braid_rt_cpu_matmul_f32"(%[[X]], %[[W]], %{{.*}}, %[[XS]], %{{.*}}, %[[WS]], %{{.*}}, %{{.*}}, %[[Y]])
+// CHECK: %[[STREAM:.*]] = literal "braid_rt_program_stream()" : !emitc.ptr<!emitc.opaque<"braid_rt_stream_t">>
+// CHECK-NEXT: call_opaque "braid_rt_matmul_f32"(%[[STREAM]], %[[X]], %[[W]], %{{.*}}, %[[XS]], %{{.*}}, %[[WS]], %{{.*}}, %{{.*}}, %[[Y]])
 // CHECK: %[[BS:.*]] = get_global @[[$B_SHAPE]]
 // CHECK: %[[Z:.*]] = call_opaque "braid_rt_program_buffer_f32"
-// CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[Y]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[BS]], %[[Z]])
-// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[Z]], %{{.*}}, %[[OUT]])
+// CHECK: call_opaque "braid_rt_add_f32"(%{{[^,]+}}, %[[Y]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %[[BS]], %[[Z]])
+// CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[Z]], %{{.*}}, %[[OUT]])
 // CHECK-NOT: braid_rt_program_free
 // CHECK: return
 // CHECK-LABEL: emitc.func @braid_program_init(
@@ -61,12 +62,12 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK: %[[SLOT:.*]] = load %[[REF]]
 // CHECK: %[[TABLE:.*]] = get_global @braid_params
 // CHECK: subscript %[[TABLE]][%[[SLOT]]]
-// CHECK: call_opaque "braid_rt_cpu_matmul_f32"
-// CHECK: call_opaque "braid_rt_cpu_copy_f32"({{.*}}, %[[OUT]])
+// CHECK: call_opaque "braid_rt_matmul_f32"
+// CHECK: call_opaque "braid_rt_copy_f32"({{.*}}, %[[OUT]])
 // CHECK-LABEL: emitc.func @braid_stack(
 // CHECK-SAME: %[[IN:.*]]: !emitc.ptr<f32>, %[[RES:.*]]: !emitc.ptr<f32>)
 // CHECK: %[[CUR:.*]] = call_opaque "braid_rt_program_buffer_f32"
-// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[IN]], %{{.*}}, %[[CUR]])
+// CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[IN]], %{{.*}}, %[[CUR]])
 // CHECK: %[[NEXT:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: %[[TAB:.*]] = get_global @[[$SLOTS]]
 // CHECK: %[[LB:.*]] = "emitc.constant"() <{value = 0 : i64}>
@@ -77,9 +78,9 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK:   %[[ENTRY:.*]] = subscript %[[TAB]][%[[OFF]]]
 // CHECK:   %[[PTR:.*]] = address_of %[[ENTRY]]
 // CHECK:   call_opaque "braid_block"(%[[CUR]], %[[PTR]], %[[NEXT]])
-// CHECK:   call_opaque "braid_rt_cpu_copy_f32"(%[[NEXT]], %{{.*}}, %[[CUR]])
+// CHECK:   call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[NEXT]], %{{.*}}, %[[CUR]])
 // CHECK: }
-// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[CUR]], %{{.*}}, %[[RES]])
+// CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[CUR]], %{{.*}}, %[[RES]])
 braid.layer @block(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %w = braid.param "fc.w" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
   %y = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
@@ -97,11 +98,11 @@ func.func @stack(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
 // runtime's enum types.
 
 // CHECK-LABEL: emitc.func @braid_embed(
-// CHECK: %[[S:.*]] = call_opaque "braid_rt_cpu_embedding_f32"({{.*}}) : ({{.*}}) -> !emitc.opaque<"braid_rt_status_t">
+// CHECK: %[[S:.*]] = call_opaque "braid_rt_embedding_f32"({{.*}}) : ({{.*}}) -> !emitc.opaque<"braid_rt_status_t">
 // CHECK: %[[WHERE:.*]] = literal "\22{{.*}}braid-lower-to-emitc.mlir:{{[0-9]+}}:{{[0-9]+}}: braid.embedding\22"
 // CHECK: call_opaque "braid_rt_program_check"(%[[S]], %[[WHERE]])
 // CHECK: %[[A:.*]] = cast %{{.*}} : i32 to !emitc.opaque<"braid_rt_gelu_approximation_t">
-// CHECK: call_opaque "braid_rt_cpu_gelu_f32"(%{{.*}}, %{{.*}}, %[[A]], %{{.*}})
+// CHECK: call_opaque "braid_rt_gelu_f32"(%{{[^,]+}}, %{{.*}}, %{{.*}}, %[[A]], %{{.*}})
 func.func @embed(%ids: tensor<2x8xi32>) -> tensor<2x8x16xf32> {
   %t = braid.param "wte" {init = #braid.init<normal(0.02)>} : tensor<64x16xf32>
   %e = braid.embedding %t, %ids : (tensor<64x16xf32>, tensor<2x8xi32>) -> tensor<2x8x16xf32>
@@ -123,16 +124,16 @@ func.func @embed(%ids: tensor<2x8xi32>) -> tensor<2x8x16xf32> {
 // CHECK: assign %[[G]] : !emitc.ptr<f32> to %[[E0]]
 // CHECK: assign %[[H]] : !emitc.ptr<f32> to
 // CHECK: %[[CS:.*]] = get_global @[[$COUNTS]]
-// CHECK: call_opaque "braid_rt_cpu_sum_squares_f32"(%[[LIST]], %[[CS]], %{{.*}}, %{{.*}})
+// CHECK: call_opaque "braid_rt_sum_squares_f32"(%{{[^,]+}}, %[[LIST]], %[[CS]], %{{.*}}, %{{.*}})
 // CHECK: %[[W:.*]] = load
 // CHECK: %[[M:.*]] = load
 // CHECK: %[[V:.*]] = load
 // CHECK: %[[NW:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: %[[NM:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: %[[NV:.*]] = call_opaque "braid_rt_program_buffer_f32"
-// CHECK: call_opaque "braid_rt_cpu_adamw_update_f32_i64"(%[[W]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[STEP]], {{.*}}, %[[NW]], %[[NM]], %[[NV]])
+// CHECK: call_opaque "braid_rt_adamw_update_f32_i64"(%{{[^,]+}}, %[[W]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[STEP]], {{.*}}, %[[NW]], %[[NM]], %[[NV]])
 // CHECK: %[[SLOT:.*]] = load
-// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[NW]], %{{.*}}, %[[SLOT]])
+// CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[NW]], %{{.*}}, %[[SLOT]])
 func.func @update(%g: tensor<4xf32>, %h: tensor<2xf32>, %lr: tensor<f32>, %step: tensor<i64>, %scale: tensor<f32>) -> tensor<f32> {
   %n = braid.sum_squares %g, %h : (tensor<4xf32>, tensor<2xf32>) -> tensor<f32>
   %w = braid.param "w" {init = #braid.init<ones>} : tensor<4xf32>
@@ -152,12 +153,12 @@ func.func @update(%g: tensor<4xf32>, %h: tensor<2xf32>, %lr: tensor<f32>, %step:
 
 // CHECK-LABEL: emitc.func @braid_read_then_store(
 // CHECK: %[[A:.*]] = load %{{.*}} : <!emitc.ptr<f32>>
-// CHECK-NOT: braid_rt_cpu_copy_f32"(%[[A]]
+// CHECK-NOT: braid_rt_copy_f32"(%{{[^,]+}}, %[[A]]
 // CHECK: %[[B:.*]] = load %{{.*}} : <!emitc.ptr<f32>>
 // CHECK: %[[COPY:.*]] = call_opaque "braid_rt_program_buffer_f32"
-// CHECK: call_opaque "braid_rt_cpu_copy_f32"(%[[B]], %{{.*}}, %[[COPY]])
-// CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[A]], %[[A]]
-// CHECK: call_opaque "braid_rt_cpu_add_f32"(%[[COPY]], %[[COPY]]
+// CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[B]], %{{.*}}, %[[COPY]])
+// CHECK: call_opaque "braid_rt_add_f32"(%{{[^,]+}}, %[[A]], %[[A]]
+// CHECK: call_opaque "braid_rt_add_f32"(%{{[^,]+}}, %[[COPY]], %[[COPY]]
 func.func @read_then_store(%x: tensor<4xf32>) -> tensor<4xf32> {
   %a = braid.param "a" {init = #braid.init<ones>} : tensor<4xf32>
   %b = braid.param "b" {init = #braid.init<ones>} : tensor<4xf32>

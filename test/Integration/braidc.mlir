@@ -7,11 +7,11 @@
 // RUN: not braidc %s --entry h -o %t.prog 2>&1 | FileCheck %s --check-prefix=NOFN
 
 // MLIR: emitc.func @braid_f(%{{.*}}: !emitc.ptr<f32>, %{{.*}}: !emitc.ptr<f32>)
-// MLIR: call_opaque "braid_rt_cpu_relu_f32"
+// MLIR: call_opaque "braid_rt_relu_f32"
 
 // CPP: #include "braid/rt/kernels.h"
 // CPP: void braid_f(float* [[X:v[0-9]+]], float* [[Y:v[0-9]+]]) {
-// CPP: braid_rt_cpu_relu_f32([[X]],
+// CPP: braid_rt_relu_f32(braid_rt_program_stream(), [[X]],
 // CPP: int main(int argc, char **argv) {
 // CPP: braid_program_init(seed);
 // CPP: braid_rt_program_init_f32(seed, "x", BRAID_RT_INIT_NORMAL, 1.0, 0.0, 4, in0);

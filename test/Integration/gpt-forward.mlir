@@ -15,9 +15,9 @@
 // CHECK: ok: 1 losses within 1e-05
 
 // CPP: void braid_block(float* [[X:v[0-9]+]], int64_t* [[SLOTS:v[0-9]+]], float* [[OUT:v[0-9]+]]) {
-// CPP: braid_rt_cpu_attention_f32(
+// CPP: braid_rt_attention_f32(
 // CPP: void braid_forward(int32_t* {{v[0-9]+}}, int32_t* {{v[0-9]+}}, float* {{v[0-9]+}}) {
 // CPP: for (int64_t
 // CPP: braid_block(
-// CPP: braid_rt_cpu_cross_entropy_f32(
+// CPP: braid_rt_cross_entropy_f32(
 // CPP: int main(

@@ -73,15 +73,15 @@
 // checkpoint takes each slot from the stage that updates it (wte: any).
 // RUN: FileCheck %s --strict-whitespace --check-prefix=GUARD < %t.1f1b.d/program.cpp
 // GUARD: {{^}}  braid_rt_program_pp_wait_all(
-// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
-// GUARD: {{^}}    braid_rt_cpu_sum_squares_f32(
-// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
+// GUARD: {{^}}    braid_rt_sum_squares_f32(
+// GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}, {{v[0-9]+}}, {{v[0-9]+}}, {{.*}}: braid.add");
-// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
-// GUARD: {{^}}    braid_rt_cpu_adamw_update_f32_i64(
-// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
+// GUARD: {{^}}    braid_rt_adamw_update_f32_i64(
+// GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.store_param");
-// GUARD-NOT: {{^}}  braid_rt_cpu_{{adamw_update|sum_squares}}
+// GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: func.return");
 // GUARD: {"wte.weight", 2, braid_slot_shape_0, braid_slot_spec_0, -1},
 // GUARD: {"wpe.weight", 2, braid_slot_shape_1, braid_slot_spec_1, 0},

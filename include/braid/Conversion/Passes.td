@@ -7,7 +7,7 @@ include "mlir/Pass/PassBase.td"
 
 def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
   let summary = "Lowers a braid program (single-device or per-device) to "
-                "EmitC calls of the runtime's CPU kernels and collectives.";
+                "EmitC calls of the runtime's kernels and collectives.";
   let description = [{
     Code generation's first step: every `func.func` (or only `entry` and the
     layers it repeats) becomes an `emitc.func` that the C++ emitter
@@ -22,7 +22,8 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
       functions are not reentrant and results leave them by copy;
       `braid.reshape` aliases its operand.
     - Each compute op becomes an `emitc.call_opaque` of its kernel with the
-      operands, then its static shapes and attributes as scalars or
+      program's stream (`braid_rt_program_stream()`), the operands, then its
+      static shapes and attributes as scalars or
       `static const` shape arrays, then the result buffers (the calling
       convention of `kernels.h`). Kernels that can fail are followed by
       `braid_rt_program_check`, which names the op's location.
@@ -68,7 +69,8 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
     %site = emitc.get_global @braid_buffer_3 : !emitc.lvalue<!emitc.ptr<f32>>
     %p = emitc.address_of %site : !emitc.lvalue<!emitc.ptr<f32>>
     %y = emitc.call_opaque "braid_rt_program_buffer_f32"(%p, %c512) : (!emitc.ptr<!emitc.ptr<f32>>, i64) -> !emitc.ptr<f32>
-    emitc.call_opaque "braid_rt_cpu_matmul_f32"(%x, %w, %c3, %shape0, %c2, %shape1, %false, %false, %y) : (...) -> ()
+    %stream = emitc.literal "braid_rt_program_stream()" : !emitc.ptr<!emitc.opaque<"braid_rt_stream_t">>
+    emitc.call_opaque "braid_rt_matmul_f32"(%stream, %x, %w, %c3, %shape0, %c2, %shape1, %false, %false, %y) : (...) -> ()
     ```
   }];
   let options = [

@@ -1,7 +1,7 @@
-//===- BraidToEmitC.cpp - braid to EmitC calls of the CPU kernels ---------===//
+//===- BraidToEmitC.cpp - braid to EmitC calls of the runtime's kernels ---===//
 //
 // Lowers a single-device braid program to EmitC: tensors become buffers,
-// compute ops become calls of the runtime's CPU kernels (braid/rt/kernels.h),
+// compute ops become calls of the runtime's kernels (braid/rt/kernels.h),
 // parameters become slots of a global table, braid.repeat becomes a loop
 // calling the layer's function. See docs/codegen.md.
 //
@@ -265,6 +265,14 @@ public:
   }
   /// Calls a kernel returning braid_rt_status_t and checks the status.
   void callChecked(StringRef callee, ArrayRef<Value> args);
+  /// Calls a kernel of braid/rt/kernels.h on the program's stream (its
+  /// first argument on every backend).
+  void kernel(StringRef callee, ArrayRef<Value> args) {
+    call(callee, withStream(args));
+  }
+  void kernelChecked(StringRef callee, ArrayRef<Value> args) {
+    callChecked(callee, withStream(args));
+  }
   /// Places the ops of `body` after its braid.pipeline on the pipeline's
   /// stages, with the owners of the parameter slots (and whether each stage
   /// can hold only its own slots).
@@ -281,6 +289,8 @@ public:
   Value whereText() { return text(where); }
   /// A C string literal.
   Value text(StringRef s);
+  /// `args` after the program's compute stream.
+  SmallVector<Value> withStream(ArrayRef<Value> args);
   /// The pending site of a started collective's future.
   DenseMap<Value, Value> pendingOf;
   /// Copies `count` elements of `from` to `to` (f32, i32 or i64).
@@ -372,6 +382,16 @@ Value FunctionLowering::text(StringRef s) {
       b.getStringAttr(quote(s)));
 }
 
+SmallVector<Value> FunctionLowering::withStream(ArrayRef<Value> args) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> all = {emitc::LiteralOp::create(
+      b, loc,
+      emitc::PointerType::get(emitc::OpaqueType::get(ctx, "braid_rt_stream_t")),
+      "braid_rt_program_stream()")};
+  llvm::append_range(all, args);
+  return all;
+}
+
 void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
   MLIRContext *ctx = b.getContext();
   Value status = emitc::CallOpaqueOp::create(
@@ -384,10 +404,10 @@ void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {
 void FunctionLowering::copy(Type elementType, Value from, Value to,
                             int64_t count) {
   // The kernels copy f32 and i32; the program support header i64.
-  StringRef callee = elementType.isInteger(64) ? "braid_rt_program_copy_i64"
-                     : elementType.isF32()     ? "braid_rt_cpu_copy_f32"
-                                               : "braid_rt_cpu_copy_i32";
-  call(callee, {from, i64(count), to});
+  if (elementType.isInteger(64))
+    return call("braid_rt_program_copy_i64", {from, i64(count), to});
+  kernel(elementType.isF32() ? "braid_rt_copy_f32" : "braid_rt_copy_i32",
+         {from, i64(count), to});
 }
 
 static bool isOverwrittenWhileLive(ParamOp read);
@@ -1325,10 +1345,10 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
 template <typename OpT>
 static void addBinary(LoweringTable &t, StringRef kernel) {
   t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
-    l.call(kernel, {l.get(op.getLhs()), l.get(op.getRhs()),
-                    l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
-                    l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
-                    l.result(op.getResult())});
+    l.kernel(kernel, {l.get(op.getLhs()), l.get(op.getRhs()),
+                      l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+                      l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+                      l.result(op.getResult())});
     return success();
   });
 }
@@ -1336,8 +1356,8 @@ static void addBinary(LoweringTable &t, StringRef kernel) {
 template <typename OpT>
 static void addUnary(LoweringTable &t, StringRef kernel) {
   t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
-    l.call(kernel, {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
-                    l.result(op.getResult())});
+    l.kernel(kernel, {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+                      l.result(op.getResult())});
     return success();
   });
 }
@@ -1567,8 +1587,9 @@ static std::pair<Value, Value> bufferList(FunctionLowering &l,
 template <typename OpT>
 static void addActivationGrad(LoweringTable &t, StringRef kernel) {
   t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
-    l.call(kernel, {l.get(op.getInput()), l.get(op.getGrad()),
-                    l.i64(l.countOf(op.getInput())), l.result(op.getResult())});
+    l.kernel(kernel,
+             {l.get(op.getInput()), l.get(op.getGrad()),
+              l.i64(l.countOf(op.getInput())), l.result(op.getResult())});
     return success();
   });
 }
@@ -1596,26 +1617,26 @@ static Value strideArray(FunctionLowering &l,
 static void populateShapeLowerings(LoweringTable &t) {
   t.add<SliceOp>([](SliceOp op, FunctionLowering &l) -> LogicalResult {
     FailureOr<std::string> kernel =
-        movementKernel(op, "braid_rt_cpu_slice", op.getInput());
+        movementKernel(op, "braid_rt_slice", op.getInput());
     if (failed(kernel))
       return failure();
-    l.call(*kernel, {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
-                     l.shapeOf(op.getInput()), l.shape(op.getStart()),
-                     strideArray(l, op.getStride()), l.shapeOf(op.getResult()),
-                     l.result(op.getResult())});
+    l.kernel(*kernel, {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+                       l.shapeOf(op.getInput()), l.shape(op.getStart()),
+                       strideArray(l, op.getStride()),
+                       l.shapeOf(op.getResult()), l.result(op.getResult())});
     return success();
   });
   t.add<SliceGradOp>([](SliceGradOp op, FunctionLowering &l) -> LogicalResult {
-    l.call("braid_rt_cpu_slice_grad_f32",
-           {l.get(op.getGrad()), l.i64(l.rankOf(op.getGrad())),
-            l.shapeOf(op.getGrad()), l.shape(op.getStart()),
-            strideArray(l, op.getStride()), l.shapeOf(op.getResult()),
-            l.result(op.getResult())});
+    l.kernel("braid_rt_slice_grad_f32",
+             {l.get(op.getGrad()), l.i64(l.rankOf(op.getGrad())),
+              l.shapeOf(op.getGrad()), l.shape(op.getStart()),
+              strideArray(l, op.getStride()), l.shapeOf(op.getResult()),
+              l.result(op.getResult())});
     return success();
   });
   t.add<ConcatOp>([](ConcatOp op, FunctionLowering &l) -> LogicalResult {
     FailureOr<std::string> kernel =
-        movementKernel(op, "braid_rt_cpu_concat", op.getResult());
+        movementKernel(op, "braid_rt_concat", op.getResult());
     if (failed(kernel))
       return failure();
     int64_t axis = op.getAxis();
@@ -1626,19 +1647,19 @@ static void populateShapeLowerings(LoweringTable &t) {
     for (Value input : op.getInputs())
       sizes.push_back(l.typeOf(input).getDimSize(axis));
     Value list = bufferList(l, op.getInputs()).first;
-    l.call(*kernel, {list, l.i64(op.getInputs().size()), l.i64(rank),
-                     l.shapeOf(op.getResult()), l.i64(axis), l.shape(sizes),
-                     l.result(op.getResult())});
+    l.kernel(*kernel, {list, l.i64(op.getInputs().size()), l.i64(rank),
+                       l.shapeOf(op.getResult()), l.i64(axis), l.shape(sizes),
+                       l.result(op.getResult())});
     return success();
   });
   t.add<ReduceMaxGradOp>(
       [](ReduceMaxGradOp op, FunctionLowering &l) -> LogicalResult {
         ArrayRef<int64_t> axes = op.getAxes();
-        l.callChecked("braid_rt_cpu_reduce_max_grad_f32",
-                      {l.get(op.getInput()), l.get(op.getGrad()),
-                       l.i64(l.rankOf(op.getInput())),
-                       l.shapeOf(op.getInput()), l.i64(axes.size()),
-                       l.shape(axes), l.result(op.getResult())});
+        l.kernelChecked("braid_rt_reduce_max_grad_f32",
+                        {l.get(op.getInput()), l.get(op.getGrad()),
+                         l.i64(l.rankOf(op.getInput())),
+                         l.shapeOf(op.getInput()), l.i64(axes.size()),
+                         l.shape(axes), l.result(op.getResult())});
         return success();
       });
 }
@@ -1663,59 +1684,60 @@ static void populateTrainingLowerings(LoweringTable &t) {
                   l.b.getI32IntegerAttr(
                       dense.getSplatValue<APInt>().getSExtValue()))
                   .getResult();
-    l.call(("braid_rt_cpu_fill_" + getElementSuffix(element)).str(),
-           {value, l.i64(l.countOf(op.getResult())), l.result(op.getResult())});
+    l.kernel(
+        ("braid_rt_fill_" + getElementSuffix(element)).str(),
+        {value, l.i64(l.countOf(op.getResult())), l.result(op.getResult())});
     return success();
   });
   t.add<ReduceOp>([](ReduceOp op, FunctionLowering &l) -> LogicalResult {
     ArrayRef<int64_t> axes = op.getAxes();
-    l.call("braid_rt_cpu_reduce_f32",
-           {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
-            l.shapeOf(op.getInput()), l.i64(axes.size()), l.shape(axes),
-            l.enumValue("braid_rt_reduce_kind_t",
-                        static_cast<int64_t>(op.getKind())),
-            l.result(op.getResult())});
+    l.kernel("braid_rt_reduce_f32",
+             {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+              l.shapeOf(op.getInput()), l.i64(axes.size()), l.shape(axes),
+              l.enumValue("braid_rt_reduce_kind_t",
+                          static_cast<int64_t>(op.getKind())),
+              l.result(op.getResult())});
     return success();
   });
   t.add<BroadcastOp>([](BroadcastOp op, FunctionLowering &l) -> LogicalResult {
     Type element = l.typeOf(op.getInput()).getElementType();
     if (element.isInteger(64))
       return op.emitOpError() << "broadcasts i64; the kernels take f32 and i32";
-    l.call(("braid_rt_cpu_broadcast_" + getElementSuffix(element)).str(),
-           {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
-            l.shapeOf(op.getInput()), l.i64(l.rankOf(op.getResult())),
-            l.shapeOf(op.getResult()), l.result(op.getResult())});
+    l.kernel(("braid_rt_broadcast_to_" + getElementSuffix(element)).str(),
+             {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+              l.shapeOf(op.getInput()), l.i64(l.rankOf(op.getResult())),
+              l.shapeOf(op.getResult()), l.result(op.getResult())});
     return success();
   });
-  addActivationGrad<ReluGradOp>(t, "braid_rt_cpu_relu_grad_f32");
-  addActivationGrad<SiluGradOp>(t, "braid_rt_cpu_silu_grad_f32");
+  addActivationGrad<ReluGradOp>(t, "braid_rt_relu_grad_f32");
+  addActivationGrad<SiluGradOp>(t, "braid_rt_silu_grad_f32");
   t.add<GeluGradOp>([](GeluGradOp op, FunctionLowering &l) -> LogicalResult {
-    l.call("braid_rt_cpu_gelu_grad_f32",
-           {l.get(op.getInput()), l.get(op.getGrad()),
-            l.i64(l.countOf(op.getInput())),
-            l.enumValue("braid_rt_gelu_approximation_t",
-                        static_cast<int64_t>(op.getApproximate())),
-            l.result(op.getResult())});
+    l.kernel("braid_rt_gelu_grad_f32",
+             {l.get(op.getInput()), l.get(op.getGrad()),
+              l.i64(l.countOf(op.getInput())),
+              l.enumValue("braid_rt_gelu_approximation_t",
+                          static_cast<int64_t>(op.getApproximate())),
+              l.result(op.getResult())});
     return success();
   });
   t.add<LayerNormGradOp>(
       [](LayerNormGradOp op, FunctionLowering &l) -> LogicalResult {
         Value x = op.getInput();
-        l.call("braid_rt_cpu_layer_norm_grad_f32",
-               {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
-                l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
-                l.f64(op.getEpsilon().convertToDouble()),
-                l.result(op.getResult())});
+        l.kernel("braid_rt_layer_norm_grad_f32",
+                 {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
+                  l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+                  l.f64(op.getEpsilon().convertToDouble()),
+                  l.result(op.getResult())});
         return success();
       });
   t.add<RmsNormGradOp>(
       [](RmsNormGradOp op, FunctionLowering &l) -> LogicalResult {
         Value x = op.getInput();
-        l.call("braid_rt_cpu_rms_norm_grad_f32",
-               {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
-                l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
-                l.f64(op.getEpsilon().convertToDouble()),
-                l.result(op.getResult())});
+        l.kernel("braid_rt_rms_norm_grad_f32",
+                 {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
+                  l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+                  l.f64(op.getEpsilon().convertToDouble()),
+                  l.result(op.getResult())});
         return success();
       });
   t.add<EmbeddingGradOp>(
@@ -1733,23 +1755,23 @@ static void populateTrainingLowerings(LoweringTable &t) {
           return success();
         }
         checkIds(l, "id", op.getIds(), table[0]);
-        l.callChecked(idKernel("braid_rt_cpu_embedding_grad_f32", op.getIds()),
-                      {l.get(op.getIds()), l.get(op.getGrad()),
-                       l.i64(l.countOf(op.getIds())), l.i64(table[0]),
-                       l.i64(table[1]), l.result(op.getResult())});
+        l.kernelChecked(idKernel("braid_rt_embedding_grad_f32", op.getIds()),
+                        {l.get(op.getIds()), l.get(op.getGrad()),
+                         l.i64(l.countOf(op.getIds())), l.i64(table[0]),
+                         l.i64(table[1]), l.result(op.getResult())});
         return success();
       });
   t.add<AttentionGradOp>(
       [](AttentionGradOp op, FunctionLowering &l) -> LogicalResult {
         ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
         ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
-        l.callChecked("braid_rt_cpu_attention_grad_f32",
-                      {l.get(op.getQuery()), l.get(op.getKey()),
-                       l.get(op.getValue()), l.get(op.getGrad()), l.i64(q[0]),
-                       l.i64(q[1]), l.i64(k[1]), l.i64(q[2]), l.i64(k[2]),
-                       l.i64(q[3]), l.flag(op.getCausal()),
-                       l.f64(attentionScale(op, q[3])), l.i64(op.getOperand()),
-                       l.result(op.getResult())});
+        l.kernelChecked("braid_rt_attention_grad_f32",
+                        {l.get(op.getQuery()), l.get(op.getKey()),
+                         l.get(op.getValue()), l.get(op.getGrad()), l.i64(q[0]),
+                         l.i64(q[1]), l.i64(k[1]), l.i64(q[2]), l.i64(k[2]),
+                         l.i64(q[3]), l.flag(op.getCausal()),
+                         l.f64(attentionScale(op, q[3])),
+                         l.i64(op.getOperand()), l.result(op.getResult())});
         return success();
       });
   t.add<CrossEntropyGradOp>(
@@ -1767,68 +1789,69 @@ static void populateTrainingLowerings(LoweringTable &t) {
           return success();
         }
         checkIds(l, "label", op.getLabels(), l.colsOf(logits));
-        l.callChecked(
-            idKernel("braid_rt_cpu_cross_entropy_grad_f32", op.getLabels()),
+        l.kernelChecked(
+            idKernel("braid_rt_cross_entropy_grad_f32", op.getLabels()),
             {l.get(logits), l.get(op.getLabels()), l.get(op.getGrad()),
              l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)),
              l.result(op.getResult())});
         return success();
       });
-  t.add<LrScheduleOp>([](LrScheduleOp op, FunctionLowering &l) -> LogicalResult {
-    l.call(idKernel("braid_rt_cpu_lr_schedule_f32", op.getStep()),
-           {l.get(op.getStep()),
-            l.enumValue("braid_rt_lr_decay_t",
-                        static_cast<int64_t>(op.getDecay())),
-            l.f64(op.getLr().convertToDouble()),
-            l.f64(op.getMinLr().convertToDouble()),
-            l.i64(op.getWarmupSteps()), l.i64(op.getTotalSteps()),
-            l.result(op.getResult())});
-    return success();
-  });
+  t.add<LrScheduleOp>(
+      [](LrScheduleOp op, FunctionLowering &l) -> LogicalResult {
+        l.kernel(idKernel("braid_rt_lr_schedule_f32", op.getStep()),
+                 {l.get(op.getStep()),
+                  l.enumValue("braid_rt_lr_decay_t",
+                              static_cast<int64_t>(op.getDecay())),
+                  l.f64(op.getLr().convertToDouble()),
+                  l.f64(op.getMinLr().convertToDouble()),
+                  l.i64(op.getWarmupSteps()), l.i64(op.getTotalSteps()),
+                  l.result(op.getResult())});
+        return success();
+      });
   t.add<GlobalNormOp>([](GlobalNormOp op, FunctionLowering &l) -> LogicalResult {
     auto [list, counts] = bufferList(l, op.getInputs());
-    l.call("braid_rt_cpu_global_norm_f32",
-           {list, counts, l.i64(op.getInputs().size()),
-            l.result(op.getResult())});
+    l.kernel(
+        "braid_rt_global_norm_f32",
+        {list, counts, l.i64(op.getInputs().size()), l.result(op.getResult())});
     return success();
   });
   t.add<SumSquaresOp>([](SumSquaresOp op, FunctionLowering &l) -> LogicalResult {
     auto [list, counts] = bufferList(l, op.getInputs());
-    l.call("braid_rt_cpu_sum_squares_f32",
-           {list, counts, l.i64(op.getInputs().size()),
-            l.result(op.getResult())});
+    l.kernel(
+        "braid_rt_sum_squares_f32",
+        {list, counts, l.i64(op.getInputs().size()), l.result(op.getResult())});
     return success();
   });
   t.add<ClipCoefficientOp>(
       [](ClipCoefficientOp op, FunctionLowering &l) -> LogicalResult {
-        l.call("braid_rt_cpu_clip_coefficient_f32",
-               {l.get(op.getNorm()), l.f64(op.getMaxNorm().convertToDouble()),
-                l.result(op.getResult())});
+        l.kernel("braid_rt_clip_coefficient_f32",
+                 {l.get(op.getNorm()), l.f64(op.getMaxNorm().convertToDouble()),
+                  l.result(op.getResult())});
         return success();
       });
   t.add<AdamWUpdateOp>(
       [](AdamWUpdateOp op, FunctionLowering &l) -> LogicalResult {
-        l.call(idKernel("braid_rt_cpu_adamw_update_f32", op.getStep()),
-               {l.get(op.getParam()), l.get(op.getGrad()), l.get(op.getM()),
-                l.get(op.getV()), l.get(op.getLr()), l.get(op.getStep()),
-                l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
-                l.f64(op.getBeta1().convertToDouble()),
-                l.f64(op.getBeta2().convertToDouble()),
-                l.f64(op.getEpsilon().convertToDouble()),
-                l.f64(op.getWeightDecay().convertToDouble()),
-                l.result(op.getNewParam()), l.result(op.getNewM()),
-                l.result(op.getNewV())});
+        l.kernel(idKernel("braid_rt_adamw_update_f32", op.getStep()),
+                 {l.get(op.getParam()), l.get(op.getGrad()), l.get(op.getM()),
+                  l.get(op.getV()), l.get(op.getLr()), l.get(op.getStep()),
+                  l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
+                  l.f64(op.getBeta1().convertToDouble()),
+                  l.f64(op.getBeta2().convertToDouble()),
+                  l.f64(op.getEpsilon().convertToDouble()),
+                  l.f64(op.getWeightDecay().convertToDouble()),
+                  l.result(op.getNewParam()), l.result(op.getNewM()),
+                  l.result(op.getNewV())});
         return success();
       });
   t.add<SgdUpdateOp>([](SgdUpdateOp op, FunctionLowering &l) -> LogicalResult {
-    l.call("braid_rt_cpu_sgd_update_f32",
-           {l.get(op.getParam()), l.get(op.getGrad()),
-            l.get(op.getMomentumBuffer()), l.get(op.getLr()),
-            l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
-            l.f64(op.getMomentum().convertToDouble()),
-            l.flag(op.getNesterov()),
-            l.f64(op.getWeightDecay().convertToDouble()),
-            l.result(op.getNewParam()), l.result(op.getNewMomentumBuffer())});
+    l.kernel("braid_rt_sgd_update_f32",
+             {l.get(op.getParam()), l.get(op.getGrad()),
+              l.get(op.getMomentumBuffer()), l.get(op.getLr()),
+              l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
+              l.f64(op.getMomentum().convertToDouble()),
+              l.flag(op.getNesterov()),
+              l.f64(op.getWeightDecay().convertToDouble()),
+              l.result(op.getNewParam()), l.result(op.getNewMomentumBuffer())});
     return success();
   });
 }
@@ -2212,47 +2235,47 @@ static void populateLowerings(LoweringTable &t) {
   });
   t.add<RotaryOp>([](RotaryOp op, FunctionLowering &l) -> LogicalResult {
     ArrayRef<int64_t> x = l.typeOf(op.getInput()).getShape();
-    l.call("braid_rt_cpu_rotary_f32",
-           {l.get(op.getInput()), l.i64(x[0]), l.i64(x[1]), l.i64(x[2]),
-            l.i64(x[3]), l.f64(op.getBase().convertToDouble()),
-            l.flag(op.getInverse()), l.result(op.getResult())});
+    l.kernel("braid_rt_rotary_f32",
+             {l.get(op.getInput()), l.i64(x[0]), l.i64(x[1]), l.i64(x[2]),
+              l.i64(x[3]), l.f64(op.getBase().convertToDouble()),
+              l.flag(op.getInverse()), l.result(op.getResult())});
     return success();
   });
   t.add<TransposeOp>([](TransposeOp op, FunctionLowering &l) -> LogicalResult {
     Type element = l.typeOf(op.getInput()).getElementType();
     if (element.isInteger(64))
       return op.emitOpError() << "transposes i64; the kernels take f32 and i32";
-    l.call(("braid_rt_cpu_transpose_" + getElementSuffix(element)).str(),
-           {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
-            l.shapeOf(op.getInput()), l.shape(op.getPermutation()),
-            l.result(op.getResult())});
+    l.kernel(("braid_rt_transpose_" + getElementSuffix(element)).str(),
+             {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+              l.shapeOf(op.getInput()), l.shape(op.getPermutation()),
+              l.result(op.getResult())});
     return success();
   });
   t.add<MatmulOp>([](MatmulOp op, FunctionLowering &l) -> LogicalResult {
-    l.call("braid_rt_cpu_matmul_f32",
-           {l.get(op.getLhs()), l.get(op.getRhs()),
-            l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
-            l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
-            l.flag(op.getTransposeA()), l.flag(op.getTransposeB()),
-            l.result(op.getResult())});
+    l.kernel("braid_rt_matmul_f32",
+             {l.get(op.getLhs()), l.get(op.getRhs()),
+              l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+              l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+              l.flag(op.getTransposeA()), l.flag(op.getTransposeB()),
+              l.result(op.getResult())});
     return success();
   });
-  addBinary<AddOp>(t, "braid_rt_cpu_add_f32");
-  addBinary<SubOp>(t, "braid_rt_cpu_sub_f32");
-  addBinary<MulOp>(t, "braid_rt_cpu_mul_f32");
-  addBinary<DivOp>(t, "braid_rt_cpu_div_f32");
-  addUnary<NegOp>(t, "braid_rt_cpu_neg_f32");
-  addUnary<ExpOp>(t, "braid_rt_cpu_exp_f32");
-  addUnary<SqrtOp>(t, "braid_rt_cpu_sqrt_f32");
-  addUnary<RsqrtOp>(t, "braid_rt_cpu_rsqrt_f32");
-  addUnary<ReluOp>(t, "braid_rt_cpu_relu_f32");
-  addUnary<SiluOp>(t, "braid_rt_cpu_silu_f32");
+  addBinary<AddOp>(t, "braid_rt_add_f32");
+  addBinary<SubOp>(t, "braid_rt_sub_f32");
+  addBinary<MulOp>(t, "braid_rt_mul_f32");
+  addBinary<DivOp>(t, "braid_rt_div_f32");
+  addUnary<NegOp>(t, "braid_rt_neg_f32");
+  addUnary<ExpOp>(t, "braid_rt_exp_f32");
+  addUnary<SqrtOp>(t, "braid_rt_sqrt_f32");
+  addUnary<RsqrtOp>(t, "braid_rt_rsqrt_f32");
+  addUnary<ReluOp>(t, "braid_rt_relu_f32");
+  addUnary<SiluOp>(t, "braid_rt_silu_f32");
   t.add<GeluOp>([](GeluOp op, FunctionLowering &l) -> LogicalResult {
-    l.call("braid_rt_cpu_gelu_f32",
-           {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
-            l.enumValue("braid_rt_gelu_approximation_t",
-                        static_cast<int64_t>(op.getApproximate())),
-            l.result(op.getResult())});
+    l.kernel("braid_rt_gelu_f32",
+             {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+              l.enumValue("braid_rt_gelu_approximation_t",
+                          static_cast<int64_t>(op.getApproximate())),
+              l.result(op.getResult())});
     return success();
   });
   t.add<SoftmaxOp>([](SoftmaxOp op, FunctionLowering &l) -> LogicalResult {
@@ -2265,26 +2288,26 @@ static void populateLowerings(LoweringTable &t) {
       outer *= shape[d];
     for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
       inner *= shape[d];
-    l.call("braid_rt_cpu_softmax_f32",
-           {l.get(op.getInput()), l.i64(outer), l.i64(shape[axis]),
-            l.i64(inner), l.result(op.getResult())});
+    l.kernel("braid_rt_softmax_f32",
+             {l.get(op.getInput()), l.i64(outer), l.i64(shape[axis]),
+              l.i64(inner), l.result(op.getResult())});
     return success();
   });
   t.add<LayerNormOp>([](LayerNormOp op, FunctionLowering &l) -> LogicalResult {
     Value x = op.getInput();
-    l.call("braid_rt_cpu_layer_norm_f32",
-           {l.get(x), l.get(op.getScale()), l.get(op.getBias()),
-            l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
-            l.f64(op.getEpsilon().convertToDouble()),
-            l.result(op.getResult())});
+    l.kernel("braid_rt_layer_norm_f32",
+             {l.get(x), l.get(op.getScale()), l.get(op.getBias()),
+              l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+              l.f64(op.getEpsilon().convertToDouble()),
+              l.result(op.getResult())});
     return success();
   });
   t.add<RmsNormOp>([](RmsNormOp op, FunctionLowering &l) -> LogicalResult {
     Value x = op.getInput();
-    l.call("braid_rt_cpu_rms_norm_f32",
-           {l.get(x), l.get(op.getScale()), l.i64(l.rowsOf(x)),
-            l.i64(l.colsOf(x)), l.f64(op.getEpsilon().convertToDouble()),
-            l.result(op.getResult())});
+    l.kernel("braid_rt_rms_norm_f32",
+             {l.get(x), l.get(op.getScale()), l.i64(l.rowsOf(x)),
+              l.i64(l.colsOf(x)), l.f64(op.getEpsilon().convertToDouble()),
+              l.result(op.getResult())});
     return success();
   });
   t.add<EmbeddingOp>([](EmbeddingOp op, FunctionLowering &l) -> LogicalResult {
@@ -2300,22 +2323,22 @@ static void populateLowerings(LoweringTable &t) {
       return success();
     }
     checkIds(l, "id", op.getIds(), table[0]);
-    l.callChecked(idKernel("braid_rt_cpu_embedding_f32", op.getIds()),
-                  {l.get(op.getTable()), l.get(op.getIds()), l.i64(table[0]),
-                   l.i64(table[1]), l.i64(l.countOf(op.getIds())),
-                   l.result(op.getResult())});
+    l.kernelChecked(idKernel("braid_rt_embedding_f32", op.getIds()),
+                    {l.get(op.getTable()), l.get(op.getIds()), l.i64(table[0]),
+                     l.i64(table[1]), l.i64(l.countOf(op.getIds())),
+                     l.result(op.getResult())});
     return success();
   });
   t.add<AttentionOp>([](AttentionOp op, FunctionLowering &l) -> LogicalResult {
     ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
     ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
     double scale = attentionScale(op, q[3]);
-    l.callChecked("braid_rt_cpu_attention_f32",
-                  {l.get(op.getQuery()), l.get(op.getKey()),
-                   l.get(op.getValue()), l.i64(q[0]), l.i64(q[1]),
-                   l.i64(k[1]), l.i64(q[2]), l.i64(k[2]), l.i64(q[3]),
-                   l.flag(op.getCausal()), l.f64(scale),
-                   l.result(op.getResult())});
+    l.kernelChecked("braid_rt_attention_f32",
+                    {l.get(op.getQuery()), l.get(op.getKey()),
+                     l.get(op.getValue()), l.i64(q[0]), l.i64(q[1]),
+                     l.i64(k[1]), l.i64(q[2]), l.i64(k[2]), l.i64(q[3]),
+                     l.flag(op.getCausal()), l.f64(scale),
+                     l.result(op.getResult())});
     return success();
   });
   t.add<CrossEntropyOp>([](CrossEntropyOp op, FunctionLowering &l) -> LogicalResult {
@@ -2331,9 +2354,10 @@ static void populateLowerings(LoweringTable &t) {
       return success();
     }
     checkIds(l, "label", op.getLabels(), l.colsOf(logits));
-    l.callChecked(idKernel("braid_rt_cpu_cross_entropy_f32", op.getLabels()),
-                  {l.get(logits), l.get(op.getLabels()), l.i64(l.rowsOf(logits)),
-                   l.i64(l.colsOf(logits)), l.result(op.getResult())});
+    l.kernelChecked(idKernel("braid_rt_cross_entropy_f32", op.getLabels()),
+                    {l.get(logits), l.get(op.getLabels()),
+                     l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)),
+                     l.result(op.getResult())});
     return success();
   });
 }

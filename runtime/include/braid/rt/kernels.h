@@ -1,10 +1,13 @@
-/*===- kernels.h - CPU compute kernels of the Braid runtime --------------===*/
+/*===- kernels.h - Compute kernels of the Braid runtime ------------------===*/
 /*
  * One f32 kernel per compute op of the braid dialect, forward and gradient,
- * named braid_rt_cpu_<op>_f32. Each computes what the op's EvalOpInterface
- * implementation (lib/Dialect/Braid/IR/BraidOpsEval.cpp) defines, to within
- * f32 rounding: accumulations (means, variances, norms, softmax sums, loss
- * sums) run in double, as the reference does.
+ * named braid_rt_<op>_f32 (braid.broadcast's is braid_rt_broadcast_to_f32:
+ * braid_rt_broadcast_f32 is the collective). Every backend implements the
+ * same declarations with the same calling convention, so a lowering and the
+ * program runtime are written once for all targets. Each computes what the op's
+ * EvalOpInterface implementation (lib/Dialect/Braid/IR/BraidOpsEval.cpp)
+ * defines, to within f32 rounding: accumulations (means, variances, norms,
+ * softmax sums, loss sums) run in double, as the reference does.
  *
  * Calling convention, so that a lowering can be written from an op's types
  * and attributes alone:
@@ -15,7 +18,11 @@
  *    `const int64_t *` (the dialect allows i32 and i64 for those operands).
  *    A rank-0 tensor (a loss, a learning rate, a step) is a pointer to its
  *    one element.
- *  - Arguments come in this order: the operands (const pointers, in the op's
+ *  - The first argument is the stream the kernel runs on (NULL: the default
+ *    stream; see memory.h). The CPU backend runs every kernel to completion
+ *    on the calling thread and ignores it; the CUDA backend enqueues the
+ *    kernel on it. Tensors are device memory (memory.h).
+ *  - Then come the operands (const pointers, in the op's
  *    operand order), then sizes and attributes as plain scalars, then the
  *    results (non-const pointers, in the op's result order).
  *  - General-rank ops take `int64_t rank` and `const int64_t *shape` (the
@@ -42,15 +49,16 @@
  * BRAID_RT_OUT_OF_MEMORY when scratch memory cannot be allocated. No kernel
  * prints or exits.
  *
- * Threading: every kernel is reentrant and thread-safe (no global state);
- * concurrent calls must not share result buffers. Matmul and attention use
- * OpenBLAS SGEMM (whose own threads follow OPENBLAS_NUM_THREADS); loops over
- * enough elements run on OpenMP threads (OMP_NUM_THREADS) when the library
+ * Threading (CPU backend): every kernel is reentrant and thread-safe (no global
+ * state); concurrent calls must not share result buffers. Matmul and attention
+ * use OpenBLAS SGEMM (whose own threads follow OPENBLAS_NUM_THREADS); loops
+ * over enough elements run on OpenMP threads (OMP_NUM_THREADS) when the library
  * was built with OpenMP, small ones run on the calling thread only.
  */
 #ifndef BRAID_RT_KERNELS_H
 #define BRAID_RT_KERNELS_H
 
+#include "braid/rt/memory.h"
 #include "braid/rt/status.h"
 
 #include <stdint.h>
@@ -85,37 +93,42 @@ typedef enum {
    transpose_a), `b` has type b_shape ([..., K, N], or [..., N, K] with
    transpose_b); both ranks >= 2. The batch dimensions (all but the last
    two) broadcast as in NumPy; `c` is [broadcast batch..., M, N]. */
-void braid_rt_cpu_matmul_f32(const float *a, const float *b, int64_t a_rank,
-                             const int64_t *a_shape, int64_t b_rank,
-                             const int64_t *b_shape, int transpose_a,
-                             int transpose_b, float *c);
+void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
+                         const float *b, int64_t a_rank, const int64_t *a_shape,
+                         int64_t b_rank, const int64_t *b_shape,
+                         int transpose_a, int transpose_b, float *c);
 
 /* braid.add, braid.sub, braid.mul, braid.div: `out` has the NumPy broadcast
    of a_shape and b_shape (right-aligned; each dimension equal or 1). */
-void braid_rt_cpu_add_f32(const float *a, const float *b, int64_t a_rank,
-                          const int64_t *a_shape, int64_t b_rank,
-                          const int64_t *b_shape, float *out);
-void braid_rt_cpu_sub_f32(const float *a, const float *b, int64_t a_rank,
-                          const int64_t *a_shape, int64_t b_rank,
-                          const int64_t *b_shape, float *out);
-void braid_rt_cpu_mul_f32(const float *a, const float *b, int64_t a_rank,
-                          const int64_t *a_shape, int64_t b_rank,
-                          const int64_t *b_shape, float *out);
-void braid_rt_cpu_div_f32(const float *a, const float *b, int64_t a_rank,
-                          const int64_t *a_shape, int64_t b_rank,
-                          const int64_t *b_shape, float *out);
+void braid_rt_add_f32(braid_rt_stream_t *stream, const float *a, const float *b,
+                      int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
+                      const int64_t *b_shape, float *out);
+void braid_rt_sub_f32(braid_rt_stream_t *stream, const float *a, const float *b,
+                      int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
+                      const int64_t *b_shape, float *out);
+void braid_rt_mul_f32(braid_rt_stream_t *stream, const float *a, const float *b,
+                      int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
+                      const int64_t *b_shape, float *out);
+void braid_rt_div_f32(braid_rt_stream_t *stream, const float *a, const float *b,
+                      int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
+                      const int64_t *b_shape, float *out);
 
 /* braid.neg, exp, sqrt, rsqrt, relu, silu: `count` elements of `x` to `y`. */
-void braid_rt_cpu_neg_f32(const float *x, int64_t count, float *y);
-void braid_rt_cpu_exp_f32(const float *x, int64_t count, float *y);
-void braid_rt_cpu_sqrt_f32(const float *x, int64_t count, float *y);
-void braid_rt_cpu_rsqrt_f32(const float *x, int64_t count, float *y);
-void braid_rt_cpu_relu_f32(const float *x, int64_t count, float *y);
-void braid_rt_cpu_silu_f32(const float *x, int64_t count, float *y);
+void braid_rt_neg_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                      float *y);
+void braid_rt_exp_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                      float *y);
+void braid_rt_sqrt_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                       float *y);
+void braid_rt_rsqrt_f32(braid_rt_stream_t *stream, const float *x,
+                        int64_t count, float *y);
+void braid_rt_relu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                       float *y);
+void braid_rt_silu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                       float *y);
 /* braid.gelu with its `approximate` attribute. */
-void braid_rt_cpu_gelu_f32(const float *x, int64_t count,
-                           braid_rt_gelu_approximation_t approximate,
-                           float *y);
+void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                       braid_rt_gelu_approximation_t approximate, float *y);
 
 /*===----------------------------------------------------------------------===*/
 /* Normalisation, embeddings, attention, loss                                 */
@@ -124,60 +137,63 @@ void braid_rt_cpu_gelu_f32(const float *x, int64_t count,
 /* braid.softmax along `axis` of a tensor of shape [d0, ..., dn]:
    outer = d0 * ... * d(axis-1), size = d(axis), inner = d(axis+1) * ... * dn
    (inner = 1 for the last axis). */
-void braid_rt_cpu_softmax_f32(const float *x, int64_t outer, int64_t size,
-                              int64_t inner, float *y);
+void braid_rt_softmax_f32(braid_rt_stream_t *stream, const float *x,
+                          int64_t outer, int64_t size, int64_t inner, float *y);
 
 /* braid.layer_norm: x and y are [rows, cols] (leading dims flattened),
    scale and bias are [cols]; `epsilon` is the attribute (default 1e-5). */
-void braid_rt_cpu_layer_norm_f32(const float *x, const float *scale,
-                                 const float *bias, int64_t rows, int64_t cols,
-                                 double epsilon, float *y);
+void braid_rt_layer_norm_f32(braid_rt_stream_t *stream, const float *x,
+                             const float *scale, const float *bias,
+                             int64_t rows, int64_t cols, double epsilon,
+                             float *y);
 /* braid.rms_norm: as layer_norm without bias (epsilon default 1e-6). */
-void braid_rt_cpu_rms_norm_f32(const float *x, const float *scale,
-                               int64_t rows, int64_t cols, double epsilon,
-                               float *y);
+void braid_rt_rms_norm_f32(braid_rt_stream_t *stream, const float *x,
+                           const float *scale, int64_t rows, int64_t cols,
+                           double epsilon, float *y);
 
 /* braid.embedding: table is [vocab, hidden], ids has `num_ids` elements (any
    shape), y is ids.shape + [hidden]. INVALID_ARGUMENT for an id outside
    [0, vocab). */
-braid_rt_status_t braid_rt_cpu_embedding_f32(const float *table,
-                                             const int32_t *ids, int64_t vocab,
+braid_rt_status_t braid_rt_embedding_f32(braid_rt_stream_t *stream,
+                                         const float *table, const int32_t *ids,
+                                         int64_t vocab, int64_t hidden,
+                                         int64_t num_ids, float *y);
+braid_rt_status_t braid_rt_embedding_f32_i64(braid_rt_stream_t *stream,
+                                             const float *table,
+                                             const int64_t *ids, int64_t vocab,
                                              int64_t hidden, int64_t num_ids,
                                              float *y);
-braid_rt_status_t braid_rt_cpu_embedding_f32_i64(const float *table,
-                                                 const int64_t *ids,
-                                                 int64_t vocab, int64_t hidden,
-                                                 int64_t num_ids, float *y);
 
 /* braid.rotary: x and y are [batch, seq, heads, dim] (dim even); `base` and
    `inverse` are the attributes (base default 10000). */
-void braid_rt_cpu_rotary_f32(const float *x, int64_t batch, int64_t seq,
-                             int64_t heads, int64_t dim, double base,
-                             int inverse, float *y);
+void braid_rt_rotary_f32(braid_rt_stream_t *stream, const float *x,
+                         int64_t batch, int64_t seq, int64_t heads, int64_t dim,
+                         double base, int inverse, float *y);
 
 /* braid.attention: q is [batch, seq_q, heads_q, dim], k and v are
    [batch, seq_kv, heads_kv, dim] with heads_q a multiple of heads_kv, y is
    [batch, seq_q, heads_q, dim]. `scale` is the effective scale: the `scale`
    attribute if present, else 1 / sqrt(dim). `causal` requires
    seq_q == seq_kv. Uses seq_q * seq_kv floats of scratch (OUT_OF_MEMORY). */
-braid_rt_status_t braid_rt_cpu_attention_f32(
-    const float *q, const float *k, const float *v, int64_t batch,
-    int64_t seq_q, int64_t seq_kv, int64_t heads_q, int64_t heads_kv,
-    int64_t dim, int causal, double scale, float *y);
+braid_rt_status_t braid_rt_attention_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
+    int64_t heads_kv, int64_t dim, int causal, double scale, float *y);
 
 /* braid.cross_entropy: logits are [rows, vocab] (leading dims flattened),
    labels has `rows` elements, `loss` is rank 0: the mean over rows of
    logsumexp(logits) - logits[label] (0 when rows == 0). INVALID_ARGUMENT for
    a label outside [0, vocab). */
-braid_rt_status_t braid_rt_cpu_cross_entropy_f32(const float *logits,
-                                                 const int32_t *labels,
+braid_rt_status_t braid_rt_cross_entropy_f32(braid_rt_stream_t *stream,
+                                             const float *logits,
+                                             const int32_t *labels,
+                                             int64_t rows, int64_t vocab,
+                                             float *loss);
+braid_rt_status_t braid_rt_cross_entropy_f32_i64(braid_rt_stream_t *stream,
+                                                 const float *logits,
+                                                 const int64_t *labels,
                                                  int64_t rows, int64_t vocab,
                                                  float *loss);
-braid_rt_status_t braid_rt_cpu_cross_entropy_f32_i64(const float *logits,
-                                                     const int64_t *labels,
-                                                     int64_t rows,
-                                                     int64_t vocab,
-                                                     float *loss);
 
 /*===----------------------------------------------------------------------===*/
 /* Shape ops and constants. The data-movement kernels also have _i32         */
@@ -186,61 +202,67 @@ braid_rt_status_t braid_rt_cpu_cross_entropy_f32_i64(const float *logits,
 
 /* braid.reshape (and braid.constant from a buffer): copies `count` elements.
    Generated code may instead alias the buffer; x == y is allowed. */
-void braid_rt_cpu_copy_f32(const float *x, int64_t count, float *y);
-void braid_rt_cpu_copy_i32(const int32_t *x, int64_t count, int32_t *y);
+void braid_rt_copy_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                       float *y);
+void braid_rt_copy_i32(braid_rt_stream_t *stream, const int32_t *x,
+                       int64_t count, int32_t *y);
 
 /* braid.constant of a splat value: `count` copies of `value`. */
-void braid_rt_cpu_fill_f32(float value, int64_t count, float *y);
-void braid_rt_cpu_fill_i32(int32_t value, int64_t count, int32_t *y);
+void braid_rt_fill_f32(braid_rt_stream_t *stream, float value, int64_t count,
+                       float *y);
+void braid_rt_fill_i32(braid_rt_stream_t *stream, int32_t value, int64_t count,
+                       int32_t *y);
 
 /* braid.transpose: x has type shape[rank]; result dimension i is input
    dimension permutation[i]. */
-void braid_rt_cpu_transpose_f32(const float *x, int64_t rank,
-                                const int64_t *shape,
-                                const int64_t *permutation, float *y);
-void braid_rt_cpu_transpose_i32(const int32_t *x, int64_t rank,
-                                const int64_t *shape,
-                                const int64_t *permutation, int32_t *y);
+void braid_rt_transpose_f32(braid_rt_stream_t *stream, const float *x,
+                            int64_t rank, const int64_t *shape,
+                            const int64_t *permutation, float *y);
+void braid_rt_transpose_i32(braid_rt_stream_t *stream, const int32_t *x,
+                            int64_t rank, const int64_t *shape,
+                            const int64_t *permutation, int32_t *y);
 
 /* braid.reduce over the `num_axes` distinct `axes` of x (type shape[rank]).
    keep_dims does not change the result's row-major layout, so it is not an
    argument. A max over no elements is -inf; a sum 0. */
-void braid_rt_cpu_reduce_f32(const float *x, int64_t rank,
-                             const int64_t *shape, int64_t num_axes,
-                             const int64_t *axes, braid_rt_reduce_kind_t kind,
-                             float *y);
+void braid_rt_reduce_f32(braid_rt_stream_t *stream, const float *x,
+                         int64_t rank, const int64_t *shape, int64_t num_axes,
+                         const int64_t *axes, braid_rt_reduce_kind_t kind,
+                         float *y);
 
 /* braid.broadcast: x has type in_shape[in_rank], y out_shape[out_rank]
    (NumPy rules, right-aligned). */
-void braid_rt_cpu_broadcast_f32(const float *x, int64_t in_rank,
-                                const int64_t *in_shape, int64_t out_rank,
-                                const int64_t *out_shape, float *y);
-void braid_rt_cpu_broadcast_i32(const int32_t *x, int64_t in_rank,
-                                const int64_t *in_shape, int64_t out_rank,
-                                const int64_t *out_shape, int32_t *y);
+void braid_rt_broadcast_to_f32(braid_rt_stream_t *stream, const float *x,
+                               int64_t in_rank, const int64_t *in_shape,
+                               int64_t out_rank, const int64_t *out_shape,
+                               float *y);
+void braid_rt_broadcast_to_i32(braid_rt_stream_t *stream, const int32_t *x,
+                               int64_t in_rank, const int64_t *in_shape,
+                               int64_t out_rank, const int64_t *out_shape,
+                               int32_t *y);
 
 /* braid.slice: x has type in_shape[rank], y has type out_shape[rank] (the
    result type; `limit` is implied by it); `start` and `stride` are the
    attributes, `stride` NULL when absent (all 1). */
-void braid_rt_cpu_slice_f32(const float *x, int64_t rank,
-                            const int64_t *in_shape, const int64_t *start,
-                            const int64_t *stride, const int64_t *out_shape,
-                            float *y);
-void braid_rt_cpu_slice_i32(const int32_t *x, int64_t rank,
-                            const int64_t *in_shape, const int64_t *start,
-                            const int64_t *stride, const int64_t *out_shape,
-                            int32_t *y);
+void braid_rt_slice_f32(braid_rt_stream_t *stream, const float *x, int64_t rank,
+                        const int64_t *in_shape, const int64_t *start,
+                        const int64_t *stride, const int64_t *out_shape,
+                        float *y);
+void braid_rt_slice_i32(braid_rt_stream_t *stream, const int32_t *x,
+                        int64_t rank, const int64_t *in_shape,
+                        const int64_t *start, const int64_t *stride,
+                        const int64_t *out_shape, int32_t *y);
 
 /* braid.concat along `axis` of the `num_inputs` inputs (types
    [..., input_axis_sizes[i], ...]); y has type out_shape[rank]. */
-void braid_rt_cpu_concat_f32(const float *const *inputs, int64_t num_inputs,
-                             int64_t rank, const int64_t *out_shape,
-                             int64_t axis, const int64_t *input_axis_sizes,
-                             float *y);
-void braid_rt_cpu_concat_i32(const int32_t *const *inputs, int64_t num_inputs,
-                             int64_t rank, const int64_t *out_shape,
-                             int64_t axis, const int64_t *input_axis_sizes,
-                             int32_t *y);
+void braid_rt_concat_f32(braid_rt_stream_t *stream, const float *const *inputs,
+                         int64_t num_inputs, int64_t rank,
+                         const int64_t *out_shape, int64_t axis,
+                         const int64_t *input_axis_sizes, float *y);
+void braid_rt_concat_i32(braid_rt_stream_t *stream,
+                         const int32_t *const *inputs, int64_t num_inputs,
+                         int64_t rank, const int64_t *out_shape, int64_t axis,
+                         const int64_t *input_axis_sizes, int32_t *y);
 
 /*===----------------------------------------------------------------------===*/
 /* Gradient ops                                                               */
@@ -248,85 +270,83 @@ void braid_rt_cpu_concat_i32(const int32_t *const *inputs, int64_t num_inputs,
 
 /* braid.relu_grad, silu_grad, gelu_grad: dx = dy * f'(x), all of `count`
    elements (the ops' operands and result share one type). */
-void braid_rt_cpu_relu_grad_f32(const float *x, const float *dy, int64_t count,
-                                float *dx);
-void braid_rt_cpu_silu_grad_f32(const float *x, const float *dy, int64_t count,
-                                float *dx);
-void braid_rt_cpu_gelu_grad_f32(const float *x, const float *dy, int64_t count,
-                                braid_rt_gelu_approximation_t approximate,
-                                float *dx);
+void braid_rt_relu_grad_f32(braid_rt_stream_t *stream, const float *x,
+                            const float *dy, int64_t count, float *dx);
+void braid_rt_silu_grad_f32(braid_rt_stream_t *stream, const float *x,
+                            const float *dy, int64_t count, float *dx);
+void braid_rt_gelu_grad_f32(braid_rt_stream_t *stream, const float *x,
+                            const float *dy, int64_t count,
+                            braid_rt_gelu_approximation_t approximate,
+                            float *dx);
 
 /* braid.layer_norm_grad and rms_norm_grad: x, dy, dx are [rows, cols],
    scale is [cols]; the input gradient only. */
-void braid_rt_cpu_layer_norm_grad_f32(const float *x, const float *scale,
-                                      const float *dy, int64_t rows,
-                                      int64_t cols, double epsilon, float *dx);
-void braid_rt_cpu_rms_norm_grad_f32(const float *x, const float *scale,
-                                    const float *dy, int64_t rows,
-                                    int64_t cols, double epsilon, float *dx);
+void braid_rt_layer_norm_grad_f32(braid_rt_stream_t *stream, const float *x,
+                                  const float *scale, const float *dy,
+                                  int64_t rows, int64_t cols, double epsilon,
+                                  float *dx);
+void braid_rt_rms_norm_grad_f32(braid_rt_stream_t *stream, const float *x,
+                                const float *scale, const float *dy,
+                                int64_t rows, int64_t cols, double epsilon,
+                                float *dx);
 
 /* braid.embedding_grad: ids has num_ids elements, dy is ids.shape + [hidden],
    the result is [vocab, hidden] (overwritten, not accumulated into).
    INVALID_ARGUMENT for an id outside [0, vocab). */
-braid_rt_status_t braid_rt_cpu_embedding_grad_f32(const int32_t *ids,
-                                                  const float *dy,
-                                                  int64_t num_ids,
-                                                  int64_t vocab,
-                                                  int64_t hidden,
-                                                  float *dtable);
-braid_rt_status_t braid_rt_cpu_embedding_grad_f32_i64(const int64_t *ids,
-                                                      const float *dy,
-                                                      int64_t num_ids,
-                                                      int64_t vocab,
-                                                      int64_t hidden,
-                                                      float *dtable);
+braid_rt_status_t braid_rt_embedding_grad_f32(braid_rt_stream_t *stream,
+                                              const int32_t *ids,
+                                              const float *dy, int64_t num_ids,
+                                              int64_t vocab, int64_t hidden,
+                                              float *dtable);
+braid_rt_status_t
+braid_rt_embedding_grad_f32_i64(braid_rt_stream_t *stream, const int64_t *ids,
+                                const float *dy, int64_t num_ids, int64_t vocab,
+                                int64_t hidden, float *dtable);
 
 /* braid.attention_grad: shapes and `scale` as for attention, dy like q.
    `operand` is the attribute (0: the result is dq, [batch, seq_q, heads_q,
    dim]; 1: dk; 2: dv, both [batch, seq_kv, heads_kv, dim]; any other
    value: INVALID_ARGUMENT); a KV head's gradient sums those of the query
    heads sharing it. Scratch of 2 * seq_q * seq_kv floats. */
-braid_rt_status_t braid_rt_cpu_attention_grad_f32(
-    const float *q, const float *k, const float *v, const float *dy,
-    int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
-    int64_t heads_kv, int64_t dim, int causal, double scale, int64_t operand,
-    float *out);
+braid_rt_status_t braid_rt_attention_grad_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,
+    int64_t heads_q, int64_t heads_kv, int64_t dim, int causal, double scale,
+    int64_t operand, float *out);
 /* The three gradients at once (one recomputation of the probabilities), for
    a lowering that fuses the three attention_grad ops of one attention; any
    of dq, dk, dv may be NULL. */
-braid_rt_status_t braid_rt_cpu_attention_grad_all_f32(
-    const float *q, const float *k, const float *v, const float *dy,
-    int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
-    int64_t heads_kv, int64_t dim, int causal, double scale, float *dq,
-    float *dk, float *dv);
+braid_rt_status_t braid_rt_attention_grad_all_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,
+    int64_t heads_q, int64_t heads_kv, int64_t dim, int causal, double scale,
+    float *dq, float *dk, float *dv);
 
 /* braid.cross_entropy_grad: logits and dlogits are [rows, vocab], labels has
    `rows` elements, `grad` is the rank-0 loss gradient. */
-braid_rt_status_t braid_rt_cpu_cross_entropy_grad_f32(const float *logits,
-                                                      const int32_t *labels,
-                                                      const float *grad,
-                                                      int64_t rows,
-                                                      int64_t vocab,
-                                                      float *dlogits);
-braid_rt_status_t braid_rt_cpu_cross_entropy_grad_f32_i64(
-    const float *logits, const int64_t *labels, const float *grad,
-    int64_t rows, int64_t vocab, float *dlogits);
+braid_rt_status_t
+braid_rt_cross_entropy_grad_f32(braid_rt_stream_t *stream, const float *logits,
+                                const int32_t *labels, const float *grad,
+                                int64_t rows, int64_t vocab, float *dlogits);
+braid_rt_status_t braid_rt_cross_entropy_grad_f32_i64(
+    braid_rt_stream_t *stream, const float *logits, const int64_t *labels,
+    const float *grad, int64_t rows, int64_t vocab, float *dlogits);
 
 /* braid.reduce_max_grad: x and dx have type shape[rank], dy is the result
    gradient of reduce max over `axes` (keep_dims or not: same layout). Each
    dy element goes to the maxima of its group, split evenly among ties.
    Scratch proportional to dy (OUT_OF_MEMORY). */
-braid_rt_status_t braid_rt_cpu_reduce_max_grad_f32(
-    const float *x, const float *dy, int64_t rank, const int64_t *shape,
-    int64_t num_axes, const int64_t *axes, float *dx);
+braid_rt_status_t braid_rt_reduce_max_grad_f32(
+    braid_rt_stream_t *stream, const float *x, const float *dy, int64_t rank,
+    const int64_t *shape, int64_t num_axes, const int64_t *axes, float *dx);
 
 /* braid.slice_grad: dy has type dy_shape[rank] (the slice), dx has type
    dx_shape[rank] (the sliced tensor's); start/stride as for slice. dx is
    zero except at the selected elements. */
-void braid_rt_cpu_slice_grad_f32(const float *dy, int64_t rank,
-                                 const int64_t *dy_shape, const int64_t *start,
-                                 const int64_t *stride,
-                                 const int64_t *dx_shape, float *dx);
+void braid_rt_slice_grad_f32(braid_rt_stream_t *stream, const float *dy,
+                             int64_t rank, const int64_t *dy_shape,
+                             const int64_t *start, const int64_t *stride,
+                             const int64_t *dx_shape, float *dx);
 
 /*===----------------------------------------------------------------------===*/
 /* Training ops                                                               */
@@ -335,57 +355,58 @@ void braid_rt_cpu_slice_grad_f32(const float *dy, int64_t rank,
 /* braid.lr_schedule: `step` is the rank-0 step, `lr` the rank-0 result;
    the rest are the attributes (min_lr default 0, warmup_steps 0,
    total_steps 1). */
-void braid_rt_cpu_lr_schedule_f32(const int32_t *step,
+void braid_rt_lr_schedule_f32(braid_rt_stream_t *stream, const int32_t *step,
+                              braid_rt_lr_decay_t decay, double lr,
+                              double min_lr, int64_t warmup_steps,
+                              int64_t total_steps, float *out);
+void braid_rt_lr_schedule_f32_i64(braid_rt_stream_t *stream,
+                                  const int64_t *step,
                                   braid_rt_lr_decay_t decay, double lr,
                                   double min_lr, int64_t warmup_steps,
                                   int64_t total_steps, float *out);
-void braid_rt_cpu_lr_schedule_f32_i64(const int64_t *step,
-                                      braid_rt_lr_decay_t decay, double lr,
-                                      double min_lr, int64_t warmup_steps,
-                                      int64_t total_steps, float *out);
 
 /* braid.global_norm and braid.sum_squares over `num_inputs` tensors of
    counts[i] elements each; the result is rank 0. */
-void braid_rt_cpu_global_norm_f32(const float *const *inputs,
-                                  const int64_t *counts, int64_t num_inputs,
-                                  float *out);
-void braid_rt_cpu_sum_squares_f32(const float *const *inputs,
-                                  const int64_t *counts, int64_t num_inputs,
-                                  float *out);
+void braid_rt_global_norm_f32(braid_rt_stream_t *stream,
+                              const float *const *inputs, const int64_t *counts,
+                              int64_t num_inputs, float *out);
+void braid_rt_sum_squares_f32(braid_rt_stream_t *stream,
+                              const float *const *inputs, const int64_t *counts,
+                              int64_t num_inputs, float *out);
 
 /* braid.clip_coefficient: min(1, max_norm / (norm + 1e-6)), rank 0. */
-void braid_rt_cpu_clip_coefficient_f32(const float *norm, double max_norm,
-                                       float *out);
+void braid_rt_clip_coefficient_f32(braid_rt_stream_t *stream, const float *norm,
+                                   double max_norm, float *out);
 
 /* braid.adamw_update on `count` elements: param, grad, m, v and the results
    have the parameter's type; lr, step and grad_scale are rank 0. The
    attributes default to beta1 0.9, beta2 0.999, epsilon 1e-8,
    weight_decay 0.01. Results may alias param, m, v (in place). */
-void braid_rt_cpu_adamw_update_f32(const float *param, const float *grad,
+void braid_rt_adamw_update_f32(braid_rt_stream_t *stream, const float *param,
+                               const float *grad, const float *m,
+                               const float *v, const float *lr,
+                               const int32_t *step, const float *grad_scale,
+                               int64_t count, double beta1, double beta2,
+                               double epsilon, double weight_decay,
+                               float *new_param, float *new_m, float *new_v);
+void braid_rt_adamw_update_f32_i64(braid_rt_stream_t *stream,
+                                   const float *param, const float *grad,
                                    const float *m, const float *v,
-                                   const float *lr, const int32_t *step,
+                                   const float *lr, const int64_t *step,
                                    const float *grad_scale, int64_t count,
                                    double beta1, double beta2, double epsilon,
                                    double weight_decay, float *new_param,
                                    float *new_m, float *new_v);
-void braid_rt_cpu_adamw_update_f32_i64(const float *param, const float *grad,
-                                       const float *m, const float *v,
-                                       const float *lr, const int64_t *step,
-                                       const float *grad_scale, int64_t count,
-                                       double beta1, double beta2,
-                                       double epsilon, double weight_decay,
-                                       float *new_param, float *new_m,
-                                       float *new_v);
 
 /* braid.sgd_update on `count` elements: lr and grad_scale are rank 0;
    momentum and weight_decay default to 0. Results may alias param and
    momentum_buffer. */
-void braid_rt_cpu_sgd_update_f32(const float *param, const float *grad,
-                                 const float *momentum_buffer, const float *lr,
-                                 const float *grad_scale, int64_t count,
-                                 double momentum, int nesterov,
-                                 double weight_decay, float *new_param,
-                                 float *new_momentum_buffer);
+void braid_rt_sgd_update_f32(braid_rt_stream_t *stream, const float *param,
+                             const float *grad, const float *momentum_buffer,
+                             const float *lr, const float *grad_scale,
+                             int64_t count, double momentum, int nesterov,
+                             double weight_decay, float *new_param,
+                             float *new_momentum_buffer);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #define BRAID_RT_PROGRAM_H
 
 #include "braid/rt/init.h"
+#include "braid/rt/memory.h"
 #include "braid/rt/status.h"
 
 #include <stdint.h>
@@ -28,6 +29,10 @@ extern "C" {
    rank's error does not leave the others waiting; -1 and NULL otherwise. */
 static int braid_rt_program_rank = -1;
 static void (*braid_rt_program_end_all)(int status) = NULL;
+
+/* The stream the program's kernels run on: the default one (NULL). The CPU
+   backend runs each kernel to completion on the calling thread. */
+static inline braid_rt_stream_t *braid_rt_program_stream(void) { return NULL; }
 
 /* Ends the program, every rank of it, with status 1 after an error. */
 static inline void braid_rt_program_exit_error(void) {

@@ -563,12 +563,12 @@ static inline void braid_rt_program_collective_start_f32(
   p->where = where;
   switch (op) {
   case BRAID_RT_PROGRAM_ALL_REDUCE:
-    braid_rt_cpu_copy_f32(in, count, out);
+    braid_rt_copy_f32(braid_rt_program_stream(), in, count, out);
     status = braid_rt_all_reduce_sum_f32_start(comm, out, (size_t)count, NULL,
                                                &p->request);
     break;
   case BRAID_RT_PROGRAM_BROADCAST:
-    braid_rt_cpu_copy_f32(in, count, out);
+    braid_rt_copy_f32(braid_rt_program_stream(), in, count, out);
     status = braid_rt_broadcast_f32_start(comm, out, (size_t)count, (int)root,
                                           NULL, &p->request);
     break;

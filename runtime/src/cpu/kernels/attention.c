@@ -40,10 +40,10 @@ static void masked_softmax(float *p, int64_t s, int64_t t, int causal) {
   }
 }
 
-braid_rt_status_t braid_rt_cpu_attention_f32(
-    const float *q, const float *k, const float *v, int64_t batch,
-    int64_t seq_q, int64_t seq_kv, int64_t heads_q, int64_t heads_kv,
-    int64_t dim, int causal, double scale, float *y) {
+braid_rt_status_t braid_rt_attention_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
+    int64_t heads_kv, int64_t dim, int causal, double scale, float *y) {
   if (batch * seq_q * heads_q * dim == 0)
     return BRAID_RT_OK;
   if (seq_kv == 0) { /* no keys: the reference's empty sum */
@@ -73,11 +73,11 @@ braid_rt_status_t braid_rt_cpu_attention_f32(
   return BRAID_RT_OK;
 }
 
-braid_rt_status_t braid_rt_cpu_attention_grad_all_f32(
-    const float *q, const float *k, const float *v, const float *dy,
-    int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
-    int64_t heads_kv, int64_t dim, int causal, double scale, float *dq,
-    float *dk, float *dv) {
+braid_rt_status_t braid_rt_attention_grad_all_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,
+    int64_t heads_q, int64_t heads_kv, int64_t dim, int causal, double scale,
+    float *dq, float *dk, float *dv) {
   int64_t q_count = batch * seq_q * heads_q * dim;
   int64_t kv_count = batch * seq_kv * heads_kv * dim;
   if (dq)
@@ -131,15 +131,15 @@ braid_rt_status_t braid_rt_cpu_attention_grad_all_f32(
   return BRAID_RT_OK;
 }
 
-braid_rt_status_t braid_rt_cpu_attention_grad_f32(
-    const float *q, const float *k, const float *v, const float *dy,
-    int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
-    int64_t heads_kv, int64_t dim, int causal, double scale, int64_t operand,
-    float *out) {
+braid_rt_status_t braid_rt_attention_grad_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,
+    int64_t heads_q, int64_t heads_kv, int64_t dim, int causal, double scale,
+    int64_t operand, float *out) {
   if (operand < 0 || operand > 2)
     return BRAID_RT_INVALID_ARGUMENT;
-  return braid_rt_cpu_attention_grad_all_f32(
-      q, k, v, dy, batch, seq_q, seq_kv, heads_q, heads_kv, dim, causal, scale,
-      operand == 0 ? out : NULL, operand == 1 ? out : NULL,
+  return braid_rt_attention_grad_all_f32(
+      stream, q, k, v, dy, batch, seq_q, seq_kv, heads_q, heads_kv, dim, causal,
+      scale, operand == 0 ? out : NULL, operand == 1 ? out : NULL,
       operand == 2 ? out : NULL);
 }

@@ -51,10 +51,10 @@ static int same_shape(int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
 }
 
 #define DEFINE_BINARY(NAME, EXPR)                                              \
-  void braid_rt_cpu_##NAME##_f32(const float *a, const float *b,               \
-                                 int64_t a_rank, const int64_t *a_shape,       \
-                                 int64_t b_rank, const int64_t *b_shape,       \
-                                 float *out) {                                 \
+  void braid_rt_##NAME##_f32(braid_rt_stream_t *stream, const float *a,        \
+                             const float *b, int64_t a_rank,                   \
+                             const int64_t *a_shape, int64_t b_rank,           \
+                             const int64_t *b_shape, float *out) {             \
     if (same_shape(a_rank, a_shape, b_rank, b_shape)) {                        \
       int64_t n = braid_rt_num_elements(a_shape, a_rank);                      \
       BRAID_RT_PARALLEL_FOR(n)                                                 \
@@ -79,8 +79,7 @@ static int same_shape(int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
     BRAID_RT_PARALLEL_FOR(total)                                               \
     for (int64_t r = 0; r < rows; ++r) {                                       \
       int64_t oa, ob;                                                          \
-      binary_row_offsets(r, a_rank, a_shape, b_rank, b_shape, rank, &oa,       \
-                         &ob);                                                 \
+      binary_row_offsets(r, a_rank, a_shape, b_rank, b_shape, rank, &oa, &ob); \
       const float *pa = a + oa, *pb = b + ob;                                  \
       float *po = out + r * cols;                                              \
       for (int64_t j = 0; j < cols; ++j) {                                     \
@@ -96,7 +95,8 @@ DEFINE_BINARY(mul, x * y)
 DEFINE_BINARY(div, x / y)
 
 #define DEFINE_UNARY(NAME, EXPR)                                               \
-  void braid_rt_cpu_##NAME##_f32(const float *in, int64_t count, float *y) {   \
+  void braid_rt_##NAME##_f32(braid_rt_stream_t *stream, const float *in,       \
+                             int64_t count, float *y) {                        \
     BRAID_RT_PARALLEL_FOR(count)                                               \
     for (int64_t i = 0; i < count; ++i) {                                      \
       float x = in[i];                                                         \
@@ -119,9 +119,8 @@ static inline double gelu_tanh(double x) {
   return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
 }
 
-void braid_rt_cpu_gelu_f32(const float *x, int64_t count,
-                           braid_rt_gelu_approximation_t approximate,
-                           float *y) {
+void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
+                       braid_rt_gelu_approximation_t approximate, float *y) {
   if (approximate == BRAID_RT_GELU_TANH) {
     BRAID_RT_PARALLEL_FOR(count)
     for (int64_t i = 0; i < count; ++i)
@@ -133,15 +132,15 @@ void braid_rt_cpu_gelu_f32(const float *x, int64_t count,
   }
 }
 
-void braid_rt_cpu_relu_grad_f32(const float *x, const float *dy, int64_t count,
-                                float *dx) {
+void braid_rt_relu_grad_f32(braid_rt_stream_t *stream, const float *x,
+                            const float *dy, int64_t count, float *dx) {
   BRAID_RT_PARALLEL_FOR(count)
   for (int64_t i = 0; i < count; ++i)
     dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-void braid_rt_cpu_silu_grad_f32(const float *x, const float *dy, int64_t count,
-                                float *dx) {
+void braid_rt_silu_grad_f32(braid_rt_stream_t *stream, const float *x,
+                            const float *dy, int64_t count, float *dx) {
   BRAID_RT_PARALLEL_FOR(count)
   for (int64_t i = 0; i < count; ++i) {
     double xi = x[i], s = 1.0 / (1.0 + exp(-xi));
@@ -149,9 +148,10 @@ void braid_rt_cpu_silu_grad_f32(const float *x, const float *dy, int64_t count,
   }
 }
 
-void braid_rt_cpu_gelu_grad_f32(const float *x, const float *dy, int64_t count,
-                                braid_rt_gelu_approximation_t approximate,
-                                float *dx) {
+void braid_rt_gelu_grad_f32(braid_rt_stream_t *stream, const float *x,
+                            const float *dy, int64_t count,
+                            braid_rt_gelu_approximation_t approximate,
+                            float *dx) {
   if (approximate == BRAID_RT_GELU_TANH) {
     const double c = sqrt(2.0 / M_PI), a = 0.044715;
     BRAID_RT_PARALLEL_FOR(count)

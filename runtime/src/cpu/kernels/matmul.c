@@ -4,10 +4,10 @@
 #include <cblas.h>
 #include <string.h>
 
-void braid_rt_cpu_matmul_f32(const float *a, const float *b, int64_t a_rank,
-                             const int64_t *a_shape, int64_t b_rank,
-                             const int64_t *b_shape, int transpose_a,
-                             int transpose_b, float *c) {
+void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
+                         const float *b, int64_t a_rank, const int64_t *a_shape,
+                         int64_t b_rank, const int64_t *b_shape,
+                         int transpose_a, int transpose_b, float *c) {
   int64_t lda = a_shape[a_rank - 1], ldb = b_shape[b_rank - 1];
   int64_t m = transpose_a ? a_shape[a_rank - 1] : a_shape[a_rank - 2];
   int64_t k = transpose_a ? a_shape[a_rank - 2] : a_shape[a_rank - 1];

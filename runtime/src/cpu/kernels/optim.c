@@ -29,18 +29,19 @@ static double lr_at(double t, braid_rt_lr_decay_t decay, double lr,
   return lr;
 }
 
-void braid_rt_cpu_lr_schedule_f32(const int32_t *step,
-                                  braid_rt_lr_decay_t decay, double lr,
-                                  double min_lr, int64_t warmup_steps,
-                                  int64_t total_steps, float *out) {
+void braid_rt_lr_schedule_f32(braid_rt_stream_t *stream, const int32_t *step,
+                              braid_rt_lr_decay_t decay, double lr,
+                              double min_lr, int64_t warmup_steps,
+                              int64_t total_steps, float *out) {
   *out = (float)lr_at((double)*step, decay, lr, min_lr, warmup_steps,
                       total_steps);
 }
 
-void braid_rt_cpu_lr_schedule_f32_i64(const int64_t *step,
-                                      braid_rt_lr_decay_t decay, double lr,
-                                      double min_lr, int64_t warmup_steps,
-                                      int64_t total_steps, float *out) {
+void braid_rt_lr_schedule_f32_i64(braid_rt_stream_t *stream,
+                                  const int64_t *step,
+                                  braid_rt_lr_decay_t decay, double lr,
+                                  double min_lr, int64_t warmup_steps,
+                                  int64_t total_steps, float *out) {
   *out = (float)lr_at((double)*step, decay, lr, min_lr, warmup_steps,
                       total_steps);
 }
@@ -60,20 +61,20 @@ static double sum_squares(const float *const *inputs, const int64_t *counts,
   return total;
 }
 
-void braid_rt_cpu_global_norm_f32(const float *const *inputs,
-                                  const int64_t *counts, int64_t num_inputs,
-                                  float *out) {
+void braid_rt_global_norm_f32(braid_rt_stream_t *stream,
+                              const float *const *inputs, const int64_t *counts,
+                              int64_t num_inputs, float *out) {
   *out = (float)sqrt(sum_squares(inputs, counts, num_inputs));
 }
 
-void braid_rt_cpu_sum_squares_f32(const float *const *inputs,
-                                  const int64_t *counts, int64_t num_inputs,
-                                  float *out) {
+void braid_rt_sum_squares_f32(braid_rt_stream_t *stream,
+                              const float *const *inputs, const int64_t *counts,
+                              int64_t num_inputs, float *out) {
   *out = (float)sum_squares(inputs, counts, num_inputs);
 }
 
-void braid_rt_cpu_clip_coefficient_f32(const float *norm, double max_norm,
-                                       float *out) {
+void braid_rt_clip_coefficient_f32(braid_rt_stream_t *stream, const float *norm,
+                                   double max_norm, float *out) {
   double c = max_norm / ((double)*norm + 1e-6);
   *out = (float)(c < 1.0 ? c : 1.0);
 }
@@ -96,9 +97,21 @@ static void adamw(const float *param, const float *grad, const float *m,
   }
 }
 
-void braid_rt_cpu_adamw_update_f32(const float *param, const float *grad,
+void braid_rt_adamw_update_f32(braid_rt_stream_t *stream, const float *param,
+                               const float *grad, const float *m,
+                               const float *v, const float *lr,
+                               const int32_t *step, const float *grad_scale,
+                               int64_t count, double beta1, double beta2,
+                               double epsilon, double weight_decay,
+                               float *new_param, float *new_m, float *new_v) {
+  adamw(param, grad, m, v, *lr, (double)*step + 1, *grad_scale, count, beta1,
+        beta2, epsilon, weight_decay, new_param, new_m, new_v);
+}
+
+void braid_rt_adamw_update_f32_i64(braid_rt_stream_t *stream,
+                                   const float *param, const float *grad,
                                    const float *m, const float *v,
-                                   const float *lr, const int32_t *step,
+                                   const float *lr, const int64_t *step,
                                    const float *grad_scale, int64_t count,
                                    double beta1, double beta2, double epsilon,
                                    double weight_decay, float *new_param,
@@ -107,24 +120,12 @@ void braid_rt_cpu_adamw_update_f32(const float *param, const float *grad,
         beta2, epsilon, weight_decay, new_param, new_m, new_v);
 }
 
-void braid_rt_cpu_adamw_update_f32_i64(const float *param, const float *grad,
-                                       const float *m, const float *v,
-                                       const float *lr, const int64_t *step,
-                                       const float *grad_scale, int64_t count,
-                                       double beta1, double beta2,
-                                       double epsilon, double weight_decay,
-                                       float *new_param, float *new_m,
-                                       float *new_v) {
-  adamw(param, grad, m, v, *lr, (double)*step + 1, *grad_scale, count, beta1,
-        beta2, epsilon, weight_decay, new_param, new_m, new_v);
-}
-
-void braid_rt_cpu_sgd_update_f32(const float *param, const float *grad,
-                                 const float *momentum_buffer, const float *lr,
-                                 const float *grad_scale, int64_t count,
-                                 double momentum, int nesterov,
-                                 double weight_decay, float *new_param,
-                                 float *new_momentum_buffer) {
+void braid_rt_sgd_update_f32(braid_rt_stream_t *stream, const float *param,
+                             const float *grad, const float *momentum_buffer,
+                             const float *lr, const float *grad_scale,
+                             int64_t count, double momentum, int nesterov,
+                             double weight_decay, float *new_param,
+                             float *new_momentum_buffer) {
   double rate = *lr, scale = *grad_scale;
   BRAID_RT_PARALLEL_FOR(count)
   for (int64_t i = 0; i < count; ++i) {

@@ -8,8 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-void braid_rt_cpu_softmax_f32(const float *x, int64_t outer, int64_t size,
-                              int64_t inner, float *y) {
+void braid_rt_softmax_f32(braid_rt_stream_t *stream, const float *x,
+                          int64_t outer, int64_t size, int64_t inner,
+                          float *y) {
   int64_t lines = outer * inner;
   BRAID_RT_PARALLEL_FOR(lines * size)
   for (int64_t l = 0; l < lines; ++l) {
@@ -44,9 +45,10 @@ static inline void normalizer(const float *x, int64_t h, double eps,
   *inv_out = 1.0 / sqrt(var / h + eps);
 }
 
-void braid_rt_cpu_layer_norm_f32(const float *x, const float *scale,
-                                 const float *bias, int64_t rows, int64_t cols,
-                                 double epsilon, float *y) {
+void braid_rt_layer_norm_f32(braid_rt_stream_t *stream, const float *x,
+                             const float *scale, const float *bias,
+                             int64_t rows, int64_t cols, double epsilon,
+                             float *y) {
   BRAID_RT_PARALLEL_FOR(rows * cols)
   for (int64_t r = 0; r < rows; ++r) {
     const float *px = x + r * cols;
@@ -58,9 +60,9 @@ void braid_rt_cpu_layer_norm_f32(const float *x, const float *scale,
   }
 }
 
-void braid_rt_cpu_rms_norm_f32(const float *x, const float *scale,
-                               int64_t rows, int64_t cols, double epsilon,
-                               float *y) {
+void braid_rt_rms_norm_f32(braid_rt_stream_t *stream, const float *x,
+                           const float *scale, int64_t rows, int64_t cols,
+                           double epsilon, float *y) {
   BRAID_RT_PARALLEL_FOR(rows * cols)
   for (int64_t r = 0; r < rows; ++r) {
     const float *px = x + r * cols;
@@ -74,10 +76,10 @@ void braid_rt_cpu_rms_norm_f32(const float *x, const float *scale,
   }
 }
 
-void braid_rt_cpu_layer_norm_grad_f32(const float *x, const float *scale,
-                                      const float *dy, int64_t rows,
-                                      int64_t cols, double epsilon,
-                                      float *dx) {
+void braid_rt_layer_norm_grad_f32(braid_rt_stream_t *stream, const float *x,
+                                  const float *scale, const float *dy,
+                                  int64_t rows, int64_t cols, double epsilon,
+                                  float *dx) {
   BRAID_RT_PARALLEL_FOR(rows * cols)
   for (int64_t r = 0; r < rows; ++r) {
     const float *px = x + r * cols, *pdy = dy + r * cols;
@@ -99,9 +101,10 @@ void braid_rt_cpu_layer_norm_grad_f32(const float *x, const float *scale,
   }
 }
 
-void braid_rt_cpu_rms_norm_grad_f32(const float *x, const float *scale,
-                                    const float *dy, int64_t rows,
-                                    int64_t cols, double epsilon, float *dx) {
+void braid_rt_rms_norm_grad_f32(braid_rt_stream_t *stream, const float *x,
+                                const float *scale, const float *dy,
+                                int64_t rows, int64_t cols, double epsilon,
+                                float *dx) {
   BRAID_RT_PARALLEL_FOR(rows * cols)
   for (int64_t r = 0; r < rows; ++r) {
     const float *px = x + r * cols, *pdy = dy + r * cols;
@@ -130,27 +133,29 @@ DEFINE_ID_CHECK(_i32, int32_t)
 DEFINE_ID_CHECK(_i64, int64_t)
 
 #define DEFINE_EMBEDDING(NAME, SUFFIX, T)                                      \
-  braid_rt_status_t NAME(const float *table, const T *ids, int64_t vocab,      \
-                         int64_t hidden, int64_t num_ids, float *y) {          \
+  braid_rt_status_t NAME(braid_rt_stream_t *stream, const float *table,        \
+                         const T *ids, int64_t vocab, int64_t hidden,          \
+                         int64_t num_ids, float *y) {                          \
     if (!ids_in_range##SUFFIX(ids, num_ids, vocab))                            \
       return BRAID_RT_INVALID_ARGUMENT;                                        \
-    BRAID_RT_PARALLEL_FOR(num_ids * hidden)                                    \
+    BRAID_RT_PARALLEL_FOR(num_ids *hidden)                                     \
     for (int64_t p = 0; p < num_ids; ++p)                                      \
       memcpy(y + p * hidden, table + (int64_t)ids[p] * hidden,                 \
              (size_t)hidden * sizeof(float));                                  \
     return BRAID_RT_OK;                                                        \
   }
-DEFINE_EMBEDDING(braid_rt_cpu_embedding_f32, _i32, int32_t)
-DEFINE_EMBEDDING(braid_rt_cpu_embedding_f32_i64, _i64, int64_t)
+DEFINE_EMBEDDING(braid_rt_embedding_f32, _i32, int32_t)
+DEFINE_EMBEDDING(braid_rt_embedding_f32_i64, _i64, int64_t)
 
 #define DEFINE_EMBEDDING_GRAD(NAME, SUFFIX, T)                                 \
-  braid_rt_status_t NAME(const T *ids, const float *dy, int64_t num_ids,       \
-                         int64_t vocab, int64_t hidden, float *dtable) {       \
+  braid_rt_status_t NAME(braid_rt_stream_t *stream, const T *ids,              \
+                         const float *dy, int64_t num_ids, int64_t vocab,      \
+                         int64_t hidden, float *dtable) {                      \
     if (!ids_in_range##SUFFIX(ids, num_ids, vocab))                            \
       return BRAID_RT_INVALID_ARGUMENT;                                        \
     memset(dtable, 0, (size_t)(vocab * hidden) * sizeof(float));               \
     /* Columns are independent: threads split the hidden dimension. */         \
-    BRAID_RT_PARALLEL_FOR(num_ids * hidden)                                    \
+    BRAID_RT_PARALLEL_FOR(num_ids *hidden)                                     \
     for (int64_t c0 = 0; c0 < hidden; c0 += 64) {                              \
       int64_t c1 = c0 + 64 < hidden ? c0 + 64 : hidden;                        \
       for (int64_t p = 0; p < num_ids; ++p) {                                  \
@@ -162,12 +167,12 @@ DEFINE_EMBEDDING(braid_rt_cpu_embedding_f32_i64, _i64, int64_t)
     }                                                                          \
     return BRAID_RT_OK;                                                        \
   }
-DEFINE_EMBEDDING_GRAD(braid_rt_cpu_embedding_grad_f32, _i32, int32_t)
-DEFINE_EMBEDDING_GRAD(braid_rt_cpu_embedding_grad_f32_i64, _i64, int64_t)
+DEFINE_EMBEDDING_GRAD(braid_rt_embedding_grad_f32, _i32, int32_t)
+DEFINE_EMBEDDING_GRAD(braid_rt_embedding_grad_f32_i64, _i64, int64_t)
 
-void braid_rt_cpu_rotary_f32(const float *x, int64_t batch, int64_t seq,
-                             int64_t heads, int64_t dim, double base,
-                             int inverse, float *y) {
+void braid_rt_rotary_f32(braid_rt_stream_t *stream, const float *x,
+                         int64_t batch, int64_t seq, int64_t heads, int64_t dim,
+                         double base, int inverse, float *y) {
   enum { CHUNK = 64 };
   int64_t half = dim / 2;
   double sign = inverse ? -1.0 : 1.0;
@@ -208,12 +213,13 @@ static inline double log_sum_exp(const float *pl, int64_t v, float *mx_out) {
 }
 
 #define DEFINE_CROSS_ENTROPY(NAME, SUFFIX, T)                                  \
-  braid_rt_status_t NAME(const float *logits, const T *labels, int64_t rows,   \
-                         int64_t vocab, float *loss) {                         \
+  braid_rt_status_t NAME(braid_rt_stream_t *stream, const float *logits,       \
+                         const T *labels, int64_t rows, int64_t vocab,         \
+                         float *loss) {                                        \
     if (!ids_in_range##SUFFIX(labels, rows, vocab))                            \
       return BRAID_RT_INVALID_ARGUMENT;                                        \
     double total = 0.0;                                                        \
-    BRAID_RT_PARALLEL_FOR_SUM(rows * vocab, total)                             \
+    BRAID_RT_PARALLEL_FOR_SUM(rows *vocab, total)                              \
     for (int64_t r = 0; r < rows; ++r) {                                       \
       const float *pl = logits + r * vocab;                                    \
       float mx;                                                                \
@@ -222,17 +228,17 @@ static inline double log_sum_exp(const float *pl, int64_t v, float *mx_out) {
     *loss = rows ? (float)(total / rows) : 0.0f;                               \
     return BRAID_RT_OK;                                                        \
   }
-DEFINE_CROSS_ENTROPY(braid_rt_cpu_cross_entropy_f32, _i32, int32_t)
-DEFINE_CROSS_ENTROPY(braid_rt_cpu_cross_entropy_f32_i64, _i64, int64_t)
+DEFINE_CROSS_ENTROPY(braid_rt_cross_entropy_f32, _i32, int32_t)
+DEFINE_CROSS_ENTROPY(braid_rt_cross_entropy_f32_i64, _i64, int64_t)
 
 #define DEFINE_CROSS_ENTROPY_GRAD(NAME, SUFFIX, T)                             \
-  braid_rt_status_t NAME(const float *logits, const T *labels,                 \
-                         const float *grad, int64_t rows, int64_t vocab,       \
-                         float *dlogits) {                                     \
+  braid_rt_status_t NAME(braid_rt_stream_t *stream, const float *logits,       \
+                         const T *labels, const float *grad, int64_t rows,     \
+                         int64_t vocab, float *dlogits) {                      \
     if (!ids_in_range##SUFFIX(labels, rows, vocab))                            \
       return BRAID_RT_INVALID_ARGUMENT;                                        \
     double coeff = rows ? (double)grad[0] / rows : 0.0;                        \
-    BRAID_RT_PARALLEL_FOR(rows * vocab)                                        \
+    BRAID_RT_PARALLEL_FOR(rows *vocab)                                         \
     for (int64_t r = 0; r < rows; ++r) {                                       \
       const float *pl = logits + r * vocab;                                    \
       float *pd = dlogits + r * vocab;                                         \
@@ -245,6 +251,5 @@ DEFINE_CROSS_ENTROPY(braid_rt_cpu_cross_entropy_f32_i64, _i64, int64_t)
     }                                                                          \
     return BRAID_RT_OK;                                                        \
   }
-DEFINE_CROSS_ENTROPY_GRAD(braid_rt_cpu_cross_entropy_grad_f32, _i32, int32_t)
-DEFINE_CROSS_ENTROPY_GRAD(braid_rt_cpu_cross_entropy_grad_f32_i64, _i64,
-                          int64_t)
+DEFINE_CROSS_ENTROPY_GRAD(braid_rt_cross_entropy_grad_f32, _i32, int32_t)
+DEFINE_CROSS_ENTROPY_GRAD(braid_rt_cross_entropy_grad_f32_i64, _i64, int64_t)

@@ -21,20 +21,22 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
 }
 
 #define DEFINE_MOVES(SUFFIX, T)                                                \
-  void braid_rt_cpu_copy_##SUFFIX(const T *x, int64_t count, T *y) {           \
+  void braid_rt_copy_##SUFFIX(braid_rt_stream_t *stream, const T *x,           \
+                              int64_t count, T *y) {                           \
     if (x != y && count > 0)                                                   \
       memcpy(y, x, (size_t)count * sizeof(T));                                 \
   }                                                                            \
                                                                                \
-  void braid_rt_cpu_fill_##SUFFIX(T value, int64_t count, T *y) {              \
+  void braid_rt_fill_##SUFFIX(braid_rt_stream_t *stream, T value,              \
+                              int64_t count, T *y) {                           \
     BRAID_RT_PARALLEL_FOR(count)                                               \
     for (int64_t i = 0; i < count; ++i)                                        \
       y[i] = value;                                                            \
   }                                                                            \
                                                                                \
-  void braid_rt_cpu_transpose_##SUFFIX(const T *x, int64_t rank,               \
-                                       const int64_t *shape,                   \
-                                       const int64_t *permutation, T *y) {     \
+  void braid_rt_transpose_##SUFFIX(braid_rt_stream_t *stream, const T *x,      \
+                                   int64_t rank, const int64_t *shape,         \
+                                   const int64_t *permutation, T *y) {         \
     int64_t total = braid_rt_num_elements(shape, rank);                        \
     if (total == 0)                                                            \
       return;                                                                  \
@@ -63,10 +65,10 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
     }                                                                          \
   }                                                                            \
                                                                                \
-  void braid_rt_cpu_broadcast_##SUFFIX(const T *x, int64_t in_rank,            \
-                                       const int64_t *in_shape,                \
-                                       int64_t out_rank,                       \
-                                       const int64_t *out_shape, T *y) {       \
+  void braid_rt_broadcast_to_##SUFFIX(                                         \
+      braid_rt_stream_t *stream, const T *x, int64_t in_rank,                  \
+      const int64_t *in_shape, int64_t out_rank, const int64_t *out_shape,     \
+      T *y) {                                                                  \
     int64_t total = braid_rt_num_elements(out_shape, out_rank);                \
     if (total == 0)                                                            \
       return;                                                                  \
@@ -89,11 +91,10 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
     }                                                                          \
   }                                                                            \
                                                                                \
-  void braid_rt_cpu_slice_##SUFFIX(const T *x, int64_t rank,                   \
-                                   const int64_t *in_shape,                    \
-                                   const int64_t *start,                       \
-                                   const int64_t *stride,                      \
-                                   const int64_t *out_shape, T *y) {           \
+  void braid_rt_slice_##SUFFIX(braid_rt_stream_t *stream, const T *x,          \
+                               int64_t rank, const int64_t *in_shape,          \
+                               const int64_t *start, const int64_t *stride,    \
+                               const int64_t *out_shape, T *y) {               \
     int64_t total = braid_rt_num_elements(out_shape, rank);                    \
     if (total == 0)                                                            \
       return;                                                                  \
@@ -106,8 +107,7 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
     int64_t rows = total / cols;                                               \
     BRAID_RT_PARALLEL_FOR(total)                                               \
     for (int64_t r = 0; r < rows; ++r) {                                       \
-      int64_t off = start[rank - 1], in_stride = in_shape[rank - 1],           \
-              rest = r;                                                        \
+      int64_t off = start[rank - 1], in_stride = in_shape[rank - 1], rest = r; \
       for (int64_t d = rank - 2; d >= 0; --d) {                                \
         int64_t idx = rest % out_shape[d];                                     \
         rest /= out_shape[d];                                                  \
@@ -121,9 +121,9 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
     }                                                                          \
   }                                                                            \
                                                                                \
-  void braid_rt_cpu_concat_##SUFFIX(                                           \
-      const T *const *inputs, int64_t num_inputs, int64_t rank,                \
-      const int64_t *out_shape, int64_t axis,                                  \
+  void braid_rt_concat_##SUFFIX(                                               \
+      braid_rt_stream_t *stream, const T *const *inputs, int64_t num_inputs,   \
+      int64_t rank, const int64_t *out_shape, int64_t axis,                    \
       const int64_t *input_axis_sizes, T *y) {                                 \
     int64_t outer = braid_rt_num_elements(out_shape, axis);                    \
     int64_t inner = stride_of(out_shape, rank, axis);                          \
@@ -142,10 +142,10 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
 DEFINE_MOVES(f32, float)
 DEFINE_MOVES(i32, int32_t)
 
-void braid_rt_cpu_slice_grad_f32(const float *dy, int64_t rank,
-                                 const int64_t *dy_shape, const int64_t *start,
-                                 const int64_t *stride,
-                                 const int64_t *dx_shape, float *dx) {
+void braid_rt_slice_grad_f32(braid_rt_stream_t *stream, const float *dy,
+                             int64_t rank, const int64_t *dy_shape,
+                             const int64_t *start, const int64_t *stride,
+                             const int64_t *dx_shape, float *dx) {
   int64_t dx_total = braid_rt_num_elements(dx_shape, rank);
   memset(dx, 0, (size_t)dx_total * sizeof(float));
   int64_t total = braid_rt_num_elements(dy_shape, rank);
@@ -200,10 +200,10 @@ static inline int64_t reduced_row_offset(int64_t row, int64_t rank,
   return off;
 }
 
-void braid_rt_cpu_reduce_f32(const float *x, int64_t rank,
-                             const int64_t *shape, int64_t num_axes,
-                             const int64_t *axes, braid_rt_reduce_kind_t kind,
-                             float *y) {
+void braid_rt_reduce_f32(braid_rt_stream_t *stream, const float *x,
+                         int64_t rank, const int64_t *shape, int64_t num_axes,
+                         const int64_t *axes, braid_rt_reduce_kind_t kind,
+                         float *y) {
   int is_max = kind == BRAID_RT_REDUCE_MAX;
   int64_t out_count = 1, count = 1;
   for (int64_t d = 0; d < rank; ++d) {
@@ -274,9 +274,9 @@ void braid_rt_cpu_reduce_f32(const float *x, int64_t rank,
       y[i] = (float)((double)y[i] / count);
 }
 
-braid_rt_status_t braid_rt_cpu_reduce_max_grad_f32(
-    const float *x, const float *dy, int64_t rank, const int64_t *shape,
-    int64_t num_axes, const int64_t *axes, float *dx) {
+braid_rt_status_t braid_rt_reduce_max_grad_f32(
+    braid_rt_stream_t *stream, const float *x, const float *dy, int64_t rank,
+    const int64_t *shape, int64_t num_axes, const int64_t *axes, float *dx) {
   int64_t out_count = 1, total = braid_rt_num_elements(shape, rank);
   for (int64_t d = 0; d < rank; ++d)
     if (!is_reduced(axes, num_axes, d))
@@ -294,8 +294,8 @@ braid_rt_status_t braid_rt_cpu_reduce_max_grad_f32(
     free(ties);
     return BRAID_RT_OUT_OF_MEMORY;
   }
-  braid_rt_cpu_reduce_f32(x, rank, shape, num_axes, axes, BRAID_RT_REDUCE_MAX,
-                          mx);
+  braid_rt_reduce_f32(stream, x, rank, shape, num_axes, axes,
+                      BRAID_RT_REDUCE_MAX, mx);
   int64_t cols = shape[rank - 1], rows = total / cols;
   int64_t step = is_reduced(axes, num_axes, rank - 1) ? 0 : 1;
   for (int64_t pass = 0; pass < 2; ++pass)
