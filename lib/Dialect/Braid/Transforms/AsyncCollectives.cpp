@@ -2,6 +2,7 @@
 //
 // Splits each collective into its start form and a braid.wait placed just
 // before the first use, so that the work in between overlaps the transfer.
+// Collectives and their started forms come from CollectiveOpInterface.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,27 +24,18 @@ namespace {
 struct AsyncCollectivesPass
     : public braid::impl::AsyncCollectivesPassBase<AsyncCollectivesPass> {
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    // A collective has an asynchronous form if `<name>_start` is an op.
-    SmallVector<std::pair<Operation *, OperationName>> work;
-    getOperation().walk([&](Operation *op) {
-      if (op->getNumResults() != 1 ||
-          !isa<RankedTensorType>(op->getResult(0).getType()))
-        return;
-      std::string start = (op->getName().getStringRef() + "_start").str();
-      if (auto name = RegisteredOperationName::lookup(start, ctx))
-        work.push_back({op, *name});
+    SmallVector<CollectiveOpInterface> work;
+    getOperation().walk([&](CollectiveOpInterface op) {
+      if (!op.isStarted())
+        work.push_back(op);
     });
-    OpBuilder b(ctx);
-    for (auto [op, startName] : work) {
+    OpBuilder b(&getContext());
+    for (CollectiveOpInterface op : work) {
       Value result = op->getResult(0);
-      auto type = cast<RankedTensorType>(result.getType());
       b.setInsertionPoint(op);
-      OperationState state(op->getLoc(), startName);
-      state.addOperands(op->getOperands());
-      state.addAttributes(op->getAttrs());
-      state.addTypes(FutureType::get(ctx, type));
-      Operation *startOp = b.create(state);
+      Operation *startOp = op.createStart(b);
+      if (!startOp)
+        continue; // No started form (all_slice moves no data).
 
       // Wait before the first op of this block that needs the value.
       Block *block = op->getBlock();

@@ -1,4 +1,9 @@
 //===- CommReport.cpp - Collectives, their causes and their cost -----------===//
+//
+// Collectives, their kind and their ring-model traffic come from
+// CollectiveOpInterface.
+//
+//===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
@@ -54,38 +59,25 @@ struct CommReportPass
                os, totals);
         continue;
       }
-      StringRef kind = op.getName().stripDialect();
-      bool async = kind.consume_back("_start");
-      auto axesAttr = op.getAttrOfType<ArrayAttr>("axes");
-      auto meshRef = op.getAttrOfType<FlatSymbolRefAttr>("mesh");
-      if (!axesAttr || !meshRef || op.getNumOperands() != 1 ||
-          op.getNumResults() != 1)
+      auto coll = dyn_cast<CollectiveOpInterface>(op);
+      if (!coll)
         continue;
-      auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(&op, meshRef);
+      auto mesh =
+          SymbolTable::lookupNearestSymbolFrom<MeshOp>(&op, coll.getMeshAttr());
       if (!mesh)
         continue;
-      int64_t n = 1;
+      int64_t n = coll.getGroupSize(mesh);
       std::string axes;
-      for (Attribute a : axesAttr) {
-        StringRef name = cast<StringAttr>(a).getValue();
-        n *= mesh.getShape()[*mesh.getAxisIndex(name)];
-        axes += (axes.empty() ? "" : ",") + name.str();
-      }
-      Type in = op.getOperand(0).getType(), out = op.getResult(0).getType();
-      if (auto future = dyn_cast<FutureType>(out))
-        out = future.getValueType();
+      for (Attribute a : coll.getAxes())
+        axes += (axes.empty() ? "" : ",") +
+                cast<StringAttr>(a).getValue().str();
+      StringRef kind = stringifyCollectiveKind(coll.getCollectiveKind());
+      bool async = coll.isStarted();
+      Type in = coll.getInput().getType(), out = coll.getResultTensorType();
       Type larger = bytesOf(in) >= bytesOf(out) ? in : out;
       double size = bytesOf(larger), elements = elementsOf(larger);
-      double share = double(n - 1) / n, steps = n - 1, factor = share;
-      if (kind == "all_reduce") {
-        factor = 2 * share;
-        steps = 2 * (n - 1);
-      } else if (kind == "broadcast_from") {
-        factor = 1;
-      } else if (kind == "all_slice") {
-        factor = 0;
-        steps = 0;
-      }
+      double factor = coll.getRingTraffic(n);
+      double steps = coll.getRingSteps(n);
       double sent = factor * size;
       double seconds = steps * alpha + sent / bandwidth;
       auto cause = op.getAttrOfType<StringAttr>("braid.cause");

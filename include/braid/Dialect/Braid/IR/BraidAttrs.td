@@ -57,6 +57,18 @@ def Braid_ReduceKind : I32EnumAttr<"ReduceKind", "reduction", [
   let cppNamespace = "::mlir::braid";
 }
 
+// What a collective does (CollectiveOpInterface::getCollectiveKind); the
+// names are those of the blocking ops.
+def Braid_CollectiveKind : I32EnumAttr<"CollectiveKind", "collective", [
+    I32EnumAttrCase<"all_reduce", 0>,
+    I32EnumAttrCase<"all_gather", 1>,
+    I32EnumAttrCase<"reduce_scatter", 2>,
+    I32EnumAttrCase<"all_to_all", 3>,
+    I32EnumAttrCase<"all_slice", 4>,
+    I32EnumAttrCase<"broadcast_from", 5>]> {
+  let cppNamespace = "::mlir::braid";
+}
+
 def Braid_ShardingAttr : AttrDef<Braid_Dialect, "Sharding"> {
   let mnemonic = "sharding";
   let summary = "How a tensor is distributed over a device mesh.";

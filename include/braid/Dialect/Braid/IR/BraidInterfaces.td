@@ -123,4 +123,94 @@ def Braid_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def Braid_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
+  let cppNamespace = "::mlir::braid";
+  let description = [{
+    What a collective is, independent of the target: its kind, reduction,
+    split and concatenation dimensions, root, mesh axes, its asynchronous
+    form and its cost under the ring model. Implemented by every collective,
+    blocking (`braid.all_reduce`, ...) and started (`braid.all_reduce_start`,
+    ...; completed by the `braid.wait` of its future, which is not a
+    collective). Passes and lowerings recognise collectives through it,
+    never by op name: `braid-async-collectives` builds the started forms,
+    `braid-comm-report` costs them. Operand 0 is the local tensor; result 0
+    is the local tensor it produces, or a `!braid.future` of it.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        What the collective does; a started form has the kind of its
+        blocking op.
+      }], "::mlir::braid::CollectiveKind", "getCollectiveKind">,
+    InterfaceMethod<"The local tensor sent.", "::mlir::Value", "getInput">,
+    InterfaceMethod<"The mesh whose devices exchange data.",
+      "::mlir::FlatSymbolRefAttr", "getMeshAttr">,
+    InterfaceMethod<[{
+        The names of the mesh axes the collective runs over: the devices of
+        a group differ only in their coordinates along them, and group
+        position is row-major over them.
+      }], "::mlir::ArrayAttr", "getAxes">,
+    InterfaceMethod<[{
+        How the group's tensors are combined: the kind of `all_reduce`, sum
+        for `reduce_scatter`, none for collectives that only move data.
+      }], "::std::optional<::mlir::braid::ReduceKind>", "getReduction",
+      (ins), [{}], [{ return ::std::nullopt; }]>,
+    InterfaceMethod<[{
+        The dimension along which the input is split into group-size blocks,
+        block i going to (or, for `all_slice`, kept by) group position i:
+        `dim` of `reduce_scatter` and `all_slice`, `split_dim` of
+        `all_to_all`.
+      }], "::std::optional<int64_t>", "getScatterDim",
+      (ins), [{}], [{ return ::std::nullopt; }]>,
+    InterfaceMethod<[{
+        The dimension along which the received blocks are concatenated in
+        group order: `dim` of `all_gather`, `concat_dim` of `all_to_all`.
+      }], "::std::optional<int64_t>", "getGatherDim",
+      (ins), [{}], [{ return ::std::nullopt; }]>,
+    InterfaceMethod<[{
+        The group position whose tensor every device gets (`broadcast_from`).
+      }], "::std::optional<int64_t>", "getGroupRoot",
+      (ins), [{}], [{ return ::std::nullopt; }]>,
+    InterfaceMethod<[{
+        Whether this is a started form: its result is a `!braid.future`
+        that a `braid.wait` completes.
+      }], "bool", "isStarted", (ins), [{}], [{
+        return ::llvm::isa<::mlir::braid::FutureType>(
+            $_op->getResult(0).getType());
+      }]>,
+    InterfaceMethod<[{
+        The local tensor the collective produces (for a started form, the
+        tensor its future holds).
+      }], "::mlir::RankedTensorType", "getResultTensorType", (ins), [{}], [{
+        ::mlir::Type type = $_op->getResult(0).getType();
+        if (auto future = ::llvm::dyn_cast<::mlir::braid::FutureType>(type))
+          return future.getValueType();
+        return ::llvm::cast<::mlir::RankedTensorType>(type);
+      }]>,
+    InterfaceMethod<[{
+        Builds, at the builder's insertion point, the started form of this
+        blocking collective: same operands and attributes, a future of the
+        result. Returns null where there is none (`all_slice`, which moves
+        no data, and the started forms themselves). The caller waits for
+        the future and erases this op.
+      }], "::mlir::Operation *", "createStart",
+      (ins "::mlir::OpBuilder &":$builder), [{}], [{ return nullptr; }]>,
+    InterfaceMethod<[{
+        The bytes each device sends under a ring algorithm (a pipelined
+        chain for a broadcast), as a multiple of the larger of the input and
+        the result, for a group of `groupSize` devices.
+      }], "double", "getRingTraffic", (ins "int64_t":$groupSize), [{}], [{
+        return double(groupSize - 1) / groupSize;
+      }]>,
+    InterfaceMethod<[{
+        The message latencies on the critical path of that algorithm.
+      }], "int64_t", "getRingSteps", (ins "int64_t":$groupSize), [{}], [{
+        return groupSize - 1;
+      }]>,
+  ];
+  let extraClassDeclaration = [{
+    /// The number of devices in each group of `mesh`, the op's mesh.
+    int64_t getGroupSize(::mlir::braid::MeshOp mesh);
+  }];
+}
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDINTERFACES_TD

@@ -37,11 +37,11 @@ struct ParameterResource
 #define GET_TYPEDEF_CLASSES
 #include "braid/Dialect/Braid/IR/BraidTypes.h.inc"
 
-#include "braid/Dialect/Braid/IR/BraidInterfaces.h.inc"
-
 namespace mlir::braid {
 class MeshOp;
 } // namespace mlir::braid
+
+#include "braid/Dialect/Braid/IR/BraidInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "braid/Dialect/Braid/IR/BraidOps.h.inc"

@@ -727,11 +727,15 @@ def Braid_ShardOp : Braid_Op<"shard", [Pure, SameOperandsAndResultType,
 
 // Collectives exchange data between the devices of a group: those that
 // differ only in their coordinates along `axes` of `mesh`. They appear in
-// per-device programs (after partitioning), on local tensors.
-class Braid_CollectiveOp<string mnemonic, list<Trait> traits = []>
+// per-device programs (after partitioning), on local tensors. `hooks` names
+// the CollectiveOpInterface methods with defaults that the op overrides
+// (lib/Dialect/Braid/IR/BraidOpsCollective.cpp).
+class Braid_CollectiveOp<string mnemonic, list<string> hooks = [],
+                         list<Trait> traits = []>
     : Braid_Op<mnemonic, traits # [Braid_StaticShapes,
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
+        DeclareOpInterfaceMethods<Braid_CollectiveOpInterface, hooks>,
         Braid_CostOpInterface]> {
   let results = (outs AnyRankedTensor:$result);
   let extraClassDeclaration = [{
@@ -741,6 +745,7 @@ class Braid_CollectiveOp<string mnemonic, list<Trait> traits = []>
 }
 
 def Braid_AllReduceOp : Braid_CollectiveOp<"all_reduce",
+    ["getReduction", "createStart", "getRingTraffic", "getRingSteps"],
     [SameOperandsAndResultType]> {
   let summary = "Reduces (sums) a tensor over a group; every device gets the result.";
   let description = [{
@@ -756,7 +761,8 @@ def Braid_AllReduceOp : Braid_CollectiveOp<"all_reduce",
   }];
 }
 
-def Braid_AllGatherOp : Braid_CollectiveOp<"all_gather"> {
+def Braid_AllGatherOp : Braid_CollectiveOp<"all_gather",
+    ["getGatherDim", "createStart"]> {
   let summary = "Concatenates the group's tensors along a dimension.";
   let description = [{
     The result's dimension `dim` is the group size times the input's; the
@@ -769,7 +775,8 @@ def Braid_AllGatherOp : Braid_CollectiveOp<"all_gather"> {
   }];
 }
 
-def Braid_ReduceScatterOp : Braid_CollectiveOp<"reduce_scatter"> {
+def Braid_ReduceScatterOp : Braid_CollectiveOp<"reduce_scatter",
+    ["getReduction", "getScatterDim", "createStart"]> {
   let summary = "Sums the group's tensors and gives each device one block.";
   let description = [{
     The sum is split along `dim` into group-size blocks; the device at group
@@ -782,7 +789,8 @@ def Braid_ReduceScatterOp : Braid_CollectiveOp<"reduce_scatter"> {
   }];
 }
 
-def Braid_AllToAllOp : Braid_CollectiveOp<"all_to_all"> {
+def Braid_AllToAllOp : Braid_CollectiveOp<"all_to_all",
+    ["getScatterDim", "getGatherDim", "createStart"]> {
   let summary = "Splits along one dimension, exchanges, concatenates along another.";
   let description = [{
     Each device splits its tensor along `split_dim` into group-size blocks
@@ -797,7 +805,8 @@ def Braid_AllToAllOp : Braid_CollectiveOp<"all_to_all"> {
   }];
 }
 
-def Braid_AllSliceOp : Braid_CollectiveOp<"all_slice"> {
+def Braid_AllSliceOp : Braid_CollectiveOp<"all_slice",
+    ["getScatterDim", "getRingTraffic", "getRingSteps"]> {
   let summary = "Each device keeps its block of a replicated tensor.";
   let description = [{
     The inverse of all_gather, without communication: the tensor is split
@@ -812,6 +821,7 @@ def Braid_AllSliceOp : Braid_CollectiveOp<"all_slice"> {
 }
 
 def Braid_BroadcastFromOp : Braid_CollectiveOp<"broadcast_from",
+    ["getGroupRoot", "createStart", "getRingTraffic"],
     [SameOperandsAndResultType]> {
   let summary = "Every device of the group gets the tensor of the root.";
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
@@ -825,9 +835,11 @@ def Braid_BroadcastFromOp : Braid_CollectiveOp<"broadcast_from",
 // of its synchronous collective and returns a future; `braid.wait` gives the
 // tensor. The work between start and wait may overlap the communication
 // (`braid-async-collectives` makes them from the synchronous forms).
-class Braid_CollectiveStartOp<string mnemonic, string sync>
+class Braid_CollectiveStartOp<string mnemonic, string sync,
+                              list<string> hooks = []>
     : Braid_Op<mnemonic, [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-        DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+        DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
+        DeclareOpInterfaceMethods<Braid_CollectiveOpInterface, hooks>]> {
   let summary = "Starts `braid." # sync # "`; `braid.wait` completes it.";
   let description = [{
     The asynchronous form of `braid.}] # sync # [{`: same operands,
@@ -849,7 +861,7 @@ class Braid_CollectiveStartOp<string mnemonic, string sync>
 }
 
 def Braid_AllReduceStartOp : Braid_CollectiveStartOp<"all_reduce_start",
-    "all_reduce"> {
+    "all_reduce", ["getReduction", "getRingTraffic", "getRingSteps"]> {
   let arguments = (ins Braid_ReduceKind:$kind, AnyRankedTensor:$input,
                        FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
   let assemblyFormat = [{
@@ -858,26 +870,28 @@ def Braid_AllReduceStartOp : Braid_CollectiveStartOp<"all_reduce_start",
 }
 
 def Braid_AllGatherStartOp : Braid_CollectiveStartOp<"all_gather_start",
-    "all_gather"> {
+    "all_gather", ["getGatherDim"]> {
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$dim);
 }
 
 def Braid_ReduceScatterStartOp : Braid_CollectiveStartOp<
-    "reduce_scatter_start", "reduce_scatter"> {
+    "reduce_scatter_start", "reduce_scatter",
+    ["getReduction", "getScatterDim"]> {
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$dim);
 }
 
 def Braid_AllToAllStartOp : Braid_CollectiveStartOp<"all_to_all_start",
-    "all_to_all"> {
+    "all_to_all", ["getScatterDim", "getGatherDim"]> {
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$split_dim,
                        I64Attr:$concat_dim);
 }
 
 def Braid_BroadcastFromStartOp : Braid_CollectiveStartOp<
-    "broadcast_from_start", "broadcast_from"> {
+    "broadcast_from_start", "broadcast_from",
+    ["getGroupRoot", "getRingTraffic"]> {
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, DefaultValuedAttr<I64Attr, "0">:$root);
 }

@@ -285,10 +285,11 @@ def AsyncCollectivesPass : Pass<"braid-async-collectives", "::mlir::ModuleOp"> {
                 "work overlaps communication.";
   let description = [{
     Replaces every collective that has an asynchronous form (`all_reduce`,
-    `all_gather`, `reduce_scatter`, `all_to_all`, `broadcast_from`; the op
-    named `<collective>_start`) by that start op where the collective was,
-    and a `braid.wait` right before the first op of the same block that
-    uses the result (before the terminator if none does). The ops in
+    `all_gather`, `reduce_scatter`, `all_to_all`, `broadcast_from`: those
+    whose `CollectiveOpInterface::createStart` builds a `<collective>_start`)
+    by that start op where the collective was, and a `braid.wait` right
+    before the first op of the same block that uses the result (before the
+    terminator if none does). The ops in
     between run while the data moves. Attributes (cause, phase, chunk)
     carry over to both. Run it on per-device programs, after
     `braid-partition`; the result computes exactly what the input does.
@@ -326,7 +327,8 @@ def CommReportPass : Pass<"braid-comm-report", "::mlir::ModuleOp"> {
     - all_slice: no communication.
 
     The asynchronous forms (`<collective>_start`) are listed as their
-    collective, with `[async]` before the cause.
+    collective, with `[async]` before the cause. Kinds, groups and the ring
+    model come from `CollectiveOpInterface`.
 
     ```
     braid-opt gpt.mlir --braid-shard="tp=8" --braid-propagate-sharding \
