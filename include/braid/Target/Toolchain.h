@@ -1,0 +1,104 @@
+//===- Toolchain.h - Compiling a generated program, per target --*- C++ -*-===//
+//
+// braidc writes one C++ program (the translated EmitC module and its main())
+// and hands it to the toolchain of its target, which compiles and links it
+// against that target's runtime. The compiler and the libraries are fixed
+// when Braid is built (lib/Target/CMakeLists.txt).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_TARGET_TOOLCHAIN_H
+#define BRAID_TARGET_TOOLCHAIN_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::braid {
+
+/// One generated program to compile.
+struct CompileJob {
+  /// The generated C++ and the executable to write.
+  std::string source, output;
+  /// Whether the program runs on the runtime's context: it links the
+  /// communication layer and MPI too.
+  bool spmd = false;
+};
+
+/// How a target turns a generated program into an executable.
+class Toolchain {
+public:
+  virtual ~Toolchain();
+
+  /// The target's name, as braidc's --target spells it.
+  virtual llvm::StringRef getTarget() const = 0;
+
+  /// The command (the compiler's path, then its arguments) that compiles
+  /// `job`; an error when the compiler is missing.
+  virtual llvm::Expected<std::vector<std::string>>
+  getCommand(const CompileJob &job) const = 0;
+
+  /// Compiles `job`. With a non-empty `commandPath`, first writes the
+  /// command there as one shell line, so that it can be rerun by hand.
+  llvm::Error compile(const CompileJob &job,
+                      llvm::StringRef commandPath = "") const;
+};
+
+/// The CPU target: the host C++ compiler, linking the runtime's kernels and
+/// their dependencies (OpenBLAS, OpenMP), and for a program on the runtime's
+/// context the communication layer and MPI before them.
+class CpuToolchain : public Toolchain {
+public:
+  struct Options {
+    /// The C++ compiler: a name looked up on PATH, or a path.
+    std::string cxx;
+    /// The runtime's headers (braid/rt/...).
+    std::string includeDir;
+    /// What every program links, and what a program on the runtime's
+    /// context links before that.
+    std::vector<std::string> libs, spmdLibs;
+  };
+
+  /// The compiler and libraries Braid was built with.
+  static Options getBuildOptions();
+
+  explicit CpuToolchain(Options options) : options(std::move(options)) {}
+
+  llvm::StringRef getTarget() const override { return "cpu"; }
+  llvm::Expected<std::vector<std::string>>
+  getCommand(const CompileJob &job) const override;
+
+private:
+  Options options;
+};
+
+/// The CUDA target: nvcc, linking the runtime's CUDA backend and NCCL. Not
+/// built yet: it finds nvcc, and refuses to compile.
+class CudaToolchain : public Toolchain {
+public:
+  /// Finds nvcc on PATH, in $CUDA_PATH/bin or in /usr/local/cuda/bin; an
+  /// error naming the places searched when there is none.
+  static llvm::Expected<std::string> findNvcc();
+
+  explicit CudaToolchain(std::string nvcc) : nvcc(std::move(nvcc)) {}
+
+  llvm::StringRef getNvcc() const { return nvcc; }
+  llvm::StringRef getTarget() const override { return "cuda"; }
+  llvm::Expected<std::vector<std::string>>
+  getCommand(const CompileJob &job) const override;
+
+private:
+  std::string nvcc;
+};
+
+/// The toolchain of `target` ("cpu" or "cuda"), with `cxx` as the host C++
+/// compiler; an error for another target or a CUDA target without nvcc.
+llvm::Expected<std::unique_ptr<Toolchain>>
+createToolchain(llvm::StringRef target, llvm::StringRef cxx);
+
+} // namespace mlir::braid
+
+#endif // BRAID_TARGET_TOOLCHAIN_H

@@ -1,0 +1,471 @@
+//===- ProgramDriver.cpp - The main() of a generated program --------------===//
+//
+// Reads the entry's signature before lowering and prints the main() that
+// braidc appends to the translated EmitC module (docs/codegen.md, "The
+// program").
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Target/ProgramDriver.h"
+
+#include "braid/Conversion/BraidToEmitC/BraidToEmitC.h"
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace llvm;
+
+bool braid::ProgramSignature::isTrainingStep() const {
+  return llvm::any_of(args,
+                      [](const ProgramTensor &arg) { return arg.isStep; });
+}
+
+/// The C element type of an f32, i32 or i64 tensor, and the suffix of the
+/// runtime's program functions for it.
+static std::string cType(Type element) {
+  if (element.isF32())
+    return "float";
+  return element.isInteger(32) ? "int32_t" : "int64_t";
+}
+
+static std::string suffix(Type element) {
+  if (element.isF32())
+    return "f32";
+  return element.isInteger(32) ? "i32" : "i64";
+}
+
+FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
+                                                              StringRef entry) {
+  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+  if (!fn) {
+    module.emitError() << "no function @" << entry << " to compile";
+    return failure();
+  }
+  ProgramSignature signature;
+  signature.entry = entry.str();
+  std::vector<ProgramTensor> &args = signature.args;
+  std::vector<ProgramTensor> &results = signature.results;
+  ProgramMesh &programMesh = signature.mesh;
+  braid::MeshOp mesh;
+  for (braid::MeshOp m : module.getOps<braid::MeshOp>()) {
+    if (mesh)
+      return m.emitError() << "is a second braid.mesh; braidc compiles "
+                              "programs on one mesh";
+    mesh = m;
+    programMesh.present = true;
+    programMesh.dims.assign(m.getShape().begin(), m.getShape().end());
+    for (Attribute a : m.getAxes())
+      programMesh.names.push_back(cast<StringAttr>(a).getValue().str());
+  }
+  // A scheduled braid.pipeline adds the innermost axis "pp": one stage per
+  // rank of the schedule (the lowering's pipeline group).
+  int64_t stages = 0;
+  fn.walk([&](braid::PipelineOp pipeline) {
+    auto driver = module.lookupSymbol<func::FuncOp>(pipeline.getCallee());
+    auto schedule =
+        driver ? driver->getAttrOfType<DictionaryAttr>("braid.schedule")
+               : nullptr;
+    if (auto ranks = schedule ? schedule.getAs<ArrayAttr>("ranks") : nullptr)
+      stages = std::max<int64_t>(stages, ranks.size());
+  });
+  if (stages) {
+    if (llvm::is_contained(programMesh.names, "pp"))
+      return mesh.emitError() << "has an axis 'pp', the name braidc gives "
+                                 "the pipeline axis";
+    programMesh.present = true;
+    programMesh.dims.push_back(stages);
+    programMesh.names.push_back("pp");
+  }
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    ProgramTensor info;
+    auto name = fn.getArgAttrOfType<StringAttr>(i, "braid.name");
+    info.name = name ? name.str() : "arg" + std::to_string(i);
+    info.type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
+    if (!info.type)
+      return fn.emitError()
+             << "argument '" << info.name << "' is not a ranked tensor";
+    Type element = info.type.getElementType();
+    if (info.name == "step" && info.type.getRank() == 0 &&
+        (element.isInteger(32) || element.isInteger(64))) {
+      info.isStep = true;
+    } else if (!element.isF32()) {
+      auto range = fn.getArgAttrOfType<IntegerAttr>(i, "braid.range");
+      if (!range || range.getInt() < 1 ||
+          !(element.isInteger(32) || element.isInteger(64)))
+        return fn.emitError()
+               << "argument '" << info.name << "' of " << info.type
+               << " needs to be f32, or i32 or i64 with a positive "
+                  "'braid.range' argument attribute, for the program to "
+                  "generate it";
+      info.range = range.getInt();
+    }
+    if (auto block =
+            fn.getArgAttrOfType<braid::ShardingAttr>(i, "braid.block_of")) {
+      if (!mesh || block.getMesh().getValue() != mesh.getSymName() ||
+          !block.getPartialAxes().empty() || info.isStep ||
+          info.type.getRank() > 16)
+        return fn.emitError() << "argument '" << info.name
+                              << "' has a block_of that braidc cannot "
+                                 "generate (another mesh, a partial sum, "
+                                 "the step or a rank above 16)";
+      info.sharded = true;
+      for (unsigned d = 0; d < info.type.getRank(); ++d) {
+        SmallVector<StringRef> axes = block.getDimAxes(d);
+        info.spec.push_back(axes.size());
+        int64_t count = 1;
+        for (StringRef a : axes) {
+          unsigned index = *mesh.getAxisIndex(a);
+          info.spec.push_back(index);
+          count *= mesh.getShape()[index];
+        }
+        info.global.push_back(info.type.getDimSize(d) * count);
+      }
+    }
+    args.push_back(info);
+  }
+  unsigned numResults = fn.getNumResults();
+  for (unsigned i = 0; i < numResults; ++i) {
+    ProgramTensor info;
+    auto name = fn.getResultAttrOfType<StringAttr>(i, "braid.name");
+    info.name = name              ? name.str()
+                : numResults == 1 ? "loss"
+                                  : "result" + std::to_string(i);
+    info.type = dyn_cast<RankedTensorType>(fn.getResultTypes()[i]);
+    if (!info.type)
+      return fn.emitError() << "result " << i << " is not a ranked tensor";
+    results.push_back(info);
+  }
+  // A training step runs on the runtime's context even on one device (a
+  // one-rank mesh): checkpoints, data files and traces come with it.
+  if (signature.isTrainingStep() && !programMesh.present) {
+    programMesh.present = true;
+    programMesh.dims = {1};
+    programMesh.names = {"dp"};
+  }
+  return signature;
+}
+
+/// main(): initialise the parameters, make the inputs as braid-eval does
+/// (same seed, same names), run the entry (a training step: --steps times,
+/// on the same inputs, feeding the step number), print its results.
+void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
+                             uint64_t seed) {
+  const std::vector<ProgramTensor> &args = signature.args;
+  const std::vector<ProgramTensor> &results = signature.results;
+  const ProgramMesh &mesh = signature.mesh;
+  const ProgramTensor *step = nullptr;
+  for (const ProgramTensor &arg : args)
+    if (arg.isStep)
+      step = &arg;
+  os << R"(
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+
+)";
+  // Leaving after a bad argument: a program on the runtime's context
+  // releases it first (MPI_Finalize), as a successful run does.
+  os << "static int braid_program_exit(int code) {\n";
+  if (mesh.present)
+    os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
+  os << "  return code;\n}\n\nint main(int argc, char **argv) {\n";
+  if (mesh.present) {
+    // One program on every rank of the mesh; only rank 0 prints.
+    os << "  static const int64_t braid_mesh_dims[] = {";
+    for (auto [i, d] : llvm::enumerate(mesh.dims))
+      os << (i ? ", " : "") << d;
+    os << "};\n  static const char *const braid_mesh_names[] = {";
+    for (auto [i, n] : llvm::enumerate(mesh.names))
+      os << (i ? ", " : "") << "\"" << n << "\"";
+    // Options the runtime's context takes when it is created.
+    os << "};\n  for (int i = 1; i + 1 < argc; ++i) {\n"
+       << "    if (strcmp(argv[i], \"--trace\") == 0)\n"
+       << "      braid_rt_program_spmd_trace = 1;\n"
+       << "    if (strcmp(argv[i], \"--timeout\") == 0) {\n"
+       << "      char *end;\n"
+       << "      braid_rt_program_spmd_timeout = strtod(argv[i + 1], &end);\n"
+       << "      if (end == argv[i + 1] || *end || "
+          "!(braid_rt_program_spmd_timeout >= 0)) {\n"
+       << "        fprintf(stderr, \"error: --timeout needs a number of "
+          "seconds >= 0 (0: none), got '%s'\\n\", argv[i + 1]);\n"
+       << "        return 2;\n      }\n    }\n  }\n"
+       << "  braid_rt_program_spmd_start(&argc, &argv, " << mesh.dims.size()
+       << ", braid_mesh_dims, braid_mesh_names);\n"
+       << "  if (braid_rt_program_spmd_rank() != 0 && "
+          "!freopen(\"/dev/null\", \"w\", stdout))\n    return 1;\n";
+  }
+  os << R"(  uint64_t seed = )" << seed << R"(ULL;
+  int64_t steps = 1, start_step = 0;
+  int64_t log_every = 1;
+  int have_start_step = 0;
+  const char *save_dir = NULL, *resume_dir = NULL, *trace_file = NULL;
+  const char *data_source = NULL;
+  int token_bytes = 2, dump = 0;
+  uint64_t value = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--dump") == 0 && )"
+     << (step ? "0" : "1") << R"() {
+      dump = 1;
+    } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      if (!braid_rt_program_parse_flag("--seed", argv[++i], 0, UINT64_MAX,
+                                       &seed))
+        return braid_program_exit(2);
+    } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      if (!braid_rt_program_parse_flag("--steps", argv[++i], 0, INT64_MAX,
+                                       &value))
+        return braid_program_exit(2);
+      steps = (int64_t)value;
+    } else if (strcmp(argv[i], "--start-step") == 0 && i + 1 < argc) {
+      if (!braid_rt_program_parse_flag("--start-step", argv[++i], 0,
+                                       INT64_MAX, &value))
+        return braid_program_exit(2);
+      start_step = (int64_t)value;
+      have_start_step = 1;
+    } else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      save_dir = argv[++i];
+    } else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      resume_dir = argv[++i];
+    } else if (strcmp(argv[i], "--log-every") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      if (!braid_rt_program_parse_flag("--log-every", argv[++i], 1,
+                                       INT64_MAX, &value))
+        return braid_program_exit(2);
+      log_every = (int64_t)value;
+    } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      trace_file = argv[++i];
+    } else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc && )"
+     << (mesh.present ? "1" : "0") << R"() {
+      ++i; /* read before the context was created */
+    } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      data_source = argv[++i];
+    } else if (strcmp(argv[i], "--token-bytes") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      if (!braid_rt_program_parse_flag("--token-bytes", argv[++i], 2, 4,
+                                       &value))
+        return braid_program_exit(2);
+      if (value == 3) {
+        fprintf(stderr, "error: --token-bytes must be 2 or 4, got 3\n");
+        return braid_program_exit(2);
+      }
+      token_bytes = (int)value;
+    } else {
+      fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
+     << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]"
+              : " [--dump]")
+     << (step ? " [--save DIR] [--resume DIR] [--trace FILE]" : "")
+     << (mesh.present ? " [--timeout S]" : "") << R"(\n",
+              argv[0]);
+      return braid_program_exit(2);
+    }
+  }
+  )" << kProgramInitFunction
+     << R"((seed);
+)";
+  if (step)
+    os << "  if (resume_dir) {\n"
+       << "    int64_t saved = braid_rt_program_resume(resume_dir, "
+          "braid_num_slots, braid_slots, braid_params);\n"
+       << "    if (!have_start_step)\n      start_step = saved;\n  }\n";
+  else
+    os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n"
+          "  (void)trace_file; (void)log_every; (void)data_source;\n"
+          "  (void)token_bytes;\n";
+  if (step)
+    os << "  (void)dump;\n";
+  std::string call = getEmittedFunctionName(signature.entry) + "(";
+  // Per argument: the whole buffer and its size, and the code that copies
+  // this rank's block of it (sharded arguments).
+  std::vector<std::pair<std::string, int64_t>> wholes(args.size());
+  std::vector<std::string> extracts(args.size());
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    Type element = arg.type.getElementType();
+    int64_t count = arg.type.getNumElements();
+    std::string var = "in" + std::to_string(i);
+    os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
+       << suffix(element) << "(" << count << ");\n";
+    // A block of a sharded argument: the whole input, then this rank's block.
+    std::string whole = var;
+    int64_t wholeCount = count;
+    if (arg.sharded) {
+      whole = var + "_whole";
+      wholeCount = 1;
+      for (int64_t d : arg.global)
+        wholeCount *= d;
+      os << "  " << cType(element) << " *" << whole
+         << " = braid_rt_program_alloc_" << suffix(element) << "(" << wholeCount
+         << ");\n";
+    }
+    if (arg.isStep)
+      ;
+    else if (element.isF32())
+      os << "  braid_rt_program_init_f32(seed, \"" << arg.name
+         << "\", BRAID_RT_INIT_NORMAL, 1.0, 0.0, " << wholeCount << ", "
+         << whole << ");\n";
+    else
+      os << "  braid_rt_program_init_ids_" << suffix(element) << "(seed, \""
+         << arg.name << "\", " << arg.range << ", " << wholeCount << ", "
+         << whole << ");\n";
+    if (arg.sharded) {
+      auto list = [](const std::vector<int64_t> &v) {
+        std::string out;
+        for (int64_t x : v)
+          out += std::to_string(x) + ", ";
+        return out + "0";
+      };
+      std::string extract;
+      raw_string_ostream e(extract);
+      e << "  {\n    static const int64_t global[] = {" << list(arg.global)
+        << "};\n    static const int64_t spec[] = {" << list(arg.spec)
+        << "};\n    braid_rt_program_extract_block(" << whole << ", sizeof(*"
+        << whole << "), " << arg.type.getRank() << ", global, spec, " << var
+        << ");\n  }\n";
+      os << extract;
+      extracts[i] = extract;
+    }
+    wholes[i] = {whole, wholeCount};
+    call += var + ", ";
+  }
+  for (auto [i, result] : llvm::enumerate(results)) {
+    Type element = result.type.getElementType();
+    std::string var = "out" + std::to_string(i);
+    os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
+       << suffix(element) << "(" << result.type.getNumElements() << ");\n";
+    call += var + ", ";
+  }
+  if (call.back() == ' ')
+    call.resize(call.size() - 2);
+  if (step) {
+    // The format of braid-eval --steps.
+    auto index = [&](StringRef name) -> int {
+      for (auto [i, result] : llvm::enumerate(results))
+        if (result.name == name && result.type.getRank() == 0)
+          return i;
+      return -1;
+    };
+    unsigned stepIndex = step - args.data();
+    std::string dataFeed;
+    // Tokens per step: the elements of the 'tokens' argument, if any (the
+    // whole argument's, when each rank holds a block: the job's tokens).
+    int64_t tokens = 0;
+    for (const ProgramTensor &arg : args)
+      if (arg.name == "tokens") {
+        tokens = arg.type.getNumElements();
+        if (arg.sharded)
+          for (auto [g, l] : llvm::zip(arg.global, arg.type.getShape()))
+            tokens = tokens / l * g;
+      }
+    // --data: tokens and labels (i32 with braid.range, the same whole
+    // shape) from the runtime's data source, each step's batch.
+    int tokensIndex = -1, labelsIndex = -1;
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (arg.name == "tokens" && arg.range &&
+          arg.type.getElementType().isInteger(32))
+        tokensIndex = i;
+      if (arg.name == "labels" && arg.range &&
+          arg.type.getElementType().isInteger(32))
+        labelsIndex = i;
+    }
+    if (tokensIndex >= 0 && labelsIndex >= 0 &&
+        wholes[tokensIndex].second == wholes[labelsIndex].second) {
+      const ProgramTensor &t = args[tokensIndex];
+      int64_t seqLen = t.sharded ? t.global.back() : t.type.getShape().back();
+      int64_t batch = wholes[tokensIndex].second / seqLen;
+      os << "  braid_rt_data_t *braid_data = NULL;\n"
+         << "  if (data_source)\n    braid_data = braid_rt_program_data_open("
+            "data_source, token_bytes, seed, "
+         << t.range << ", " << seqLen << ", " << batch << ");\n";
+      dataFeed = "    if (braid_data) {\n      braid_rt_program_data_batch("
+                 "braid_data, s, " +
+                 std::to_string(batch) + ", " + wholes[tokensIndex].first +
+                 ", " + wholes[labelsIndex].first + ");\n" +
+                 extracts[tokensIndex] + extracts[labelsIndex] + "    }\n";
+    } else {
+      os << "  (void)token_bytes;\n  if (data_source) {\n"
+         << "    fprintf(stderr, \"error: --data needs a training step "
+            "that takes i32 'tokens' and 'labels' with braid.range\\n\");\n"
+         << "    return braid_program_exit(2);\n  }\n";
+    }
+    os << "  double total_s = 0;\n"
+       << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
+       << "    in" << stepIndex << "[0] = s;\n"
+       << "    struct timespec t0, t1;\n"
+       << dataFeed << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n";
+    if (mesh.present)
+      os << "    if (trace_file) {\n      char name[32];\n"
+         << "      snprintf(name, sizeof name, \"step %lld\", (long long)s);\n"
+         << "      braid_rt_program_trace_begin(name, \"step\");\n    }\n";
+    os << "    " << call << ");\n";
+    if (mesh.present)
+      os << "    if (trace_file)\n      braid_rt_program_trace_end();\n";
+    os << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
+       << "    double step_s = (double)(t1.tv_sec - t0.tv_sec) +\n"
+       << "                    1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);\n"
+       << "    if (s > start_step || steps == 1)\n      total_s += step_s;\n"
+       << "    if ((s - start_step) % log_every != 0 && s != start_step + "
+          "steps - 1)\n      continue;\n"
+       << "    printf(\"step %lld\", (long long)s);\n";
+    for (auto [name, format] :
+         {std::pair<StringRef, StringRef>{"loss", "%.17g"},
+          {"lr", "%.6g"},
+          {"grad_norm", "%.6g"}})
+      if (int i = index(name); i >= 0)
+        os << "    printf(\" " << name << " " << format << "\", (double)out"
+           << i << "[0]);\n";
+    os << "    printf(\" ms %.2f\", 1e3 * step_s);\n";
+    if (tokens)
+      os << "    printf(\" tokens/s %.0f\", " << tokens << " / step_s);\n";
+    os << "    printf(\"\\n\");\n  }\n";
+    // The first step (allocation, cold caches) is left out of the mean.
+    os << "  int64_t timed = steps > 1 ? steps - 1 : steps;\n"
+       << "  if (timed > 0) {\n"
+       << "    printf(\"summary: %lld steps, %.2f ms/step\", (long long)steps,"
+       << " 1e3 * total_s / timed);\n";
+    if (tokens)
+      os << "    printf(\", %.0f tokens/s\", " << tokens
+         << " * timed / total_s);\n";
+    os << "    if (timed < steps)\n"
+       << "      printf(\" (step %lld excluded)\", (long long)start_step);\n"
+       << "    printf(\"\\n\");\n  }\n";
+    if (mesh.present)
+      os << "  if (trace_file)\n    braid_rt_program_trace_write(trace_file);\n"
+         << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
+            "steps, braid_num_slots, braid_slots, braid_params,\n"
+         << "                          braid_pipeline_mask);\n"
+         << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
+    os << "  return 0;\n}\n";
+    return;
+  }
+  os << "  " << call << ");\n";
+  for (auto [i, result] : llvm::enumerate(results)) {
+    std::string var = "out" + std::to_string(i);
+    if (result.type.getRank() == 0) {
+      os << "  printf(\"" << result.name << " %.17g\\n\", (double)" << var
+         << "[0]);\n";
+      continue;
+    }
+    // As braid-eval prints tensors: their sum and L2 norm, and with --dump
+    // every value, eight to a line (tests compare them element by element).
+    int64_t n = result.type.getNumElements();
+    os << "  {\n    double sum = 0, squares = 0;\n    for (int64_t j = 0; j < "
+       << n << "; ++j) {\n      sum += (double)" << var
+       << "[j];\n      squares += (double)" << var << "[j] * (double)" << var
+       << "[j];\n    }\n    printf(\"" << result.name
+       << " sum %.17g l2 %.17g\\n\", sum, sqrt(squares));\n"
+       << "    for (int64_t j = 0; dump && j < " << n << "; ++j)\n"
+       << "      printf(\"%s%.17g%s\", j % 8 ? \" \" : \"  \", (double)" << var
+       << "[j],\n             j % 8 == 7 || j + 1 == " << n
+       << " ? \"\\n\" : \"\");\n  }\n";
+  }
+  if (mesh.present)
+    os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
+  os << "  return 0;\n}\n";
+}

@@ -1,0 +1,159 @@
+//===- ToolchainTest.cpp - The toolchains' commands and errors ------------===//
+
+#include "braid/Target/Toolchain.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::braid;
+using namespace llvm;
+
+namespace {
+
+/// Libraries in the shapes the build passes: archives, a shared library and
+/// a versioned one (both need an rpath).
+CpuToolchain::Options testOptions(std::string cxx) {
+  return {std::move(cxx),
+          "/rt/include",
+          {"/k/libkernels.a", "/b/libopenblas.so", "/o/libomp.so.5"},
+          {"/i/libio.a", "/m/libmpi.so"}};
+}
+
+std::vector<std::string> command(const Toolchain &toolchain,
+                                 const CompileJob &job) {
+  Expected<std::vector<std::string>> argv = toolchain.getCommand(job);
+  if (!argv) {
+    ADD_FAILURE() << toString(argv.takeError());
+    return {};
+  }
+  return *argv;
+}
+
+// Tests that a single-device program links the kernels and their
+// dependencies, with an rpath after each shared library, and -lm last.
+TEST(CpuToolchainTest, SingleDeviceCommand) {
+  CpuToolchain toolchain(testOptions("/bin/sh"));
+  std::vector<std::string> expected = {"/bin/sh",
+                                       "-O2",
+                                       "-std=c++17",
+                                       "-w",
+                                       "-I/rt/include",
+                                       "prog.cpp",
+                                       "-o",
+                                       "prog",
+                                       "/k/libkernels.a",
+                                       "/b/libopenblas.so",
+                                       "-Wl,-rpath,/b",
+                                       "/o/libomp.so.5",
+                                       "-Wl,-rpath,/o",
+                                       "-lm"};
+  EXPECT_EQ(command(toolchain, {"prog.cpp", "prog", /*spmd=*/false}), expected);
+}
+
+// Tests that a program on the runtime's context links the communication
+// layer and MPI before the libraries they use.
+TEST(CpuToolchainTest, SpmdCommand) {
+  CpuToolchain toolchain(testOptions("/bin/sh"));
+  std::vector<std::string> expected = {"/bin/sh",
+                                       "-O2",
+                                       "-std=c++17",
+                                       "-w",
+                                       "-I/rt/include",
+                                       "prog.cpp",
+                                       "-o",
+                                       "prog",
+                                       "/i/libio.a",
+                                       "/m/libmpi.so",
+                                       "-Wl,-rpath,/m",
+                                       "/k/libkernels.a",
+                                       "/b/libopenblas.so",
+                                       "-Wl,-rpath,/b",
+                                       "/o/libomp.so.5",
+                                       "-Wl,-rpath,/o",
+                                       "-lm"};
+  EXPECT_EQ(command(toolchain, {"prog.cpp", "prog", /*spmd=*/true}), expected);
+}
+
+// Tests that a missing compiler is an error naming it and braidc's flag.
+TEST(CpuToolchainTest, MissingCompiler) {
+  CpuToolchain toolchain(testOptions("braid-no-such-compiler"));
+  Expected<std::vector<std::string>> argv = toolchain.getCommand({});
+  ASSERT_FALSE(argv);
+  EXPECT_EQ(toString(argv.takeError()),
+            "C++ compiler 'braid-no-such-compiler' not found (--cxx)");
+}
+
+// Tests that compile() writes the command as one shell line, runs it and
+// reports a failing compiler with its status and the command.
+TEST(CpuToolchainTest, CompileWritesAndRunsTheCommand) {
+  SmallString<128> dir;
+  ASSERT_FALSE(sys::fs::createUniqueDirectory("braid-toolchain", dir));
+  SmallString<128> path(dir);
+  sys::path::append(path, "compile.sh");
+  CompileJob job{"prog.cpp", "prog", false};
+
+  CpuToolchain ok(testOptions("/bin/true"));
+  EXPECT_FALSE(errorToBool(ok.compile(job, path)));
+  ErrorOr<std::unique_ptr<MemoryBuffer>> written = MemoryBuffer::getFile(path);
+  ASSERT_TRUE(written);
+  EXPECT_EQ((*written)->getBuffer().str(),
+            "/bin/true -O2 -std=c++17 -w -I/rt/include prog.cpp -o prog "
+            "/k/libkernels.a /b/libopenblas.so -Wl,-rpath,/b /o/libomp.so.5 "
+            "-Wl,-rpath,/o -lm \n");
+
+  CpuToolchain failing(testOptions("/bin/false"));
+  EXPECT_EQ(toString(failing.compile(job)),
+            "compiling the generated program failed (1):\n  /bin/false -O2 "
+            "-std=c++17 -w -I/rt/include prog.cpp -o prog /k/libkernels.a "
+            "/b/libopenblas.so -Wl,-rpath,/b /o/libomp.so.5 -Wl,-rpath,/o "
+            "-lm ");
+  sys::fs::remove_directories(dir);
+}
+
+// Tests that the build's options name the runtime headers and libraries
+// that exist once Braid is built.
+TEST(CpuToolchainTest, BuildOptionsExist) {
+  CpuToolchain::Options options = CpuToolchain::getBuildOptions();
+  EXPECT_FALSE(options.cxx.empty());
+  SmallString<128> header(options.includeDir);
+  sys::path::append(header, "braid", "rt", "kernels.h");
+  EXPECT_TRUE(sys::fs::exists(header)) << header.str().str();
+  ASSERT_FALSE(options.libs.empty());
+  ASSERT_FALSE(options.spmdLibs.empty());
+  for (const std::vector<std::string> *libs :
+       {&options.libs, &options.spmdLibs})
+    for (const std::string &lib : *libs)
+      if (sys::path::is_absolute(lib))
+        EXPECT_TRUE(sys::fs::exists(lib)) << lib;
+}
+
+// Tests that the CUDA toolchain exists where nvcc does and refuses to
+// compile, and that an unknown target is an error.
+TEST(ToolchainTest, CreateByTarget) {
+  Expected<std::unique_ptr<Toolchain>> cpu = createToolchain("cpu", "c++");
+  ASSERT_TRUE(bool(cpu)) << toString(cpu.takeError());
+  EXPECT_EQ((*cpu)->getTarget(), "cpu");
+
+  Expected<std::unique_ptr<Toolchain>> cuda = createToolchain("cuda", "c++");
+  if (Expected<std::string> nvcc = CudaToolchain::findNvcc()) {
+    ASSERT_TRUE(bool(cuda)) << toString(cuda.takeError());
+    EXPECT_EQ((*cuda)->getTarget(), "cuda");
+    EXPECT_EQ(toString((*cuda)->getCommand({}).takeError()),
+              "the CUDA target is not built yet (nvcc: " + *nvcc + ")");
+  } else {
+    ASSERT_FALSE(cuda);
+    EXPECT_EQ(toString(cuda.takeError()),
+              "the CUDA target needs the CUDA toolkit: " +
+                  toString(nvcc.takeError()));
+  }
+
+  Expected<std::unique_ptr<Toolchain>> other = createToolchain("tpu", "c++");
+  ASSERT_FALSE(other);
+  EXPECT_EQ(toString(other.takeError()), "no target 'tpu' (cpu or cuda)");
+}
+
+} // namespace
