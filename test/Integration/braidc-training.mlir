@@ -60,5 +60,9 @@
 // ENTRY: braidc: --entry does not combine with training options
 // RUN: not braidc %t.mlir --target cuda -o %t.bad 2>&1 | FileCheck %s --check-prefix=TARGET
 // TARGET: braidc: --target cuda is not supported yet; the only target is cpu
+// TARGET-NEXT: braidc: note: the CUDA target {{is not built yet \(nvcc: /.*/nvcc\)|needs the CUDA toolkit: no nvcc on PATH, in \$CUDA_PATH/bin or in /usr/local/cuda/bin}}
+// RUN: not braidc %t.mlir --target tpu -o %t.bad 2>&1 | FileCheck %s --check-prefix=TPU
+// TPU: braidc: --target tpu is not supported yet; the only target is cpu
+// TPU-NOT: note
 // RUN: not braidc %t.mlir --mesh tp=3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=TP
 // TP: not divisible by tp = 3

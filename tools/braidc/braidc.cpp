@@ -253,6 +253,13 @@ int main(int argc, char **argv) {
   if (target != "cpu") {
     errs() << "braidc: --target " << target
            << " is not supported yet; the only target is cpu\n";
+    // What this machine has for the CUDA target (nvcc or not).
+    if (target == "cuda") {
+      auto cuda = braid::createToolchain(target, cxx);
+      Error note =
+          cuda ? (*cuda)->getCommand({}).takeError() : cuda.takeError();
+      errs() << "braidc: note: " << toString(std::move(note)) << "\n";
+    }
     return 1;
   }
   auto toolchain = braid::createToolchain(target, cxx);
