@@ -1,0 +1,506 @@
+//===- ComputeOps.cpp - Compute ops as kernel calls -------------------------===//
+//
+// Part of braid-lower-to-emitc; see Lowering.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+using namespace mlir::braid::lowering;
+
+template <typename OpT>
+static void addBinary(LoweringTable &t, StringRef kernel) {
+  t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
+    l.kernel(kernel, {l.get(op.getLhs()), l.get(op.getRhs()),
+                      l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+                      l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+                      l.result(op.getResult())});
+    return success();
+  });
+}
+
+template <typename OpT>
+static void addUnary(LoweringTable &t, StringRef kernel) {
+  t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
+    l.kernel(kernel, {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+                      l.result(op.getResult())});
+    return success();
+  });
+}
+
+/// The kernel name for integer operand `ids`: `base` for i32, `base_i64`.
+static std::string idKernel(StringRef base, Value ids) {
+  return FunctionLowering::typeOf(ids).getElementType().isInteger(64)
+             ? (base + "_i64").str()
+             : base.str();
+}
+
+/// The group of a vocabulary-parallel op (with `mesh` and `vocab_axes`),
+/// or -1 for a single-device op.
+template <typename OpT>
+static FailureOr<int64_t> vocabGroup(OpT op, FunctionLowering &l) {
+  if (!op.getMeshAttr())
+    return int64_t(-1);
+  if (!op.getVocabAxesAttr())
+    return op.emitOpError() << "has a mesh but no vocab_axes";
+  return l.module.getGroup(op, op.getMeshAttr(), op.getVocabAxesAttr());
+}
+
+/// Whether ids of `v` are i64 (an `int` flag for the SPMD helpers).
+static Value isI64(FunctionLowering &l, Value ids) {
+  return l.flag(FunctionLowering::typeOf(ids).getElementType().isInteger(64));
+}
+
+/// Checks ids (labels, token ids) against [0, range) before a kernel, whose
+/// INVALID_ARGUMENT would name neither the id nor its position.
+static void checkIds(FunctionLowering &l, StringRef what, Value ids,
+                     int64_t range) {
+  l.call("braid_rt_program_check_ids",
+         {l.text(what), l.get(ids), isI64(l, ids), l.i64(l.countOf(ids)),
+          l.i64(range), l.whereText()});
+}
+
+
+/// The effective scale of attention and its gradient: the attribute, else
+/// 1 / sqrt(dim).
+template <typename OpT> static double attentionScale(OpT op, int64_t dim) {
+  if (std::optional<APFloat> scale = op.getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(dim));
+}
+
+/// A local `float *inputs[n]` holding the buffers of `values`, and the
+/// static array of their element counts, for the kernels over lists.
+static std::pair<Value, Value> bufferList(FunctionLowering &l,
+                                          ValueRange values) {
+  OpBuilder &b = l.b;
+  auto type = emitc::ArrayType::get(
+      {std::max<int64_t>(1, values.size())},
+      emitc::PointerType::get(l.typeOf(values.front()).getElementType()));
+  Value list = emitc::VariableOp::create(
+      b, l.loc, type, emitc::OpaqueAttr::get(b.getContext(), ""));
+  SmallVector<int64_t> counts;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    Value element = emitc::SubscriptOp::create(
+        b, l.loc, cast<TypedValue<emitc::ArrayType>>(list),
+        ValueRange{l.index(i)});
+    emitc::AssignOp::create(b, l.loc, element, l.get(v));
+    counts.push_back(l.countOf(v));
+  }
+  return {list, l.shape(counts)};
+}
+
+template <typename OpT>
+static void addActivationGrad(LoweringTable &t, StringRef kernel) {
+  t.add<OpT>([kernel](OpT op, FunctionLowering &l) -> LogicalResult {
+    l.kernel(kernel,
+             {l.get(op.getInput()), l.get(op.getGrad()),
+              l.i64(l.countOf(op.getInput())), l.result(op.getResult())});
+    return success();
+  });
+}
+
+/// The kernel for a data-movement op on `v`'s element type (f32 or i32).
+static FailureOr<std::string> movementKernel(Operation *op, StringRef base,
+                                             Value v) {
+  Type element = FunctionLowering::typeOf(v).getElementType();
+  if (element.isInteger(64))
+    return op->emitOpError() << "moves i64 elements; the kernels take f32 and "
+                                "i32";
+  return (base + "_" + getElementSuffix(element)).str();
+}
+
+/// The `stride` attribute as an array, or a null pointer when absent.
+static Value strideArray(FunctionLowering &l,
+                         std::optional<ArrayRef<int64_t>> stride) {
+  if (stride)
+    return l.shape(*stride);
+  return emitc::LiteralOp::create(l.b, l.loc,
+                                  emitc::PointerType::get(l.b.getI64Type()),
+                                  l.b.getStringAttr("nullptr"));
+}
+
+static void populateShapeLowerings(LoweringTable &t) {
+  t.add<SliceOp>([](SliceOp op, FunctionLowering &l) -> LogicalResult {
+    FailureOr<std::string> kernel =
+        movementKernel(op, "braid_rt_slice", op.getInput());
+    if (failed(kernel))
+      return failure();
+    l.kernel(*kernel, {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+                       l.shapeOf(op.getInput()), l.shape(op.getStart()),
+                       strideArray(l, op.getStride()),
+                       l.shapeOf(op.getResult()), l.result(op.getResult())});
+    return success();
+  });
+  t.add<SliceGradOp>([](SliceGradOp op, FunctionLowering &l) -> LogicalResult {
+    l.kernel("braid_rt_slice_grad_f32",
+             {l.get(op.getGrad()), l.i64(l.rankOf(op.getGrad())),
+              l.shapeOf(op.getGrad()), l.shape(op.getStart()),
+              strideArray(l, op.getStride()), l.shapeOf(op.getResult()),
+              l.result(op.getResult())});
+    return success();
+  });
+  t.add<ConcatOp>([](ConcatOp op, FunctionLowering &l) -> LogicalResult {
+    FailureOr<std::string> kernel =
+        movementKernel(op, "braid_rt_concat", op.getResult());
+    if (failed(kernel))
+      return failure();
+    int64_t axis = op.getAxis();
+    int64_t rank = l.rankOf(op.getResult());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<int64_t> sizes;
+    for (Value input : op.getInputs())
+      sizes.push_back(l.typeOf(input).getDimSize(axis));
+    Value list = bufferList(l, op.getInputs()).first;
+    l.kernel(*kernel, {list, l.i64(op.getInputs().size()), l.i64(rank),
+                       l.shapeOf(op.getResult()), l.i64(axis), l.shape(sizes),
+                       l.result(op.getResult())});
+    return success();
+  });
+  t.add<ReduceMaxGradOp>(
+      [](ReduceMaxGradOp op, FunctionLowering &l) -> LogicalResult {
+        ArrayRef<int64_t> axes = op.getAxes();
+        l.kernelChecked("braid_rt_reduce_max_grad_f32",
+                        {l.get(op.getInput()), l.get(op.getGrad()),
+                         l.i64(l.rankOf(op.getInput())),
+                         l.shapeOf(op.getInput()), l.i64(axes.size()),
+                         l.shape(axes), l.result(op.getResult())});
+        return success();
+      });
+}
+
+static void populateTrainingLowerings(LoweringTable &t) {
+  t.add<ConstantOp>([](ConstantOp op, FunctionLowering &l) -> LogicalResult {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    Type element = l.typeOf(op.getResult()).getElementType();
+    if (!dense)
+      return op.emitOpError() << "has a value that is not dense elements; "
+                                 "generated code takes dense constants only";
+    if (!dense.isSplat() || element.isInteger(64)) {
+      l.copy(element, l.module.getConstantData(l.b, l.loc, dense),
+             l.result(op.getResult()), l.countOf(op.getResult()));
+      return success();
+    }
+    Value value =
+        element.isF32()
+            ? l.f32(dense.getSplatValue<APFloat>().convertToDouble())
+            : emitc::ConstantOp::create(
+                  l.b, l.loc, l.b.getI32Type(),
+                  l.b.getI32IntegerAttr(
+                      dense.getSplatValue<APInt>().getSExtValue()))
+                  .getResult();
+    l.kernel(
+        ("braid_rt_fill_" + getElementSuffix(element)).str(),
+        {value, l.i64(l.countOf(op.getResult())), l.result(op.getResult())});
+    return success();
+  });
+  t.add<ReduceOp>([](ReduceOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> axes = op.getAxes();
+    l.kernel("braid_rt_reduce_f32",
+             {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+              l.shapeOf(op.getInput()), l.i64(axes.size()), l.shape(axes),
+              l.enumValue("braid_rt_reduce_kind_t",
+                          static_cast<int64_t>(op.getKind())),
+              l.result(op.getResult())});
+    return success();
+  });
+  t.add<BroadcastOp>([](BroadcastOp op, FunctionLowering &l) -> LogicalResult {
+    Type element = l.typeOf(op.getInput()).getElementType();
+    if (element.isInteger(64))
+      return op.emitOpError() << "broadcasts i64; the kernels take f32 and i32";
+    l.kernel(("braid_rt_broadcast_to_" + getElementSuffix(element)).str(),
+             {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+              l.shapeOf(op.getInput()), l.i64(l.rankOf(op.getResult())),
+              l.shapeOf(op.getResult()), l.result(op.getResult())});
+    return success();
+  });
+  addActivationGrad<ReluGradOp>(t, "braid_rt_relu_grad_f32");
+  addActivationGrad<SiluGradOp>(t, "braid_rt_silu_grad_f32");
+  t.add<GeluGradOp>([](GeluGradOp op, FunctionLowering &l) -> LogicalResult {
+    l.kernel("braid_rt_gelu_grad_f32",
+             {l.get(op.getInput()), l.get(op.getGrad()),
+              l.i64(l.countOf(op.getInput())),
+              l.enumValue("braid_rt_gelu_approximation_t",
+                          static_cast<int64_t>(op.getApproximate())),
+              l.result(op.getResult())});
+    return success();
+  });
+  t.add<LayerNormGradOp>(
+      [](LayerNormGradOp op, FunctionLowering &l) -> LogicalResult {
+        Value x = op.getInput();
+        l.kernel("braid_rt_layer_norm_grad_f32",
+                 {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
+                  l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+                  l.f64(op.getEpsilon().convertToDouble()),
+                  l.result(op.getResult())});
+        return success();
+      });
+  t.add<RmsNormGradOp>(
+      [](RmsNormGradOp op, FunctionLowering &l) -> LogicalResult {
+        Value x = op.getInput();
+        l.kernel("braid_rt_rms_norm_grad_f32",
+                 {l.get(x), l.get(op.getScale()), l.get(op.getGrad()),
+                  l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+                  l.f64(op.getEpsilon().convertToDouble()),
+                  l.result(op.getResult())});
+        return success();
+      });
+  t.add<EmbeddingGradOp>(
+      [](EmbeddingGradOp op, FunctionLowering &l) -> LogicalResult {
+        FailureOr<int64_t> group = vocabGroup(op, l);
+        if (failed(group))
+          return failure();
+        ArrayRef<int64_t> table = l.typeOf(op.getResult()).getShape();
+        if (*group >= 0) {
+          l.call("braid_rt_program_embedding_grad_vp_f32",
+                 {l.get(op.getIds()), isI64(l, op.getIds()),
+                  l.get(op.getGrad()), l.i64(l.countOf(op.getIds())),
+                  l.i64(table[0]), l.i64(table[1]), l.i64(*group),
+                  l.result(op.getResult()), l.whereText()});
+          return success();
+        }
+        checkIds(l, "id", op.getIds(), table[0]);
+        l.kernelChecked(idKernel("braid_rt_embedding_grad_f32", op.getIds()),
+                        {l.get(op.getIds()), l.get(op.getGrad()),
+                         l.i64(l.countOf(op.getIds())), l.i64(table[0]),
+                         l.i64(table[1]), l.result(op.getResult())});
+        return success();
+      });
+  t.add<AttentionGradOp>(
+      [](AttentionGradOp op, FunctionLowering &l) -> LogicalResult {
+        ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
+        ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
+        l.kernelChecked("braid_rt_attention_grad_f32",
+                        {l.get(op.getQuery()), l.get(op.getKey()),
+                         l.get(op.getValue()), l.get(op.getGrad()), l.i64(q[0]),
+                         l.i64(q[1]), l.i64(k[1]), l.i64(q[2]), l.i64(k[2]),
+                         l.i64(q[3]), l.flag(op.getCausal()),
+                         l.f64(attentionScale(op, q[3])),
+                         l.i64(op.getOperand()), l.result(op.getResult())});
+        return success();
+      });
+  t.add<CrossEntropyGradOp>(
+      [](CrossEntropyGradOp op, FunctionLowering &l) -> LogicalResult {
+        FailureOr<int64_t> group = vocabGroup(op, l);
+        if (failed(group))
+          return failure();
+        Value logits = op.getLogits();
+        if (*group >= 0) {
+          l.call("braid_rt_program_cross_entropy_grad_vp_f32",
+                 {l.get(logits), l.get(op.getLabels()),
+                  isI64(l, op.getLabels()), l.get(op.getGrad()),
+                  l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)),
+                  l.i64(*group), l.result(op.getResult()), l.whereText()});
+          return success();
+        }
+        checkIds(l, "label", op.getLabels(), l.colsOf(logits));
+        l.kernelChecked(
+            idKernel("braid_rt_cross_entropy_grad_f32", op.getLabels()),
+            {l.get(logits), l.get(op.getLabels()), l.get(op.getGrad()),
+             l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)),
+             l.result(op.getResult())});
+        return success();
+      });
+  t.add<LrScheduleOp>(
+      [](LrScheduleOp op, FunctionLowering &l) -> LogicalResult {
+        l.kernel(idKernel("braid_rt_lr_schedule_f32", op.getStep()),
+                 {l.get(op.getStep()),
+                  l.enumValue("braid_rt_lr_decay_t",
+                              static_cast<int64_t>(op.getDecay())),
+                  l.f64(op.getLr().convertToDouble()),
+                  l.f64(op.getMinLr().convertToDouble()),
+                  l.i64(op.getWarmupSteps()), l.i64(op.getTotalSteps()),
+                  l.result(op.getResult())});
+        return success();
+      });
+  t.add<GlobalNormOp>([](GlobalNormOp op, FunctionLowering &l) -> LogicalResult {
+    auto [list, counts] = bufferList(l, op.getInputs());
+    l.kernel(
+        "braid_rt_global_norm_f32",
+        {list, counts, l.i64(op.getInputs().size()), l.result(op.getResult())});
+    return success();
+  });
+  t.add<SumSquaresOp>([](SumSquaresOp op, FunctionLowering &l) -> LogicalResult {
+    auto [list, counts] = bufferList(l, op.getInputs());
+    l.kernel(
+        "braid_rt_sum_squares_f32",
+        {list, counts, l.i64(op.getInputs().size()), l.result(op.getResult())});
+    return success();
+  });
+  t.add<ClipCoefficientOp>(
+      [](ClipCoefficientOp op, FunctionLowering &l) -> LogicalResult {
+        l.kernel("braid_rt_clip_coefficient_f32",
+                 {l.get(op.getNorm()), l.f64(op.getMaxNorm().convertToDouble()),
+                  l.result(op.getResult())});
+        return success();
+      });
+  t.add<AdamWUpdateOp>(
+      [](AdamWUpdateOp op, FunctionLowering &l) -> LogicalResult {
+        l.kernel(idKernel("braid_rt_adamw_update_f32", op.getStep()),
+                 {l.get(op.getParam()), l.get(op.getGrad()), l.get(op.getM()),
+                  l.get(op.getV()), l.get(op.getLr()), l.get(op.getStep()),
+                  l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
+                  l.f64(op.getBeta1().convertToDouble()),
+                  l.f64(op.getBeta2().convertToDouble()),
+                  l.f64(op.getEpsilon().convertToDouble()),
+                  l.f64(op.getWeightDecay().convertToDouble()),
+                  l.result(op.getNewParam()), l.result(op.getNewM()),
+                  l.result(op.getNewV())});
+        return success();
+      });
+  t.add<SgdUpdateOp>([](SgdUpdateOp op, FunctionLowering &l) -> LogicalResult {
+    l.kernel("braid_rt_sgd_update_f32",
+             {l.get(op.getParam()), l.get(op.getGrad()),
+              l.get(op.getMomentumBuffer()), l.get(op.getLr()),
+              l.get(op.getGradScale()), l.i64(l.countOf(op.getParam())),
+              l.f64(op.getMomentum().convertToDouble()),
+              l.flag(op.getNesterov()),
+              l.f64(op.getWeightDecay().convertToDouble()),
+              l.result(op.getNewParam()), l.result(op.getNewMomentumBuffer())});
+    return success();
+  });
+}
+
+void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
+  populateShapeLowerings(t);
+  populateTrainingLowerings(t);
+  t.add<ReshapeOp>([](ReshapeOp op, FunctionLowering &l) -> LogicalResult {
+    l.alias(op.getResult(), l.get(op.getInput()));
+    return success();
+  });
+  // A sharding annotation is the identity on one device.
+  t.add<ShardOp>([](ShardOp op, FunctionLowering &l) -> LogicalResult {
+    l.alias(op.getResult(), l.get(op.getInput()));
+    return success();
+  });
+  t.add<RotaryOp>([](RotaryOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> x = l.typeOf(op.getInput()).getShape();
+    l.kernel("braid_rt_rotary_f32",
+             {l.get(op.getInput()), l.i64(x[0]), l.i64(x[1]), l.i64(x[2]),
+              l.i64(x[3]), l.f64(op.getBase().convertToDouble()),
+              l.flag(op.getInverse()), l.result(op.getResult())});
+    return success();
+  });
+  t.add<TransposeOp>([](TransposeOp op, FunctionLowering &l) -> LogicalResult {
+    Type element = l.typeOf(op.getInput()).getElementType();
+    if (element.isInteger(64))
+      return op.emitOpError() << "transposes i64; the kernels take f32 and i32";
+    l.kernel(("braid_rt_transpose_" + getElementSuffix(element)).str(),
+             {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
+              l.shapeOf(op.getInput()), l.shape(op.getPermutation()),
+              l.result(op.getResult())});
+    return success();
+  });
+  t.add<MatmulOp>([](MatmulOp op, FunctionLowering &l) -> LogicalResult {
+    l.kernel("braid_rt_matmul_f32",
+             {l.get(op.getLhs()), l.get(op.getRhs()),
+              l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+              l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+              l.flag(op.getTransposeA()), l.flag(op.getTransposeB()),
+              l.result(op.getResult())});
+    return success();
+  });
+  addBinary<AddOp>(t, "braid_rt_add_f32");
+  addBinary<SubOp>(t, "braid_rt_sub_f32");
+  addBinary<MulOp>(t, "braid_rt_mul_f32");
+  addBinary<DivOp>(t, "braid_rt_div_f32");
+  addUnary<NegOp>(t, "braid_rt_neg_f32");
+  addUnary<ExpOp>(t, "braid_rt_exp_f32");
+  addUnary<SqrtOp>(t, "braid_rt_sqrt_f32");
+  addUnary<RsqrtOp>(t, "braid_rt_rsqrt_f32");
+  addUnary<ReluOp>(t, "braid_rt_relu_f32");
+  addUnary<SiluOp>(t, "braid_rt_silu_f32");
+  t.add<GeluOp>([](GeluOp op, FunctionLowering &l) -> LogicalResult {
+    l.kernel("braid_rt_gelu_f32",
+             {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+              l.enumValue("braid_rt_gelu_approximation_t",
+                          static_cast<int64_t>(op.getApproximate())),
+              l.result(op.getResult())});
+    return success();
+  });
+  t.add<SoftmaxOp>([](SoftmaxOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> shape = l.typeOf(op.getInput()).getShape();
+    int64_t axis = op.getAxis();
+    if (axis < 0)
+      axis += shape.size();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
+      inner *= shape[d];
+    l.kernel("braid_rt_softmax_f32",
+             {l.get(op.getInput()), l.i64(outer), l.i64(shape[axis]),
+              l.i64(inner), l.result(op.getResult())});
+    return success();
+  });
+  t.add<LayerNormOp>([](LayerNormOp op, FunctionLowering &l) -> LogicalResult {
+    Value x = op.getInput();
+    l.kernel("braid_rt_layer_norm_f32",
+             {l.get(x), l.get(op.getScale()), l.get(op.getBias()),
+              l.i64(l.rowsOf(x)), l.i64(l.colsOf(x)),
+              l.f64(op.getEpsilon().convertToDouble()),
+              l.result(op.getResult())});
+    return success();
+  });
+  t.add<RmsNormOp>([](RmsNormOp op, FunctionLowering &l) -> LogicalResult {
+    Value x = op.getInput();
+    l.kernel("braid_rt_rms_norm_f32",
+             {l.get(x), l.get(op.getScale()), l.i64(l.rowsOf(x)),
+              l.i64(l.colsOf(x)), l.f64(op.getEpsilon().convertToDouble()),
+              l.result(op.getResult())});
+    return success();
+  });
+  t.add<EmbeddingOp>([](EmbeddingOp op, FunctionLowering &l) -> LogicalResult {
+    FailureOr<int64_t> group = vocabGroup(op, l);
+    if (failed(group))
+      return failure();
+    ArrayRef<int64_t> table = l.typeOf(op.getTable()).getShape();
+    if (*group >= 0) {
+      l.call("braid_rt_program_embedding_vp_f32",
+             {l.get(op.getTable()), l.get(op.getIds()), isI64(l, op.getIds()),
+              l.i64(table[0]), l.i64(table[1]), l.i64(l.countOf(op.getIds())),
+              l.i64(*group), l.result(op.getResult()), l.whereText()});
+      return success();
+    }
+    checkIds(l, "id", op.getIds(), table[0]);
+    l.kernelChecked(idKernel("braid_rt_embedding_f32", op.getIds()),
+                    {l.get(op.getTable()), l.get(op.getIds()), l.i64(table[0]),
+                     l.i64(table[1]), l.i64(l.countOf(op.getIds())),
+                     l.result(op.getResult())});
+    return success();
+  });
+  t.add<AttentionOp>([](AttentionOp op, FunctionLowering &l) -> LogicalResult {
+    ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
+    ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
+    double scale = attentionScale(op, q[3]);
+    l.kernelChecked("braid_rt_attention_f32",
+                    {l.get(op.getQuery()), l.get(op.getKey()),
+                     l.get(op.getValue()), l.i64(q[0]), l.i64(q[1]),
+                     l.i64(k[1]), l.i64(q[2]), l.i64(k[2]), l.i64(q[3]),
+                     l.flag(op.getCausal()), l.f64(scale),
+                     l.result(op.getResult())});
+    return success();
+  });
+  t.add<CrossEntropyOp>([](CrossEntropyOp op, FunctionLowering &l) -> LogicalResult {
+    FailureOr<int64_t> group = vocabGroup(op, l);
+    if (failed(group))
+      return failure();
+    Value logits = op.getLogits();
+    if (*group >= 0) {
+      l.call("braid_rt_program_cross_entropy_vp_f32",
+             {l.get(logits), l.get(op.getLabels()), isI64(l, op.getLabels()),
+              l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)), l.i64(*group),
+              l.result(op.getResult()), l.whereText()});
+      return success();
+    }
+    checkIds(l, "label", op.getLabels(), l.colsOf(logits));
+    l.kernelChecked(idKernel("braid_rt_cross_entropy_f32", op.getLabels()),
+                    {l.get(logits), l.get(op.getLabels()),
+                     l.i64(l.rowsOf(logits)), l.i64(l.colsOf(logits)),
+                     l.result(op.getResult())});
+    return success();
+  });
+}

@@ -1,0 +1,322 @@
+//===- Lowering.h - State shared by the braid-to-EmitC lowering -*- C++ -*-===//
+//
+// The lowering of braid-lower-to-emitc, split by concern: the module's
+// tables and globals (ModuleLowering.cpp), a function's buffers and calls
+// (FunctionLowering.cpp), parameters and layer repeats (Params.cpp),
+// compute ops (ComputeOps.cpp), collectives (Collectives.cpp), pipelines
+// (Pipelines.cpp) and the pass (BraidToEmitC.cpp). Internal to the library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_CONVERSION_BRAIDTOEMITC_LOWERING_H
+#define BRAID_LIB_CONVERSION_BRAIDTOEMITC_LOWERING_H
+
+#include "StagePlacement.h"
+#include "braid/Conversion/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PipelineDriver.h"
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Debug.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+namespace mlir::braid::lowering {
+
+class FunctionLowering;
+
+/// Lowers one op inside a function being lowered; reports errors on the op.
+using OpLowering = std::function<LogicalResult(Operation *, FunctionLowering &)>;
+
+/// The lowering of each op kind that has one, keyed by the op's TypeID.
+class LoweringTable {
+public:
+  template <typename OpT>
+  void add(std::function<LogicalResult(OpT, FunctionLowering &)> fn) {
+    table[TypeID::get<OpT>()] = [fn](Operation *op, FunctionLowering &l) {
+      return fn(cast<OpT>(op), l);
+    };
+  }
+  const OpLowering *lookup(Operation *op) const {
+    auto it = table.find(op->getName().getTypeID());
+    return it == table.end() ? nullptr : &it->second;
+  }
+
+private:
+  DenseMap<TypeID, OpLowering> table;
+};
+
+/// One global parameter: its full name, type and initializer.
+struct ParamSlot {
+  std::string name;
+  RankedTensorType type;
+  InitAttr init;
+  /// The block this device holds (a per-device program), or null.
+  ShardingAttr blockOf;
+  /// The pipeline stage whose ranks hold its current value (the stage that
+  /// updates it), or -1: every rank.
+  int64_t owner = -1;
+};
+
+/// Module-wide state: the parameter table, the static arrays, the emitted
+/// functions.
+class ModuleLowering {
+public:
+  ModuleLowering(ModuleOp module, const LoweringTable &table, bool spmd)
+      : table(table), spmd(spmd), module(module),
+        globals(module.getContext()), funcs(module.getContext()) {}
+
+  LogicalResult run(StringRef entry);
+
+  /// The slot of the parameter `name`, created on first use.
+  FailureOr<int64_t> getSlot(Operation *op, StringRef name,
+                             RankedTensorType type, InitAttr init);
+  /// A `static const int64_t[]` global holding `values`, shared by equal
+  /// arrays.
+  Value getShapeArray(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
+  /// A `static int64_t[]` global (mutable, so that its elements' addresses
+  /// are plain `int64_t *`) holding a repeat's slot table.
+  Value getSlotTable(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
+  Value getParamTable(OpBuilder &b, Location loc);
+  /// A `static const` global array holding the elements of `data`.
+  Value getConstantData(OpBuilder &b, Location loc, DenseElementsAttr data);
+  /// A new `static T *braid_buffer_N` global (null until first used), as an
+  /// lvalue: the buffer of one allocation site.
+  Value getBufferGlobal(OpBuilder &b, Location loc, Type bufferType);
+  /// The address of a new `static braid_rt_program_pending_t braid_pending_N`
+  /// global: one collective site's request and staging buffers.
+  Value getPendingSite(OpBuilder &b, Location loc);
+  /// The bit mask of the group over `axes` of mesh `meshRef` (recorded, so
+  /// that braid_program_init creates its communicator); errors on `op`.
+  FailureOr<int64_t> getGroup(Operation *op, FlatSymbolRefAttr meshRef,
+                              ArrayAttr axes, int64_t *size = nullptr);
+  /// For a sharded parameter or argument: the whole shape and the spec of
+  /// braid_rt_program_block (per dimension: the number of axes, their
+  /// indices).
+  LogicalResult getBlockSpec(Operation *op, ShardingAttr sharding,
+                             ArrayRef<int64_t> local,
+                             SmallVectorImpl<int64_t> &global,
+                             SmallVectorImpl<int64_t> &spec);
+
+  const LoweringTable &table;
+  /// The program runs on the runtime's context (program_spmd.h), with a
+  /// mesh, a pipeline, or as one rank (the pass's `spmd`).
+  bool spmd;
+  bool isPerRank() const { return spmd || mesh || pipelineMask; }
+  bool hasMesh() const { return bool(mesh); }
+  /// The group of the pipeline axis "pp" (appended after the mesh's axes)
+  /// when the program runs a scheduled braid.pipeline, else 0.
+  int64_t pipelineMask = 0;
+  /// Local parameter names of each layer, in order of first appearance:
+  /// position j is the instance's j-th slot.
+  DenseMap<Operation *, llvm::MapVector<StringRef, ParamOp>> layerParams;
+  /// The slot table (instance-major) of each repeat.
+  DenseMap<Operation *, SmallVector<int64_t>> repeatSlots;
+  /// The parameter table's slots, and the slot of each full name.
+  std::vector<ParamSlot> slots;
+  llvm::StringMap<int64_t> slotOf;
+  /// The scheduled drivers of the pipelines, read.
+  std::map<Operation *, PipelineDriver> drivers;
+  /// In a pipelined program whose placement guarded every op it placed on
+  /// one stage and never moves an owned slot's buffer: each stage holds
+  /// only the slots it updates or its pieces read (the others stay null).
+  bool stageLocal = false;
+  /// In a pipelined program: the stages whose pieces read each slot.
+  std::vector<std::set<int64_t>> pieceReaders;
+  /// Whether pieces read each slot that `op` (a store or a repeat) writes
+  /// only on `stage`; records `stage` as their owner if so. False for a
+  /// braid.pipeline, which every stage runs.
+  bool claimSlots(Operation *op, int64_t stage);
+  /// The slots of `repeat`'s instances and of the repeats in its layer.
+  SmallVector<int64_t> getAllRepeatSlots(RepeatOp repeat);
+
+private:
+  LogicalResult collectParams(ArrayRef<func::FuncOp> functions,
+                              ArrayRef<LayerOp> layers);
+  void emitInitFunction(Location loc);
+  /// The slot table of `repeat` (instance-major), and those of the repeats
+  /// inside its layer.
+  LogicalResult addRepeatSlots(RepeatOp repeat, SymbolTable &symbols);
+  Value getGlobalArray(OpBuilder &b, Location loc, StringRef prefix,
+                       ArrayRef<int64_t> values, bool constant);
+
+  ModuleOp module;
+  OpBuilder globals; // before the first original op, after the includes
+  OpBuilder funcs;   // at the end of the module
+  std::map<std::pair<bool, std::vector<int64_t>>, std::string> arrays;
+  unsigned numArrays = 0;
+  unsigned numBuffers = 0;
+  unsigned numPending = 0;
+  emitc::GlobalOp paramTable;
+  /// The module's mesh (per-device programs), or null.
+  MeshOp mesh;
+  /// The groups of axes used, in order of first use.
+  llvm::SetVector<int64_t> groups;
+};
+
+/// Per-function state: the buffer of each tensor value and the buffers to
+/// free on return.
+class FunctionLowering {
+public:
+  FunctionLowering(ModuleLowering &module, OpBuilder &b)
+      : module(module), b(b) {}
+
+  /// Lowers the body of `fn` (a func.func or braid.layer) into `target`.
+  /// `slots` is the layer instance's slot numbers (null for a function),
+  /// `outs` the out-pointer arguments of the results.
+  LogicalResult lowerBody(Block &body, emitc::FuncOp target, Value slots,
+                          ArrayRef<Value> outs);
+
+  //===--- Helpers for op lowerings ---------------------------------------===//
+
+  /// The buffer holding `v`.
+  Value get(Value v) { return buffers.lookup(v); }
+  /// The buffer of op result `v`.
+  Value result(Value v) {
+    Type type = v.getType();
+    if (auto future = dyn_cast<FutureType>(type)) // a started collective's
+      type = future.getValueType();
+    Value buffer = allocate(cast<RankedTensorType>(type));
+    buffers[v] = buffer;
+    return buffer;
+  }
+  /// A buffer for a tensor of `type`: each allocation site has its own,
+  /// allocated on first use and kept (functions are not reentrant, and
+  /// results leave a function by copy, so a site's buffer is dead when its
+  /// function is entered again).
+  Value allocate(RankedTensorType type);
+  /// Makes `v` share `buffer` (no copy).
+  void alias(Value v, Value buffer) { buffers[v] = buffer; }
+
+  Value i64(int64_t v) {
+    return emitc::ConstantOp::create(b, loc, b.getI64Type(),
+                                     b.getI64IntegerAttr(v));
+  }
+  Value index(int64_t v) {
+    return emitc::ConstantOp::create(b, loc, b.getIndexType(),
+                                     b.getIndexAttr(v));
+  }
+  Value f64(double v) {
+    return emitc::ConstantOp::create(b, loc, b.getF64Type(),
+                                     b.getF64FloatAttr(v));
+  }
+  Value f32(double v) {
+    return emitc::ConstantOp::create(b, loc, b.getF32Type(),
+                                     b.getF32FloatAttr(v));
+  }
+  /// An `int` 0 or 1 (unit attributes).
+  Value flag(bool v) {
+    return emitc::ConstantOp::create(b, loc, b.getI32Type(),
+                                     b.getI32IntegerAttr(v));
+  }
+  /// `(cType)value`, for the runtime's enums.
+  Value enumValue(StringRef cType, int64_t value) {
+    Value v = emitc::ConstantOp::create(b, loc, b.getI32Type(),
+                                        b.getI32IntegerAttr(value));
+    return emitc::CastOp::create(
+        b, loc, emitc::OpaqueType::get(b.getContext(), cType), v);
+  }
+  Value shape(ArrayRef<int64_t> dims) {
+    return module.getShapeArray(b, loc, dims);
+  }
+  Value shapeOf(Value tensor) { return shape(typeOf(tensor).getShape()); }
+  static RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+  static int64_t rankOf(Value v) { return typeOf(v).getRank(); }
+  static int64_t countOf(Value v) { return typeOf(v).getNumElements(); }
+  /// `rows` of a row-wise kernel: the product of all dimensions but the last.
+  static int64_t rowsOf(Value v) {
+    ArrayRef<int64_t> shape = typeOf(v).getShape();
+    int64_t rows = 1;
+    for (int64_t d : shape.drop_back(shape.empty() ? 0 : 1))
+      rows *= d;
+    return rows;
+  }
+  static int64_t colsOf(Value v) {
+    auto shape = typeOf(v).getShape();
+    return shape.empty() ? 1 : shape.back();
+  }
+
+  void call(StringRef callee, ArrayRef<Value> args) {
+    emitc::CallOpaqueOp::create(b, loc, TypeRange{}, callee, args);
+  }
+  /// Calls a kernel returning braid_rt_status_t and checks the status.
+  void callChecked(StringRef callee, ArrayRef<Value> args);
+  /// Calls a kernel of braid/rt/kernels.h on the program's stream (its
+  /// first argument on every backend).
+  void kernel(StringRef callee, ArrayRef<Value> args) {
+    call(callee, withStream(args));
+  }
+  void kernelChecked(StringRef callee, ArrayRef<Value> args) {
+    callChecked(callee, withStream(args));
+  }
+  /// Places the ops of `body` after its braid.pipeline on the pipeline's
+  /// stages, with the owners of the parameter slots (and whether each stage
+  /// can hold only its own slots).
+  LogicalResult placeStages(Block &body,
+                            std::optional<StagePlacement> &placement);
+  /// The stage of the pipeline that computes `v` (a braid.pipeline
+  /// result), or StagePlacement::kAll.
+  int64_t getPipelineStage(Value v);
+  /// Runs what the lowering of `op` emitted after `last` in `block` only on
+  /// pipeline stage `stage` (its buffers stay visible to later ops).
+  void guardStage(Operation *op, Block *block, Operation *last,
+                  int64_t stage);
+  /// The C string naming the current op (its location), for messages.
+  Value whereText() { return text(where); }
+  /// A C string literal.
+  Value text(StringRef s);
+  /// `args` after the program's compute stream.
+  SmallVector<Value> withStream(ArrayRef<Value> args);
+  /// The pending site of a started collective's future.
+  DenseMap<Value, Value> pendingOf;
+  /// Copies `count` elements of `from` to `to` (f32, i32 or i64).
+  void copy(Type elementType, Value from, Value to, int64_t count);
+
+  ModuleLowering &module;
+  OpBuilder &b;
+  Location loc = UnknownLoc::get(b.getContext());
+  std::string where;
+  /// The slot numbers of the current layer instance (null outside layers).
+  Value layerSlots;
+
+private:
+  DenseMap<Value, Value> buffers;
+};
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// The buffer type of a tensor type, or null when the element type is not one
+/// the kernels take.
+Type getBufferType(Type type);
+/// "f32", "i32" or "i64": the suffix of a kernel on `element`.
+StringRef getElementSuffix(Type element);
+/// The C string literal of `s`.
+std::string quote(StringRef s);
+/// "file:line:col: op-name", for messages from the running program.
+std::string describe(Operation *op);
+/// Whether the value `read` gives may be overwritten (by a store of the same
+/// parameter) before its last use.
+bool isOverwrittenWhileLive(ParamOp read);
+
+/// The lowerings of each concern, added to `t`.
+void populateParamLowerings(LoweringTable &t);
+void populateComputeLowerings(LoweringTable &t);
+void populateCollectiveLowerings(LoweringTable &t);
+void populatePipelineLowerings(LoweringTable &t);
+
+} // namespace mlir::braid::lowering
+
+#endif // BRAID_LIB_CONVERSION_BRAIDTOEMITC_LOWERING_H

@@ -1,0 +1,626 @@
+//===- ModuleLowering.cpp - Parameter table, globals, init ------------------===//
+//
+// Part of braid-lower-to-emitc; see Lowering.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+using namespace mlir::braid::lowering;
+
+//===----------------------------------------------------------------------===//
+// Slots written by pipeline stages
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> ModuleLowering::getAllRepeatSlots(RepeatOp repeat) {
+  SmallVector<int64_t> all = repeatSlots.lookup(repeat);
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+      repeat, repeat.getLayerAttr());
+  if (layer)
+    layer.walk([&](RepeatOp nested) {
+      SmallVector<int64_t> inner = getAllRepeatSlots(nested);
+      all.append(inner.begin(), inner.end());
+    });
+  return all;
+}
+
+bool ModuleLowering::claimSlots(Operation *op, int64_t stage) {
+  if (isa<PipelineOp>(op))
+    return false; // every stage runs its part of a pipeline
+  SmallVector<int64_t> written;
+  if (auto store = dyn_cast<StoreParamOp>(op))
+    written.push_back(slotOf.lookup(store.getName()));
+  else if (auto repeat = dyn_cast<RepeatOp>(op))
+    written = getAllRepeatSlots(repeat);
+  for (int64_t slot : written)
+    if (llvm::any_of(pieceReaders[slot],
+                     [&](int64_t reader) { return reader != stage; }))
+      return false;
+  for (int64_t slot : written)
+    slots[slot].owner = stage;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// ModuleLowering
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> ModuleLowering::getSlot(Operation *op, StringRef name,
+                                           RankedTensorType type,
+                                           InitAttr init) {
+  ShardingAttr blockOf;
+  auto param = dyn_cast<ParamOp>(op);
+  if (param)
+    blockOf = param.getBlockOfAttr();
+  auto it = slotOf.find(name);
+  if (it != slotOf.end()) {
+    const ParamSlot &slot = slots[it->second];
+    if (slot.type != type)
+      return op->emitOpError() << "declares parameter '" << name << "' as "
+                               << type << ", but it was already declared as "
+                               << slot.type;
+    if (param && slot.blockOf != blockOf)
+      return op->emitOpError() << "reads parameter '" << name
+                               << "' with another block_of than an earlier "
+                                  "read";
+    return it->second;
+  }
+  if (blockOf) {
+    SmallVector<int64_t> global, spec;
+    if (failed(getBlockSpec(op, blockOf, type.getShape(), global, spec)))
+      return failure();
+  }
+  if (!type.getElementType().isF32())
+    return op->emitOpError() << "declares parameter '" << name << "' of "
+                             << type
+                             << "; generated code holds f32 parameters only";
+  slotOf[name] = slots.size();
+  slots.push_back({name.str(), type, init, blockOf});
+  return slots.size() - 1;
+}
+
+Value ModuleLowering::getGlobalArray(OpBuilder &b, Location loc,
+                                     StringRef prefix,
+                                     ArrayRef<int64_t> values, bool constant) {
+  // A zero-length C array is not valid; rank-0 shapes get one unused entry.
+  std::vector<int64_t> data(values.begin(), values.end());
+  if (data.empty())
+    data.push_back(0);
+  auto type = emitc::ArrayType::get({static_cast<int64_t>(data.size())},
+                                    b.getI64Type());
+  std::string &name = arrays[{constant, data}];
+  if (name.empty()) {
+    name = (prefix + Twine(numArrays++)).str();
+    auto init = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(data.size())},
+                              b.getI64Type()),
+        ArrayRef<int64_t>(data));
+    emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                            TypeAttr::get(type), init, /*extern=*/nullptr,
+                            b.getUnitAttr(),
+                            constant ? b.getUnitAttr() : nullptr);
+  }
+  return emitc::GetGlobalOp::create(b, loc, type,
+                                    FlatSymbolRefAttr::get(b.getContext(),
+                                                           name));
+}
+
+Value ModuleLowering::getShapeArray(OpBuilder &b, Location loc,
+                                    ArrayRef<int64_t> values) {
+  return getGlobalArray(b, loc, "braid_shape_", values, /*constant=*/true);
+}
+
+Value ModuleLowering::getSlotTable(OpBuilder &b, Location loc,
+                                   ArrayRef<int64_t> values) {
+  return getGlobalArray(b, loc, "braid_slots_", values, /*constant=*/false);
+}
+
+Value ModuleLowering::getConstantData(OpBuilder &b, Location loc,
+                                      DenseElementsAttr data) {
+  int64_t count = std::max<int64_t>(1, data.getNumElements());
+  Type element = data.getElementType();
+  auto type = emitc::ArrayType::get({count}, element);
+  std::string name = ("braid_const_" + Twine(numArrays++)).str();
+  Attribute init =
+      data.getNumElements()
+          ? Attribute(data.reshape(RankedTensorType::get({count}, element)))
+          : Attribute(DenseElementsAttr::get(
+                RankedTensorType::get({1}, element),
+                b.getZeroAttr(element)));
+  emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                          TypeAttr::get(type), init, nullptr, b.getUnitAttr(),
+                          b.getUnitAttr());
+  return emitc::GetGlobalOp::create(b, loc, type,
+                                    FlatSymbolRefAttr::get(b.getContext(),
+                                                           name));
+}
+
+Value ModuleLowering::getBufferGlobal(OpBuilder &b, Location loc,
+                                      Type bufferType) {
+  std::string name = ("braid_buffer_" + Twine(numBuffers++)).str();
+  emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                          TypeAttr::get(bufferType), Attribute(), nullptr,
+                          b.getUnitAttr(), nullptr);
+  return emitc::GetGlobalOp::create(
+      b, loc, emitc::LValueType::get(bufferType),
+      FlatSymbolRefAttr::get(b.getContext(), name));
+}
+
+Value ModuleLowering::getPendingSite(OpBuilder &b, Location loc) {
+  std::string name = ("braid_pending_" + Twine(numPending++)).str();
+  auto type =
+      emitc::OpaqueType::get(b.getContext(), "braid_rt_program_pending_t");
+  emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                          TypeAttr::get(type), Attribute(), nullptr,
+                          b.getUnitAttr(), nullptr);
+  Value global = emitc::GetGlobalOp::create(
+      b, loc, emitc::LValueType::get(type),
+      FlatSymbolRefAttr::get(b.getContext(), name));
+  return emitc::AddressOfOp::create(b, loc, emitc::PointerType::get(type),
+                                    global);
+}
+
+FailureOr<int64_t> ModuleLowering::getGroup(Operation *op,
+                                            FlatSymbolRefAttr meshRef,
+                                            ArrayAttr axes, int64_t *size) {
+  if (!mesh || meshRef.getValue() != mesh.getSymName())
+    return op->emitOpError() << "uses mesh " << meshRef
+                             << "; generated code runs on the module's one "
+                                "braid.mesh";
+  int64_t mask = 0, n = 1;
+  int last = -1;
+  for (Attribute a : axes) {
+    StringRef axis = cast<StringAttr>(a).getValue();
+    std::optional<unsigned> index = mesh.getAxisIndex(axis);
+    if (!index)
+      return op->emitOpError() << "names axis '" << axis
+                               << "', which @" << mesh.getSymName()
+                               << " does not have";
+    if (int(*index) <= last)
+      return op->emitOpError()
+             << "lists its axes out of the mesh's order; generated code "
+                "orders a group row-major in mesh order";
+    last = *index;
+    mask |= int64_t(1) << *index;
+    n *= mesh.getShape()[*index];
+  }
+  groups.insert(mask);
+  if (size)
+    *size = n;
+  return mask;
+}
+
+LogicalResult ModuleLowering::getBlockSpec(Operation *op,
+                                           ShardingAttr sharding,
+                                           ArrayRef<int64_t> local,
+                                           SmallVectorImpl<int64_t> &global,
+                                           SmallVectorImpl<int64_t> &spec) {
+  if (!mesh || sharding.getMesh().getValue() != mesh.getSymName())
+    return op->emitOpError() << "holds a block on mesh " << sharding.getMesh()
+                             << "; generated code runs on the module's one "
+                                "braid.mesh";
+  if (!sharding.getPartialAxes().empty())
+    return op->emitOpError() << "holds a partial sum; generated code takes "
+                                "blocks of whole tensors only";
+  if (local.size() > 16) // braid_rt_program_block_runs
+    return op->emitOpError() << "holds a block of a rank-" << local.size()
+                             << " tensor; generated code takes blocks of "
+                                "rank 16 at most";
+  for (unsigned d = 0; d < local.size(); ++d) {
+    SmallVector<StringRef> axes = sharding.getDimAxes(d);
+    spec.push_back(axes.size());
+    int64_t count = 1;
+    for (StringRef a : axes) {
+      std::optional<unsigned> index = mesh.getAxisIndex(a);
+      if (!index)
+        return op->emitOpError() << "names axis '" << a << "', which @"
+                                 << mesh.getSymName() << " does not have";
+      spec.push_back(*index);
+      count *= mesh.getShape()[*index];
+    }
+    global.push_back(local[d] * count);
+  }
+  return success();
+}
+
+Value ModuleLowering::getParamTable(OpBuilder &b, Location loc) {
+  return emitc::GetGlobalOp::create(
+      b, loc, paramTable.getType(),
+      FlatSymbolRefAttr::get(paramTable.getSymNameAttr()));
+}
+
+LogicalResult ModuleLowering::collectParams(ArrayRef<func::FuncOp> functions,
+                                            ArrayRef<LayerOp> layers) {
+  for (LayerOp layer : layers) {
+    auto &params = layerParams[layer];
+    WalkResult walk = layer.walk([&](Operation *op) {
+      if (auto param = dyn_cast<ParamOp>(op))
+        params.insert({param.getName(), param});
+      if (auto store = dyn_cast<StoreParamOp>(op))
+        if (!params.count(store.getName())) {
+          store.emitOpError() << "stores '" << store.getName()
+                              << "', which no braid.param of the layer reads "
+                                 "before; its type and initializer are "
+                                 "unknown";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  SymbolTable symbols(module);
+  for (func::FuncOp fn : functions) {
+    WalkResult walk = fn.walk([&](Operation *op) {
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        if (failed(getSlot(op, param.getName(),
+                           cast<RankedTensorType>(param.getType()),
+                           param.getInit())))
+          return WalkResult::interrupt();
+      } else if (auto store = dyn_cast<StoreParamOp>(op)) {
+        if (!slotOf.count(store.getName())) {
+          store.emitOpError() << "stores '" << store.getName()
+                              << "', which no braid.param reads before; its "
+                                 "type and initializer are unknown";
+          return WalkResult::interrupt();
+        }
+      } else if (auto repeat = dyn_cast<RepeatOp>(op)) {
+        if (failed(addRepeatSlots(repeat, symbols)))
+          return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult ModuleLowering::addRepeatSlots(RepeatOp repeat,
+                                            SymbolTable &symbols) {
+  auto layer = symbols.lookup<LayerOp>(repeat.getLayer());
+  SmallVector<int64_t> &table = repeatSlots[repeat];
+  for (int64_t i = repeat.getFirst(), e = repeat.getFirst() + repeat.getCount();
+       i < e; ++i)
+    for (auto &[local, param] : layerParams[layer]) {
+      std::string name =
+          repeat.getPrefix().empty()
+              ? local.str()
+              : (repeat.getPrefix() + "." + Twine(i) + "." + local).str();
+      FailureOr<int64_t> slot = getSlot(
+          param, name, cast<RankedTensorType>(param.getType()), param.getInit());
+      if (failed(slot))
+        return failure();
+      table.push_back(*slot);
+    }
+  // The layer's own repeats (a gradient-accumulation loop repeating the
+  // model's blocks) name the same parameters in every instance only when
+  // this repeat adds no prefix: their slot tables are then static.
+  WalkResult walk = layer.walk([&](RepeatOp nested) {
+    if (!repeat.getPrefix().empty()) {
+      repeat.emitOpError()
+          << "repeats @" << layer.getSymName() << " under prefix '"
+          << repeat.getPrefix()
+          << "', but that layer repeats layers itself; generated code "
+             "handles a repeat inside a layer only when the layer is "
+             "repeated without a prefix (gradient accumulation)";
+      return WalkResult::interrupt();
+    }
+    if (repeatSlots.count(nested))
+      return WalkResult::advance();
+    return failed(addRepeatSlots(nested, symbols)) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+void ModuleLowering::emitInitFunction(Location loc) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  auto fn = emitc::FuncOp::create(
+      funcs, loc, kProgramInitFunction,
+      FunctionType::get(ctx, {b.getI64Type()}, {}));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value seed = entry->getArgument(0);
+  auto f32Ptr = emitc::PointerType::get(b.getF32Type());
+  // The communicators, in the same order on every rank (creating one is
+  // collective over the world).
+  for (int64_t mask : groups) {
+    Value m = emitc::ConstantOp::create(b, loc, b.getI64Type(),
+                                        b.getI64IntegerAttr(mask));
+    emitc::CallOpaqueOp::create(b, loc, TypeRange{}, "braid_rt_program_comm",
+                                ValueRange{m});
+  }
+  for (auto [slot, param] : llvm::enumerate(slots)) {
+    // With stage-local slots, a stage allocates and initialises only the
+    // slots it updates or its pieces read; the others stay null.
+    OpBuilder::InsertionGuard guard(b);
+    if (stageLocal && param.owner >= 0) {
+      int64_t holders = int64_t(1) << param.owner;
+      for (int64_t reader : pieceReaders[slot])
+        holders |= int64_t(1) << reader;
+      Value holds = emitc::CallOpaqueOp::create(
+                        b, loc, b.getI1Type(), "braid_rt_program_pp_holds",
+                        ValueRange{emitc::ConstantOp::create(
+                                       b, loc, b.getI64Type(),
+                                       b.getI64IntegerAttr(pipelineMask)),
+                                   emitc::ConstantOp::create(
+                                       b, loc, b.getI64Type(),
+                                       b.getI64IntegerAttr(holders))})
+                        .getResult(0);
+      auto ifOp = emitc::IfOp::create(b, loc, holds);
+      b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
+    }
+    Value count = emitc::ConstantOp::create(
+        b, loc, b.getI64Type(), b.getI64IntegerAttr(param.type.getNumElements()));
+    Value buffer = emitc::CallOpaqueOp::create(b, loc, f32Ptr,
+                                               "braid_rt_program_alloc_f32",
+                                               ValueRange{count})
+                       .getResult(0);
+    Value name = emitc::LiteralOp::create(
+        b, loc, emitc::PointerType::get(emitc::OpaqueType::get(ctx, "const char")),
+        b.getStringAttr(quote(param.name)));
+    Value kind = emitc::ConstantOp::create(
+        b, loc, b.getI32Type(),
+        b.getI32IntegerAttr(static_cast<int32_t>(param.init.getKind())));
+    Value a = emitc::ConstantOp::create(
+        b, loc, b.getF64Type(),
+        b.getF64FloatAttr(param.init.getA().convertToDouble()));
+    Value bArg = emitc::ConstantOp::create(
+        b, loc, b.getF64Type(),
+        b.getF64FloatAttr(param.init.getB().convertToDouble()));
+    if (param.blockOf) {
+      SmallVector<int64_t> global, spec;
+      (void)getBlockSpec(module, param.blockOf, param.type.getShape(), global,
+                         spec); // checked in getSlot
+      Value rank = emitc::ConstantOp::create(
+          b, loc, b.getI64Type(), b.getI64IntegerAttr(param.type.getRank()));
+      emitc::CallOpaqueOp::create(
+          b, loc, TypeRange{}, "braid_rt_program_init_block_f32",
+          ValueRange{seed, name, kind, a, bArg, rank,
+                     getShapeArray(b, loc, global),
+                     getShapeArray(b, loc, spec), buffer});
+    } else {
+      emitc::CallOpaqueOp::create(b, loc, TypeRange{},
+                                  "braid_rt_program_init_f32",
+                                  ValueRange{seed, name, kind, a, bArg, count,
+                                             buffer});
+    }
+    Value table = getParamTable(b, loc);
+    Value index = emitc::ConstantOp::create(b, loc, b.getIndexType(),
+                                            b.getIndexAttr(slot));
+    Value element = emitc::SubscriptOp::create(
+        b, loc, cast<TypedValue<emitc::ArrayType>>(table), ValueRange{index});
+    emitc::AssignOp::create(b, loc, element, buffer);
+  }
+  emitc::ReturnOp::create(b, loc, Value());
+  // A per-device program also describes its slots for checkpoints
+  // (braid_rt_program_save / _resume): each slot's global name, rank, whole
+  // shape and block spec (the axes splitting each dimension, as
+  // braid_rt_program_block reads it; none for a replicated slot).
+  if (!isPerRank())
+    return;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto list = [&](ArrayRef<int64_t> v) {
+    os << "{";
+    for (int64_t x : v)
+      os << x << ", ";
+    os << "0}";
+  };
+  for (auto [slot, param] : llvm::enumerate(slots)) {
+    SmallVector<int64_t> global, spec;
+    if (param.blockOf) {
+      (void)getBlockSpec(module, param.blockOf, param.type.getShape(), global,
+                         spec);
+    } else {
+      global.assign(param.type.getShape().begin(), param.type.getShape().end());
+      spec.assign(global.size(), 0);
+    }
+    os << "static const int64_t braid_slot_shape_" << slot << "[] = ";
+    list(global);
+    os << ";\nstatic const int64_t braid_slot_spec_" << slot << "[] = ";
+    list(spec);
+    os << ";\n";
+  }
+  os << "static const braid_rt_program_slot_t braid_slots[] = {";
+  for (auto [slot, param] : llvm::enumerate(slots))
+    os << "\n    {" << quote(param.name) << ", " << param.type.getRank()
+       << ", braid_slot_shape_" << slot << ", braid_slot_spec_" << slot
+       << ", " << param.owner << "},";
+  os << "\n    {0, 0, 0, 0, 0}};\nstatic const int64_t braid_num_slots = "
+     << slots.size() << ";\nstatic const int64_t braid_pipeline_mask = "
+     << pipelineMask << ";";
+  OpBuilder after(ctx);
+  after.setInsertionPointAfter(fn);
+  emitc::VerbatimOp::create(after, loc, after.getStringAttr(text),
+                            ValueRange{});
+}
+
+LogicalResult ModuleLowering::run(StringRef entry) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = module.getLoc();
+
+  // What to lower: the functions, and the layers they repeat (first).
+  SmallVector<func::FuncOp> functions;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (entry.empty() || fn.getSymName() == entry)
+      functions.push_back(fn);
+  if (!entry.empty() && functions.empty())
+    return module.emitError() << "no function @" << entry << " to lower";
+  SymbolTable symbols(module);
+  for (MeshOp m : module.getOps<MeshOp>()) {
+    if (mesh)
+      return m.emitError() << "is a second braid.mesh; generated code runs "
+                              "on one mesh";
+    mesh = m;
+  }
+  // A scheduled braid.pipeline runs on an extra innermost axis "pp": its
+  // pieces are lowered before the entry (the driver is not: the pipeline's
+  // lowering calls the pieces in schedule order).
+  SmallVector<func::FuncOp> pieces;
+  for (func::FuncOp fn : functions) {
+    WalkResult walk = fn.walk([&](PipelineOp pipeline) {
+      auto driver = symbols.lookup<func::FuncOp>(pipeline.getCallee());
+      if (!driver || !driver->hasAttr("braid.schedule") ||
+          drivers.count(driver))
+        return WalkResult::advance();
+      pipelineMask =
+          int64_t(1) << (mesh ? int64_t(mesh.getShape().size()) : 0);
+      FailureOr<PipelineDriver> read = PipelineDriver::read(driver);
+      if (failed(read))
+        return WalkResult::interrupt();
+      for (auto call : driver.getOps<func::CallOp>()) // in the driver's order
+        if (auto piece = symbols.lookup<func::FuncOp>(call.getCallee()))
+          if (!llvm::is_contained(functions, piece) &&
+              !llvm::is_contained(pieces, piece))
+            pieces.push_back(piece);
+      drivers.emplace(driver, std::move(*read));
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  functions.insert(functions.begin(), pieces.begin(), pieces.end());
+  // The layers the functions repeat, and those they repeat in turn: a
+  // layer's function comes after those it calls.
+  llvm::SetVector<LayerOp> layers;
+  llvm::SmallPtrSet<Operation *, 8> visiting;
+  std::function<LogicalResult(Operation *)> addLayers =
+      [&](Operation *root) -> LogicalResult {
+    WalkResult walk = root->walk([&](RepeatOp repeat) {
+      auto layer = symbols.lookup<LayerOp>(repeat.getLayer());
+      if (!layer || layers.contains(layer))
+        return WalkResult::advance();
+      if (!visiting.insert(layer).second) {
+        repeat.emitOpError() << "repeats @" << layer.getSymName()
+                             << ", which repeats itself through the layers "
+                                "it repeats";
+        return WalkResult::interrupt();
+      }
+      if (failed(addLayers(layer)))
+        return WalkResult::interrupt();
+      visiting.erase(layer);
+      layers.insert(layer);
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  };
+  for (func::FuncOp fn : functions)
+    if (failed(addLayers(fn)))
+      return failure();
+  if (failed(collectParams(functions, layers.getArrayRef())))
+    return failure();
+  if (pipelineMask) {
+    groups.insert(pipelineMask);
+    // The stages whose pieces read each slot.
+    pieceReaders.resize(slots.size());
+    for (auto &[fn, driver] : drivers)
+      for (auto &[key, call] : driver.pieces) {
+        int64_t stage = driver.stages[key.first];
+        auto piece = symbols.lookup<func::FuncOp>(call.getCallee());
+        piece.walk([&](Operation *op) {
+          if (auto param = dyn_cast<ParamOp>(op))
+            pieceReaders[slotOf.lookup(param.getName())].insert(stage);
+          else if (auto repeat = dyn_cast<RepeatOp>(op))
+            for (int64_t slot : getAllRepeatSlots(repeat))
+              pieceReaders[slot].insert(stage);
+        });
+      }
+  }
+
+  // Includes first, then the globals, then the functions.
+  OpBuilder top(ctx);
+  top.setInsertionPointToStart(module.getBody());
+  Operation *lastInclude = nullptr;
+  SmallVector<StringRef> headers = {"braid/rt/kernels.h", "braid/rt/program.h"};
+  if (isPerRank())
+    headers.push_back("braid/rt/program_spmd.h");
+  headers.push_back("stdint.h");
+  for (StringRef header : headers)
+    lastInclude = emitc::IncludeOp::create(top, loc, top.getStringAttr(header),
+                                           header == "stdint.h"
+                                               ? top.getUnitAttr()
+                                               : nullptr);
+  globals.setInsertionPointAfter(lastInclude);
+  funcs.setInsertionPointToEnd(module.getBody());
+  auto tableType = emitc::ArrayType::get(
+      {std::max<int64_t>(1, slots.size())},
+      emitc::PointerType::get(top.getF32Type()));
+  paramTable = emitc::GlobalOp::create(
+      globals, loc, top.getStringAttr("braid_params"), TypeAttr::get(tableType),
+      Attribute(), nullptr, nullptr, nullptr);
+
+  auto lowerFunction = [&](FunctionOpInterface fn,
+                           bool isLayer) -> LogicalResult {
+    SmallVector<Type> inputs, outs;
+    for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(),
+                                           fn.getResultTypes())) {
+      Type bufferType = getBufferType(t);
+      if (!bufferType)
+        return fn.emitError()
+               << "@" << fn.getName() << " has a value of type " << t
+               << "; generated code handles statically shaped tensors of "
+                  "f32, i32 and i64 only";
+      inputs.push_back(bufferType);
+    }
+    unsigned numArgs = fn.getNumArguments();
+    if (isLayer)
+      inputs.insert(inputs.begin() + numArgs,
+                    emitc::PointerType::get(top.getI64Type()));
+    auto target = emitc::FuncOp::create(
+        funcs, fn.getLoc(), getEmittedFunctionName(fn.getName()),
+        FunctionType::get(ctx, inputs, {}));
+    Block *body = target.addEntryBlock();
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(body);
+    FunctionLowering lowering(*this, b);
+    Value slots = isLayer ? body->getArgument(numArgs) : Value();
+    SmallVector<Value> outArgs(
+        body->getArguments().drop_front(numArgs + (isLayer ? 1 : 0)));
+    return lowering.lowerBody(fn.getFunctionBody().front(), target, slots,
+                              outArgs);
+  };
+  // Emitted names flatten '.' and other characters: two symbols may meet.
+  llvm::StringMap<Operation *> emittedNames;
+  emittedNames[kProgramInitFunction] = nullptr;
+  SmallVector<Operation *> definitions;
+  for (LayerOp layer : layers)
+    definitions.push_back(layer);
+  for (func::FuncOp fn : functions)
+    definitions.push_back(fn);
+  for (Operation *fn : definitions) {
+    StringRef symbol = SymbolTable::getSymbolName(fn).getValue();
+    auto [it, inserted] =
+        emittedNames.try_emplace(getEmittedFunctionName(symbol), fn);
+    if (!inserted)
+      return fn->emitError()
+             << "@" << symbol << " would be emitted as '" << it->first()
+             << "', the name of "
+             << (it->second ? "@" + SymbolTable::getSymbolName(it->second)
+                                        .getValue()
+                                        .str()
+                            : std::string("the parameter initialiser"))
+             << "; rename one of them";
+  }
+  LLVM_DEBUG(llvm::dbgs() << "braid-lower-to-emitc: " << slots.size()
+                          << " parameter slots, " << layers.size()
+                          << " layers, " << functions.size()
+                          << " functions\n");
+  for (LayerOp layer : layers)
+    if (failed(lowerFunction(layer, /*isLayer=*/true)))
+      return failure();
+  for (func::FuncOp fn : functions)
+    if (failed(lowerFunction(fn, /*isLayer=*/false)))
+      return failure();
+  emitInitFunction(loc);
+
+  // The braid definitions are now emitted functions.
+  for (Operation &op : llvm::make_early_inc_range(module.getOps()))
+    if (op.getDialect() && !isa<emitc::EmitCDialect>(op.getDialect()))
+      op.erase();
+  return success();
+}
