@@ -155,16 +155,16 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                << "has a value of type " << v.getType()
                << "; generated code handles statically shaped tensors of "
                   "f32, i32 and i64 only";
-    const OpLowering *lowering = module.table.lookup(&op);
-    if (!lowering)
-      return op.emitOpError()
-             << "has no lowering to EmitC yet (braid-lower-to-emitc handles "
-                "compute ops, parameters, braid.repeat and collectives)";
     Block *block = b.getInsertionBlock();
     Operation *last = b.getInsertionPoint() == block->begin()
                           ? nullptr
                           : &*std::prev(b.getInsertionPoint());
-    if (failed((*lowering)(&op, *this)))
+    std::optional<LogicalResult> lowered = module.table.lower(&op, *this);
+    if (!lowered)
+      return op.emitOpError()
+             << "has no lowering to EmitC yet (braid-lower-to-emitc handles "
+                "compute ops, parameters, braid.repeat and collectives)";
+    if (failed(*lowered))
       return failure();
     if (placement && placement->getStage(&op) != StagePlacement::kAll)
       guardStage(&op, block, last, placement->getStage(&op));

@@ -46,13 +46,34 @@ public:
       return fn(cast<OpT>(op), l);
     };
   }
-  const OpLowering *lookup(Operation *op) const {
+  /// Lowers every op implementing `InterfaceT` that has no lowering of its
+  /// own.
+  template <typename InterfaceT>
+  void addInterface(std::function<LogicalResult(InterfaceT, FunctionLowering &)> fn) {
+    interfaces.push_back(
+        [fn](Operation *op, FunctionLowering &l) -> std::optional<LogicalResult> {
+          if (auto iface = dyn_cast<InterfaceT>(op))
+            return fn(iface, l);
+          return std::nullopt;
+        });
+  }
+  /// Lowers `op` with its lowering, else with that of an interface it
+  /// implements; nullopt when there is none.
+  std::optional<LogicalResult> lower(Operation *op, FunctionLowering &l) const {
     auto it = table.find(op->getName().getTypeID());
-    return it == table.end() ? nullptr : &it->second;
+    if (it != table.end())
+      return it->second(op, l);
+    for (const auto &fn : interfaces)
+      if (std::optional<LogicalResult> result = fn(op, l))
+        return result;
+    return std::nullopt;
   }
 
 private:
   DenseMap<TypeID, OpLowering> table;
+  SmallVector<std::function<std::optional<LogicalResult>(Operation *,
+                                                         FunctionLowering &)>>
+      interfaces;
 };
 
 /// One global parameter: its full name, type and initializer.
