@@ -21,7 +21,11 @@
  *  - The first argument is the stream the kernel runs on (NULL: the default
  *    stream; see memory.h). The CPU backend runs every kernel to completion
  *    on the calling thread and ignores it; the CUDA backend enqueues the
- *    kernel on it. Tensors are device memory (memory.h).
+ *    kernel on it. Tensors (every `float *`/`int32_t *`/`int64_t *`
+ *    operand or result, rank-0 ones included) are device memory
+ *    (memory.h); shape, permutation, axes, start and stride arrays, and the
+ *    lists of tensor pointers (with their counts) of the list kernels, are
+ *    host memory, read during the call.
  *  - Then come the operands (const pointers, in the op's
  *    operand order), then sizes and attributes as plain scalars, then the
  *    results (non-const pointers, in the op's result order).
