@@ -115,6 +115,7 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
   ConvertBraidToEmitCPassOptions lowerOptions;
   lowerOptions.entry = options.train ? "train_step" : options.entry;
   lowerOptions.spmd = options.train || options.spmd;
+  lowerOptions.target = options.target;
   pm.addPass(createConvertBraidToEmitCPass(lowerOptions));
 }
 
@@ -128,6 +129,10 @@ struct CodegenPipelineOptions
                      llvm::cl::desc("Derive the training step from @forward "
                                     "(the entry becomes train_step)."),
                      llvm::cl::init(false)};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("cpu or cuda (what braid-lower-to-emitc emits for)."),
+      llvm::cl::init("cpu")};
   Option<bool> spmd{*this, "spmd",
                     llvm::cl::desc("Run on the runtime's context even without "
                                    "a mesh (implied by train; braidc sets it "
@@ -195,6 +200,7 @@ void mlir::braid::registerCodegenPipeline() {
         options.entry = opts.entry;
         options.train = opts.train;
         options.spmd = opts.spmd;
+        options.target = opts.target;
         TrainingOptions &t = options.training;
         t.dp = opts.dp;
         t.tp = opts.tp;

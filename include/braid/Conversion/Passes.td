@@ -77,6 +77,10 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
            "Lower only this function and the layers it repeats (all "
            "functions when empty).">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "cpu or cuda. The generated code calls the same runtime API on "
+           "both; on cuda, tensors are device memory, so constants are "
+           "uploaded with braid_rt_memory_copy_to_device.">,
     Option<"spmd", "spmd", "bool", /*default=*/"false",
            "Make a per-rank program even without a braid.mesh: include "
            "braid/rt/program_spmd.h and emit the checkpoint slot table, so "

@@ -52,6 +52,8 @@ struct CodegenOptions {
   /// Run on the runtime's context even without a mesh (one rank), as
   /// training programs do (checkpoints, data files and traces need it).
   bool spmd = false;
+  /// The target: "cpu" or "cuda" (braid-lower-to-emitc's `target`).
+  std::string target = "cpu";
   TrainingOptions training;
 };
 

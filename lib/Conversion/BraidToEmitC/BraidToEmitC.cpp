@@ -48,7 +48,14 @@ struct ConvertBraidToEmitCPass
   void runOnOperation() override {
     LoweringTable table;
     populateLowerings(table);
-    ModuleLowering lowering(getOperation(), table, spmd);
+    const TargetDescription *description = TargetDescription::get(target);
+    if (!description) {
+      getOperation().emitError()
+          << "braid-lower-to-emitc: unknown target '" << target
+          << "' (cpu or cuda)";
+      return signalPassFailure();
+    }
+    ModuleLowering lowering(getOperation(), table, *description, spmd);
     if (failed(lowering.run(entry)))
       signalPassFailure();
   }

@@ -180,8 +180,13 @@ static void populateTrainingLowerings(LoweringTable &t) {
       return op.emitOpError() << "has a value that is not dense elements; "
                                  "generated code takes dense constants only";
     if (!dense.isSplat() || element.isInteger(64)) {
-      l.copy(element, l.module.getConstantData(l.b, l.loc, dense),
-             l.result(op.getResult()), l.countOf(op.getResult()));
+      Value data = l.module.getConstantData(l.b, l.loc, dense);
+      if (l.module.target.deviceMemory)
+        l.upload(data, l.result(op.getResult()),
+                 l.countOf(op.getResult()) * (element.isInteger(64) ? 8 : 4));
+      else
+        l.copy(element, data, l.result(op.getResult()),
+               l.countOf(op.getResult()));
       return success();
     }
     Value value =

@@ -88,9 +88,14 @@ SmallVector<Value> FunctionLowering::withStream(ArrayRef<Value> args) {
   SmallVector<Value> all = {emitc::LiteralOp::create(
       b, loc,
       emitc::PointerType::get(emitc::OpaqueType::get(ctx, "braid_rt_stream_t")),
-      "braid_rt_program_stream()")};
+      module.target.stream)};
   llvm::append_range(all, args);
   return all;
+}
+
+void FunctionLowering::upload(Value from, Value to, int64_t bytes) {
+  callChecked("braid_rt_memory_copy_to_device",
+              withStream({to, from, i64(bytes)}));
 }
 
 void FunctionLowering::callChecked(StringRef callee, ArrayRef<Value> args) {

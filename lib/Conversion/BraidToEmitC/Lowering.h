@@ -88,12 +88,35 @@ struct ParamSlot {
   int64_t owner = -1;
 };
 
+/// What the generated code needs of its target (the pass's `target`).
+/// Kernels, the program runtime and collectives have the same C API on
+/// every backend (braid/rt/), so targets differ only in these few places;
+/// the toolchain (lib/Target) picks the compiler and libraries.
+struct TargetDescription {
+  /// "cpu" or "cuda".
+  StringRef name;
+  /// The headers the program includes (program_spmd.h follows for a
+  /// per-rank program).
+  SmallVector<StringRef> headers;
+  /// The C expression of the stream the kernels run on.
+  StringRef stream;
+  /// Whether tensors live in device memory apart from the host: constants
+  /// in the program text are then uploaded
+  /// (braid_rt_memory_copy_to_device) instead of copied by a kernel, which
+  /// could not read host memory.
+  bool deviceMemory;
+
+  /// The description of target `name`, or null for an unknown one.
+  static const TargetDescription *get(StringRef name);
+};
+
 /// Module-wide state: the parameter table, the static arrays, the emitted
 /// functions.
 class ModuleLowering {
 public:
-  ModuleLowering(ModuleOp module, const LoweringTable &table, bool spmd)
-      : table(table), spmd(spmd), module(module),
+  ModuleLowering(ModuleOp module, const LoweringTable &table,
+                 const TargetDescription &target, bool spmd)
+      : table(table), target(target), spmd(spmd), module(module),
         globals(module.getContext()), funcs(module.getContext()) {}
 
   LogicalResult run(StringRef entry);
@@ -129,6 +152,7 @@ public:
                              SmallVectorImpl<int64_t> &spec);
 
   const LoweringTable &table;
+  const TargetDescription &target;
   /// The program runs on the runtime's context (program_spmd.h), with a
   /// mesh, a pipeline, or as one rank (the pass's `spmd`).
   bool spmd;
@@ -297,6 +321,9 @@ public:
   Value whereText() { return text(where); }
   /// A C string literal.
   Value text(StringRef s);
+  /// Copies `bytes` of host memory `from` (a constant in the program text)
+  /// to the tensor buffer `to`.
+  void upload(Value from, Value to, int64_t bytes);
   /// `args` after the program's compute stream.
   SmallVector<Value> withStream(ArrayRef<Value> args);
   /// The pending site of a started collective's future.

@@ -536,7 +536,7 @@ LogicalResult ModuleLowering::run(StringRef entry) {
   OpBuilder top(ctx);
   top.setInsertionPointToStart(module.getBody());
   Operation *lastInclude = nullptr;
-  SmallVector<StringRef> headers = {"braid/rt/kernels.h", "braid/rt/program.h"};
+  SmallVector<StringRef> headers(target.headers);
   if (isPerRank())
     headers.push_back("braid/rt/program_spmd.h");
   headers.push_back("stdint.h");
@@ -623,4 +623,22 @@ LogicalResult ModuleLowering::run(StringRef entry) {
     if (op.getDialect() && !isa<emitc::EmitCDialect>(op.getDialect()))
       op.erase();
   return success();
+}
+
+const TargetDescription *TargetDescription::get(StringRef name) {
+  static const TargetDescription cpu{
+      "cpu",
+      {"braid/rt/kernels.h", "braid/rt/program.h"},
+      "braid_rt_program_stream()",
+      /*deviceMemory=*/false};
+  static const TargetDescription cuda{
+      "cuda",
+      {"braid/rt/kernels.h", "braid/rt/program.h"},
+      "braid_rt_program_stream()",
+      /*deviceMemory=*/true};
+  if (name == "cpu")
+    return &cpu;
+  if (name == "cuda")
+    return &cuda;
+  return nullptr;
 }
