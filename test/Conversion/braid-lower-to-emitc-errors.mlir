@@ -31,12 +31,22 @@ func.func @order(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
 
 // -----
 
-// Tests that collectives of integers are refused.
+// Tests that integer collectives that reduce, and i64 ones, are refused
+// (gathering i32 ids is lowered: braid-lower-to-emitc-spmd.mlir).
 braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
-func.func @ints(%x: tensor<4xi32>) -> tensor<8xi32> {
-  // expected-error@+1 {{exchanges 'i32'; generated collectives take f32}}
-  %y = braid.all_gather %x on @mesh ["dp"] {dim = 0 : i64} : (tensor<4xi32>) -> tensor<8xi32>
-  return %y : tensor<8xi32>
+func.func @ints(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error@+1 {{exchanges 'i32'; generated collectives take f32, and i32 where they only move data}}
+  %y = braid.all_reduce sum %x on @mesh ["dp"] : tensor<4xi32>
+  return %y : tensor<4xi32>
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+func.func @i64s(%x: tensor<4xi64>) -> tensor<8xi64> {
+  // expected-error@+1 {{exchanges 'i64'; generated collectives take f32, and i32 where they only move data}}
+  %y = braid.all_gather %x on @mesh ["dp"] {dim = 0 : i64} : (tensor<4xi64>) -> tensor<8xi64>
+  return %y : tensor<8xi64>
 }
 
 // -----

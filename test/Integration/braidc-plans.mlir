@@ -33,6 +33,15 @@
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.z3.out %t.z3.eval --rtol 1e-5 | FileCheck %s
 // RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/z3/checkpoint.safetensors %t.z3.w %t.z3.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
 //
+// ZeRO-3 over dp=2 alone: the embedding table is split along the
+// vocabulary over dp, so the program gathers the i32 token ids over dp.
+// RUN: braidc %t.mlir --mesh dp=2 --zero 3 --optimizer sgd --lr 0.1 -o %t.z3dp
+// RUN: braid-run -n 2 %t.z3dp --steps 3 --seed 1 --save %t.ck/z3dp > %t.z3dp.out
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step="lr=0.1 optimizer=sgd" --braid-shard="dp=2 zero=3" --braid-propagate-sharding --braid-partition -o %t.z3dp.mlir
+// RUN: braid-eval %t.z3dp.mlir --steps 3 --seed 1 --mesh mesh --save-weights %t.z3dp.w --save-optimizer-state %t.z3dp.s > %t.z3dp.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.z3dp.out %t.z3dp.eval --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/z3dp/checkpoint.safetensors %t.z3dp.w %t.z3dp.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
+//
 // Sequence parallelism over tp=2, with dp=2.
 // RUN: braidc %t.mlir --mesh dp=2,tp=2 --sp --optimizer sgd --lr 0.1 -o %t.sp
 // RUN: braid-run -n 4 %t.sp --steps 3 --seed 1 --save %t.ck/sp > %t.sp.out

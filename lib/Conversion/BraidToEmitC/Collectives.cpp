@@ -40,6 +40,21 @@ static int64_t getRuntimeKind(CollectiveKind kind) {
   llvm_unreachable("all_slice is lowered on its own");
 }
 
+/// `buffer` as the `float *` the program runtime's collectives take. An i32
+/// tensor that a collective only moves (gathers ids, say) is moved as the
+/// same 4-byte words, bit for bit; null for any other element type.
+static Value asF32Words(FunctionLowering &l, Value tensor, Value buffer,
+                        bool reduces) {
+  Type element = l.typeOf(tensor).getElementType();
+  if (element.isF32())
+    return buffer;
+  if (!element.isInteger(32) || reduces)
+    return {};
+  return emitc::CastOp::create(l.b, l.loc,
+                               emitc::PointerType::get(l.b.getF32Type()),
+                               buffer);
+}
+
 /// `braid.all_slice`: each device keeps its block; no data moves.
 static LogicalResult lowerAllSlice(CollectiveOpInterface op,
                                    FunctionLowering &l) {
@@ -49,16 +64,18 @@ static LogicalResult lowerAllSlice(CollectiveOpInterface op,
   if (failed(mask))
     return failure();
   Value input = op.getInput();
-  if (!l.typeOf(input).getElementType().isF32())
-    return op->emitOpError() << "slices a non-f32 tensor; generated code "
-                                "takes f32";
+  Value from = asF32Words(l, input, l.get(input), /*reduces=*/false);
+  if (!from)
+    return op->emitOpError() << "slices a tensor of "
+                             << l.typeOf(input).getElementType()
+                             << "; generated code takes f32 and i32";
   int64_t dim = *op.getScatterDim();
   if (dim < 0)
     dim += l.rankOf(input);
   auto [outer, chunk] = splitView(l.typeOf(input).getShape(), dim, size);
+  Value to = asF32Words(l, input, l.result(op->getResult(0)), false);
   l.call("braid_rt_program_all_slice_f32",
-         {l.i64(*mask), l.get(input), l.i64(outer), l.i64(chunk),
-          l.result(op->getResult(0))});
+         {l.i64(*mask), from, l.i64(outer), l.i64(chunk), to});
   return success();
 }
 
@@ -80,9 +97,12 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
   if (failed(mask))
     return failure();
   Value input = op.getInput();
-  if (!l.typeOf(input).getElementType().isF32())
-    return op->emitOpError() << "exchanges " << l.typeOf(input).getElementType()
-                             << "; generated collectives take f32";
+  Value from = asF32Words(l, input, l.get(input), reduction.has_value());
+  if (!from)
+    return op->emitOpError()
+           << "exchanges " << l.typeOf(input).getElementType()
+           << "; generated collectives take f32, and i32 where they only "
+              "move data";
   ArrayRef<int64_t> in = l.typeOf(input).getShape();
   ArrayRef<int64_t> out = op.getResultTensorType().getShape();
   int64_t rank = in.size();
@@ -93,14 +113,15 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
     inView = splitView(in, *dim < 0 ? *dim + rank : *dim, size);
   if (std::optional<int64_t> dim = op.getGatherDim())
     outView = splitView(out, *dim < 0 ? *dim + rank : *dim, size);
-  Value result = l.result(op->getResult(0));
+  Value result = asF32Words(l, input, l.result(op->getResult(0)),
+                            reduction.has_value());
   Value pending = l.module.getPendingSite(l.b, l.loc);
   if (op.isStarted())
     l.pendingOf[op->getResult(0)] = pending;
   l.call(op.isStarted() ? "braid_rt_program_collective_start_f32"
                         : "braid_rt_program_collective_f32",
          {l.enumValue("braid_rt_program_collective_t", getRuntimeKind(kind)),
-          l.i64(*mask), l.get(input), l.i64(l.countOf(input)),
+          l.i64(*mask), from, l.i64(l.countOf(input)),
           l.i64(inView.first), l.i64(inView.second), l.i64(outView.first),
           l.i64(outView.second), l.i64(op.getGroupRoot().value_or(0)), result,
           pending, l.whereText()});
