@@ -73,9 +73,10 @@ static LogicalResult lowerAllSlice(CollectiveOpInterface op,
   if (dim < 0)
     dim += l.rankOf(input);
   auto [outer, chunk] = splitView(l.typeOf(input).getShape(), dim, size);
-  Value to = asF32Words(l, input, l.result(op->getResult(0)), false);
+  // (A braced list evaluates in order: the result buffer comes last.)
   l.call("braid_rt_program_all_slice_f32",
-         {l.i64(*mask), from, l.i64(outer), l.i64(chunk), to});
+         {l.i64(*mask), from, l.i64(outer), l.i64(chunk),
+          asF32Words(l, input, l.result(op->getResult(0)), false)});
   return success();
 }
 
