@@ -138,55 +138,12 @@ struct CodegenPipelineOptions
                                    "a mesh (implied by train; braidc sets it "
                                    "for an entry with a 'step' argument)."),
                     llvm::cl::init(false)};
-  Option<int64_t> dp{*this, "dp", llvm::cl::desc("Data-parallel degree."),
-                     llvm::cl::init(1)};
-  Option<int64_t> tp{*this, "tp", llvm::cl::desc("Tensor-parallel degree."),
-                     llvm::cl::init(1)};
-  Option<int64_t> pp{*this, "pp", llvm::cl::desc("Pipeline stages."),
-                     llvm::cl::init(1)};
-  Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage (0-3)."),
-                       llvm::cl::init(0)};
-  Option<bool> sp{*this, "sp", llvm::cl::desc("Sequence parallelism."),
-                  llvm::cl::init(false)};
-  Option<std::string> schedule{*this, "schedule",
-                               llvm::cl::desc("Pipeline schedule."),
-                               llvm::cl::init("1f1b")};
-  Option<int64_t> microbatches{
-      *this, "microbatches",
-      llvm::cl::desc("Micro-batches per step (0: pp, or 1)."),
-      llvm::cl::init(0)};
-  Option<int64_t> chunks{
-      *this, "chunks",
-      llvm::cl::desc("Model chunks per pipeline rank (0: the schedule's: 2 "
-                     "for interleaved-1f1b and zb-v, else 1)."),
-      llvm::cl::init(0)};
-  Option<std::string> recompute{*this, "recompute",
-                                llvm::cl::desc("none, full or selective."),
-                                llvm::cl::init("none")};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("adamw or sgd."),
-                                llvm::cl::init("adamw")};
-  Option<double> lr{*this, "lr", llvm::cl::desc("Peak learning rate."),
-                    llvm::cl::init(3.0e-4)};
-  Option<double> minLr{*this, "min-lr",
-                       llvm::cl::desc("Final learning rate."),
-                       llvm::cl::init(0.0)};
-  Option<int64_t> warmupSteps{*this, "warmup-steps",
-                              llvm::cl::desc("Linear warm-up steps."),
-                              llvm::cl::init(0)};
-  Option<int64_t> totalSteps{*this, "total-steps",
-                             llvm::cl::desc("Steps of the decay schedule."),
-                             llvm::cl::init(1)};
-  Option<std::string> decay{*this, "decay",
-                            llvm::cl::desc("constant, linear or cosine."),
-                            llvm::cl::init("constant")};
-  Option<double> clipNorm{*this, "clip-norm",
-                          llvm::cl::desc("Gradient-norm clipping (0: none)."),
-                          llvm::cl::init(0.0)};
-  Option<bool> asyncCollectives{
-      *this, "async-collectives",
-      llvm::cl::desc("Split collectives into start and wait."),
-      llvm::cl::init(false)};
+#define BRAID_MESH_OPTION(NAME, FLAG, DESC)                                    \
+  Option<int64_t> NAME{*this, FLAG, llvm::cl::desc(DESC), llvm::cl::init(1)};
+#define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
+  Option<TYPE> NAME{*this, FLAG, llvm::cl::desc(DESC),                         \
+                    llvm::cl::init(DEFAULT)};
+#include "braid/Pipelines/TrainingOptions.def"
 };
 } // namespace
 
@@ -202,23 +159,10 @@ void mlir::braid::registerCodegenPipeline() {
         options.spmd = opts.spmd;
         options.target = opts.target;
         TrainingOptions &t = options.training;
-        t.dp = opts.dp;
-        t.tp = opts.tp;
-        t.pp = opts.pp;
-        t.zero = opts.zero;
-        t.sp = opts.sp;
-        t.schedule = opts.schedule;
-        t.microbatches = opts.microbatches;
-        t.chunks = opts.chunks;
-        t.recompute = opts.recompute;
-        t.optimizer = opts.optimizer;
-        t.lr = opts.lr;
-        t.minLr = opts.minLr;
-        t.warmupSteps = opts.warmupSteps;
-        t.totalSteps = opts.totalSteps;
-        t.decay = opts.decay;
-        t.clipNorm = opts.clipNorm;
-        t.asyncCollectives = opts.asyncCollectives;
+#define BRAID_MESH_OPTION(NAME, FLAG, DESC) t.NAME = opts.NAME;
+#define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
+  t.NAME = opts.NAME;
+#include "braid/Pipelines/TrainingOptions.def"
         buildCodegenPipeline(pm, options);
       });
 }

@@ -82,57 +82,12 @@ static cl::opt<std::string>
              cl::desc("Mesh degrees, e.g. dp=2,tp=2,pp=2 (each defaults to "
                       "1); the program runs on dp*tp*pp ranks"),
              cl::value_desc("dp=D,tp=T,pp=P"), cl::cat(trainCategory));
-static cl::opt<std::string>
-    scheduleName("schedule",
-                 cl::desc("Pipeline schedule with pp > 1: gpipe, 1f1b "
-                          "(default), interleaved-1f1b, zb-h1, zb-h2, zb-v, "
-                          "auto"),
-                 cl::init("1f1b"), cl::cat(trainCategory));
-static cl::opt<int64_t>
-    microbatches("microbatches",
-                 cl::desc("Micro-batches per step (default: pp, or 1); the "
-                          "program's inputs stack them"),
-                 cl::init(0), cl::cat(trainCategory));
-static cl::opt<int64_t>
-    chunks("chunks",
-           cl::desc("Model chunks per pipeline rank (default: what the "
-                    "schedule needs: 2 for interleaved-1f1b and zb-v, else "
-                    "1; interleaved-1f1b takes 2 or more)"),
-           cl::init(0), cl::cat(trainCategory));
-static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage 0-3 over dp"),
-                             cl::init(0), cl::cat(trainCategory));
-static cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp"),
-                        cl::cat(trainCategory));
-static cl::opt<std::string>
-    recompute("recompute", cl::desc("none (default), full or selective"),
-              cl::init("none"), cl::cat(trainCategory));
-static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("adamw (default) or sgd"),
-                                      cl::init("adamw"),
-                                      cl::cat(trainCategory));
-static cl::opt<double> lr("lr", cl::desc("Peak learning rate (3e-4)"),
-                          cl::init(3.0e-4), cl::cat(trainCategory));
-static cl::opt<double> minLr("min-lr", cl::desc("Final learning rate (0)"),
-                             cl::init(0.0), cl::cat(trainCategory));
-static cl::opt<int64_t> warmupSteps("warmup-steps",
-                                    cl::desc("Linear warm-up steps (0)"),
-                                    cl::init(0), cl::cat(trainCategory));
-static cl::opt<int64_t> totalSteps("total-steps",
-                                   cl::desc("Steps of the decay (1)"),
-                                   cl::init(1), cl::cat(trainCategory));
-static cl::opt<std::string> decay("decay",
-                                  cl::desc("constant (default), linear or "
-                                           "cosine"),
-                                  cl::init("constant"),
+// Every other training option, as TrainingOptions.def declares it (the
+// same flag, default and help as braid-opt's --braid-codegen-pipeline).
+#define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
+  static cl::opt<TYPE> NAME##Flag(FLAG, cl::desc(DESC), cl::init(DEFAULT),     \
                                   cl::cat(trainCategory));
-static cl::opt<double> clipNorm("clip-norm",
-                                cl::desc("Gradient-norm clipping (0: off)"),
-                                cl::init(0.0), cl::cat(trainCategory));
-static cl::opt<bool>
-    asyncCollectives("async-collectives",
-                     cl::desc("Overlap collectives with the work between "
-                              "their start and first use"),
-                     cl::cat(trainCategory));
+#include "braid/Pipelines/TrainingOptions.def"
 static cl::opt<std::string> target("target",
                                    cl::desc("cpu (the only target so far)"),
                                    cl::init("cpu"), cl::cat(braidcCategory));
@@ -142,10 +97,10 @@ static bool trainingRequested() {
   if (train)
     return true;
   for (cl::Option *o : std::initializer_list<cl::Option *>{
-           &meshSpec, &scheduleName, &microbatches, &chunks, &zero, &sp,
-           &recompute,
-           &optimizer, &lr, &minLr, &warmupSteps, &totalSteps, &decay,
-           &clipNorm, &asyncCollectives})
+           &meshSpec,
+#define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC) &NAME##Flag,
+#include "braid/Pipelines/TrainingOptions.def"
+       })
     if (o->getNumOccurrences())
       return true;
   return false;
@@ -181,34 +136,24 @@ static FailureOr<braid::TrainingOptions> trainingOptions() {
     *slot = n;
   }
   // 0 is the options' "pick the default"; given by hand it is a mistake.
-  if (microbatches.getNumOccurrences() && microbatches < 1) {
-    errs() << "braidc: --microbatches must be positive, got " << microbatches
+  if (microbatchesFlag.getNumOccurrences() && microbatchesFlag < 1) {
+    errs() << "braidc: --microbatches must be positive, got "
+           << microbatchesFlag
            << "\n";
     return failure();
   }
-  if (chunks.getNumOccurrences() && chunks < 1) {
-    errs() << "braidc: --chunks must be positive, got " << chunks << "\n";
+  if (chunksFlag.getNumOccurrences() && chunksFlag < 1) {
+    errs() << "braidc: --chunks must be positive, got " << chunksFlag << "\n";
     return failure();
   }
-  if (chunks.getNumOccurrences() && t.pp == 1) {
+  if (chunksFlag.getNumOccurrences() && t.pp == 1) {
     errs() << "braidc: --chunks splits pipeline stages, but the mesh has no "
               "pp axis\n";
     return failure();
   }
-  t.chunks = chunks;
-  t.zero = zero;
-  t.sp = sp;
-  t.schedule = scheduleName;
-  t.microbatches = microbatches;
-  t.recompute = recompute;
-  t.optimizer = optimizer;
-  t.lr = lr;
-  t.minLr = minLr;
-  t.warmupSteps = warmupSteps;
-  t.totalSteps = totalSteps;
-  t.decay = decay;
-  t.clipNorm = clipNorm;
-  t.asyncCollectives = asyncCollectives;
+#define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
+  t.NAME = NAME##Flag;
+#include "braid/Pipelines/TrainingOptions.def"
   if (llvm::Error error = braid::verifyTrainingOptions(t)) {
     errs() << "braidc: " << llvm::toString(std::move(error)) << "\n";
     return failure();

@@ -18,28 +18,16 @@
 
 namespace mlir::braid {
 
-/// How braidc derives a parallel training step from a model's @forward.
+/// How braidc derives a parallel training step from a model's @forward:
+/// mesh degrees, ZeRO and sequence parallelism, the pipeline schedule,
+/// micro-batches and chunks (0: the default), recomputation, the optimizer
+/// and its learning-rate schedule, async collectives. Declared in
+/// TrainingOptions.def with their flags, defaults and help.
 struct TrainingOptions {
-  /// Mesh degrees: data, tensor and pipeline parallelism.
-  int64_t dp = 1, tp = 1, pp = 1;
-  /// ZeRO stage (0-3) and sequence parallelism over tp.
-  int64_t zero = 0;
-  bool sp = false;
-  /// Pipeline schedule (braid-pipeline-schedule) and micro-batches per step
-  /// (0: the number of stages with pp > 1, else 1).
-  std::string schedule = "1f1b";
-  int64_t microbatches = 0;
-  /// Model chunks per pipeline rank (0: what the schedule needs: 2 for
-  /// interleaved-1f1b and zb-v, else 1). zb-v places them in a V.
-  int64_t chunks = 0;
-  /// braid-autodiff's recomputation: none, full or selective.
-  std::string recompute = "none";
-  /// braid-train-step: optimizer and learning-rate schedule.
-  std::string optimizer = "adamw", decay = "constant";
-  double lr = 3.0e-4, minLr = 0.0, clipNorm = 0.0;
-  int64_t warmupSteps = 0, totalSteps = 1;
-  /// Split collectives into start and wait (braid-async-collectives).
-  bool asyncCollectives = false;
+#define BRAID_MESH_OPTION(NAME, FLAG, DESC) int64_t NAME = 1;
+#define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
+  TYPE NAME = DEFAULT;
+#include "braid/Pipelines/TrainingOptions.def"
 };
 
 /// What braidc compiles: `entry` as written, or with `train`, the training
