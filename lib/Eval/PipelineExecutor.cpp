@@ -12,7 +12,7 @@
 
 #include "braid/Eval/PipelineExecutor.h"
 
-#include "braid/Dialect/Braid/Transforms/PipelineDriver.h"
+#include "braid/Dialect/Braid/Utils/PipelineDriver.h"
 
 #include <map>
 

@@ -13,7 +13,7 @@
 
 #include "StagePlacement.h"
 #include "braid/Conversion/Passes.h"
-#include "braid/Dialect/Braid/Transforms/PipelineDriver.h"
+#include "braid/Dialect/Braid/Utils/PipelineDriver.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"

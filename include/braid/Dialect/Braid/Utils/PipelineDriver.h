@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_DIALECT_BRAID_TRANSFORMS_PIPELINEDRIVER_H
-#define BRAID_DIALECT_BRAID_TRANSFORMS_PIPELINEDRIVER_H
+#ifndef BRAID_DIALECT_BRAID_UTILS_PIPELINEDRIVER_H
+#define BRAID_DIALECT_BRAID_UTILS_PIPELINEDRIVER_H
 
 #include "braid/Schedule/Schedule.h"
 
@@ -65,4 +65,4 @@ struct PipelineDriver {
 
 } // namespace mlir::braid
 
-#endif // BRAID_DIALECT_BRAID_TRANSFORMS_PIPELINEDRIVER_H
+#endif // BRAID_DIALECT_BRAID_UTILS_PIPELINEDRIVER_H

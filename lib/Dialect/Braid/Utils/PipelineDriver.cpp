@@ -1,6 +1,6 @@
 //===- PipelineDriver.cpp - A scheduled gradient function, read -----------===//
 
-#include "braid/Dialect/Braid/Transforms/PipelineDriver.h"
+#include "braid/Dialect/Braid/Utils/PipelineDriver.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
