@@ -40,8 +40,7 @@ void braid_rt_program_bad_id(const char *what, int64_t id, int64_t i,
 void braid_rt_program_check_ids(const char *what, const void *ids,
                                 int ids_i64, int64_t count, int64_t range,
                                 const char *where) {
-  const void *host = braid_rt_program_host_address(
-      (void *)ids, (size_t)count * (ids_i64 ? 8 : 4), what);
+  const void *host = braid_rt_program_host_address((void *)ids, what);
   for (int64_t i = 0; i < count; ++i) {
     int64_t id = braid_rt_program_id(host, ids_i64, i);
     if (id < 0 || id >= range)
@@ -60,9 +59,8 @@ void braid_rt_program_check(braid_rt_status_t status, const char *where) {
   braid_rt_program_exit_error();
 }
 
-void *braid_rt_program_host_address(void *device, size_t bytes,
-                                    const char *what) {
-  if (braid_rt_memory_is_host() || bytes == 0)
+void *braid_rt_program_host_address(void *device, const char *what) {
+  if (braid_rt_memory_is_host())
     return device;
   fprintf(stderr,
           "error: the program runtime reads %s on the host, and this "

@@ -10,8 +10,7 @@ void braid_rt_program_init_f32(uint64_t seed, const char *name, int kind,
                                double a, double b, int64_t count, float *out) {
   enum { CHUNK = 4096 };
   double values[CHUNK];
-  float *host = (float *)braid_rt_program_host_address(
-      out, (size_t)count * sizeof(float), "initial values");
+  float *host = (float *)braid_rt_program_host_address(out, "initial values");
   uint64_t key = braid_rt_init_key(seed, name);
   for (int64_t first = 0; first < count; first += CHUNK) {
     int64_t n = count - first < CHUNK ? count - first : CHUNK;
@@ -26,8 +25,7 @@ void braid_rt_program_init_ids(uint64_t seed, const char *name, int64_t range,
                                int64_t count, void *out, int bytes) {
   enum { CHUNK = 4096 };
   double values[CHUNK];
-  void *host = braid_rt_program_host_address(out, (size_t)count * bytes,
-                                             "integer inputs");
+  void *host = braid_rt_program_host_address(out, "integer inputs");
   uint64_t key = braid_rt_init_key(seed, name);
   for (int64_t first = 0; first < count; first += CHUNK) {
     int64_t n = count - first < CHUNK ? count - first : CHUNK;

@@ -65,13 +65,12 @@ void braid_rt_program_check_ids(const char *what, const void *ids,
    names the op (its location in the compiled module). */
 void braid_rt_program_check(braid_rt_status_t status, const char *where);
 
-/* The host address of `bytes` of device memory that the program runtime
-   reads or writes on the host (ids to check, initial values). The device's
-   own address where device memory is host memory (the CPU backend); other
-   backends end the program with a message naming `what`, as they do not
-   stage these yet. */
-void *braid_rt_program_host_address(void *device, size_t bytes,
-                                    const char *what);
+/* The host address of device memory that the program runtime reads or
+   writes on the host (ids to check, initial values, batches): the device's
+   own address where device memory is host memory (the CPU backend). Other
+   backends end the program with a message naming `what`: staging these
+   needs a stream synchronisation that this MPI-free library cannot call. */
+void *braid_rt_program_host_address(void *device, const char *what);
 
 /*--- Buffers (buffers.c) ---------------------------------------------------*/
 

@@ -1,0 +1,197 @@
+/*===- checkpoint.c - Saving and resuming a program's parameter table ----===*/
+/*
+ * Each rank writes and reads the block of every slot it holds, through the
+ * runtime's checkpoint writer and reader (braid_rt_io), staged through host
+ * memory: the block itself where device memory is host memory, a host copy
+ * otherwise.
+ */
+
+#define BRAID_RT_PROGRAM_SPMD
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Sums `failed` (0 or 1) over every rank: whether any rank failed. */
+static int any_failed(int failed) {
+  float flag = failed ? 1.0f : 0.0f;
+  braid_rt_program_spmd_check(
+      braid_rt_all_reduce_sum_f32(
+          braid_rt_program_comm(braid_rt_program_world_mask()), &flag, 1,
+          NULL),
+      "checkpoint: agreeing on the outcome");
+  return flag != 0.0f;
+}
+
+void braid_rt_program_checkpoint_outcome(int failed) {
+  if (any_failed(failed)) {
+    fflush(stdout);
+    braid_rt_program_spmd_finish();
+    exit(1);
+  }
+}
+
+static int64_t num_elements(int64_t rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    n *= shape[d];
+  return n;
+}
+
+/* A host buffer for `count` floats of the device buffer `device`: the
+   buffer itself on host memory; otherwise *owned, allocated here (released
+   by release_host), holding a copy when `copy` is set. */
+static braid_rt_status_t host_buffer(float *device, int64_t count, int copy,
+                                     float **owned, float **out) {
+  *owned = NULL;
+  *out = device;
+  if (braid_rt_memory_is_host())
+    return BRAID_RT_OK;
+  size_t bytes = (size_t)count * sizeof(float);
+  *owned = (float *)malloc(bytes ? bytes : 1);
+  if (!*owned)
+    return BRAID_RT_OUT_OF_MEMORY;
+  *out = *owned;
+  if (!copy)
+    return BRAID_RT_OK;
+  braid_rt_stream_t *stream = braid_rt_program_stream();
+  braid_rt_status_t status =
+      braid_rt_memory_copy_to_host(stream, *owned, device, bytes);
+  return status == BRAID_RT_OK ? braid_rt_stream_synchronize(stream) : status;
+}
+
+void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
+                           const braid_rt_program_slot_t *slots,
+                           float *const *params, int64_t pipeline_mask) {
+  braid_rt_program_spmd_t *s = &braid_rt_program_spmd;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+  if (s->rank == 0)
+    mkdir(dir, 0777); /* an existing directory is fine; errors show below */
+  braid_rt_program_checkpoint_outcome(0); /* the directory exists now */
+  braid_rt_checkpoint_writer_t *w = NULL;
+  braid_rt_status_t status = braid_rt_checkpoint_writer_create(
+      s->ctx, braid_rt_program_comm(braid_rt_program_world_mask()), path, &w);
+  int64_t local[16], offsets[16];
+  int64_t stage =
+      pipeline_mask ? braid_rt_program_group_position(pipeline_mask) : -1;
+  for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
+    if (!params[i] || (slots[i].owner >= 0 && slots[i].owner != stage))
+      continue; /* not held here, or a stale copy: another stage updates it */
+    braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
+                           local, offsets);
+    float *owned, *host;
+    status = host_buffer(params[i], num_elements(slots[i].rank, local),
+                         /*copy=*/1, &owned, &host);
+    if (status == BRAID_RT_OK)
+      status = braid_rt_checkpoint_writer_add_f32(
+          w, slots[i].name, (int)slots[i].rank, slots[i].global, offsets,
+          local, host);
+    free(owned);
+  }
+  char step[32];
+  snprintf(step, sizeof step, "%lld", (long long)next_step);
+  if (status == BRAID_RT_OK)
+    status = braid_rt_checkpoint_writer_set_metadata(w, "step", step);
+  if (any_failed(status != BRAID_RT_OK)) {
+    if (status != BRAID_RT_OK)
+      fprintf(stderr, "error: rank %d: --save %s: %s: %s\n", s->rank, path,
+              braid_rt_status_string(status),
+              braid_rt_context_last_error(s->ctx));
+    braid_rt_checkpoint_writer_destroy(w);
+    braid_rt_program_checkpoint_outcome(1);
+  }
+  status = braid_rt_checkpoint_writer_commit(w);
+  if (status != BRAID_RT_OK)
+    fprintf(stderr, "error: rank %d: --save %s: %s: %s\n", s->rank, path,
+            braid_rt_status_string(status),
+            braid_rt_context_last_error(s->ctx));
+  braid_rt_checkpoint_writer_destroy(w);
+  braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
+}
+
+/* Prints this rank's error for a checkpoint holding tensors that no slot
+   of the program has (a checkpoint of another model: more layers, another
+   optimizer), naming up to 4 of them; returns whether there were any. */
+static int resume_extra(const char *path, braid_rt_checkpoint_reader_t *r,
+                        int64_t n, const braid_rt_program_slot_t *slots) {
+  size_t count = braid_rt_checkpoint_num_tensors(r), extra = 0;
+  char names[1024] = "";
+  for (size_t t = 0; t < count; ++t) {
+    const char *name = braid_rt_checkpoint_tensor_name(r, t);
+    int64_t i = 0;
+    while (i < n && strcmp(slots[i].name, name) != 0)
+      ++i;
+    if (i < n)
+      continue;
+    if (++extra <= 4) {
+      size_t used = strlen(names);
+      snprintf(names + used, sizeof names - used, "%s'%s'",
+               extra > 1 ? ", " : "", name);
+    }
+  }
+  if (extra == 0)
+    return 0;
+  fprintf(stderr,
+          "error: rank %d: --resume %s: the checkpoint has %zu tensor%s that "
+          "this program does not have: %s%s (a checkpoint of another model "
+          "or optimizer?)\n",
+          braid_rt_program_spmd.rank, path, extra, extra == 1 ? "" : "s",
+          names, extra > 4 ? ", ..." : "");
+  return 1;
+}
+
+int64_t braid_rt_program_resume(const char *dir, int64_t n,
+                                const braid_rt_program_slot_t *slots,
+                                float *const *params) {
+  braid_rt_program_spmd_t *s = &braid_rt_program_spmd;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+  braid_rt_checkpoint_reader_t *r = NULL;
+  braid_rt_status_t status = braid_rt_checkpoint_open(s->ctx, path, &r);
+  int64_t local[16], offsets[16], step = -1;
+  for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
+    if (!params[i])
+      continue; /* a slot another pipeline stage holds */
+    braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
+                           local, offsets);
+    int64_t count = num_elements(slots[i].rank, local);
+    float *owned, *host;
+    status = host_buffer(params[i], count, /*copy=*/0, &owned, &host);
+    if (status == BRAID_RT_OK)
+      status = braid_rt_checkpoint_read_block_f32(
+          r, slots[i].name, (int)slots[i].rank, slots[i].global, offsets,
+          local, host);
+    if (status == BRAID_RT_OK && owned) {
+      braid_rt_stream_t *stream = braid_rt_program_stream();
+      status = braid_rt_memory_copy_to_device(stream, params[i], owned,
+                                              (size_t)count * sizeof(float));
+      if (status == BRAID_RT_OK)
+        status = braid_rt_stream_synchronize(stream);
+    }
+    free(owned);
+  }
+  if (status != BRAID_RT_OK) {
+    fprintf(stderr, "error: rank %d: --resume %s: %s: %s\n", s->rank, path,
+            braid_rt_status_string(status),
+            braid_rt_context_last_error(s->ctx));
+  } else if (resume_extra(path, r, n, slots)) {
+    status = BRAID_RT_INVALID_ARGUMENT;
+  } else {
+    const char *value = braid_rt_checkpoint_metadata(r, "step");
+    char *end = NULL;
+    if (value)
+      step = strtoll(value, &end, 10);
+    if (!value || !*value || *end || step < 0) {
+      fprintf(stderr,
+              "error: rank %d: --resume %s: no valid metadata \"step\"\n",
+              s->rank, path);
+      status = BRAID_RT_INVALID_ARGUMENT;
+    }
+  }
+  braid_rt_checkpoint_close(r);
+  braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
+  return step;
+}
