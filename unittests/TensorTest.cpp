@@ -1,6 +1,6 @@
 //===- TensorTest.cpp - Tensor shapes, broadcasting and rounding -----------===//
 
-#include "braid/Eval/Tensor.h"
+#include "braid/Support/Tensor.h"
 
 #include "gtest/gtest.h"
 

@@ -9,7 +9,7 @@
 #ifndef BRAID_EVAL_EVALCONTEXT_H
 #define BRAID_EVAL_EVALCONTEXT_H
 
-#include "braid/Eval/Tensor.h"
+#include "braid/Support/Tensor.h"
 #include "mlir/Support/LLVM.h"
 
 namespace mlir {

@@ -10,7 +10,7 @@
 #ifndef BRAID_SUPPORT_SAFETENSORS_H
 #define BRAID_SUPPORT_SAFETENSORS_H
 
-#include "braid/Eval/Tensor.h"
+#include "braid/Support/Tensor.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Error.h"

@@ -7,7 +7,7 @@
 #include "braid/Dialect/Braid/IR/BraidTraits.h"
 #include "braid/Dialect/Braid/IR/ShardingRule.h"
 #include "braid/Eval/EvalContext.h"
-#include "braid/Eval/Tensor.h"
+#include "braid/Support/Tensor.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_EVAL_TENSOR_H
-#define BRAID_EVAL_TENSOR_H
+#ifndef BRAID_SUPPORT_TENSOR_H
+#define BRAID_SUPPORT_TENSOR_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -76,4 +76,4 @@ std::vector<int64_t> broadcastIndexMap(llvm::ArrayRef<int64_t> from,
 
 } // namespace mlir::braid
 
-#endif // BRAID_EVAL_TENSOR_H
+#endif // BRAID_SUPPORT_TENSOR_H

@@ -1,6 +1,6 @@
 //===- Tensor.cpp - Dense tensors for reference evaluation -----------------===//
 
-#include "braid/Eval/Tensor.h"
+#include "braid/Support/Tensor.h"
 
 #include "llvm/ADT/APFloat.h"
 
