@@ -1,0 +1,143 @@
+/*===- host.c - Host-side logic of the CUDA backend's communication ------===*/
+
+#include "host.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+braid_rt_status_t
+braid_rt_cuda_local_rank_from_env(braid_rt_cuda_getenv_fn getenv_fn,
+                                  int *out_local_rank, const char **out_source,
+                                  char *error, size_t capacity) {
+  static const char *const variables[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+                                          "MPI_LOCALRANKID", "LOCAL_RANK",
+                                          "SLURM_LOCALID"};
+  *out_local_rank = -1;
+  *out_source = NULL;
+  for (size_t i = 0; i < sizeof(variables) / sizeof(variables[0]); ++i) {
+    const char *value = getenv_fn(variables[i]);
+    if (!value)
+      continue;
+    char *end = NULL;
+    errno = 0;
+    long parsed = strtol(value, &end, 10);
+    /* Digits only: strtol alone would take " 3", "+3" and "3x". */
+    int digits = value[0] >= '0' && value[0] <= '9';
+    if (!digits || *end != '\0' || errno != 0 || parsed > INT_MAX) {
+      snprintf(error, capacity,
+               "the local rank %s='%s' is not an integer in 0..%d",
+               variables[i], value, INT_MAX);
+      return BRAID_RT_INVALID_ARGUMENT;
+    }
+    *out_local_rank = (int)parsed;
+    *out_source = variables[i];
+    return BRAID_RT_OK;
+  }
+  return BRAID_RT_OK;
+}
+
+/* One device named in CUDA_VISIBLE_DEVICES: a non-empty list without a
+   comma. */
+static int names_one_device(const char *visible_devices) {
+  return visible_devices && visible_devices[0] && !strchr(visible_devices, ',');
+}
+
+braid_rt_status_t
+braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
+                            const char *source, int device_count,
+                            const char *cuda_error, const char *visible_devices,
+                            int *out_device, char *error, size_t capacity) {
+  char who[160];
+  snprintf(who, sizeof(who), "rank %d (local rank %d of %d on this node, %s%s)",
+           world_rank, local_rank, local_size, source ? "from " : "by MPI",
+           source ? source : "");
+  char visible[96] = "";
+  if (visible_devices)
+    snprintf(visible, sizeof(visible), " with CUDA_VISIBLE_DEVICES='%.60s'",
+             visible_devices);
+  *out_device = -1;
+  if (device_count <= 0) {
+    snprintf(error, capacity, "%s finds no CUDA device%s%s%s", who, visible,
+             cuda_error ? ": " : "", cuda_error ? cuda_error : "");
+    return BRAID_RT_INVALID_ARGUMENT;
+  }
+  if (local_rank < device_count) {
+    *out_device = local_rank;
+    return BRAID_RT_OK;
+  }
+  if (device_count == 1 && names_one_device(visible_devices)) {
+    *out_device = 0;
+    return BRAID_RT_OK;
+  }
+  snprintf(error, capacity,
+           "%s needs device %d but this node shows %d CUDA device%s%s: run "
+           "at most one rank per GPU on each node",
+           who, local_rank, device_count, device_count == 1 ? "" : "s",
+           visible);
+  return BRAID_RT_INVALID_ARGUMENT;
+}
+
+void braid_rt_cuda_coords_of(int ndims, const int64_t *dims, int64_t rank,
+                             int64_t *out_coords) {
+  for (int i = ndims - 1; i >= 0; --i) {
+    out_coords[i] = rank % dims[i];
+    rank /= dims[i];
+  }
+}
+
+void braid_rt_cuda_split_key(int ndims, const int64_t *dims,
+                             const int64_t *coords, unsigned mask,
+                             int *out_color, int *out_key) {
+  int64_t color = 0, key = 0;
+  for (int i = 0; i < ndims; ++i) {
+    if (mask & (1u << i))
+      key = key * dims[i] + coords[i];
+    else
+      color = color * dims[i] + coords[i];
+  }
+  /* Both are below the world size, an int. */
+  *out_color = (int)color;
+  *out_key = (int)key;
+}
+
+void braid_rt_cuda_describe(const braid_rt_cuda_op_info_t *info, char *out,
+                            size_t capacity) {
+  size_t used = (size_t)snprintf(out, capacity, "%s", info->op);
+  if (info->dtype && used < capacity)
+    used += (size_t)snprintf(out + used, capacity - used, " of %zu %s",
+                             info->count, info->dtype);
+  if (info->peer >= 0 && used < capacity)
+    used += (size_t)snprintf(
+        out + used, capacity - used, " %s rank %d (tag %d)",
+        info->op[0] == 's' ? "to" : "from", info->peer, info->tag);
+  if (used < capacity)
+    snprintf(out + used, capacity - used,
+             " over %s (rank %d of %d, world rank %d)", info->comm_name,
+             info->comm_rank, info->comm_size, info->world_rank);
+}
+
+int braid_rt_cuda_timed_out(double start_s, double now_s, double timeout_s) {
+  return timeout_s > 0 && now_s - start_s > timeout_s;
+}
+
+size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
+                                size_t n, ptrdiff_t target,
+                                unsigned char *out_selected) {
+  const braid_rt_cuda_p2p_entry_t *wanted =
+      target >= 0 && (size_t)target < n && !pending[target].is_send
+          ? &pending[target]
+          : NULL;
+  size_t selected = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const braid_rt_cuda_p2p_entry_t *e = &pending[i];
+    int take =
+        e->is_send || (wanted && i <= (size_t)target &&
+                       e->comm == wanted->comm && e->peer == wanted->peer);
+    out_selected[i] = (unsigned char)take;
+    selected += (size_t)take;
+  }
+  return selected;
+}

@@ -1,0 +1,103 @@
+/*===- host.h - Host-side logic of the CUDA backend's communication ------===*/
+/*
+ * The decisions the CUDA backend makes on the host, as pure functions with
+ * no CUDA, NCCL or MPI in them, so that host_test.c checks them on machines
+ * without a GPU: which local rank and device a process takes, how a mesh
+ * splits into axis groups, how an operation is named in messages, when a
+ * wait has timed out, and which deferred point-to-point transfers a wait
+ * issues.
+ */
+#ifndef BRAID_RT_CUDA_COMM_HOST_H
+#define BRAID_RT_CUDA_COMM_HOST_H
+
+#include "braid/rt/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* getenv, or a fake in tests. */
+typedef const char *(*braid_rt_cuda_getenv_fn)(const char *name);
+
+/* Reads this process's rank among the ranks of its node from the launcher's
+   environment. The first variable set wins, in this order:
+   OMPI_COMM_WORLD_LOCAL_RANK (OpenMPI's mpirun), MPI_LOCALRANKID (MPICH and
+   Intel MPI), LOCAL_RANK (torchrun), SLURM_LOCALID (srun): a launcher
+   started inside another (mpirun or torchrun in a Slurm allocation) sets
+   its own variable beside the outer one, and its value is the right one.
+   None set: OK with *out_local_rank = -1 and *out_source = NULL. A set
+   variable that is not an integer in 0..INT_MAX: INVALID_ARGUMENT and a
+   message naming it in `error`. */
+braid_rt_status_t
+braid_rt_cuda_local_rank_from_env(braid_rt_cuda_getenv_fn getenv_fn,
+                                  int *out_local_rank, const char **out_source,
+                                  char *error, size_t capacity);
+
+/* Chooses the device of world rank `world_rank`, local rank `local_rank` of
+   `local_size` on its node (`source`: the variable the local rank came
+   from, or NULL when MPI computed it), on a node that shows `device_count`
+   devices (negative: CUDA could not count them; `cuda_error` says why) with
+   CUDA_VISIBLE_DEVICES = `visible_devices` (NULL: unset). The device is the
+   local rank, or 0 when the launcher made exactly one device visible to the
+   process (srun --gpus-per-task=1). Otherwise, and when there is no device,
+   INVALID_ARGUMENT with a message in `error` naming the rank, the local
+   rank and the device count. */
+braid_rt_status_t
+braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
+                            const char *source, int device_count,
+                            const char *cuda_error, const char *visible_devices,
+                            int *out_device, char *error, size_t capacity);
+
+/* The row-major coordinates of `rank` on a mesh of `ndims` axes of sizes
+   `dims`, into out_coords[0..ndims). */
+void braid_rt_cuda_coords_of(int ndims, const int64_t *dims, int64_t rank,
+                             int64_t *out_coords);
+
+/* The color and key that split the world into the communicator over the
+   axes in `mask` (bit i: axis i): ranks that agree on every coordinate
+   outside the group share a color, and the key is the row-major index over
+   the group's coordinates, so that ranks are numbered as mesh.h says. */
+void braid_rt_cuda_split_key(int ndims, const int64_t *dims,
+                             const int64_t *coords, unsigned mask,
+                             int *out_color, int *out_key);
+
+/* What a message says about an operation. */
+typedef struct {
+  const char *op;    /* "all_reduce" */
+  const char *dtype; /* "f32", or NULL (barrier) */
+  size_t count;
+  int peer; /* rank in the communicator, or -1 for collectives */
+  int tag;
+  const char *comm_name; /* "mesh axes {dp,tp}" */
+  int comm_rank, comm_size, world_rank;
+} braid_rt_cuda_op_info_t;
+
+/* "recv of 16 f32 from rank 0 (tag 7) over world (rank 1 of 2, world rank
+   1)": the same words as the CPU backend's messages. */
+void braid_rt_cuda_describe(const braid_rt_cuda_op_info_t *info, char *out,
+                            size_t capacity);
+
+/* Whether a wait that began at `start_s` has run out of `timeout_s` seconds
+   at `now_s` (0: never). */
+int braid_rt_cuda_timed_out(double start_s, double now_s, double timeout_s);
+
+/* A started transfer that has not been handed to NCCL yet. */
+typedef struct {
+  int is_send;
+  const void *comm; /* identity only */
+  int peer;
+} braid_rt_cuda_p2p_entry_t;
+
+/* NCCL has no tags: a receive matches the sender's next send to it on the
+   same communicator, and a send or receive on the communication stream
+   holds up everything issued after it until its peer takes part. So the
+   backend defers started transfers, `pending[0..n)` in start order, and
+   issues them in groups: every pending send, plus, when `target` >= 0 is a
+   receive being waited for, that receive and every earlier pending receive
+   from the same peer on the same communicator (their messages were sent
+   first). Sets out_selected[i] to 1 for the entries to issue now, in
+   index order, and returns how many. `target` < 0: sends only. */
+size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
+                                size_t n, ptrdiff_t target,
+                                unsigned char *out_selected);
+
+#endif /* BRAID_RT_CUDA_COMM_HOST_H */

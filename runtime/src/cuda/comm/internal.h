@@ -1,0 +1,212 @@
+/*===- internal.h - Private state of the CUDA backend's communication ----===*/
+
+#ifndef BRAID_RT_CUDA_COMM_INTERNAL_H
+#define BRAID_RT_CUDA_COMM_INTERNAL_H
+
+#include "braid/rt/collectives.h"
+#include "braid/rt/context.h"
+#include "braid/rt/cuda.h"
+#include "braid/rt/mesh.h"
+#include "braid/rt/status.h"
+
+#include "host.h"
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#define BRAID_RT_ERROR_CAPACITY 512
+
+typedef struct braid_rt_trace_event braid_rt_trace_event_t;
+
+struct braid_rt_comm {
+  braid_rt_context_t *ctx;
+  ncclComm_t nccl; /* NULL once aborted */
+  int rank, size;
+  /* Aborted after a timeout or an asynchronous error: unusable, and never
+     passed to ncclCommDestroy. */
+  int broken;
+  char name[128];             /* "world", "mesh axes {dp,tp}" */
+  braid_rt_comm_t *next_live; /* the context's list of communicators */
+};
+
+/* Begins with its CUDA stream, as braid_rt_cuda_stream (stream.c) and the
+   kernels read it. */
+struct braid_rt_stream {
+  cudaStream_t cuda;
+  braid_rt_context_t *ctx;
+  int owned; /* created by braid_rt_stream_create */
+};
+
+/* An operation from its start to its wait. Collectives are handed to NCCL
+   at once; started sends and receives wait in the context's pending list
+   until a wait issues them (host.h, braid_rt_cuda_p2p_select). */
+struct braid_rt_request {
+  braid_rt_comm_t *comm;
+  braid_rt_stream_t *stream; /* the caller's; ordered after completion */
+  cudaEvent_t ready; /* a transfer's: recorded on `stream` when started */
+  cudaEvent_t done;  /* recorded on the communication stream */
+  const char *op;    /* "all_reduce" */
+  const char *dtype; /* "f32" */
+  ncclDataType_t nccl_type;
+  size_t count;
+  int peer; /* rank in comm, or -1 for collectives */
+  int tag;
+  void *buf; /* of a deferred transfer */
+  int is_send;
+  int issued;
+  double start_s;
+  braid_rt_request_t *next; /* in the pending or in-flight list */
+};
+
+struct braid_rt_context {
+  braid_rt_comm_t world;
+  MPI_Comm mpi; /* private duplicate of MPI_COMM_WORLD: bootstrap, traces */
+  int owns_mpi;
+  int device, local_rank;
+  cudaStream_t compute, comm_stream;
+  braid_rt_stream_t default_stream; /* the compute stream */
+  cudaEvent_t ready; /* recorded on a caller's stream, waited on by comm */
+  float *scratch;    /* one device float: barriers */
+  double timeout_s;
+  int live_meshes;
+  braid_rt_comm_t *comms; /* every live communicator, the world first */
+  char error[BRAID_RT_ERROR_CAPACITY];
+
+  /* Started transfers not yet issued, in start order. */
+  braid_rt_request_t *pending, *pending_tail;
+  size_t num_pending;
+  /* Blocking operations issued and not yet known complete, oldest first:
+     what a stream synchronisation waits for and a timeout names. */
+  braid_rt_request_t *in_flight, *in_flight_tail;
+  size_t num_in_flight;
+
+  int trace;
+  double trace_origin_s;
+  braid_rt_trace_event_t *events;
+  size_t num_events, events_capacity;
+  int open_events;
+};
+
+typedef struct {
+  ncclDataType_t nccl;
+  const char *name; /* "f32", as messages name it */
+  size_t bytes;
+} braid_rt_dtype_t;
+
+#define BRAID_RT_F32 ((braid_rt_dtype_t){ncclFloat32, "f32", sizeof(float)})
+#define BRAID_RT_F64 ((braid_rt_dtype_t){ncclFloat64, "f64", sizeof(double)})
+
+/* Records a printf-style message as ctx's last error and returns `status`.
+   `ctx` may be NULL for the context-less error buffer. */
+braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
+                                braid_rt_status_t status, const char *format,
+                                ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Records a failed CUDA, NCCL or MPI call (`call`: its source text, of which
+   the message keeps the function name) in function `where`. */
+braid_rt_status_t braid_rt_fail_cuda(braid_rt_context_t *ctx, cudaError_t code,
+                                     const char *call, const char *where);
+braid_rt_status_t braid_rt_fail_nccl(braid_rt_context_t *ctx, ncclResult_t code,
+                                     ncclComm_t comm, const char *call,
+                                     const char *where);
+braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
+                                    const char *call, const char *where);
+
+/* Evaluate a call; on failure record it in `ctx` and return a status from
+   the enclosing function. */
+#define BRAID_CUDA_CHECK(ctx, call)                                            \
+  do {                                                                         \
+    cudaError_t braid_cuda_code_ = (call);                                     \
+    if (braid_cuda_code_ != cudaSuccess)                                       \
+      return braid_rt_fail_cuda((ctx), braid_cuda_code_, #call, __func__);     \
+  } while (0)
+#define BRAID_MPI_CHECK(ctx, call)                                             \
+  do {                                                                         \
+    int braid_mpi_code_ = (call);                                              \
+    if (braid_mpi_code_ != MPI_SUCCESS)                                        \
+      return braid_rt_fail_mpi((ctx), braid_mpi_code_, #call, __func__);       \
+  } while (0)
+
+/* The stream `stream` names: NULL is the context's compute stream. */
+braid_rt_stream_t *braid_rt_resolve_stream(braid_rt_context_t *ctx,
+                                           braid_rt_stream_t *stream);
+
+/* Checks what every operation on `comm` needs: a live communicator, a
+   stream of the same context, a count that fits in an int (the API's bound
+   on every backend), and a device buffer when count is not zero. */
+braid_rt_status_t braid_rt_check_op(braid_rt_comm_t *comm,
+                                    braid_rt_stream_t *stream, const char *what,
+                                    size_t count, const void *buf,
+                                    const char *buf_name);
+braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
+                                          const char *what, const void *a,
+                                          size_t a_bytes, const void *b,
+                                          size_t b_bytes);
+braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
+                                             const char *what,
+                                             braid_rt_request_t **out_request);
+
+/* Completes a call on a communicator created non-blocking: `result`
+   ncclInProgress is polled with ncclCommGetAsyncError until it settles or
+   the context's timeout passes (then the communicator is aborted). `what`
+   names the operation in messages. */
+braid_rt_status_t braid_rt_nccl_settle(braid_rt_comm_t *comm,
+                                       ncclResult_t result, const char *call,
+                                       const char *what);
+
+/* Aborts `comm` (ncclCommAbort; never ncclCommDestroy on it afterwards). */
+void braid_rt_comm_abort(braid_rt_comm_t *comm);
+
+/* Every collective runs in three steps, so that the blocking and the _start
+   forms share one body:
+     braid_rt_op_begin(...)        allocates the request, issues every pending
+                                   send first, orders the communication stream
+                                   after the caller's stream
+     ncclXxx(..., ctx->comm_stream) inside ncclGroupStart/End
+     braid_rt_op_finish(req, out_request, result, "ncclXxx")
+   finish() settles the call, records the completion event, and either hands
+   the request to the caller (_start) or orders the caller's stream after it
+   and tracks it until it completes (blocking). */
+braid_rt_status_t braid_rt_op_begin(braid_rt_comm_t *comm,
+                                    braid_rt_stream_t *stream, const char *op,
+                                    braid_rt_dtype_t type, size_t count,
+                                    braid_rt_request_t **out_req);
+braid_rt_status_t braid_rt_op_finish(braid_rt_request_t *req,
+                                     braid_rt_request_t **out_request,
+                                     ncclResult_t result, const char *call);
+
+/* Queues a send or receive (request.c): issued at the latest when it is
+   waited for; a blocking one is issued at once. */
+braid_rt_status_t braid_rt_p2p_enqueue(braid_rt_comm_t *comm,
+                                       braid_rt_stream_t *stream, int is_send,
+                                       void *buf, size_t count, int peer,
+                                       int tag, braid_rt_dtype_t type,
+                                       braid_rt_request_t **out_request);
+
+/* Issues every pending send (before any other operation, so that every rank
+   issues in start order). */
+braid_rt_status_t braid_rt_flush_sends(braid_rt_context_t *ctx);
+
+/* Waits, on the host and within the timeout, until `req` has completed. */
+braid_rt_status_t braid_rt_wait_event(braid_rt_request_t *req);
+
+/* Waits for every issued operation and for `stream`; releases the tracked
+   ones. */
+braid_rt_status_t braid_rt_drain(braid_rt_context_t *ctx,
+                                 braid_rt_stream_t *stream);
+
+void braid_rt_request_free(braid_rt_request_t *req);
+
+/* Appends a complete ("X") event to ctx's trace; releases the events. */
+braid_rt_status_t braid_rt_trace_complete(braid_rt_context_t *ctx,
+                                          const char *name,
+                                          const char *category, double start_s,
+                                          double end_s);
+void braid_rt_trace_clear(braid_rt_context_t *ctx);
+
+#endif /* BRAID_RT_CUDA_COMM_INTERNAL_H */

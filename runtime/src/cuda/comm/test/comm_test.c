@@ -1,0 +1,539 @@
+/*===- comm_test.c - The CUDA backend's collectives on 1 or more GPUs ----===*/
+/*
+ * Run on 1 rank or under mpirun with one rank per GPU:
+ *
+ *   braid-rt-cuda-comm_test            every collective, send/recv, barrier
+ *   braid-rt-cuda-comm_test timeout    rank 0 skips an all_reduce: the others
+ *                                      time out (2 s) and abort with 42
+ *
+ * Every collective and transfer, f32 and f64, blocking and started, counts
+ * 0, 1, 1000 and 70001, over the world and each axis group of a 2 x n/2
+ * mesh (n even). Inputs are multiples of 1/8 from a hash of (world rank,
+ * index), so every sum is exact and results are compared with ==. Buffers
+ * are filled and read back with copies on the compute stream, so a result
+ * is right only if the communication stream was ordered after the fill and
+ * the compute stream after the operation.
+ *
+ * Without a usable device (none, or fewer than the ranks on a node) it
+ * prints "SKIP: " and the context's message and exits 0: ctest runs it on
+ * machines without a GPU to check that message.
+ */
+
+#include "braid/rt/collectives.h"
+#include "braid/rt/cuda.h"
+
+#include <cuda_runtime_api.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static braid_rt_context_t *ctx;
+static long checks;
+
+static void fail(const char *what, braid_rt_status_t status) {
+  fprintf(stderr, "rank %d: FAIL: %s: %s: %s\n", braid_rt_context_rank(ctx),
+          what, braid_rt_status_string(status),
+          braid_rt_context_last_error(ctx));
+  braid_rt_context_abort(ctx, 1);
+}
+
+#define CHECK_OK(call)                                                         \
+  do {                                                                         \
+    braid_rt_status_t s_ = (call);                                             \
+    if (s_ != BRAID_RT_OK)                                                     \
+      fail(#call, s_);                                                         \
+  } while (0)
+
+#define CHECK_CUDA(call)                                                       \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "FAIL: %s: %s\n", #call, cudaGetErrorString(e_));        \
+      braid_rt_context_abort(ctx, 1);                                          \
+    }                                                                          \
+  } while (0)
+
+/* A multiple of 1/8 in [-64, 64) from (rank, index). */
+static double value(int64_t rank, int64_t index) {
+  uint64_t h = (uint64_t)rank * 0x9E3779B97F4A7C15ull ^
+               (uint64_t)index * 0xC2B2AE3D27D4EB4Full;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return (double)(int64_t)(h % 1024) / 8.0 - 64.0;
+}
+
+typedef struct {
+  int f64;
+  size_t bytes;
+  const char *name;
+} type_t;
+
+static const type_t types[] = {{0, sizeof(float), "f32"},
+                               {1, sizeof(double), "f64"}};
+
+/* Host buffers in the element type. */
+static void *host_alloc(const type_t *t, size_t n) {
+  void *p = calloc(n ? n : 1, t->bytes);
+  if (!p) {
+    fprintf(stderr, "FAIL: out of memory\n");
+    braid_rt_context_abort(ctx, 1);
+  }
+  return p;
+}
+
+static void host_set(const type_t *t, void *p, size_t i, double v) {
+  if (t->f64)
+    ((double *)p)[i] = v;
+  else
+    ((float *)p)[i] = (float)v;
+}
+
+static double host_get(const type_t *t, const void *p, size_t i) {
+  return t->f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+static void *device_alloc(const type_t *t, size_t n) {
+  void *p = NULL;
+  CHECK_CUDA(cudaMalloc(&p, (n ? n : 1) * t->bytes));
+  /* Poison, so that an element the operation should write but does not is
+     caught. */
+  CHECK_CUDA(cudaMemsetAsync(p, 0xff, (n ? n : 1) * t->bytes,
+                             braid_rt_cuda_stream(NULL)));
+  return p;
+}
+
+static void upload(const type_t *t, void *dst, const void *src, size_t n) {
+  CHECK_CUDA(cudaMemcpyAsync(dst, src, n * t->bytes, cudaMemcpyHostToDevice,
+                             braid_rt_cuda_stream(NULL)));
+}
+
+/* Reads back on the compute stream after the operation. */
+static void download(const type_t *t, void *dst, const void *src, size_t n) {
+  CHECK_CUDA(cudaMemcpyAsync(dst, src, n * t->bytes, cudaMemcpyDeviceToHost,
+                             braid_rt_cuda_stream(NULL)));
+  CHECK_OK(braid_rt_stream_synchronize(NULL));
+}
+
+static void expect(const char *what, const type_t *t, const void *got,
+                   size_t i, double expected) {
+  ++checks;
+  double v = host_get(t, got, i);
+  if (v != expected) {
+    fprintf(stderr, "rank %d: FAIL: %s %s: element %zu is %.17g, expected %.17g\n",
+            braid_rt_context_rank(ctx), what, t->name, i, v, expected);
+    braid_rt_context_abort(ctx, 1);
+  }
+}
+
+/* A group: its communicator and the world ranks of its members in order. */
+typedef struct {
+  braid_rt_comm_t *comm;
+  int members[64];
+  int size, rank;
+} group_t;
+
+typedef braid_rt_status_t (*start_fn)(void);
+
+/* Waits for `req` when started, else nothing: the blocking form returned
+   with the result ordered before the download. */
+static void finish(braid_rt_request_t *req, int started, const char *what) {
+  if (!started)
+    return;
+  /* Half of the requests are tested until done, half waited at once. */
+  if (checks % 2) {
+    int done = 0;
+    while (!done)
+      CHECK_OK(braid_rt_request_test(req, &done));
+  }
+  braid_rt_status_t s = braid_rt_request_wait(req);
+  if (s != BRAID_RT_OK)
+    fail(what, s);
+}
+
+static void test_all_reduce(const group_t *g, const type_t *t, size_t n,
+                            int started) {
+  void *h = host_alloc(t, n);
+  void *d = device_alloc(t, n);
+  int me = braid_rt_context_rank(ctx);
+  for (size_t i = 0; i < n; ++i)
+    host_set(t, h, i, value(me, (int64_t)i));
+  upload(t, d, h, n);
+  braid_rt_request_t *req = NULL;
+  if (t->f64)
+    CHECK_OK(started ? braid_rt_all_reduce_sum_f64_start(g->comm, d, n, NULL,
+                                                         &req)
+                     : braid_rt_all_reduce_sum_f64(g->comm, d, n, NULL));
+  else
+    CHECK_OK(started ? braid_rt_all_reduce_sum_f32_start(g->comm, d, n, NULL,
+                                                         &req)
+                     : braid_rt_all_reduce_sum_f32(g->comm, d, n, NULL));
+  finish(req, started, "all_reduce");
+  download(t, h, d, n);
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int k = 0; k < g->size; ++k)
+      sum += value(g->members[k], (int64_t)i);
+    expect("all_reduce", t, h, i, sum);
+  }
+  cudaFree(d);
+  free(h);
+}
+
+static void test_all_gather(const group_t *g, const type_t *t, size_t n,
+                            int started) {
+  size_t total = n * (size_t)g->size;
+  void *h = host_alloc(t, total);
+  void *send = device_alloc(t, n), *recv = device_alloc(t, total);
+  int me = braid_rt_context_rank(ctx);
+  for (size_t i = 0; i < n; ++i)
+    host_set(t, h, i, value(me, (int64_t)i));
+  upload(t, send, h, n);
+  braid_rt_request_t *req = NULL;
+  if (t->f64)
+    CHECK_OK(started ? braid_rt_all_gather_f64_start(g->comm, send, recv, n,
+                                                     NULL, &req)
+                     : braid_rt_all_gather_f64(g->comm, send, recv, n, NULL));
+  else
+    CHECK_OK(started ? braid_rt_all_gather_f32_start(g->comm, send, recv, n,
+                                                     NULL, &req)
+                     : braid_rt_all_gather_f32(g->comm, send, recv, n, NULL));
+  finish(req, started, "all_gather");
+  download(t, h, recv, total);
+  for (int k = 0; k < g->size; ++k)
+    for (size_t i = 0; i < n; ++i)
+      expect("all_gather", t, h, (size_t)k * n + i,
+             value(g->members[k], (int64_t)i));
+  cudaFree(send);
+  cudaFree(recv);
+  free(h);
+}
+
+static void test_reduce_scatter(const group_t *g, const type_t *t, size_t n,
+                                int started) {
+  size_t total = n * (size_t)g->size;
+  void *h = host_alloc(t, total);
+  void *send = device_alloc(t, total), *recv = device_alloc(t, n);
+  int me = braid_rt_context_rank(ctx);
+  for (size_t i = 0; i < total; ++i)
+    host_set(t, h, i, value(me, (int64_t)i));
+  upload(t, send, h, total);
+  braid_rt_request_t *req = NULL;
+  if (t->f64)
+    CHECK_OK(started ? braid_rt_reduce_scatter_sum_f64_start(
+                           g->comm, send, recv, n, NULL, &req)
+                     : braid_rt_reduce_scatter_sum_f64(g->comm, send, recv, n,
+                                                       NULL));
+  else
+    CHECK_OK(started ? braid_rt_reduce_scatter_sum_f32_start(
+                           g->comm, send, recv, n, NULL, &req)
+                     : braid_rt_reduce_scatter_sum_f32(g->comm, send, recv, n,
+                                                       NULL));
+  finish(req, started, "reduce_scatter");
+  download(t, h, recv, n);
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int k = 0; k < g->size; ++k)
+      sum += value(g->members[k], (int64_t)((size_t)g->rank * n + i));
+    expect("reduce_scatter", t, h, i, sum);
+  }
+  cudaFree(send);
+  cudaFree(recv);
+  free(h);
+}
+
+static void test_broadcast(const group_t *g, const type_t *t, size_t n,
+                           int started) {
+  int root = g->size - 1;
+  void *h = host_alloc(t, n);
+  void *d = device_alloc(t, n);
+  int me = braid_rt_context_rank(ctx);
+  for (size_t i = 0; i < n; ++i)
+    host_set(t, h, i, value(me, (int64_t)i));
+  upload(t, d, h, n);
+  braid_rt_request_t *req = NULL;
+  if (t->f64)
+    CHECK_OK(started ? braid_rt_broadcast_f64_start(g->comm, d, n, root, NULL,
+                                                    &req)
+                     : braid_rt_broadcast_f64(g->comm, d, n, root, NULL));
+  else
+    CHECK_OK(started ? braid_rt_broadcast_f32_start(g->comm, d, n, root, NULL,
+                                                    &req)
+                     : braid_rt_broadcast_f32(g->comm, d, n, root, NULL));
+  finish(req, started, "broadcast");
+  download(t, h, d, n);
+  for (size_t i = 0; i < n; ++i)
+    expect("broadcast", t, h, i, value(g->members[root], (int64_t)i));
+  cudaFree(d);
+  free(h);
+}
+
+static void test_all_to_all(const group_t *g, const type_t *t, size_t n,
+                            int started) {
+  size_t total = n * (size_t)g->size;
+  void *h = host_alloc(t, total);
+  void *send = device_alloc(t, total), *recv = device_alloc(t, total);
+  int me = braid_rt_context_rank(ctx);
+  for (size_t i = 0; i < total; ++i)
+    host_set(t, h, i, value(me, (int64_t)i));
+  upload(t, send, h, total);
+  braid_rt_request_t *req = NULL;
+  if (t->f64)
+    CHECK_OK(started ? braid_rt_all_to_all_f64_start(g->comm, send, recv, n,
+                                                     NULL, &req)
+                     : braid_rt_all_to_all_f64(g->comm, send, recv, n, NULL));
+  else
+    CHECK_OK(started ? braid_rt_all_to_all_f32_start(g->comm, send, recv, n,
+                                                     NULL, &req)
+                     : braid_rt_all_to_all_f32(g->comm, send, recv, n, NULL));
+  finish(req, started, "all_to_all");
+  download(t, h, recv, total);
+  /* Block k came from member k, which sent its block g->rank. */
+  for (int k = 0; k < g->size; ++k)
+    for (size_t i = 0; i < n; ++i)
+      expect("all_to_all", t, h, (size_t)k * n + i,
+             value(g->members[k], (int64_t)((size_t)g->rank * n + i)));
+  cudaFree(send);
+  cudaFree(recv);
+  free(h);
+}
+
+/* A pipeline's pattern: two receives from the previous rank started first,
+   then two sends to the next, waited in order; on one rank the ring is a
+   rank sending to itself. */
+static void test_ring(const group_t *g, const type_t *t, size_t n) {
+  int next = (g->rank + 1) % g->size, prev = (g->rank + g->size - 1) % g->size;
+  void *h = host_alloc(t, n);
+  void *send[2], *recv[2];
+  braid_rt_request_t *sends[2], *recvs[2];
+  for (int m = 0; m < 2; ++m) {
+    send[m] = device_alloc(t, n);
+    recv[m] = device_alloc(t, n);
+    if (t->f64)
+      CHECK_OK(braid_rt_recv_f64_start(g->comm, recv[m], n, prev, m, NULL,
+                                       &recvs[m]));
+    else
+      CHECK_OK(braid_rt_recv_f32_start(g->comm, recv[m], n, prev, m, NULL,
+                                       &recvs[m]));
+  }
+  int me = braid_rt_context_rank(ctx);
+  for (int m = 0; m < 2; ++m) {
+    for (size_t i = 0; i < n; ++i)
+      host_set(t, h, i, value(me, (int64_t)(i + (size_t)m * n)));
+    upload(t, send[m], h, n);
+    if (t->f64)
+      CHECK_OK(braid_rt_send_f64_start(g->comm, send[m], n, next, m, NULL,
+                                       &sends[m]));
+    else
+      CHECK_OK(braid_rt_send_f32_start(g->comm, send[m], n, next, m, NULL,
+                                       &sends[m]));
+  }
+  for (int m = 0; m < 2; ++m) {
+    finish(recvs[m], 1, "recv");
+    download(t, h, recv[m], n);
+    for (size_t i = 0; i < n; ++i)
+      expect("ring recv", t, h, i,
+             value(g->members[prev], (int64_t)(i + (size_t)m * n)));
+  }
+  for (int m = 0; m < 2; ++m) {
+    finish(sends[m], 1, "send");
+    cudaFree(send[m]);
+    cudaFree(recv[m]);
+  }
+  free(h);
+}
+
+/* Blocking send and receive between pairs (0,1), (2,3), ...: the lower rank
+   sends first. */
+static void test_pairs(const group_t *g, const type_t *t, size_t n) {
+  if (g->size % 2)
+    return;
+  int peer = g->rank ^ 1;
+  void *h = host_alloc(t, n);
+  void *out = device_alloc(t, n), *in = device_alloc(t, n);
+  int me = braid_rt_context_rank(ctx);
+  for (size_t i = 0; i < n; ++i)
+    host_set(t, h, i, value(me, (int64_t)i));
+  upload(t, out, h, n);
+  for (int step = 0; step < 2; ++step) {
+    if ((g->rank % 2) == step) {
+      if (t->f64)
+        CHECK_OK(braid_rt_send_f64(g->comm, out, n, peer, 3, NULL));
+      else
+        CHECK_OK(braid_rt_send_f32(g->comm, out, n, peer, 3, NULL));
+    } else {
+      if (t->f64)
+        CHECK_OK(braid_rt_recv_f64(g->comm, in, n, peer, 3, NULL));
+      else
+        CHECK_OK(braid_rt_recv_f32(g->comm, in, n, peer, 3, NULL));
+    }
+  }
+  download(t, h, in, n);
+  for (size_t i = 0; i < n; ++i)
+    expect("pair recv", t, h, i, value(g->members[peer], (int64_t)i));
+  cudaFree(out);
+  cudaFree(in);
+  free(h);
+}
+
+/* Two all_reduces in flight, waited in reverse order. */
+static void test_two_in_flight(const group_t *g) {
+  const type_t *t = &types[0];
+  size_t n = 1000;
+  void *h = host_alloc(t, n);
+  void *a = device_alloc(t, n), *b = device_alloc(t, n);
+  int me = braid_rt_context_rank(ctx);
+  for (size_t i = 0; i < n; ++i)
+    host_set(t, h, i, value(me, (int64_t)i));
+  upload(t, a, h, n);
+  upload(t, b, h, n);
+  braid_rt_request_t *ra, *rb;
+  CHECK_OK(braid_rt_all_reduce_sum_f32_start(g->comm, a, n, NULL, &ra));
+  CHECK_OK(braid_rt_all_reduce_sum_f32_start(g->comm, b, n, NULL, &rb));
+  CHECK_OK(braid_rt_request_wait(rb));
+  CHECK_OK(braid_rt_request_wait(ra));
+  for (int which = 0; which < 2; ++which) {
+    download(t, h, which ? b : a, n);
+    for (size_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int k = 0; k < g->size; ++k)
+        sum += value(g->members[k], (int64_t)i);
+      expect("two in flight", t, h, i, sum);
+    }
+  }
+  cudaFree(a);
+  cudaFree(b);
+  free(h);
+}
+
+static void test_errors(const group_t *g) {
+  float host[4] = {0};
+  braid_rt_status_t s = braid_rt_all_reduce_sum_f32(g->comm, host, 4, NULL);
+  const char *expected = "is host memory; the CUDA backend communicates "
+                         "device memory";
+  ++checks;
+  if (s != BRAID_RT_INVALID_ARGUMENT ||
+      !strstr(braid_rt_context_last_error(ctx), expected)) {
+    fprintf(stderr, "FAIL: a host buffer gave %s: %s\n",
+            braid_rt_status_string(s), braid_rt_context_last_error(ctx));
+    braid_rt_context_abort(ctx, 1);
+  }
+}
+
+static void run_group(const group_t *g) {
+  static const size_t counts[] = {0, 1, 1000, 70001};
+  for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c)
+    for (int ti = 0; ti < 2; ++ti)
+      for (int started = 0; started < 2; ++started) {
+        const type_t *t = &types[ti];
+        size_t n = counts[c];
+        test_all_reduce(g, t, n, started);
+        test_all_gather(g, t, n, started);
+        test_reduce_scatter(g, t, n, started);
+        test_broadcast(g, t, n, started);
+        test_all_to_all(g, t, n, started);
+        if (started)
+          test_ring(g, t, n);
+        else
+          test_pairs(g, t, n);
+      }
+  test_two_in_flight(g);
+  test_errors(g);
+  CHECK_OK(braid_rt_barrier(g->comm, NULL));
+}
+
+/* The members of `comm` over the axes in `mask` of `mesh`, by brute force:
+   the world ranks that agree with this one outside the group. */
+static void fill_group(braid_rt_mesh_t *mesh, unsigned mask,
+                       braid_rt_comm_t *comm, group_t *g) {
+  int ndims = braid_rt_mesh_ndims(mesh), world = braid_rt_context_size(ctx);
+  int64_t mine[8], theirs[8];
+  CHECK_OK(braid_rt_mesh_coords_of(mesh, braid_rt_context_rank(ctx), mine));
+  g->comm = comm;
+  g->size = 0;
+  for (int r = 0; r < world; ++r) {
+    CHECK_OK(braid_rt_mesh_coords_of(mesh, r, theirs));
+    int same = 1;
+    for (int i = 0; i < ndims; ++i)
+      if (!(mask & (1u << i)) && theirs[i] != mine[i])
+        same = 0;
+    if (same)
+      g->members[g->size++] = r;
+  }
+  g->rank = braid_rt_comm_rank(comm);
+  if (g->size != braid_rt_comm_size(comm) ||
+      g->members[g->rank] != braid_rt_context_rank(ctx)) {
+    fprintf(stderr, "FAIL: %s has size %d, rank %d; expected size %d\n",
+            braid_rt_comm_name(comm), braid_rt_comm_size(comm), g->rank,
+            g->size);
+    braid_rt_context_abort(ctx, 1);
+  }
+}
+
+static int timeout_mode(void) {
+  braid_rt_comm_t *world = braid_rt_context_world(ctx);
+  float *d = NULL;
+  CHECK_CUDA(cudaMalloc((void **)&d, 16 * sizeof(float)));
+  CHECK_CUDA(cudaMemset(d, 0, 16 * sizeof(float)));
+  if (braid_rt_context_rank(ctx) != 0) {
+    braid_rt_status_t s = braid_rt_all_reduce_sum_f32(world, d, 16, NULL);
+    if (s == BRAID_RT_OK)
+      s = braid_rt_stream_synchronize(NULL);
+    fprintf(stderr, "rank %d: %s: %s\n", braid_rt_context_rank(ctx),
+            braid_rt_status_string(s), braid_rt_context_last_error(ctx));
+    braid_rt_context_abort(ctx, s == BRAID_RT_TIMEOUT ? 42 : 1);
+  }
+  /* Rank 0 never joins; it waits to be ended by the others' abort. */
+  for (;;)
+    ;
+}
+
+int main(int argc, char **argv) {
+  braid_rt_context_options_t opts;
+  braid_rt_context_options_init(&opts);
+  int timeout = argc > 1 && strcmp(argv[1], "timeout") == 0;
+  opts.collective_timeout_s = timeout ? 2 : 120;
+  braid_rt_status_t s = braid_rt_context_create(&opts, &argc, &argv, &ctx);
+  if (s != BRAID_RT_OK) {
+    const char *message = braid_rt_context_last_error(NULL);
+    if (s == BRAID_RT_INVALID_ARGUMENT &&
+        (strstr(message, "finds no CUDA device") ||
+         strstr(message, "needs device"))) {
+      printf("SKIP: %s\n", message);
+      return 0;
+    }
+    fprintf(stderr, "FAIL: braid_rt_context_create: %s: %s\n",
+            braid_rt_status_string(s), message);
+    return 1;
+  }
+  if (timeout)
+    return timeout_mode();
+
+  int world = braid_rt_context_size(ctx);
+  int64_t dims[2] = {world % 2 == 0 ? 2 : 1, world % 2 == 0 ? world / 2 : world};
+  const char *names[2] = {"a", "b"};
+  braid_rt_mesh_t *mesh;
+  CHECK_OK(braid_rt_mesh_create(ctx, 2, dims, names, &mesh));
+  for (unsigned mask = 0; mask < 4; ++mask) {
+    int axes[2], naxes = 0;
+    for (int i = 0; i < 2; ++i)
+      if (mask & (1u << i))
+        axes[naxes++] = i;
+    braid_rt_comm_t *comm;
+    CHECK_OK(braid_rt_mesh_comm(mesh, naxes, axes, &comm));
+    group_t g;
+    fill_group(mesh, mask, comm, &g);
+    run_group(&g);
+  }
+  group_t wg;
+  fill_group(mesh, 3, braid_rt_context_world(ctx), &wg);
+  run_group(&wg);
+  CHECK_OK(braid_rt_mesh_destroy(mesh));
+  if (braid_rt_context_rank(ctx) == 0)
+    printf("cuda collectives: %ld checks passed on %d rank(s), device %d\n",
+           checks, world, braid_rt_cuda_device(ctx));
+  CHECK_OK(braid_rt_context_destroy(ctx));
+  return 0;
+}
