@@ -1,0 +1,179 @@
+//===- backend.cu - Streams, cuBLAS handles and the kernels' error flags --===//
+
+#include "backend.h"
+
+#include <cublas_v2.h>
+
+#include <atomic>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+using namespace braid_rt_cuda;
+
+//===----------------------------------------------------------------------===//
+// Error flags
+//===----------------------------------------------------------------------===//
+
+// One per device (a __device__ variable exists once per device).
+__device__ int braidRtCudaErrorFlag;
+
+static std::atomic<int> hostError{kErrNone};
+
+int *braid_rt_cuda::deviceErrorFlag() {
+  thread_local int cachedDevice = -1;
+  thread_local int *cachedFlag = nullptr;
+  int device;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  if (device != cachedDevice) {
+    void *p = nullptr;
+    if (cudaGetSymbolAddress(&p, braidRtCudaErrorFlag) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    cachedDevice = device;
+    cachedFlag = (int *)p;
+  }
+  return cachedFlag;
+}
+
+void braid_rt_cuda_record_host_error(int code) {
+  int none = kErrNone;
+  hostError.compare_exchange_strong(none, code);
+}
+
+static braid_rt_status_t describe(int code, char *message, size_t size) {
+  const char *what = "";
+  braid_rt_status_t status = BRAID_RT_INTERNAL;
+  switch (code) {
+  case kErrEmbeddingId:
+    what = "embedding: an id outside [0, vocab)";
+    status = BRAID_RT_INVALID_ARGUMENT;
+    break;
+  case kErrEmbeddingGradId:
+    what = "embedding_grad: an id outside [0, vocab)";
+    status = BRAID_RT_INVALID_ARGUMENT;
+    break;
+  case kErrCrossEntropyLabel:
+    what = "cross_entropy: a label outside [0, vocab)";
+    status = BRAID_RT_INVALID_ARGUMENT;
+    break;
+  case kErrCrossEntropyGradLabel:
+    what = "cross_entropy_grad: a label outside [0, vocab)";
+    status = BRAID_RT_INVALID_ARGUMENT;
+    break;
+  case kErrRankTooLarge:
+    what = "a kernel was given a tensor of rank above 8 (the CUDA backend's "
+           "limit)";
+    status = BRAID_RT_UNSUPPORTED;
+    break;
+  case kErrCublas:
+    what = "a cuBLAS call failed";
+    break;
+  case kErrLaunch:
+    what = "a CUDA kernel launch or asynchronous copy failed";
+    break;
+  case kErrOutOfMemory:
+    what = "a kernel could not allocate its scratch memory";
+    status = BRAID_RT_OUT_OF_MEMORY;
+    break;
+  default:
+    what = "an unknown kernel error";
+    break;
+  }
+  if (message && size)
+    snprintf(message, size, "%s (CUDA kernel error %d)", what, code);
+  return status;
+}
+
+braid_rt_status_t braid_rt_cuda_kernels_poll(braid_rt_stream_t *stream,
+                                             char *message, size_t size) {
+  if (message && size)
+    message[0] = '\0';
+  cudaError_t e = cudaStreamSynchronize(braid_rt_cuda_stream(stream));
+  if (e != cudaSuccess) {
+    if (message && size)
+      snprintf(message, size, "CUDA stream failed: %s", cudaGetErrorString(e));
+    return BRAID_RT_INTERNAL;
+  }
+  int code = hostError.exchange(kErrNone);
+  if (int *flag = deviceErrorFlag()) {
+    int device = kErrNone;
+    if (cudaMemcpy(&device, flag, sizeof(int), cudaMemcpyDeviceToHost) !=
+            cudaSuccess ||
+        cudaMemset(flag, 0, sizeof(int)) != cudaSuccess)
+      return describe(kErrLaunch, message, size);
+    if (code == kErrNone)
+      code = device;
+  }
+  return code == kErrNone ? BRAID_RT_OK : describe(code, message, size);
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLAS
+//===----------------------------------------------------------------------===//
+
+/// TF32 tensor cores only when BRAID_CUDA_ALLOW_TF32=1: f32 results then
+/// differ from the CPU backend's by ~1e-3 relative.
+static bool allowTf32() {
+  static const bool allow = [] {
+    const char *v = getenv("BRAID_CUDA_ALLOW_TF32");
+    return v && strcmp(v, "1") == 0;
+  }();
+  return allow;
+}
+
+/// The calling thread's handle for the current device, created on first
+/// use and kept until the process ends (destroying handles at thread exit
+/// could run after the CUDA runtime has shut down).
+static cublasHandle_t handleFor(cudaStream_t stream) {
+  thread_local std::vector<cublasHandle_t> handles;
+  int device;
+  if (cudaGetDevice(&device) != cudaSuccess)
+    return nullptr;
+  if ((size_t)device >= handles.size())
+    handles.resize(device + 1, nullptr);
+  cublasHandle_t &h = handles[device];
+  if (!h) {
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+      h = nullptr;
+      return nullptr;
+    }
+    cublasSetMathMode(h, allowTf32() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                     : CUBLAS_DEFAULT_MATH);
+  }
+  if (cublasSetStream(h, stream) != CUBLAS_STATUS_SUCCESS)
+    return nullptr;
+  return h;
+}
+
+static cublasOperation_t op(bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+void CudaBackend::gemmStrided(bool ta, bool tb, int64_t m, int64_t n,
+                              int64_t k, float alpha, const float *a,
+                              int64_t lda, int64_t sa, const float *b,
+                              int64_t ldb, int64_t sb, float beta, float *c,
+                              int64_t ldc, int64_t sc, int64_t count) {
+  cublasHandle_t h = handleFor(stream);
+  if (!h || cublasSgemmStridedBatched(h, op(ta), op(tb), (int)m, (int)n,
+                                      (int)k, &alpha, a, (int)lda, sa, b,
+                                      (int)ldb, sb, &beta, c, (int)ldc, sc,
+                                      (int)count) != CUBLAS_STATUS_SUCCESS)
+    fail(kErrCublas);
+}
+
+void CudaBackend::gemmBatched(bool ta, bool tb, int64_t m, int64_t n,
+                              int64_t k, float alpha, const float *const *a,
+                              int64_t lda, const float *const *b, int64_t ldb,
+                              float beta, float *const *c, int64_t ldc,
+                              int64_t count) {
+  cublasHandle_t h = handleFor(stream);
+  if (!h || cublasSgemmBatched(h, op(ta), op(tb), (int)m, (int)n, (int)k,
+                               &alpha, a, (int)lda, b, (int)ldb, &beta, c,
+                               (int)ldc, (int)count) != CUBLAS_STATUS_SUCCESS)
+    fail(kErrCublas);
+}
