@@ -429,8 +429,11 @@ braid_rt_context_create(const braid_rt_context_options_t *opts, int *argc,
   if (status != BRAID_RT_OK) {
     snprintf(context_less_error, sizeof(context_less_error), "%s", ctx->error);
     release(ctx);
-    /* MPI stays initialised: the program reports the error and ends, or
-       calls braid_rt_context_abort, which needs MPI. */
+    /* Every rank fails alike (the device check is agreed on), so all of
+       them finalise and a program that prints the message and exits ends
+       cleanly under mpirun. */
+    if (ctx->owns_mpi)
+      MPI_Finalize();
     free(ctx);
     return status;
   }
@@ -489,9 +492,10 @@ void braid_rt_context_abort(braid_rt_context_t *ctx, int exit_code) {
   if (ctx)
     for (braid_rt_comm_t *comm = ctx->comms; comm; comm = comm->next_live)
       braid_rt_comm_abort(comm);
-  int initialized = 0;
+  int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
-  if (initialized)
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized)
     MPI_Abort(ctx && ctx->mpi != MPI_COMM_NULL ? ctx->mpi : MPI_COMM_WORLD,
               exit_code);
   exit(exit_code);

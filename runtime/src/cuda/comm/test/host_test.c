@@ -74,9 +74,9 @@ static void check_bad_local_rank(const char *const *env,
 
 static void test_local_rank(void) {
   check_local_rank((const char *const[]){NULL}, -1, NULL);
-  check_local_rank((const char *const[]){"OMPI_COMM_WORLD_LOCAL_RANK", "3",
-                                         NULL},
-                   3, "OMPI_COMM_WORLD_LOCAL_RANK");
+  check_local_rank(
+      (const char *const[]){"OMPI_COMM_WORLD_LOCAL_RANK", "3", NULL}, 3,
+      "OMPI_COMM_WORLD_LOCAL_RANK");
   check_local_rank((const char *const[]){"MPI_LOCALRANKID", "2", NULL}, 2,
                    "MPI_LOCALRANKID");
   check_local_rank((const char *const[]){"LOCAL_RANK", "7", NULL}, 7,
@@ -88,9 +88,9 @@ static void test_local_rank(void) {
                                          "OMPI_COMM_WORLD_LOCAL_RANK", "5",
                                          NULL},
                    5, "OMPI_COMM_WORLD_LOCAL_RANK");
-  check_local_rank((const char *const[]){"SLURM_LOCALID", "0", "LOCAL_RANK",
-                                         "6", NULL},
-                   6, "LOCAL_RANK");
+  check_local_rank(
+      (const char *const[]){"SLURM_LOCALID", "0", "LOCAL_RANK", "6", NULL}, 6,
+      "LOCAL_RANK");
   check_local_rank((const char *const[]){"LOCAL_RANK", "1",
                                          "OMPI_COMM_WORLD_LOCAL_RANK", "4",
                                          NULL},
@@ -101,15 +101,14 @@ static void test_local_rank(void) {
   check_bad_local_rank(
       (const char *const[]){"SLURM_LOCALID", "-1", NULL},
       "the local rank SLURM_LOCALID='-1' is not an integer in 0..2147483647");
-  check_bad_local_rank((const char *const[]){"OMPI_COMM_WORLD_LOCAL_RANK", "",
-                                             NULL},
-                       "the local rank OMPI_COMM_WORLD_LOCAL_RANK='' is not an "
-                       "integer in 0..2147483647");
+  check_bad_local_rank(
+      (const char *const[]){"OMPI_COMM_WORLD_LOCAL_RANK", "", NULL},
+      "the local rank OMPI_COMM_WORLD_LOCAL_RANK='' is not an "
+      "integer in 0..2147483647");
   check_bad_local_rank((const char *const[]){"LOCAL_RANK", " 2", NULL},
                        "the local rank LOCAL_RANK=' 2' is not an integer in "
                        "0..2147483647");
-  check_bad_local_rank((const char *const[]){"LOCAL_RANK", "99999999999",
-                                             NULL},
+  check_bad_local_rank((const char *const[]){"LOCAL_RANK", "99999999999", NULL},
                        "the local rank LOCAL_RANK='99999999999' is not an "
                        "integer in 0..2147483647");
 }
@@ -145,10 +144,9 @@ static void test_choose_device(void) {
   CHECK_STR(error, "rank 6 (local rank 2 of 4 on this node, from LOCAL_RANK) "
                    "finds no CUDA device with CUDA_VISIBLE_DEVICES=''");
 
-  CHECK(braid_rt_cuda_choose_device(3, 3, 4, "OMPI_COMM_WORLD_LOCAL_RANK", 2,
-                                    NULL, NULL, &device, error,
-                                    sizeof(error)) ==
-        BRAID_RT_INVALID_ARGUMENT);
+  CHECK(braid_rt_cuda_choose_device(
+            3, 3, 4, "OMPI_COMM_WORLD_LOCAL_RANK", 2, NULL, NULL, &device,
+            error, sizeof(error)) == BRAID_RT_INVALID_ARGUMENT);
   CHECK_STR(error, "rank 3 (local rank 3 of 4 on this node, from "
                    "OMPI_COMM_WORLD_LOCAL_RANK) needs device 3 but this node "
                    "shows 2 CUDA devices: run at most one rank per GPU on "
@@ -191,8 +189,7 @@ static void check_splits(int ndims, const int64_t *dims) {
   for (unsigned mask = 0; mask < (1u << ndims); ++mask) {
     int color[64], key[64];
     for (int64_t r = 0; r < world; ++r)
-      braid_rt_cuda_split_key(ndims, dims, coords[r], mask, &color[r],
-                              &key[r]);
+      braid_rt_cuda_split_key(ndims, dims, coords[r], mask, &color[r], &key[r]);
     for (int64_t r = 0; r < world; ++r) {
       int expected_key = 0;
       for (int64_t s = 0; s < world; ++s) {
@@ -220,8 +217,8 @@ static void test_splits(void) {
 
 static void test_describe(void) {
   char text[256];
-  braid_rt_cuda_op_info_t all_reduce = {
-      "all_reduce", "f32", 16, -1, 0, "mesh axes {dp}", 1, 2, 2};
+  braid_rt_cuda_op_info_t all_reduce = {"all_reduce",     "f32", 16, -1, 0,
+                                        "mesh axes {dp}", 1,     2,  2};
   braid_rt_cuda_describe(&all_reduce, text, sizeof(text));
   CHECK_STR(text, "all_reduce of 16 f32 over mesh axes {dp} (rank 1 of 2, "
                   "world rank 2)");
@@ -234,8 +231,8 @@ static void test_describe(void) {
   braid_rt_cuda_describe(&send, text, sizeof(text));
   CHECK_STR(text, "send of 3 f64 to rank 1 (tag 0) over mesh axes {pp} (rank "
                   "0 of 2, world rank 4)");
-  braid_rt_cuda_op_info_t barrier = {"barrier", NULL, 0, -1, 0, "world",
-                                     3,         4,    3};
+  braid_rt_cuda_op_info_t barrier = {"barrier", NULL, 0, -1, 0,
+                                     "world",   3,    4, 3};
   braid_rt_cuda_describe(&barrier, text, sizeof(text));
   CHECK_STR(text, "barrier over world (rank 3 of 4, world rank 3)");
   /* A short buffer truncates, never overflows. */
