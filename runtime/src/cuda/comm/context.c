@@ -144,8 +144,10 @@ void braid_rt_comm_abort(braid_rt_comm_t *comm) {
     return;
   comm->broken = 1;
   /* Stops NCCL's kernels and proxy threads, so that the streams drain and
-     the process can end; the result cannot improve anything now. */
-  ncclCommAbort(comm->nccl);
+     the process can end; the result cannot improve anything now. A
+     creation that failed at once left no communicator. */
+  if (comm->nccl)
+    ncclCommAbort(comm->nccl);
   comm->nccl = NULL;
 }
 

@@ -140,7 +140,7 @@ static braid_rt_status_t issue_pending(braid_rt_context_t *ctx,
   ncclGroupStart();
   braid_rt_request_t *failed = NULL;
   ncclResult_t result = ncclSuccess;
-  for (i = 0; i < n && result == ncclSuccess; ++i) {
+  for (i = 0; i < n && !failed; ++i) {
     braid_rt_request_t *r = reqs[i];
     if (!selected[i])
       continue;
