@@ -74,6 +74,16 @@ SIGNATURES = {
     "adamw_update_f32": "v pppppppqddddppp",
     "adamw_update_f32_i64": "v pppppppqddddppp",
     "sgd_update_f32": "v pppppqdidpp",
+    "vocab_parallel_max_f32": "v pqqp",
+    "vocab_parallel_sum_exp_f32": "v ppqqp",
+    "vocab_parallel_picked_f32": "v ppqqqp", "vocab_parallel_picked_f32_i64": "v ppqqqp",
+    "vocab_parallel_combine_f64": "v pqqip",
+    "vocab_parallel_loss_f32": "v pppqp",
+    "vocab_parallel_cross_entropy_grad_f32": "v pppppqqqp",
+    "vocab_parallel_cross_entropy_grad_f32_i64": "v pppppqqqp",
+    "vocab_parallel_embedding_f32": "v ppqqqqp", "vocab_parallel_embedding_f32_i64": "v ppqqqqp",
+    "vocab_parallel_embedding_grad_f32": "i ppqqqqp",
+    "vocab_parallel_embedding_grad_f32_i64": "i ppqqqqp",
 }
 
 
@@ -445,6 +455,94 @@ def test_cross_entropy_no_rows(k):
     loss = out(1)
     assert k.cross_entropy_f32(normal(1, 4), np.zeros(1, np.int32), 0, 4, loss) == OK
     assert loss[0] == 0.0
+
+
+@pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("parts,rows,cols", [(2, 6, 10), (3, 4, 17), (4, 64, 250)])
+def test_vocab_parallel_cross_entropy(k, label_dtype, parts, rows, cols):
+    # The vocabulary split into `parts` column blocks: each block's local
+    # statistics, combined in block order, give the whole row's cross-entropy
+    # and each block's columns of its gradient, as a NumPy float64 reference
+    # on the whole logits does.
+    suffix = "_i64" if label_dtype == np.int64 else ""
+    V = parts * cols
+    logits = (normal(rows, V) * 3).astype(np.float32)
+    labels = RNG.integers(0, V, size=rows).astype(label_dtype)
+    blocks = [np.ascontiguousarray(logits[:, p * cols:(p + 1) * cols]) for p in range(parts)]
+    local = np.zeros((parts, rows))
+    for p, b in enumerate(blocks):
+        m = np.zeros(rows)
+        k.vocab_parallel_max_f32(b, rows, cols, m)
+        assert np.array_equal(m, f64(b).max(axis=1))
+        local[p] = m
+    mx = np.zeros(rows)
+    k.vocab_parallel_combine_f64(local, parts, rows, MAX, mx)
+    ref_mx = f64(logits).max(axis=1)
+    assert np.array_equal(mx, ref_mx)
+    for p, b in enumerate(blocks):
+        sm = np.zeros(rows)
+        k.vocab_parallel_sum_exp_f32(b, mx, rows, cols, sm)
+        local[p] = sm
+    total = np.zeros(rows)
+    k.vocab_parallel_combine_f64(local, parts, rows, SUM, total)
+    e = np.exp(f64(logits) - ref_mx[:, None])
+    ref_sum = e.sum(axis=1)
+    assert np.allclose(total, ref_sum, rtol=1e-12, atol=0)
+    for p, b in enumerate(blocks):
+        picked = np.full(rows, np.nan)
+        getattr(k, "vocab_parallel_picked_f32" + suffix)(b, labels, rows, cols, p * cols, picked)
+        mine = (labels >= p * cols) & (labels < (p + 1) * cols)
+        ref = np.where(mine, f64(logits)[np.arange(rows), labels], 0.0)
+        assert np.array_equal(picked, ref), p
+        local[p] = picked
+    target = np.zeros(rows)
+    k.vocab_parallel_combine_f64(local, parts, rows, SUM, target)
+    loss = out(1)
+    k.vocab_parallel_loss_f32(mx, total, target, rows, loss)
+    ref_loss = np.mean(np.log(ref_sum) + ref_mx - f64(logits)[np.arange(rows), labels])
+    check(loss, np.array([ref_loss]))
+    g = np.array([1.7], dtype=np.float32)
+    ref_grad = 1.7 / rows * (e / ref_sum[:, None])
+    ref_grad[np.arange(rows), labels] -= 1.7 / rows
+    for p, b in enumerate(blocks):
+        dl = out(rows, cols)
+        getattr(k, "vocab_parallel_cross_entropy_grad_f32" + suffix)(
+            b, labels, g, mx, total, rows, cols, p * cols, dl)
+        check(dl, ref_grad[:, p * cols:(p + 1) * cols])
+
+
+def test_vocab_parallel_no_rows_and_empty_block(k):
+    loss = np.array([5.0], np.float32)
+    k.vocab_parallel_loss_f32(np.zeros(1), np.ones(1), np.zeros(1), 0, loss)
+    assert loss[0] == 0.0
+    m = np.zeros(2)
+    k.vocab_parallel_max_f32(normal(2, 1), 2, 0, m)
+    assert np.all(m == -np.inf)
+
+
+@pytest.mark.parametrize("id_dtype", [np.int32, np.int64])
+def test_vocab_parallel_embedding(k, id_dtype):
+    # Block p of the table's rows: ids it holds get their row, others zeros,
+    # so the blocks' results sum to the whole embedding; the gradient's block
+    # is the whole gradient's rows.
+    suffix = "_i64" if id_dtype == np.int64 else ""
+    parts, cols, H, n = 3, 5, 4, 40
+    V = parts * cols
+    table, dy = normal(V, H), normal(n, H)
+    ids = RNG.integers(0, V, size=n).astype(id_dtype)
+    whole = np.zeros((n, H))
+    ref_grad = np.zeros((V, H))
+    np.add.at(ref_grad, ids.astype(np.int64), f64(dy))
+    for p in range(parts):
+        y = np.full((n, H), np.nan, np.float32)
+        getattr(k, "vocab_parallel_embedding_f32" + suffix)(
+            np.ascontiguousarray(table[p * cols:(p + 1) * cols]), ids, cols, H, n, p * cols, y)
+        whole += y
+        dt = out(cols, H)
+        assert getattr(k, "vocab_parallel_embedding_grad_f32" + suffix)(
+            ids, dy, n, cols, H, p * cols, dt) == OK
+        check(dt, ref_grad[p * cols:(p + 1) * cols])
+    assert np.array_equal(whole, f64(table)[ids.astype(np.int64)])
 
 
 # ---------------------------------------------------------------------------

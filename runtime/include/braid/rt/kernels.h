@@ -42,9 +42,9 @@
  *    defined for empty inputs, e.g. cross_entropy of no labels is 0).
  *
  * Aliasing: results must not overlap operands, except that the elementwise
- * kernels (unary, binary without broadcasting, *_grad of activations,
- * adamw_update, sgd_update, copy) accept a result equal to an operand
- * of the same shape (in-place update).
+ * kernels (unary, binary, *_grad of activations, adamw_update, sgd_update,
+ * copy) accept a result equal to an operand of the result's shape (in-place
+ * update; the other operand of a binary kernel may broadcast).
  *
  * Errors: kernels that cannot fail return void; they trust their arguments
  * (shapes consistent with the op's verifier). Kernels that can fail return
@@ -411,6 +411,87 @@ void braid_rt_sgd_update_f32(braid_rt_stream_t *stream, const float *param,
                              int64_t count, double momentum, int nesterov,
                              double weight_decay, float *new_param,
                              float *new_momentum_buffer);
+
+/*===----------------------------------------------------------------------===*/
+/* Vocabulary-parallel local statistics                                       */
+/*===----------------------------------------------------------------------===*/
+/* braid.embedding and braid.cross_entropy (and their gradients) with the
+   vocabulary split over a group of ranks: this rank holds the `cols` logits
+   (or table rows) of vocabulary ids [first, first + cols). These kernels
+   compute what one rank contributes, in double; the program runtime
+   (program_spmd.h) gathers the contributions of every member and combines
+   them in group order with braid_rt_vocab_parallel_combine_f64, so every
+   rank gets the same bits. Labels and ids are i32 (`_i64`: i64); one
+   outside [first, first + cols) contributes nothing (the caller checks
+   them against the whole vocabulary). */
+
+/* max[r] = max over i of logits[r][i] (-inf when cols == 0). */
+void braid_rt_vocab_parallel_max_f32(braid_rt_stream_t *stream,
+                                     const float *logits, int64_t rows,
+                                     int64_t cols, double *max);
+/* sum[r] = sum over i (ascending) of exp(logits[r][i] - max[r]). */
+void braid_rt_vocab_parallel_sum_exp_f32(braid_rt_stream_t *stream,
+                                         const float *logits,
+                                         const double *max, int64_t rows,
+                                         int64_t cols, double *sum);
+/* picked[r] = logits[r][labels[r] - first] when this rank holds the label,
+   else 0. */
+void braid_rt_vocab_parallel_picked_f32(braid_rt_stream_t *stream,
+                                        const float *logits,
+                                        const int32_t *labels, int64_t rows,
+                                        int64_t cols, int64_t first,
+                                        double *picked);
+void braid_rt_vocab_parallel_picked_f32_i64(braid_rt_stream_t *stream,
+                                            const float *logits,
+                                            const int64_t *labels,
+                                            int64_t rows, int64_t cols,
+                                            int64_t first, double *picked);
+/* out[r] = the max (BRAID_RT_REDUCE_MAX) or the sum from 0
+   (BRAID_RT_REDUCE_SUM) of parts[k][r] over k = 0, 1, ..., num_parts - 1
+   in that order; `parts` is [num_parts][rows]. */
+void braid_rt_vocab_parallel_combine_f64(braid_rt_stream_t *stream,
+                                         const double *parts,
+                                         int64_t num_parts, int64_t rows,
+                                         braid_rt_reduce_kind_t kind,
+                                         double *out);
+/* loss = the mean over rows of max[r] + log(sum[r]) - target[r], from the
+   combined statistics, rounded to f32 (0 when rows == 0). */
+void braid_rt_vocab_parallel_loss_f32(braid_rt_stream_t *stream,
+                                      const double *max, const double *sum,
+                                      const double *target, int64_t rows,
+                                      float *loss);
+/* This rank's columns of braid.cross_entropy_grad: dlogits[r][i] =
+   grad / rows * (exp(logits[r][i] - max[r]) / sum[r] - [first + i ==
+   labels[r]]), from the combined max and sum; `grad` is rank 0. */
+void braid_rt_vocab_parallel_cross_entropy_grad_f32(
+    braid_rt_stream_t *stream, const float *logits, const int32_t *labels,
+    const float *grad, const double *max, const double *sum, int64_t rows,
+    int64_t cols, int64_t first, float *dlogits);
+void braid_rt_vocab_parallel_cross_entropy_grad_f32_i64(
+    braid_rt_stream_t *stream, const float *logits, const int64_t *labels,
+    const float *grad, const double *max, const double *sum, int64_t rows,
+    int64_t cols, int64_t first, float *dlogits);
+/* This rank's part of braid.embedding: y[p] = table[ids[p] - first] when
+   this rank holds the id, else zeros; table is [cols, hidden]. */
+void braid_rt_vocab_parallel_embedding_f32(braid_rt_stream_t *stream,
+                                           const float *table,
+                                           const int32_t *ids, int64_t cols,
+                                           int64_t hidden, int64_t num_ids,
+                                           int64_t first, float *y);
+void braid_rt_vocab_parallel_embedding_f32_i64(
+    braid_rt_stream_t *stream, const float *table, const int64_t *ids,
+    int64_t cols, int64_t hidden, int64_t num_ids, int64_t first, float *y);
+/* This rank's rows of braid.embedding_grad: dtable[j] = the sum in double,
+   over p ascending with ids[p] == first + j, of dy[p]; dtable is
+   [cols, hidden]. Scratch of cols * hidden doubles (OUT_OF_MEMORY). */
+braid_rt_status_t braid_rt_vocab_parallel_embedding_grad_f32(
+    braid_rt_stream_t *stream, const int32_t *ids, const float *dy,
+    int64_t num_ids, int64_t cols, int64_t hidden, int64_t first,
+    float *dtable);
+braid_rt_status_t braid_rt_vocab_parallel_embedding_grad_f32_i64(
+    braid_rt_stream_t *stream, const int64_t *ids, const float *dy,
+    int64_t num_ids, int64_t cols, int64_t hidden, int64_t first,
+    float *dtable);
 
 #ifdef __cplusplus
 }
