@@ -218,6 +218,30 @@ static braid_rt_status_t check_options(const braid_rt_context_options_t *opts) {
 
 static const char *plain_getenv(const char *name) { return getenv(name); }
 
+#ifdef BRAID_RT_CUDA_SINGLE_PROCESS
+int braid_mpi_single_state;
+
+/* The single-process build has no way to reach other ranks: refuse to be
+   one of several rather than train alone. */
+static braid_rt_status_t check_single_process(void) {
+  char message[BRAID_RT_ERROR_CAPACITY];
+  int size = 1;
+  const char *source = NULL;
+  if (braid_rt_cuda_world_size_from_env(plain_getenv, &size, &source, message,
+                                        sizeof(message)) != BRAID_RT_OK)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_create: %s", message);
+  if (size > 1)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_create: %s=%d asks for %d ranks "
+                         "but this program was linked with the "
+                         "single-process CUDA runtime (braid_rt_cuda_single, "
+                         "no MPI); link braid_rt_cuda to run several",
+                         source, size, size);
+  return BRAID_RT_OK;
+}
+#endif
+
 /* Binds this process to its device: the local rank from the launcher (or
    from MPI's shared-memory split), then the device count. */
 static braid_rt_status_t bind_device(braid_rt_context_t *ctx) {
@@ -240,8 +264,12 @@ static braid_rt_status_t bind_device(braid_rt_context_t *ctx) {
   MPI_Comm_rank(node, &node_rank);
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
-  if (local_rank < 0)
+  if (local_rank < 0) {
     local_rank = node_rank;
+#ifndef BRAID_RT_CUDA_SINGLE_PROCESS
+    source = "MPI_Comm_split_type";
+#endif
+  }
   ctx->local_rank = local_rank;
 
   int device_count = 0;
@@ -357,6 +385,11 @@ braid_rt_context_create(const braid_rt_context_options_t *opts, int *argc,
     return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
                          "braid_rt_context_create: this process has a "
                          "context already; the CUDA backend allows one");
+#ifdef BRAID_RT_CUDA_SINGLE_PROCESS
+  status = check_single_process();
+  if (status != BRAID_RT_OK)
+    return status;
+#endif
 
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

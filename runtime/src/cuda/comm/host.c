@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-braid_rt_status_t
-braid_rt_cuda_local_rank_from_env(braid_rt_cuda_getenv_fn getenv_fn,
-                                  int *out_local_rank, const char **out_source,
-                                  char *error, size_t capacity) {
-  static const char *const variables[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
-                                          "MPI_LOCALRANKID", "LOCAL_RANK",
-                                          "SLURM_LOCALID"};
-  *out_local_rank = -1;
+/* Reads the first of `variables` that is set as an integer in min..INT_MAX;
+   `what` names it in the message. *out_value stays as it is when none is
+   set. */
+static braid_rt_status_t first_integer(braid_rt_cuda_getenv_fn getenv_fn,
+                                       const char *const *variables,
+                                       size_t count, const char *what, long min,
+                                       int *out_value, const char **out_source,
+                                       char *error, size_t capacity) {
   *out_source = NULL;
-  for (size_t i = 0; i < sizeof(variables) / sizeof(variables[0]); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     const char *value = getenv_fn(variables[i]);
     if (!value)
       continue;
@@ -26,17 +26,48 @@ braid_rt_cuda_local_rank_from_env(braid_rt_cuda_getenv_fn getenv_fn,
     long parsed = strtol(value, &end, 10);
     /* Digits only: strtol alone would take " 3", "+3" and "3x". */
     int digits = value[0] >= '0' && value[0] <= '9';
-    if (!digits || *end != '\0' || errno != 0 || parsed > INT_MAX) {
-      snprintf(error, capacity,
-               "the local rank %s='%s' is not an integer in 0..%d",
-               variables[i], value, INT_MAX);
+    if (!digits || *end != '\0' || errno != 0 || parsed < min ||
+        parsed > INT_MAX) {
+      snprintf(error, capacity, "the %s %s='%s' is not an integer in %ld..%d",
+               what, variables[i], value, min, INT_MAX);
       return BRAID_RT_INVALID_ARGUMENT;
     }
-    *out_local_rank = (int)parsed;
+    *out_value = (int)parsed;
     *out_source = variables[i];
     return BRAID_RT_OK;
   }
   return BRAID_RT_OK;
+}
+
+braid_rt_status_t
+braid_rt_cuda_local_rank_from_env(braid_rt_cuda_getenv_fn getenv_fn,
+                                  int *out_local_rank, const char **out_source,
+                                  char *error, size_t capacity) {
+  static const char *const variables[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+                                          "MPI_LOCALRANKID", "LOCAL_RANK",
+                                          "SLURM_LOCALID"};
+  *out_local_rank = -1;
+  braid_rt_status_t status = first_integer(
+      getenv_fn, variables, sizeof(variables) / sizeof(variables[0]),
+      "local rank", 0, out_local_rank, out_source, error, capacity);
+  if (status != BRAID_RT_OK)
+    *out_local_rank = -1;
+  return status;
+}
+
+braid_rt_status_t
+braid_rt_cuda_world_size_from_env(braid_rt_cuda_getenv_fn getenv_fn,
+                                  int *out_size, const char **out_source,
+                                  char *error, size_t capacity) {
+  static const char *const variables[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
+                                          "PMI_SIZE", "SLURM_NTASKS"};
+  *out_size = 1;
+  braid_rt_status_t status = first_integer(
+      getenv_fn, variables, sizeof(variables) / sizeof(variables[0]),
+      "world size", 1, out_size, out_source, error, capacity);
+  if (status != BRAID_RT_OK)
+    *out_size = 1;
+  return status;
 }
 
 /* One device named in CUDA_VISIBLE_DEVICES: a non-empty list without a
@@ -51,8 +82,8 @@ braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
                             const char *cuda_error, const char *visible_devices,
                             int *out_device, char *error, size_t capacity) {
   char who[160];
-  snprintf(who, sizeof(who), "rank %d (local rank %d of %d on this node, %s%s)",
-           world_rank, local_rank, local_size, source ? "from " : "by MPI",
+  snprintf(who, sizeof(who), "rank %d (local rank %d of %d on this node%s%s)",
+           world_rank, local_rank, local_size, source ? ", from " : "",
            source ? source : "");
   char visible[96] = "";
   if (visible_devices)

@@ -32,9 +32,19 @@ braid_rt_cuda_local_rank_from_env(braid_rt_cuda_getenv_fn getenv_fn,
                                   int *out_local_rank, const char **out_source,
                                   char *error, size_t capacity);
 
+/* The number of processes a launcher started, from the first variable set
+   of WORLD_SIZE (torchrun), OMPI_COMM_WORLD_SIZE, PMI_SIZE (MPICH, Intel
+   MPI) and SLURM_NTASKS (srun); 1 when none is set. A value that is not an
+   integer in 1..INT_MAX: INVALID_ARGUMENT and a message in `error`. The
+   single-process build refuses to start as one of several. */
+braid_rt_status_t
+braid_rt_cuda_world_size_from_env(braid_rt_cuda_getenv_fn getenv_fn,
+                                  int *out_size, const char **out_source,
+                                  char *error, size_t capacity);
+
 /* Chooses the device of world rank `world_rank`, local rank `local_rank` of
-   `local_size` on its node (`source`: the variable the local rank came
-   from, or NULL when MPI computed it), on a node that shows `device_count`
+   `local_size` on its node (`source`: where the local rank came from, a
+   variable or "MPI_Comm_split_type"; NULL for a single process), on a node that shows `device_count`
    devices (negative: CUDA could not count them; `cuda_error` says why) with
    CUDA_VISIBLE_DEVICES = `visible_devices` (NULL: unset). The device is the
    local rank, or 0 when the launcher made exactly one device visible to the

@@ -12,8 +12,14 @@
 #include "host.h"
 
 #include <cuda_runtime_api.h>
-#include <mpi.h>
 #include <nccl.h>
+
+/* braid_rt_cuda_single: one process, no libmpi (mpi_single.h). */
+#ifdef BRAID_RT_CUDA_SINGLE_PROCESS
+#include "mpi_single.h"
+#else
+#include <mpi.h>
+#endif
 
 #define BRAID_RT_ERROR_CAPACITY 512
 

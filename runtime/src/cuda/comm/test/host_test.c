@@ -1,9 +1,10 @@
 /*===- host_test.c - The CUDA backend's host-side decisions, on any CPU --===*/
 /*
- * Checks host.h without a GPU: local rank from each launcher's variables
- * and their precedence, device choice and its messages, mesh splits against
- * a brute-force list of members, operation names, timeouts, and which
- * deferred transfers a wait issues. Exits non-zero on the first failure.
+ * Checks host.h without a GPU: local rank and world size from each
+ * launcher's variables and their precedence, device choice and its messages,
+ * mesh splits against a brute-force list of members, operation names, timeouts,
+ * and which deferred transfers a wait issues. Exits non-zero on the first
+ * failure.
  */
 
 #include "host.h"
@@ -113,6 +114,44 @@ static void test_local_rank(void) {
                        "integer in 0..2147483647");
 }
 
+static void check_world_size(const char *const *env, braid_rt_status_t expected,
+                             int expected_size, const char *expected_source,
+                             const char *expected_message) {
+  fake_env = env;
+  int size = -2;
+  const char *source = "unset";
+  char error[256] = "";
+  braid_rt_status_t status = braid_rt_cuda_world_size_from_env(
+      fake_getenv, &size, &source, error, sizeof(error));
+  CHECK(status == expected);
+  CHECK(size == expected_size);
+  if (expected_source)
+    CHECK_STR(source, expected_source);
+  else
+    CHECK(source == NULL);
+  if (expected_message)
+    CHECK_STR(error, expected_message);
+}
+
+static void test_world_size(void) {
+  check_world_size((const char *const[]){NULL}, BRAID_RT_OK, 1, NULL, NULL);
+  check_world_size((const char *const[]){"WORLD_SIZE", "2", NULL}, BRAID_RT_OK,
+                   2, "WORLD_SIZE", NULL);
+  check_world_size(
+      (const char *const[]){"SLURM_NTASKS", "8", "PMI_SIZE", "1", NULL},
+      BRAID_RT_OK, 1, "PMI_SIZE", NULL);
+  check_world_size((const char *const[]){"SLURM_NTASKS", "4",
+                                         "OMPI_COMM_WORLD_SIZE", "2", NULL},
+                   BRAID_RT_OK, 2, "OMPI_COMM_WORLD_SIZE", NULL);
+  check_world_size((const char *const[]){"SLURM_NTASKS", "16", NULL},
+                   BRAID_RT_OK, 16, "SLURM_NTASKS", NULL);
+  /* A world of no process is no world. */
+  check_world_size(
+      (const char *const[]){"WORLD_SIZE", "0", NULL}, BRAID_RT_INVALID_ARGUMENT,
+      1, NULL,
+      "the world size WORLD_SIZE='0' is not an integer in 1..2147483647");
+}
+
 /*--- Devices ---------------------------------------------------------------*/
 
 static void test_choose_device(void) {
@@ -134,8 +173,8 @@ static void test_choose_device(void) {
             "(cudaErrorNoDevice)",
             NULL, &device, error, sizeof(error)) == BRAID_RT_INVALID_ARGUMENT);
   CHECK(device == -1);
-  CHECK_STR(error, "rank 0 (local rank 0 of 1 on this node, by MPI) finds no "
-                   "CUDA device: cudaGetDeviceCount: no CUDA-capable device "
+  CHECK_STR(error, "rank 0 (local rank 0 of 1 on this node) finds no CUDA "
+                   "device: cudaGetDeviceCount: no CUDA-capable device "
                    "is detected (cudaErrorNoDevice)");
 
   CHECK(braid_rt_cuda_choose_device(6, 2, 4, "LOCAL_RANK", 0, NULL, "", &device,
@@ -153,19 +192,23 @@ static void test_choose_device(void) {
                    "each node");
 
   /* One device but no launcher binding: two ranks would share it. */
-  CHECK(braid_rt_cuda_choose_device(1, 1, 2, NULL, 1, NULL, NULL, &device,
-                                    error, sizeof(error)) ==
+  CHECK(braid_rt_cuda_choose_device(1, 1, 2, "MPI_Comm_split_type", 1, NULL,
+                                    NULL, &device, error, sizeof(error)) ==
         BRAID_RT_INVALID_ARGUMENT);
-  CHECK_STR(error, "rank 1 (local rank 1 of 2 on this node, by MPI) needs "
-                   "device 1 but this node shows 1 CUDA device: run at most "
-                   "one rank per GPU on each node");
-  CHECK(braid_rt_cuda_choose_device(1, 1, 2, NULL, 1, NULL, "0,1", &device,
-                                    error, sizeof(error)) ==
+  CHECK_STR(
+      error,
+      "rank 1 (local rank 1 of 2 on this node, from MPI_Comm_split_type) needs "
+      "device 1 but this node shows 1 CUDA device: run at most "
+      "one rank per GPU on each node");
+  CHECK(braid_rt_cuda_choose_device(1, 1, 2, "MPI_Comm_split_type", 1, NULL,
+                                    "0,1", &device, error, sizeof(error)) ==
         BRAID_RT_INVALID_ARGUMENT);
-  CHECK_STR(error, "rank 1 (local rank 1 of 2 on this node, by MPI) needs "
-                   "device 1 but this node shows 1 CUDA device with "
-                   "CUDA_VISIBLE_DEVICES='0,1': run at most one rank per GPU "
-                   "on each node");
+  CHECK_STR(
+      error,
+      "rank 1 (local rank 1 of 2 on this node, from MPI_Comm_split_type) needs "
+      "device 1 but this node shows 1 CUDA device with "
+      "CUDA_VISIBLE_DEVICES='0,1': run at most one rank per GPU "
+      "on each node");
 }
 
 /*--- Mesh splits -----------------------------------------------------------*/
@@ -295,6 +338,7 @@ static void test_p2p_select(void) {
 
 int main(void) {
   test_local_rank();
+  test_world_size();
   test_choose_device();
   test_splits();
   test_describe();
