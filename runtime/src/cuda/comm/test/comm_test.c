@@ -3,8 +3,13 @@
  * Run on 1 rank or under mpirun with one rank per GPU:
  *
  *   braid-rt-cuda-comm_test            every collective, send/recv, barrier
- *   braid-rt-cuda-comm_test timeout    rank 0 skips an all_reduce: the others
- *                                      time out (2 s) and abort with 42
+ *   braid-rt-cuda-comm_test timeout    a wait that cannot complete (1 rank:
+ *                                      a receive nobody sends; more: rank 0
+ *                                      skips an all_reduce) times out after
+ *                                      2 s, and the rank aborts with 42:
+ *     rank 0: TIMEOUT: recv of 16 f32 from rank 0 (tag 7) over world (rank 0
+ *     of 1, world rank 0): no completion within 2 s; the communicator was
+ *     aborted
  *
  * Every collective and transfer, f32 and f64, blocking and started, counts
  * 0, 1, 1000 and 70001, over the world and each axis group of a 2 x n/2
@@ -23,6 +28,8 @@
 #include "braid/rt/cuda.h"
 
 #include <cuda_runtime_api.h>
+
+#include <sched.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -473,22 +480,34 @@ static void fill_group(braid_rt_mesh_t *mesh, unsigned mask,
   }
 }
 
+/* A wait that cannot complete: on one rank a receive from itself that no
+   send matches, on several an all_reduce that rank 0 skips. The waiting
+   rank prints the TIMEOUT message and ends every rank with 42. */
 static int timeout_mode(void) {
   braid_rt_comm_t *world = braid_rt_context_world(ctx);
   float *d = NULL;
   CHECK_CUDA(cudaMalloc((void **)&d, 16 * sizeof(float)));
   CHECK_CUDA(cudaMemset(d, 0, 16 * sizeof(float)));
-  if (braid_rt_context_rank(ctx) != 0) {
-    braid_rt_status_t s = braid_rt_all_reduce_sum_f32(world, d, 16, NULL);
+  int me = braid_rt_context_rank(ctx);
+  braid_rt_status_t s;
+  if (braid_rt_context_size(ctx) == 1) {
+    braid_rt_request_t *req = NULL;
+    s = braid_rt_recv_f32_start(world, d, 16, 0, 7, NULL, &req);
+    if (s == BRAID_RT_OK)
+      s = braid_rt_request_wait(req);
+  } else if (me != 0) {
+    s = braid_rt_all_reduce_sum_f32(world, d, 16, NULL);
     if (s == BRAID_RT_OK)
       s = braid_rt_stream_synchronize(NULL);
-    fprintf(stderr, "rank %d: %s: %s\n", braid_rt_context_rank(ctx),
-            braid_rt_status_string(s), braid_rt_context_last_error(ctx));
-    braid_rt_context_abort(ctx, s == BRAID_RT_TIMEOUT ? 42 : 1);
+  } else {
+    /* Rank 0 never joins; the others' abort ends it. */
+    for (;;)
+      sched_yield();
   }
-  /* Rank 0 never joins; it waits to be ended by the others' abort. */
-  for (;;)
-    ;
+  fprintf(stderr, "rank %d: %s: %s\n", me, braid_rt_status_string(s),
+          braid_rt_context_last_error(ctx));
+  braid_rt_context_abort(ctx, s == BRAID_RT_TIMEOUT ? 42 : 1);
+  return 1;
 }
 
 int main(int argc, char **argv) {
