@@ -44,13 +44,13 @@ braid_rt_cuda_world_size_from_env(braid_rt_cuda_getenv_fn getenv_fn,
 
 /* Chooses the device of world rank `world_rank`, local rank `local_rank` of
    `local_size` on its node (`source`: where the local rank came from, a
-   variable or "MPI_Comm_split_type"; NULL for a single process), on a node that shows `device_count`
-   devices (negative: CUDA could not count them; `cuda_error` says why) with
-   CUDA_VISIBLE_DEVICES = `visible_devices` (NULL: unset). The device is the
-   local rank, or 0 when the launcher made exactly one device visible to the
-   process (srun --gpus-per-task=1). Otherwise, and when there is no device,
-   INVALID_ARGUMENT with a message in `error` naming the rank, the local
-   rank and the device count. */
+   variable or "MPI_Comm_split_type"; NULL for a single process), on a node that
+   shows `device_count` devices (negative: CUDA could not count them;
+   `cuda_error` says why) with CUDA_VISIBLE_DEVICES = `visible_devices` (NULL:
+   unset). The device is the local rank, or 0 when the launcher made exactly one
+   device visible to the process (srun --gpus-per-task=1). Otherwise, and when
+   there is no device, INVALID_ARGUMENT with a message in `error` naming the
+   rank, the local rank and the device count. */
 braid_rt_status_t
 braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
                             const char *source, int device_count,
@@ -101,8 +101,9 @@ typedef struct {
    same communicator, and a send or receive on the communication stream
    holds up everything issued after it until its peer takes part. So the
    backend defers started transfers, `pending[0..n)` in start order, and
-   issues them in groups: every pending send, plus, when `target` >= 0 is a
-   receive being waited for, that receive and every earlier pending receive
+   issues them in groups at every wait and before every other operation:
+   every pending send, plus, when `target` >= 0 is a receive being waited
+   for, that receive and every earlier pending receive
    from the same peer on the same communicator (their messages were sent
    first). Sets out_selected[i] to 1 for the entries to issue now, in
    index order, and returns how many. `target` < 0: sends only. */

@@ -208,11 +208,11 @@ braid_rt_status_t braid_rt_flush_sends(braid_rt_context_t *ctx) {
 braid_rt_status_t braid_rt_wait_event(braid_rt_request_t *req) {
   braid_rt_comm_t *comm = req->comm;
   braid_rt_context_t *ctx = comm->ctx;
-  if (!req->issued) {
-    braid_rt_status_t status = issue_pending(ctx, req);
-    if (status != BRAID_RT_OK)
-      return status;
-  }
+  /* Pending sends go too: a peer may need them before it can take part in
+     what this rank waits for, as with MPI, where they would be in flight. */
+  braid_rt_status_t issued = issue_pending(ctx, req->issued ? NULL : req);
+  if (issued != BRAID_RT_OK)
+    return issued;
   double wait_start_s = braid_rt_now_seconds();
   for (;;) {
     cudaError_t code = cudaEventQuery(req->done);
@@ -449,12 +449,12 @@ braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
                          "braid_rt_request_test: NULL argument");
   braid_rt_context_t *ctx = request->comm->ctx;
   *out_done = 0;
-  /* A test asks for the transfer: issue it, or it could never complete. */
-  if (!request->issued) {
-    braid_rt_status_t status = issue_pending(ctx, request);
-    if (status != BRAID_RT_OK)
-      return status;
-  }
+  /* A test asks for the transfer: issue it (and the pending sends, as a wait
+     does), or it could never complete. */
+  braid_rt_status_t status =
+      issue_pending(ctx, request->issued ? NULL : request);
+  if (status != BRAID_RT_OK)
+    return status;
   cudaError_t code = cudaEventQuery(request->done);
   if (code == cudaErrorNotReady)
     return BRAID_RT_OK;
