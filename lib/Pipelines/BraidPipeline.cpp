@@ -30,6 +30,9 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.microbatches < 0)
     return optionError("microbatches must be positive (0 picks the "
                        "default), got " + Twine(o.microbatches));
+  if (o.bucketMb < 0)
+    return optionError("bucket-mb must be non-negative (0: no buckets), got " +
+                       Twine(std::to_string(o.bucketMb)));
   if (o.chunks < 0)
     return optionError("chunks must be positive (0 picks the schedule's), "
                        "got " + Twine(o.chunks));
@@ -96,8 +99,6 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createShardPass(shard));
     pm.addPass(createPropagateShardingPass());
     pm.addPass(createPartitionPass());
-    if (options.asyncCollectives)
-      pm.addPass(createAsyncCollectivesPass());
   }
   if (options.pp > 1) {
     pm.addPass(createPipelineOutlinePass());
@@ -106,6 +107,15 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     schedule.microbatches = microbatches;
     pm.addPass(createPipelineSchedulePass(schedule));
   }
+  // Last: within the pieces of a pipeline, so a bucket never joins the
+  // gradients of two pieces (which would make them depend on each other).
+  if (options.dp * options.tp > 1 && options.bucketMb > 0) {
+    BucketCollectivesPassOptions bucket;
+    bucket.bucketMb = options.bucketMb;
+    pm.addPass(createBucketCollectivesPass(bucket));
+  }
+  if (options.dp * options.tp > 1 && options.asyncCollectives)
+    pm.addPass(createAsyncCollectivesPass());
 }
 
 void mlir::braid::buildCodegenPipeline(OpPassManager &pm,

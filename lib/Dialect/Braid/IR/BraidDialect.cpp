@@ -40,6 +40,14 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("braid.chunk must be a non-negative integer");
     return success();
   }
+  if (name == "braid.bucket") {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    // On the fused collective (and the wait of its started form).
+    if (!count || count.getValue().slt(2))
+      return op->emitError("braid.bucket must be the number (2 or more) of "
+                           "collectives a collective fuses");
+    return success();
+  }
   if (name == "braid.chunk_stages") {
     auto stages = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!stages || llvm::any_of(stages.asArrayRef(),
@@ -85,8 +93,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitError() << "unknown braid attribute '" << name
                          << "'; known: braid.phase, braid.shardings, "
-                            "braid.cause, braid.chunk, braid.chunk_stages, "
-                            "braid.schedule";
+                            "braid.cause, braid.bucket, braid.chunk, "
+                            "braid.chunk_stages, braid.schedule";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

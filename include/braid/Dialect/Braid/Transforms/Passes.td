@@ -308,6 +308,37 @@ def AsyncCollectivesPass : Pass<"braid-async-collectives", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
 
+def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp"> {
+  let summary = "Fuses consecutive all_reduces of small tensors into buckets.";
+  let description = [{
+    After `braid-partition`, a data-parallel program reduces each gradient
+    with its own `braid.all_reduce`: a layer with 16 parameters sends 16
+    messages, most of them a few hundred bytes, each paying the latency.
+    This pass fuses all_reduces that follow one another in a block (same
+    mesh, axes and reduction, f32, blocking) into one over the
+    concatenation of their flattened inputs, up to `bucket-mb` megabytes per
+    bucket (as PyTorch DDP's `bucket_cap_mb`, default 25), then slices each
+    result back out:
+
+    ```mlir
+    %f = braid.concat %a', %b' ...   // each input reshaped to rank 1
+    %r = braid.all_reduce sum %f on @mesh ["dp"] {braid.bucket = 2 : i64}
+    %a2 = braid.slice %r ...         // reshaped back
+    ```
+
+    A bucket closes when an op in between uses the result of one of its
+    members, so every use still sees the reduced value; the fused
+    collective takes the place of the last member. Element-wise sums over
+    the same group are unchanged by the fusion. `bucket-mb=0` turns it off.
+    `reduce_scatter` (ZeRO-2/3 gradients) is not bucketed: its blocks are
+    per tensor.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Largest bucket, in megabytes (2^20 bytes); 0: no bucketing.">,
+  ];
+}
+
 def CommReportPass : Pass<"braid-comm-report", "::mlir::ModuleOp"> {
   let summary = "Lists every collective of a partitioned program with its "
                 "cause, volume and estimated time.";
