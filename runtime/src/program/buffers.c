@@ -15,8 +15,16 @@ void *braid_rt_program_alloc(size_t bytes) {
   if (!rounded)
     rounded = 64;
   void *p = NULL;
-  if (bytes > SIZE_MAX - 64 ||
-      braid_rt_memory_alloc(rounded, &p) != BRAID_RT_OK) {
+  braid_rt_status_t status = bytes > SIZE_MAX - 64
+                                 ? BRAID_RT_OUT_OF_MEMORY
+                                 : braid_rt_memory_alloc(rounded, &p);
+  if (status == BRAID_RT_UNSUPPORTED) {
+    fprintf(stderr, "error: no device to run on: this program was compiled "
+                    "for a GPU (braidc --target cuda), and this machine has "
+                    "no usable one (no device, or no driver)\n");
+    exit(1);
+  }
+  if (status != BRAID_RT_OK) {
     fprintf(stderr, "error: out of memory allocating %zu bytes\n", bytes);
     exit(1);
   }

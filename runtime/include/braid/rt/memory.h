@@ -34,7 +34,8 @@ typedef struct braid_rt_stream braid_rt_stream_t;
 
 /* Allocates `bytes` of device memory (at least 1), aligned to
    BRAID_RT_MEMORY_ALIGNMENT and uninitialised. OUT_OF_MEMORY if it cannot,
-   leaving *out_ptr NULL. Thread-safe. */
+   UNSUPPORTED when there is no usable device (no GPU or driver), leaving
+   *out_ptr NULL either way. Thread-safe. */
 braid_rt_status_t braid_rt_memory_alloc(size_t bytes, void **out_ptr);
 
 /* Releases a buffer of braid_rt_memory_alloc. NULL is a no-op. */

@@ -15,10 +15,13 @@ braid_rt_status_t braid_rt_memory_alloc(size_t bytes, void **out_ptr) {
   if (!out_ptr)
     return BRAID_RT_INVALID_ARGUMENT;
   *out_ptr = nullptr;
-  if (cudaMalloc(out_ptr, bytes ? bytes : 1) != cudaSuccess) {
+  cudaError_t error = cudaMalloc(out_ptr, bytes ? bytes : 1);
+  if (error != cudaSuccess) {
     (void)cudaGetLastError();
     *out_ptr = nullptr;
-    return BRAID_RT_OUT_OF_MEMORY;
+    // No device or driver is not a lack of memory.
+    return error == cudaErrorMemoryAllocation ? BRAID_RT_OUT_OF_MEMORY
+                                              : BRAID_RT_UNSUPPORTED;
   }
   return BRAID_RT_OK;
 }
