@@ -24,3 +24,8 @@ config.substitutions.append(("%braid_src", config.braid_src_root))
 tool_dirs = [config.braid_tools_dir, config.llvm_tools_dir]
 tools = ["braid-opt", "braid-eval", "braidc", "braid-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The CUDA target is built (BRAID_ENABLE_CUDA): its tests compile CUDA
+# programs; none runs one (no GPU is assumed).
+if getattr(config, "braid_cuda", False):
+    config.available_features.add("cuda-toolkit")

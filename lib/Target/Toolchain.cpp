@@ -9,6 +9,7 @@
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
@@ -95,10 +96,54 @@ Expected<std::string> CudaToolchain::findNvcc() {
       "no nvcc on PATH, in $CUDA_PATH/bin or in /usr/local/cuda/bin");
 }
 
+bool CudaToolchain::isBuilt() { return BRAID_CUDA_ENABLED; }
+
+CudaToolchain::Options CudaToolchain::getBuildOptions() {
+#if BRAID_CUDA_ENABLED
+  return {BRAID_NVCC,
+          BRAID_CUDA_HOST_CXX,
+          BRAID_CUDA_ARCHS,
+          BRAID_RT_INCLUDE_DIR,
+          splitLibs(BRAID_RT_CUDA_LINK_LIBS),
+          splitLibs(BRAID_RT_CUDA_SPMD_LINK_LIBS)};
+#else
+  return {};
+#endif
+}
+
 Expected<std::vector<std::string>>
 CudaToolchain::getCommand(const CompileJob &job) const {
-  return createStringError("the CUDA target is not built yet (nvcc: " + nvcc +
-                           ")");
+  if (!sys::fs::can_execute(options.nvcc))
+    return createStringError("nvcc '" + options.nvcc +
+                             "' (the one Braid was built with) is missing");
+  // The source is CUDA C++ by its name (braidc writes program.cu); `-x cu`
+  // would apply to the libraries after it too.
+  if (!StringRef(job.source).ends_with(".cu"))
+    return createStringError("the CUDA program must be a .cu file, got " +
+                             job.source);
+  std::vector<std::string> argv = {options.nvcc, "-O2", "-std=c++17", "-w"};
+  if (!options.hostCxx.empty())
+    argv.push_back("-ccbin=" + options.hostCxx);
+  SmallVector<StringRef> archs;
+  StringRef(options.archs).split(archs, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef arch : archs)
+    argv.push_back(("-gencode=arch=compute_" + arch + ",code=sm_" + arch).str());
+  llvm::append_range(argv, std::vector<std::string>{
+                               "-I" + options.includeDir, job.source, "-o",
+                               job.output});
+  // The link line, as for the CPU target; nvcc passes libraries through and
+  // takes linker options after -Xlinker.
+  std::vector<std::string> libs;
+  if (job.spmd)
+    libs = options.spmdLibs;
+  llvm::append_range(libs, options.libs);
+  for (StringRef lib : libs) {
+    argv.push_back(lib.str());
+    if (lib.ends_with(".so") || lib.contains(".so."))
+      argv.push_back("-Xlinker=-rpath," + sys::path::parent_path(lib).str());
+  }
+  argv.push_back("-lm");
+  return argv;
 }
 
 Expected<std::unique_ptr<Toolchain>> braid::createToolchain(StringRef target,
@@ -109,11 +154,15 @@ Expected<std::unique_ptr<Toolchain>> braid::createToolchain(StringRef target,
     return std::make_unique<CpuToolchain>(std::move(options));
   }
   if (target == "cuda") {
+    if (CudaToolchain::isBuilt())
+      return std::make_unique<CudaToolchain>(CudaToolchain::getBuildOptions());
     Expected<std::string> nvcc = CudaToolchain::findNvcc();
-    if (!nvcc)
-      return createStringError("the CUDA target needs the CUDA toolkit: " +
-                               toString(nvcc.takeError()));
-    return std::make_unique<CudaToolchain>(std::move(*nvcc));
+    return createStringError(
+        "this Braid was built without the CUDA target (BRAID_ENABLE_CUDA is "
+        "off: CMake found no usable nvcc, cuBLAS or NCCL; see its "
+        "configure output); " +
+        (nvcc ? "nvcc is at " + *nvcc + ": reconfigure to build it"
+              : toString(nvcc.takeError())));
   }
   return createStringError("no target '" + target + "' (cpu or cuda)");
 }

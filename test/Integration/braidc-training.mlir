@@ -58,11 +58,10 @@
 // MESH: braidc: --mesh: expected dp=D,tp=T,pp=P with positive degrees, got 'xp=2'
 // RUN: not braidc %t.mlir --mesh dp=2 --entry logits -o %t.bad 2>&1 | FileCheck %s --check-prefix=ENTRY
 // ENTRY: braidc: --entry does not combine with training options
-// RUN: not braidc %t.mlir --target cuda -o %t.bad 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: braidc: --target cuda is not supported yet; the only target is cpu
-// TARGET-NEXT: braidc: note: the CUDA target {{is not built yet \(nvcc: /.*/nvcc\)|needs the CUDA toolkit: no nvcc on PATH, in \$CUDA_PATH/bin or in /usr/local/cuda/bin}}
 // RUN: not braidc %t.mlir --target tpu -o %t.bad 2>&1 | FileCheck %s --check-prefix=TPU
-// TPU: braidc: --target tpu is not supported yet; the only target is cpu
+// TPU: braidc: --target tpu is not a target; the targets are cpu and cuda
+// RUN: not braidc %t.mlir --emit cu -o %t.bad 2>&1 | FileCheck %s --check-prefix=CU
+// CU: braidc: --emit cu writes the CUDA program: it needs --target cuda
 // TPU-NOT: note
 // RUN: not braidc %t.mlir --mesh tp=3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=TP
 // TP: not divisible by tp = 3

@@ -54,7 +54,8 @@ static cl::opt<std::string> entry("entry",
 static cl::opt<std::string>
     emit("emit",
          cl::desc("What to write: exe (an executable, the default), mlir (the "
-                  "EmitC module) or cpp (the C++ program)"),
+                  "EmitC module), cpp (the C++ program) or cu (the CUDA "
+                  "program, with --target cuda)"),
          cl::init("exe"), cl::cat(braidcCategory));
 static cl::opt<std::string>
     dumpDir("dump-dir",
@@ -88,9 +89,12 @@ static cl::opt<std::string>
   static cl::opt<TYPE> NAME##Flag(FLAG, cl::desc(DESC), cl::init(DEFAULT),     \
                                   cl::cat(trainCategory));
 #include "braid/Pipelines/TrainingOptions.def"
-static cl::opt<std::string> target("target",
-                                   cl::desc("cpu (the only target so far)"),
-                                   cl::init("cpu"), cl::cat(braidcCategory));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("cpu (the default: C++ over OpenBLAS and MPI) or cuda "
+                    "(CUDA C++ over cuBLAS and NCCL, compiled by nvcc; "
+                    "compiled and host-tested, not yet run on a GPU)"),
+           cl::init("cpu"), cl::cat(braidcCategory));
 
 /// Whether a training option was given (training is implied).
 static bool trainingRequested() {
@@ -191,27 +195,30 @@ int main(int argc, char **argv) {
       "runtime's context takes --timeout S: a collective or transfer that "
       "does not complete within S seconds (default 300, 0: none) ends every "
       "rank with an error naming it.\n");
-  if (emit != "exe" && emit != "mlir" && emit != "cpp") {
-    errs() << "braidc: --emit must be exe, mlir or cpp\n";
+  if (emit != "exe" && emit != "mlir" && emit != "cpp" && emit != "cu") {
+    errs() << "braidc: --emit must be exe, mlir, cpp or cu\n";
     return 1;
   }
-  if (target != "cpu") {
+  if (target != "cpu" && target != "cuda") {
     errs() << "braidc: --target " << target
-           << " is not supported yet; the only target is cpu\n";
-    // What this machine has for the CUDA target (nvcc or not).
-    if (target == "cuda") {
-      auto cuda = braid::createToolchain(target, cxx);
-      Error note =
-          cuda ? (*cuda)->getCommand({}).takeError() : cuda.takeError();
-      errs() << "braidc: note: " << toString(std::move(note)) << "\n";
-    }
+           << " is not a target; the targets are cpu and cuda\n";
+    return 1;
+  }
+  if (emit == "cu" && target != "cuda") {
+    errs() << "braidc: --emit cu writes the CUDA program: it needs --target "
+              "cuda\n";
     return 1;
   }
   auto toolchain = braid::createToolchain(target, cxx);
-  if (!toolchain) {
-    errs() << "braidc: " << toString(toolchain.takeError()) << "\n";
+  // --emit stops before the toolchain: the CUDA program can be written
+  // where it cannot be compiled.
+  if (!toolchain && emit == "exe") {
+    errs() << "braidc: --target " << target << ": "
+           << toString(toolchain.takeError()) << "\n";
     return 1;
   }
+  if (!toolchain)
+    consumeError(toolchain.takeError());
   bool training = trainingRequested();
   if (training && entry.getNumOccurrences()) {
     errs() << "braidc: --entry does not combine with training options: the "
@@ -259,6 +266,7 @@ int main(int argc, char **argv) {
   braid::CodegenOptions options;
   options.entry = entry;
   options.spmd = isStep;
+  options.target = target;
   braid::buildCodegenPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;
@@ -290,7 +298,7 @@ int main(int argc, char **argv) {
     if (failed(writeFile(path, emitcText)))
       return 1;
     path = dumpDir;
-    sys::path::append(path, "program.cpp");
+    sys::path::append(path, target == "cuda" ? "program.cu" : "program.cpp");
     if (failed(writeFile(path, cpp)))
       return 1;
     path = dumpDir;
@@ -299,17 +307,17 @@ int main(int argc, char **argv) {
   }
   if (emit == "mlir")
     return failed(writeFile(outputFile, emitcText));
-  if (emit == "cpp")
+  if (emit == "cpp" || emit == "cu")
     return failed(writeFile(outputFile, cpp));
 
   // The C++ goes next to the executable unless a dump directory holds it.
   SmallString<256> cppPath;
   if (!dumpDir.empty()) {
     cppPath = dumpDir;
-    sys::path::append(cppPath, "program.cpp");
+    sys::path::append(cppPath, target == "cuda" ? "program.cu" : "program.cpp");
   } else {
     cppPath = outputFile;
-    cppPath += ".cpp";
+    cppPath += target == "cuda" ? ".cu" : ".cpp";
     if (failed(writeFile(cppPath, cpp)))
       return 1;
   }

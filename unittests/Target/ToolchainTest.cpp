@@ -131,24 +131,43 @@ TEST(CpuToolchainTest, BuildOptionsExist) {
         EXPECT_TRUE(sys::fs::exists(lib)) << lib;
 }
 
-// Tests that the CUDA toolchain exists where nvcc does and refuses to
-// compile, and that an unknown target is an error.
+// Tests that the CUDA toolchain exists exactly when Braid was built with
+// it, compiling with the build's nvcc for its architectures as CUDA C++,
+// with the CUDA runtime libraries; and that an unknown target is an error.
 TEST(ToolchainTest, CreateByTarget) {
   Expected<std::unique_ptr<Toolchain>> cpu = createToolchain("cpu", "c++");
   ASSERT_TRUE(bool(cpu)) << toString(cpu.takeError());
   EXPECT_EQ((*cpu)->getTarget(), "cpu");
 
   Expected<std::unique_ptr<Toolchain>> cuda = createToolchain("cuda", "c++");
-  if (Expected<std::string> nvcc = CudaToolchain::findNvcc()) {
+  if (CudaToolchain::isBuilt()) {
     ASSERT_TRUE(bool(cuda)) << toString(cuda.takeError());
     EXPECT_EQ((*cuda)->getTarget(), "cuda");
-    EXPECT_EQ(toString((*cuda)->getCommand({}).takeError()),
-              "the CUDA target is not built yet (nvcc: " + *nvcc + ")");
+    CudaToolchain::Options options = CudaToolchain::getBuildOptions();
+    Expected<std::vector<std::string>> argv =
+        (*cuda)->getCommand({"p.cu", "p", /*spmd=*/true});
+    ASSERT_TRUE(bool(argv)) << toString(argv.takeError());
+    EXPECT_EQ(argv->front(), options.nvcc);
+    auto has = [&](StringRef s) { return llvm::is_contained(*argv, s); };
+    EXPECT_TRUE(has("p.cu"));
+    EXPECT_FALSE(bool((*cuda)->getCommand({"p.cpp", "p", false})));
+    EXPECT_TRUE(has("-gencode=arch=compute_90,code=sm_90") ||
+                !StringRef(options.archs).contains("90"));
+    // The SPMD part (context, NCCL) before what every program links.
+    auto find = [&](StringRef part) {
+      return llvm::find_if(*argv, [&](const std::string &a) {
+        return StringRef(a).contains(part);
+      });
+    };
+    EXPECT_NE(find("libbraid_rt_cuda."), argv->end());
+    EXPECT_NE(find("nccl"), argv->end());
+    EXPECT_LT(find("libbraid_rt_program_spmd"), find("libbraid_rt_kernels_cuda"));
+    EXPECT_NE(find("cublas"), argv->end());
   } else {
     ASSERT_FALSE(cuda);
-    EXPECT_EQ(toString(cuda.takeError()),
-              "the CUDA target needs the CUDA toolkit: " +
-                  toString(nvcc.takeError()));
+    EXPECT_TRUE(StringRef(toString(cuda.takeError()))
+                    .starts_with("this Braid was built without the CUDA "
+                                 "target"));
   }
 
   Expected<std::unique_ptr<Toolchain>> other = createToolchain("tpu", "c++");

@@ -75,27 +75,43 @@ private:
   Options options;
 };
 
-/// The CUDA target: nvcc, linking the runtime's CUDA backend and NCCL. Not
-/// built yet: it finds nvcc, and refuses to compile.
+/// The CUDA target: nvcc (with the host compiler CUDA supports) compiles the
+/// generated program as CUDA C++ for the build's architectures and links
+/// the program runtime, the CUDA kernels, cuBLAS and cudart, and for a
+/// program on the runtime's context the CUDA context and NCCL
+/// communication and MPI before them.
 class CudaToolchain : public Toolchain {
 public:
+  struct Options {
+    std::string nvcc, hostCxx;
+    /// Comma-separated SM architectures, e.g. "90".
+    std::string archs;
+    std::string includeDir;
+    std::vector<std::string> libs, spmdLibs;
+  };
+
+  /// Whether this Braid was built with the CUDA target (BRAID_ENABLE_CUDA).
+  static bool isBuilt();
+  /// The nvcc, architectures and libraries Braid was built with.
+  static Options getBuildOptions();
   /// Finds nvcc on PATH, in $CUDA_PATH/bin or in /usr/local/cuda/bin; an
   /// error naming the places searched when there is none.
   static llvm::Expected<std::string> findNvcc();
 
-  explicit CudaToolchain(std::string nvcc) : nvcc(std::move(nvcc)) {}
+  explicit CudaToolchain(Options options) : options(std::move(options)) {}
 
-  llvm::StringRef getNvcc() const { return nvcc; }
+  llvm::StringRef getNvcc() const { return options.nvcc; }
   llvm::StringRef getTarget() const override { return "cuda"; }
   llvm::Expected<std::vector<std::string>>
   getCommand(const CompileJob &job) const override;
 
 private:
-  std::string nvcc;
+  Options options;
 };
 
-/// The toolchain of `target` ("cpu" or "cuda"), with `cxx` as the host C++
-/// compiler; an error for another target or a CUDA target without nvcc.
+/// The toolchain of `target` ("cpu" or "cuda"), with `cxx` as the CPU
+/// target's C++ compiler; an error for another target, or for cuda when
+/// this Braid was built without it (saying whether nvcc is there).
 llvm::Expected<std::unique_ptr<Toolchain>>
 createToolchain(llvm::StringRef target, llvm::StringRef cxx);
 

@@ -1,0 +1,33 @@
+// REQUIRES: cuda-toolkit
+//
+// Tests that braidc --target cuda compiles the main job's GPT into CUDA
+// executables (nvcc, the CUDA kernels, cuBLAS, NCCL): on one device, as
+// dp2 x tp2 x pp2 under ZB-H1, and as dp2 x tp2 with ZeRO-2; that --emit cu
+// writes the CUDA program, which calls the same runtime API as the CPU one
+// and uploads constants; and that a CUDA program on a machine without a
+// GPU says so. No GPU runs here: scripts/gpu-check.sh runs them on one.
+//
+// RUN: %PYTHON -m braid.models gpt --layers 4 --hidden 128 --heads 4 --seq 64 --vocab 256 --batch 4 -o %t.mlir
+// RUN: braidc %t.mlir --target cuda --lr 1e-3 -o %t.one
+// RUN: braidc %t.mlir --target cuda --mesh dp=2,tp=2,pp=2 --schedule zb-h1 --microbatches 4 --lr 1e-3 -o %t.3d
+// RUN: braidc %t.mlir --target cuda --mesh dp=2,tp=2 --zero 2 --lr 1e-3 -o %t.zero2
+// RUN: test -x %t.one && test -x %t.3d && test -x %t.zero2
+//
+// RUN: braidc %t.mlir --target cuda --lr 1e-3 --emit cu -o %t.cu
+// RUN: FileCheck %s --check-prefix=CU < %t.cu
+// CU: #include "braid/rt/kernels.h"
+// CU: braid_rt_matmul_f32(braid_rt_program_stream(),
+// CU: int main(
+//
+// The same model compiled for the CPU is the same program but for the
+// constants' upload (this model has none) and the stream: the code agrees.
+// RUN: braidc %t.mlir --lr 1e-3 --emit cpp -o %t.cpp
+// RUN: diff %t.cpp %t.cu
+//
+// A training program creates the runtime's context, which finds no GPU; a
+// forward program fails at its first allocation.
+// RUN: not %t.one --steps 1 2>&1 | FileCheck %s --check-prefix=NODEV
+// NODEV: error: braid_rt_context_create: rank 0 (local rank 0 of 1{{.*}}) finds no CUDA device
+// RUN: braidc %t.mlir --target cuda --entry forward -o %t.fwd
+// RUN: not %t.fwd 2>&1 | FileCheck %s --check-prefix=NOALLOC
+// NOALLOC: error: no device to run on: this program was compiled for a GPU (braidc --target cuda), and this machine has no usable one
