@@ -647,6 +647,141 @@ void testShape() {
 }
 
 //===----------------------------------------------------------------------===//
+// Vocabulary-parallel statistics
+//===----------------------------------------------------------------------===//
+
+/// A vocabulary of numParts * cols ids, one part per (simulated) rank: each
+/// part's statistics, their combination and the part's gradients.
+template <typename T> void testVocabParallel(const char *suffix) {
+  const int64_t rows = 7, cols = 5, numParts = 3, hidden = 4, numIds = 10;
+  const int64_t total = cols * numParts;
+  std::string s = suffix;
+  std::vector<T> labels = randomIds<T>(rows, total),
+                 ids = randomIds<T>(numIds, total);
+  ids[2] = ids[7]; // a repeated id accumulates in embedding_grad
+  std::vector<double> maxParts(numParts * rows), sumParts(numParts * rows),
+      pickedParts(numParts * rows);
+  std::vector<std::vector<float>> logits;
+  for (int64_t k = 0; k < numParts; ++k)
+    logits.push_back(randomFloats(rows * cols, -4.0f, 4.0f));
+  for (int64_t k = 0; k < numParts; ++k) {
+    std::string part = " part " + std::to_string(k) + s;
+    const float *l = logits[k].data();
+    int64_t first = k * cols;
+    HostBackend host;
+    std::vector<double> want(rows), got(rows);
+    braid_rt_vocab_parallel_max_f32(nullptr, l, rows, cols, want.data());
+    ops::vocabParallelMax(host, l, rows, cols, got.data());
+    compare("vocab_parallel_max" + part, want, got);
+    std::copy(want.begin(), want.end(), maxParts.begin() + k * rows);
+    // The same maxima into both sum_exp kernels: only sum_exp is compared.
+    std::vector<double> mx = want;
+    braid_rt_vocab_parallel_sum_exp_f32(nullptr, l, mx.data(), rows, cols,
+                                        want.data());
+    ops::vocabParallelSumExp(host, l, mx.data(), rows, cols, got.data());
+    compare("vocab_parallel_sum_exp" + part, want, got);
+    std::copy(want.begin(), want.end(), sumParts.begin() + k * rows);
+    if constexpr (std::is_same<T, int32_t>::value)
+      braid_rt_vocab_parallel_picked_f32(nullptr, l, labels.data(), rows, cols,
+                                         first, want.data());
+    else
+      braid_rt_vocab_parallel_picked_f32_i64(nullptr, l, labels.data(), rows,
+                                             cols, first, want.data());
+    ops::vocabParallelPicked(host, l, labels.data(), rows, cols, first,
+                             got.data());
+    compare("vocab_parallel_picked" + part, want, got);
+    std::copy(want.begin(), want.end(), pickedParts.begin() + k * rows);
+
+    std::vector<float> table = randomFloats(cols * hidden),
+                       wantY = zeros(numIds * hidden), gotY = wantY;
+    if constexpr (std::is_same<T, int32_t>::value)
+      braid_rt_vocab_parallel_embedding_f32(nullptr, table.data(), ids.data(),
+                                            cols, hidden, numIds, first,
+                                            wantY.data());
+    else
+      braid_rt_vocab_parallel_embedding_f32_i64(nullptr, table.data(),
+                                                ids.data(), cols, hidden,
+                                                numIds, first, wantY.data());
+    ops::vocabParallelEmbedding(host, table.data(), ids.data(), cols, hidden,
+                                numIds, first, gotY.data());
+    compare("vocab_parallel_embedding" + part, wantY, gotY);
+    std::vector<float> dy = randomFloats(numIds * hidden),
+                       wantT(cols * hidden, 7.0f), gotT(cols * hidden, -7.0f);
+    braid_rt_status_t wantStatus, gotStatus;
+    if constexpr (std::is_same<T, int32_t>::value)
+      wantStatus = braid_rt_vocab_parallel_embedding_grad_f32(
+          nullptr, ids.data(), dy.data(), numIds, cols, hidden, first,
+          wantT.data());
+    else
+      wantStatus = braid_rt_vocab_parallel_embedding_grad_f32_i64(
+          nullptr, ids.data(), dy.data(), numIds, cols, hidden, first,
+          wantT.data());
+    gotStatus = ops::vocabParallelEmbeddingGrad(host, ids.data(), dy.data(),
+                                                numIds, cols, hidden, first,
+                                                gotT.data());
+    compareStatus("vocab_parallel_embedding_grad" + part, wantStatus,
+                  gotStatus);
+    compare("vocab_parallel_embedding_grad" + part, wantT, gotT);
+  }
+
+  // Combined in part order, as every rank combines the gathered parts.
+  std::vector<double> mx(rows), sum(rows), target(rows), got(rows);
+  HostBackend host;
+  braid_rt_vocab_parallel_combine_f64(nullptr, maxParts.data(), numParts, rows,
+                                      BRAID_RT_REDUCE_MAX, mx.data());
+  ops::vocabParallelCombine(host, maxParts.data(), numParts, rows,
+                            BRAID_RT_REDUCE_MAX, got.data());
+  compare("vocab_parallel_combine max" + s, mx, got);
+  braid_rt_vocab_parallel_combine_f64(nullptr, sumParts.data(), numParts, rows,
+                                      BRAID_RT_REDUCE_SUM, sum.data());
+  ops::vocabParallelCombine(host, sumParts.data(), numParts, rows,
+                            BRAID_RT_REDUCE_SUM, got.data());
+  compare("vocab_parallel_combine sum" + s, sum, got);
+  braid_rt_vocab_parallel_combine_f64(nullptr, pickedParts.data(), numParts,
+                                      rows, BRAID_RT_REDUCE_SUM, target.data());
+  std::vector<float> wantLoss(1), gotLoss(1);
+  braid_rt_vocab_parallel_loss_f32(nullptr, mx.data(), sum.data(),
+                                   target.data(), rows, wantLoss.data());
+  ops::vocabParallelLoss(host, mx.data(), sum.data(), target.data(), rows,
+                         gotLoss.data());
+  compare("vocab_parallel_loss" + s, wantLoss, gotLoss);
+
+  float grad = 1.5f;
+  for (int64_t k = 0; k < numParts; ++k) {
+    std::vector<float> want = zeros(rows * cols), gotD = want;
+    if constexpr (std::is_same<T, int32_t>::value)
+      braid_rt_vocab_parallel_cross_entropy_grad_f32(
+          nullptr, logits[k].data(), labels.data(), &grad, mx.data(),
+          sum.data(), rows, cols, k * cols, want.data());
+    else
+      braid_rt_vocab_parallel_cross_entropy_grad_f32_i64(
+          nullptr, logits[k].data(), labels.data(), &grad, mx.data(),
+          sum.data(), rows, cols, k * cols, want.data());
+    ops::vocabParallelCrossEntropyGrad(host, logits[k].data(), labels.data(),
+                                       &grad, mx.data(), sum.data(), rows, cols,
+                                       k * cols, gotD.data());
+    compare("vocab_parallel_cross_entropy_grad part " + std::to_string(k) + s,
+            want, gotD);
+  }
+}
+
+void testVocabParallelEdges() {
+  // Rows of no columns: the maximum is -inf; no rows: the loss is 0.
+  std::vector<float> none(1);
+  std::vector<double> want(3), got(3);
+  HostBackend host;
+  braid_rt_vocab_parallel_max_f32(nullptr, none.data(), 3, 0, want.data());
+  ops::vocabParallelMax(host, none.data(), 3, 0, got.data());
+  compare("vocab_parallel_max of empty rows", want, got);
+  std::vector<float> wantLoss = {5.0f}, gotLoss = {-5.0f};
+  braid_rt_vocab_parallel_loss_f32(nullptr, want.data(), want.data(),
+                                   want.data(), 0, wantLoss.data());
+  ops::vocabParallelLoss(host, want.data(), want.data(), want.data(), 0,
+                         gotLoss.data());
+  compare("vocab_parallel_loss of no rows", wantLoss, gotLoss);
+}
+
+//===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 
@@ -740,6 +875,9 @@ int main() {
   testMatmul();
   testAttention();
   testShape();
+  testVocabParallel<int32_t>("");
+  testVocabParallel<int64_t>(" i64");
+  testVocabParallelEdges();
   testTraining();
   printf("%d checks, %d failed; largest relative difference %.3g (%s), "
          "tolerance %.0e\n",

@@ -309,6 +309,55 @@ BRAID_HD inline void softmaxGradRow(const float *pr, int64_t t, double scale,
 }
 
 //===----------------------------------------------------------------------===//
+// Vocabulary-parallel statistics: one call per row, in double, in the CPU's
+// order (vocab_parallel.c)
+//===----------------------------------------------------------------------===//
+
+/// The maximum of a row of this rank's logits (-inf for an empty row).
+BRAID_HD inline double vocabMaxRow(const float *pl, int64_t cols) {
+  double m = -INFINITY;
+  for (int64_t i = 0; i < cols; ++i)
+    m = fmax(m, (double)pl[i]);
+  return m;
+}
+
+/// The sum, in column order, of exp(logit - mx) over a row.
+BRAID_HD inline double vocabSumExpRow(const float *pl, int64_t cols,
+                                      double mx) {
+  double s = 0.0;
+  for (int64_t i = 0; i < cols; ++i)
+    s += exp((double)pl[i] - mx);
+  return s;
+}
+
+/// The row's logit of `label` when this rank's columns [first, first +
+/// cols) hold it, else 0.
+BRAID_HD inline double vocabPicked(const float *pl, int64_t cols, int64_t label,
+                                   int64_t first) {
+  return label >= first && label < first + cols ? (double)pl[label - first]
+                                                : 0.0;
+}
+
+/// Row r of [numParts][rows] parts combined in part order: their maximum
+/// (isMax) or their sum.
+BRAID_HD inline double vocabCombine(const double *parts, int64_t numParts,
+                                    int64_t rows, int64_t r, bool isMax) {
+  double v = isMax ? -INFINITY : 0.0;
+  for (int64_t k = 0; k < numParts; ++k)
+    v = isMax ? fmax(v, parts[k * rows + r]) : v + parts[k * rows + r];
+  return v;
+}
+
+/// One element of this rank's columns of cross_entropy_grad, from the
+/// combined max and sum of its row.
+BRAID_HD inline float vocabCrossEntropyGradOf(float logit, double mx,
+                                              double sum, double coeff,
+                                              bool isLabel) {
+  double p = exp((double)logit - mx) / sum;
+  return (float)(coeff * (p - (isLabel ? 1.0 : 0.0)));
+}
+
+//===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 

@@ -823,6 +823,108 @@ braid_rt_status_t reduceMaxGrad(B &b, const float *x, const float *dy,
 }
 
 //===----------------------------------------------------------------------===//
+// Vocabulary-parallel statistics (one rank's columns [first, first + cols))
+//===----------------------------------------------------------------------===//
+
+template <class B>
+void vocabParallelMax(B &b, const float *logits, int64_t rows, int64_t cols,
+                      double *max) {
+  b.forEach(rows, [=] BRAID_HD(int64_t r) {
+    max[r] = vocabMaxRow(logits + r * cols, cols);
+  });
+}
+
+template <class B>
+void vocabParallelSumExp(B &b, const float *logits, const double *max,
+                         int64_t rows, int64_t cols, double *sum) {
+  b.forEach(rows, [=] BRAID_HD(int64_t r) {
+    sum[r] = vocabSumExpRow(logits + r * cols, cols, max[r]);
+  });
+}
+
+template <class B, typename T>
+void vocabParallelPicked(B &b, const float *logits, const T *labels,
+                         int64_t rows, int64_t cols, int64_t first,
+                         double *picked) {
+  b.forEach(rows, [=] BRAID_HD(int64_t r) {
+    picked[r] = vocabPicked(logits + r * cols, cols, (int64_t)labels[r], first);
+  });
+}
+
+template <class B>
+void vocabParallelCombine(B &b, const double *parts, int64_t numParts,
+                          int64_t rows, braid_rt_reduce_kind_t kind,
+                          double *out) {
+  bool isMax = kind == BRAID_RT_REDUCE_MAX;
+  b.forEach(rows, [=] BRAID_HD(int64_t r) {
+    out[r] = vocabCombine(parts, numParts, rows, r, isMax);
+  });
+}
+
+/// One thread adds the rows' losses in row order, as the CPU does.
+template <class B>
+void vocabParallelLoss(B &b, const double *max, const double *sum,
+                       const double *target, int64_t rows, float *loss) {
+  b.forEach(1, [=] BRAID_HD(int64_t) {
+    double total = 0.0;
+    for (int64_t r = 0; r < rows; ++r)
+      total += max[r] + log(sum[r]) - target[r];
+    *loss = (float)(rows ? total / rows : 0.0);
+  });
+}
+
+template <class B, typename T>
+void vocabParallelCrossEntropyGrad(B &b, const float *logits, const T *labels,
+                                   const float *grad, const double *max,
+                                   const double *sum, int64_t rows,
+                                   int64_t cols, int64_t first,
+                                   float *dlogits) {
+  b.forEach(rows * cols, [=] BRAID_HD(int64_t i) {
+    int64_t r = i / cols, c = i % cols;
+    double coeff = (double)grad[0] / rows;
+    dlogits[i] = vocabCrossEntropyGradOf(logits[i], max[r], sum[r], coeff,
+                                         first + c == (int64_t)labels[r]);
+  });
+}
+
+/// Ids outside this rank's columns give zeros: they are another rank's.
+template <class B, typename T>
+void vocabParallelEmbedding(B &b, const float *table, const T *ids,
+                            int64_t cols, int64_t hidden, int64_t numIds,
+                            int64_t first, float *y) {
+  b.forEach(numIds * hidden, [=] BRAID_HD(int64_t i) {
+    int64_t id = (int64_t)ids[i / hidden];
+    y[i] = id >= first && id < first + cols
+               ? table[(id - first) * hidden + i % hidden]
+               : 0.0f;
+  });
+}
+
+/// One thread per column adds the rows of dy in id order into double
+/// scratch, then rounds: the CPU's sums, bit for bit, without atomics.
+template <class B, typename T>
+braid_rt_status_t vocabParallelEmbeddingGrad(B &b, const T *ids,
+                                             const float *dy, int64_t numIds,
+                                             int64_t cols, int64_t hidden,
+                                             int64_t first, float *dtable) {
+  int64_t n = cols * hidden;
+  double *acc = (double *)b.alloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  if (!acc)
+    return BRAID_RT_OUT_OF_MEMORY;
+  b.zero(acc, (size_t)n * sizeof(double));
+  b.forEach(hidden, [=] BRAID_HD(int64_t c) {
+    for (int64_t p = 0; p < numIds; ++p) {
+      int64_t id = (int64_t)ids[p];
+      if (id >= first && id < first + cols)
+        acc[(id - first) * hidden + c] += dy[p * hidden + c];
+    }
+  });
+  b.forEach(n, [=] BRAID_HD(int64_t i) { dtable[i] = (float)acc[i]; });
+  b.release(acc);
+  return b.status();
+}
+
+//===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 
