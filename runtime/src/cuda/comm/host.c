@@ -158,15 +158,27 @@ size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
                                 size_t n, ptrdiff_t target,
                                 unsigned char *out_selected) {
   const braid_rt_cuda_p2p_entry_t *wanted =
-      target >= 0 && (size_t)target < n && !pending[target].is_send
-          ? &pending[target]
-          : NULL;
-  size_t selected = 0;
+      target >= 0 && (size_t)target < n ? &pending[target] : NULL;
+  /* Transfers to oneself: how many of each kind to issue, as pairs. */
+  size_t self_pairs = 0;
+  if (wanted && wanted->self)
+    for (size_t i = 0; i <= (size_t)target; ++i)
+      self_pairs += pending[i].self && pending[i].comm == wanted->comm &&
+                    pending[i].is_send == wanted->is_send;
+  size_t selected = 0, self_sends = 0, self_recvs = 0;
   for (size_t i = 0; i < n; ++i) {
     const braid_rt_cuda_p2p_entry_t *e = &pending[i];
-    int take =
-        e->is_send || (wanted && i <= (size_t)target &&
-                       e->comm == wanted->comm && e->peer == wanted->peer);
+    int take;
+    if (e->self) {
+      size_t *seen = e->is_send ? &self_sends : &self_recvs;
+      take = wanted && wanted->self && e->comm == wanted->comm &&
+             *seen < self_pairs;
+      *seen += (size_t)(e->comm == (wanted ? wanted->comm : NULL));
+    } else {
+      take = e->is_send || (wanted && !wanted->self && !wanted->is_send &&
+                            i <= (size_t)target && e->comm == wanted->comm &&
+                            e->peer == wanted->peer);
+    }
     out_selected[i] = (unsigned char)take;
     selected += (size_t)take;
   }

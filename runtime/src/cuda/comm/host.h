@@ -95,6 +95,7 @@ typedef struct {
   int is_send;
   const void *comm; /* identity only */
   int peer;
+  int self; /* the peer is this rank */
 } braid_rt_cuda_p2p_entry_t;
 
 /* NCCL has no tags: a receive matches the sender's next send to it on the
@@ -102,11 +103,17 @@ typedef struct {
    holds up everything issued after it until its peer takes part. So the
    backend defers started transfers, `pending[0..n)` in start order, and
    issues them in groups at every wait and before every other operation:
-   every pending send, plus, when `target` >= 0 is a receive being waited
-   for, that receive and every earlier pending receive
-   from the same peer on the same communicator (their messages were sent
-   first). Sets out_selected[i] to 1 for the entries to issue now, in
-   index order, and returns how many. `target` < 0: sends only. */
+   every pending send to another rank, plus, when `target` >= 0 is being
+   waited for,
+    - a receive from another rank: it and every earlier pending receive
+      from the same peer on the same communicator (sent first);
+    - a send or receive of this rank to itself, the j-th pending one of its
+      kind on its communicator: the first j pending sends to itself and the
+      first j pending receives from itself there. NCCL copies a message to
+      oneself only when its send and receive are in the same group, so
+      these are issued in matching pairs, never a send alone.
+   Sets out_selected[i] to 1 for the entries to issue now, in index order,
+   and returns how many. `target` < 0: the sends to other ranks only. */
 size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
                                 size_t n, ptrdiff_t target,
                                 unsigned char *out_selected);

@@ -117,7 +117,8 @@ static braid_rt_status_t issue_pending(braid_rt_context_t *ctx,
   size_t i = 0;
   for (braid_rt_request_t *r = ctx->pending; r; r = r->next, ++i) {
     reqs[i] = r;
-    entries[i] = (braid_rt_cuda_p2p_entry_t){r->is_send, r->comm, r->peer};
+    entries[i] = (braid_rt_cuda_p2p_entry_t){r->is_send, r->comm, r->peer,
+                                             r->peer == r->comm->rank};
     if (r == target)
       target_index = (ptrdiff_t)i;
   }

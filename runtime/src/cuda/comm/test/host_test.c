@@ -311,13 +311,13 @@ static void check_select(const braid_rt_cuda_p2p_entry_t *pending, size_t n,
 static void test_p2p_select(void) {
   int pp, tp; /* two communicators, by address */
   const braid_rt_cuda_p2p_entry_t stage[] = {
-      {0, &pp, 0}, /* 0: recv from 0 (first micro-batch) */
-      {0, &pp, 0}, /* 1: recv from 0 (second) */
-      {0, &pp, 2}, /* 2: recv from 2 (a gradient) */
-      {1, &pp, 2}, /* 3: send to 2 */
-      {0, &tp, 0}, /* 4: recv from 0 on another communicator */
-      {0, &pp, 0}, /* 5: recv from 0 (third) */
-      {1, &tp, 1}, /* 6: send on another communicator */
+      {0, &pp, 0, 0}, /* 0: recv from 0 (first micro-batch) */
+      {0, &pp, 0, 0}, /* 1: recv from 0 (second) */
+      {0, &pp, 2, 0}, /* 2: recv from 2 (a gradient) */
+      {1, &pp, 2, 0}, /* 3: send to 2 */
+      {0, &tp, 0, 0}, /* 4: recv from 0 on another communicator */
+      {0, &pp, 0, 0}, /* 5: recv from 0 (third) */
+      {1, &tp, 1, 0}, /* 6: send on another communicator */
   };
   size_t n = sizeof(stage) / sizeof(stage[0]);
   /* Nothing waited for: the sends go, receives stay deferred. */
@@ -331,6 +331,25 @@ static void test_p2p_select(void) {
   check_select(stage, n, 5, "1101011");
   /* Waiting for a send issues the sends only. */
   check_select(stage, n, 3, "0001001");
+  /* Transfers to oneself go in matching pairs: the j-th send with the j-th
+     receive, never a send alone (NCCL would wait for its receive). */
+  const braid_rt_cuda_p2p_entry_t self[] = {
+      {0, &pp, 0, 1}, /* 0: recv from self (first message) */
+      {0, &pp, 0, 1}, /* 1: recv from self (second) */
+      {1, &pp, 1, 0}, /* 2: send to rank 1 */
+      {1, &pp, 0, 1}, /* 3: send to self (first) */
+      {1, &tp, 0, 1}, /* 4: send to self on another communicator */
+      {1, &pp, 0, 1}, /* 5: send to self (second) */
+      {0, &tp, 0, 1}, /* 6: recv from self on the other communicator */
+  };
+  size_t m = sizeof(self) / sizeof(self[0]);
+  check_select(self, m, -1, "0010000");
+  check_select(self, m, 0, "1011000");
+  check_select(self, m, 1, "1111010");
+  check_select(self, m, 3, "1011000");
+  check_select(self, m, 5, "1111010");
+  check_select(self, m, 6, "0010101");
+  check_select(self, m, 4, "0010101");
   /* An empty list and an index past the end select nothing extra. */
   check_select(stage, 0, -1, "");
   check_select(stage, 3, 7, "000");
