@@ -64,6 +64,9 @@ CpuToolchain::getCommand(const CompileJob &job) const {
   if (!cxx)
     return createStringError("C++ compiler '" + options.cxx +
                              "' not found (--cxx)");
+  if (job.singleProcess)
+    return createStringError("a single-process program (without MPI) is a "
+                             "CUDA target option");
   std::vector<std::string> argv = {
       *cxx,       "-O2", "-std=c++17", "-w", "-I" + options.includeDir,
       job.source, "-o",  job.output};
@@ -105,7 +108,8 @@ CudaToolchain::Options CudaToolchain::getBuildOptions() {
           BRAID_CUDA_ARCHS,
           BRAID_RT_INCLUDE_DIR,
           splitLibs(BRAID_RT_CUDA_LINK_LIBS),
-          splitLibs(BRAID_RT_CUDA_SPMD_LINK_LIBS)};
+          splitLibs(BRAID_RT_CUDA_SPMD_LINK_LIBS),
+          splitLibs(BRAID_RT_CUDA_SINGLE_LINK_LIBS)};
 #else
   return {};
 #endif
@@ -135,7 +139,7 @@ CudaToolchain::getCommand(const CompileJob &job) const {
   // takes linker options after -Xlinker.
   std::vector<std::string> libs;
   if (job.spmd)
-    libs = options.spmdLibs;
+    libs = job.singleProcess ? options.singleProcessLibs : options.spmdLibs;
   llvm::append_range(libs, options.libs);
   for (StringRef lib : libs) {
     argv.push_back(lib.str());

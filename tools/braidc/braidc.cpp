@@ -89,6 +89,11 @@ static cl::opt<std::string>
   static cl::opt<TYPE> NAME##Flag(FLAG, cl::desc(DESC), cl::init(DEFAULT),     \
                                   cl::cat(trainCategory));
 #include "braid/Pipelines/TrainingOptions.def"
+static cl::opt<bool> singleProcess(
+    "single-process",
+    cl::desc("With --target cuda: a program for one GPU that runs without "
+             "MPI or a launcher (the mesh must have one rank)"),
+    cl::cat(braidcCategory));
 static cl::opt<std::string>
     target("target",
            cl::desc("cpu (the default: C++ over OpenBLAS and MPI) or cuda "
@@ -204,6 +209,11 @@ int main(int argc, char **argv) {
            << " is not a target; the targets are cpu and cuda\n";
     return 1;
   }
+  if (singleProcess && target != "cuda") {
+    errs() << "braidc: --single-process is a CUDA target option (a CPU "
+              "program on one rank runs without a launcher already)\n";
+    return 1;
+  }
   if (emit == "cu" && target != "cuda") {
     errs() << "braidc: --emit cu writes the CUDA program: it needs --target "
               "cuda\n";
@@ -228,6 +238,11 @@ int main(int argc, char **argv) {
   FailureOr<braid::TrainingOptions> trainOpts = braid::TrainingOptions();
   if (training && failed(trainOpts = trainingOptions()))
     return 1;
+  if (singleProcess && trainOpts->dp * trainOpts->tp * trainOpts->pp > 1) {
+    errs() << "braidc: --single-process runs one rank, but the mesh has "
+           << trainOpts->dp * trainOpts->tp * trainOpts->pp << "\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   registry.insert<braid::BraidDialect, func::FuncDialect, arith::ArithDialect,
@@ -323,6 +338,7 @@ int main(int argc, char **argv) {
   }
   braid::CompileJob job{cppPath.str().str(), outputFile,
                         signature->mesh.present};
+  job.singleProcess = singleProcess;
   Error compiled = (*toolchain)->compile(job, commandPath);
   if (dumpDir.empty())
     sys::fs::remove(cppPath);

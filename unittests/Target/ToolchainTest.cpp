@@ -163,6 +163,20 @@ TEST(ToolchainTest, CreateByTarget) {
     EXPECT_NE(find("nccl"), argv->end());
     EXPECT_LT(find("libbraid_rt_program_spmd"), find("libbraid_rt_kernels_cuda"));
     EXPECT_NE(find("cublas"), argv->end());
+    EXPECT_NE(find("libmpi"), argv->end());
+    // One process: the single-process variant, no MPI.
+    CompileJob single{"p.cu", "p", /*spmd=*/true};
+    single.singleProcess = true;
+    Expected<std::vector<std::string>> one = (*cuda)->getCommand(single);
+    ASSERT_TRUE(bool(one)) << toString(one.takeError());
+    auto inOne = [&](StringRef part) {
+      return llvm::any_of(*one, [&](const std::string &a) {
+        return StringRef(a).contains(part);
+      });
+    };
+    EXPECT_TRUE(inOne("libbraid_rt_cuda_single"));
+    EXPECT_FALSE(inOne("libmpi"));
+    EXPECT_FALSE(inOne("libbraid_rt_cuda.a"));
   } else {
     ASSERT_FALSE(cuda);
     EXPECT_TRUE(StringRef(toString(cuda.takeError()))

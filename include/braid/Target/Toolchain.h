@@ -26,6 +26,10 @@ struct CompileJob {
   /// Whether the program runs on the runtime's context: it links the
   /// communication layer and MPI too.
   bool spmd = false;
+  /// For a program on the runtime's context: one process, linking the
+  /// communication layer's single-process variant instead of MPI (CUDA
+  /// target only; the program runs without a launcher).
+  bool singleProcess = false;
 };
 
 /// How a target turns a generated program into an executable.
@@ -87,7 +91,7 @@ public:
     /// Comma-separated SM architectures, e.g. "90".
     std::string archs;
     std::string includeDir;
-    std::vector<std::string> libs, spmdLibs;
+    std::vector<std::string> libs, spmdLibs, singleProcessLibs;
   };
 
   /// Whether this Braid was built with the CUDA target (BRAID_ENABLE_CUDA).
