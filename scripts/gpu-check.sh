@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Checks Braid's CUDA target on a GPU: the CUDA kernels against the CPU
+# kernels, the NCCL communication layer, and the main job's GPT trained 20
+# AdamW steps on one GPU against the CPU executable's losses.
+#
+# The GPU machine has the CUDA 13 runtime, cuBLAS and NCCL (the toolkit or
+# the nvidia-nccl Python wheel) but no MLIR and possibly no MPI, so the
+# work is split in two:
+#
+#   bash scripts/gpu-check.sh prepare [DIR]     on the machine that built Braid
+#                                               (with CUDA): compiles everything
+#                                               into DIR (default build-gpu/),
+#                                               CPU reference losses included
+#   bash scripts/gpu-check.sh run [DIR] OUT     on the GPU machine: runs what DIR
+#                                               holds, writes OUT/report.md and
+#                                               OUT/report.json; exit 0 iff all
+#                                               checks pass
+#   bash scripts/gpu-check.sh all OUT           both, on a machine that has both
+#
+# DIR needs no MPI on the GPU machine: the GPT is linked for one process
+# (braidc --target cuda --single-process); the 2-rank NCCL test runs only
+# where mpirun and two GPUs exist (the report says which it did). Record
+# what `run` printed, with the date, in docs/benchmarks.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+die() { echo "gpu-check: $*" >&2; exit 2; }
+
+# The main job's GPT (scripts/main-job.sh) with a global batch of 16.
+MODEL=(--layers 4 --hidden 128 --heads 4 --seq 64 --vocab 256 --batch 16)
+STEPS=20
+LR=1e-3
+RTOL=1e-4
+
+prepare() {
+  local dir=$1 build=$root/build
+  [[ -x $build/bin/braidc ]] || die "no build/bin/braidc: run scripts/build.sh first"
+  grep -q '^BRAID_ENABLE_CUDA:BOOL=ON' "$build/CMakeCache.txt" ||
+    die "build/ was configured without CUDA (BRAID_ENABLE_CUDA is not ON); see cmake's output"
+  # Everything this script carries must be built.
+  ninja -C "$build" braidc braid-rt-cuda-kernels-device-test \
+    braid-rt-cuda-comm_test_single braid-rt-cuda-comm_test \
+    braid_rt_kernels_shared >/dev/null
+  rm -rf "$dir"
+  mkdir -p "$dir/bin" "$dir/lib" "$dir/ref"
+  PYTHONPATH=$root/python /usr/bin/python3 -m braid.models gpt "${MODEL[@]}" \
+    -o "$dir/ref/gpt.mlir"
+  # The CPU executable's losses: the reference.
+  "$build/bin/braidc" "$dir/ref/gpt.mlir" --lr $LR -o "$dir/ref/gpt-cpu"
+  "$dir/ref/gpt-cpu" --steps $STEPS --seed 1 > "$dir/ref/cpu.out"
+  rm -f "$dir/ref/gpt-cpu"
+  # The same program for one GPU, without MPI.
+  "$build/bin/braidc" "$dir/ref/gpt.mlir" --lr $LR --target cuda \
+    --single-process -o "$dir/bin/gpt-cuda"
+  cp "$build/runtime/test/braid-rt-cuda-kernels-device-test" \
+    "$build/runtime/src/cuda/comm/test/braid-rt-cuda-comm_test_single" \
+    "$build/runtime/src/cuda/comm/test/braid-rt-cuda-comm_test" "$dir/bin/"
+  # The CPU kernels the kernel test compares with, and what they load that a
+  # GPU machine may lack (OpenBLAS, libgfortran, libomp); CUDA's own
+  # libraries are the GPU machine's.
+  cp "$build/lib/libbraid_rt_kernels_shared.so" "$dir/lib/"
+  ldd "$build/lib/libbraid_rt_kernels_shared.so" |
+    awk '$3 ~ /^\// {print $1, $3}' |
+    while read -r name path; do
+      case $name in
+        libc.so*|libm.so*|libgcc_s.so*|libstdc++.so*|libpthread.so*|libdl.so*|librt.so*) ;;
+        *) cp -L "$path" "$dir/lib/$name" ;;
+      esac
+    done
+  {
+    echo "prepared: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "model: gpt ${MODEL[*]}; $STEPS AdamW steps, lr $LR, seed 1; rtol $RTOL"
+    echo "nvcc: $(grep '^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" | cut -d= -f2)"
+  } > "$dir/manifest.txt"
+  du -sh "$dir" | awk '{print "gpu-check: prepared " $2 " (" $1 ")"}'
+}
+
+run() {
+  local dir=$1 out=$2
+  [[ -f $dir/manifest.txt ]] || die "$dir holds nothing prepared (gpu-check.sh prepare $dir)"
+  mkdir -p "$out"
+  # NCCL: the system's, else the nvidia-nccl wheel's.
+  local nccl=""
+  if ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2'; then
+    nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' 2>/dev/null || true)
+  fi
+  export LD_LIBRARY_PATH="$dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
+
+  local results=() failed=0
+  # record NAME STATUS DETAIL: one line of the report.
+  record() {
+    results+=("$1|$2|$3")
+    [[ $2 == pass || $2 == skip ]] || failed=1
+    printf '%-16s %-5s %s\n' "$1" "$2" "$3"
+  }
+  # check NAME SECONDS CMD...: runs CMD into OUT/NAME.log; pass on exit 0.
+  check() {
+    local name=$1 secs=$2; shift 2
+    local rc=0
+    timeout "$secs" "$@" > "$out/$name.log" 2>&1 || rc=$?
+    if [[ $rc == 0 ]]; then record "$name" pass "$(tail -1 "$out/$name.log")"
+    elif [[ $rc == 77 ]]; then record "$name" skip "$(tail -1 "$out/$name.log")"
+    else record "$name" FAIL "exit $rc: $(tail -1 "$out/$name.log")"; fi
+  }
+
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  nvidia-smi > "$out/nvidia-smi.log" 2>&1 || true
+  if [[ ${gpus:-0} == 0 ]]; then
+    record gpu FAIL "no GPU (nvidia-smi -L lists none): nothing run"
+  else
+    record gpu pass "$(nvidia-smi -L | head -1) ($gpus GPU(s))"
+    check kernels 300 "$dir/bin/braid-rt-cuda-kernels-device-test" \
+      "$dir/lib/libbraid_rt_kernels_shared.so"
+    check nccl-1rank 120 "$dir/bin/braid-rt-cuda-comm_test_single"
+    if [[ $gpus -ge 2 ]] && command -v mpirun >/dev/null; then
+      check nccl-2ranks 180 mpirun --allow-run-as-root -n 2 "$dir/bin/braid-rt-cuda-comm_test"
+    else
+      record nccl-2ranks skip "needs 2 GPUs (have $gpus) and mpirun ($(command -v mpirun || echo none))"
+    fi
+    check gpt-train 300 "$dir/bin/gpt-cuda" --steps $STEPS --seed 1
+    cp "$out/gpt-train.log" "$out/gpt-cuda.out"
+    check gpt-vs-cpu 60 python3 "$root/test/Integration/Inputs/compare-results.py" \
+      "$out/gpt-cuda.out" "$dir/ref/cpu.out" --rtol $RTOL
+    grep '^summary:' "$out/gpt-cuda.out" > "$out/gpt-speed.txt" || true
+  fi
+
+  {
+    echo "# gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo
+    sed 's/^/    /' "$dir/manifest.txt"
+    echo
+    echo "| check | result | detail |"
+    echo "|---|---|---|"
+    for r in "${results[@]}"; do IFS='|' read -r n s d <<< "$r"; echo "| $n | $s | $d |"; done
+    [[ -s $out/gpt-speed.txt ]] && { echo; echo "GPT on one GPU: $(cat "$out/gpt-speed.txt")"; }
+  } > "$out/report.md"
+  python3 - "$out" "${results[@]}" <<'EOF'
+import json, sys
+out, rows = sys.argv[1], sys.argv[2:]
+checks = [dict(zip(("name", "result", "detail"), r.split("|", 2))) for r in rows]
+json.dump({"checks": checks, "passed": all(c["result"] in ("pass", "skip") for c in checks)},
+          open(out + "/report.json", "w"), indent=1)
+EOF
+  echo "gpu-check: report in $out/report.md"
+  return $failed
+}
+
+case ${1:-} in
+  prepare) prepare "${2:-build-gpu}" ;;
+  run)
+    [[ $# -ge 2 ]] || die "usage: gpu-check.sh run [DIR] OUT"
+    if [[ $# -ge 3 ]]; then run "$2" "$3"; else run build-gpu "$2"; fi ;;
+  all)
+    [[ $# -ge 2 ]] || die "usage: gpu-check.sh all OUT"
+    prepare build-gpu && run build-gpu "$2" ;;
+  -h|--help|"")
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; [[ -n ${1:-} ]] ;;
+  *) die "unknown command '$1' (prepare, run or all; --help)" ;;
+esac
