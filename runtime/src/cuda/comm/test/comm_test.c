@@ -4,12 +4,15 @@
  *
  *   braid-rt-cuda-comm_test            every collective, send/recv, barrier
  *   braid-rt-cuda-comm_test timeout    a wait that cannot complete (1 rank:
- *                                      a receive nobody sends; more: rank 0
- *                                      skips an all_reduce) times out after
- *                                      2 s, and the rank aborts with 42:
- *     rank 0: TIMEOUT: recv of 16 f32 from rank 0 (tag 7) over world (rank 0
- *     of 1, world rank 0): no completion within 2 s; the communicator was
- *     aborted
+ *                                      an all_reduce behind a host function
+ *                                      that holds the compute stream; more:
+ *                                      rank 0 skips an all_reduce) times out
+ *                                      after 2 s, and the rank aborts with 42:
+ *     rank 0: TIMEOUT: all_reduce of 16 f32 over world (rank 0 of 1, world
+ *     rank 0): no completion within 2 s; the communicator was aborted
+ *   braid-rt-cuda-comm_test timeout-destroy
+ *                                      the same, then braid_rt_context_destroy
+ *                                      instead of the abort, and exit 43
  *
  * Every collective and transfer, f32 and f64, blocking and started, counts
  * 0, 1, 1000 and 70001, over the world and each axis group of a 2 x n/2
@@ -26,10 +29,12 @@
 
 #include "braid/rt/collectives.h"
 #include "braid/rt/cuda.h"
+#include "braid/rt/trace.h"
 
 #include <cuda_runtime_api.h>
 
 #include <sched.h>
+#include <stdatomic.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -480,10 +485,22 @@ static void fill_group(braid_rt_mesh_t *mesh, unsigned mask,
   }
 }
 
-/* A wait that cannot complete: on one rank a receive from itself that no
-   send matches, on several an all_reduce that rank 0 skips. The waiting
-   rank prints the TIMEOUT message and ends every rank with 42. */
-static int timeout_mode(void) {
+/* Holds up the compute stream until released (or 60 s): on one rank, the
+   work a collective waits for that does not finish. */
+static _Atomic int release_compute;
+
+static void CUDART_CB hold_compute(void *arg) {
+  (void)arg;
+  double start = braid_rt_now_seconds();
+  while (!atomic_load(&release_compute) && braid_rt_now_seconds() - start < 60)
+    sched_yield();
+}
+
+/* A wait that cannot complete: on one rank an all_reduce issued behind a
+   host function that holds the compute stream, on several an all_reduce
+   that rank 0 skips. The waiting rank prints the TIMEOUT message and ends
+   every rank with 42. */
+static int timeout_mode(int destroy) {
   braid_rt_comm_t *world = braid_rt_context_world(ctx);
   float *d = NULL;
   CHECK_CUDA(cudaMalloc((void **)&d, 16 * sizeof(float)));
@@ -491,10 +508,13 @@ static int timeout_mode(void) {
   int me = braid_rt_context_rank(ctx);
   braid_rt_status_t s;
   if (braid_rt_context_size(ctx) == 1) {
+    CHECK_CUDA(
+        cudaLaunchHostFunc(braid_rt_cuda_stream(NULL), hold_compute, NULL));
     braid_rt_request_t *req = NULL;
-    s = braid_rt_recv_f32_start(world, d, 16, 0, 7, NULL, &req);
+    s = braid_rt_all_reduce_sum_f32_start(world, d, 16, NULL, &req);
     if (s == BRAID_RT_OK)
       s = braid_rt_request_wait(req);
+    atomic_store(&release_compute, 1);
   } else if (me != 0) {
     s = braid_rt_all_reduce_sum_f32(world, d, 16, NULL);
     if (s == BRAID_RT_OK)
@@ -506,6 +526,19 @@ static int timeout_mode(void) {
   }
   fprintf(stderr, "rank %d: %s: %s\n", me, braid_rt_status_string(s),
           braid_rt_context_last_error(ctx));
+  if (destroy) {
+    /* The communicator was aborted: later calls fail at once. */
+    braid_rt_status_t again = braid_rt_all_reduce_sum_f32(world, d, 16, NULL);
+    fprintf(stderr, "rank %d: after %s: %s: %s\n", me,
+            braid_rt_status_string(s), braid_rt_status_string(again),
+            braid_rt_context_last_error(ctx));
+    /* Releasing everything after a timeout must not touch the aborted
+       communicator (no ncclCommDestroy on it) and must not hang. */
+    braid_rt_status_t d = braid_rt_context_destroy(ctx);
+    fprintf(stderr, "rank %d: destroyed after %s: %s\n", me,
+            braid_rt_status_string(s), braid_rt_status_string(d));
+    return s == BRAID_RT_TIMEOUT ? 43 : 1;
+  }
   braid_rt_context_abort(ctx, s == BRAID_RT_TIMEOUT ? 42 : 1);
   return 1;
 }
@@ -513,7 +546,8 @@ static int timeout_mode(void) {
 int main(int argc, char **argv) {
   braid_rt_context_options_t opts;
   braid_rt_context_options_init(&opts);
-  int timeout = argc > 1 && strcmp(argv[1], "timeout") == 0;
+  int destroy = argc > 1 && strcmp(argv[1], "timeout-destroy") == 0;
+  int timeout = destroy || (argc > 1 && strcmp(argv[1], "timeout") == 0);
   opts.collective_timeout_s = timeout ? 2 : 120;
   braid_rt_status_t s = braid_rt_context_create(&opts, &argc, &argv, &ctx);
   if (s != BRAID_RT_OK) {
@@ -532,7 +566,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (timeout)
-    return timeout_mode();
+    return timeout_mode(destroy);
 
   int world = braid_rt_context_size(ctx);
   int64_t dims[2] = {world % 2 == 0 ? 2 : 1,

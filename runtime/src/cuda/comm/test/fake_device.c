@@ -1,0 +1,460 @@
+/*===- fake_device.c - A host-memory CUDA and NCCL for one rank ----------===*/
+/*
+ * The CUDA runtime and NCCL calls braid_rt_cuda makes, implemented on the
+ * host for a single rank, so that the backend's own logic (context
+ * creation, non-blocking communicators, splits, events, deferred and
+ * grouped transfers, timeouts, aborts, teardown) runs in ctest on machines
+ * without a GPU. "Device" memory is host memory; every operation runs when
+ * it is issued, so the fake cannot tell whether the streams were ordered
+ * right: that needs a GPU. What it can tell:
+ *
+ *  - a transfer of the rank to itself without its match in the same group
+ *    fails ncclGroupEnd with ncclInvalidUsage, as NCCL does ("Trying to
+ *    send to self without a matching recv");
+ *  - a host function (cudaLaunchHostFunc) runs on a thread of its own and
+ *    holds up its stream, what is recorded on it and what waits for those
+ *    events, until it returns: work that cannot start, as behind a peer
+ *    that never comes (the operations themselves still run at once, so
+ *    their data is not checked there);
+ *  - a communicator is never used, finalised or destroyed after it was
+ *    aborted, never destroyed unfinalised, and never finalised while an
+ *    operation can never complete: such a call ends the process with a
+ *    message naming it;
+ *  - creation, splits and finalisation report ncclInProgress first, so the
+ *    non-blocking paths are polled.
+ *
+ * BRAID_FAKE_NCCL_ASYNC_ERROR=1 makes ncclCommGetAsyncError report
+ * ncclRemoteError once a communicator has run an operation.
+ */
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die(const char *what) {
+  fprintf(stderr, "fake device: %s\n", what);
+  fflush(NULL);
+  abort();
+}
+
+/*--- CUDA ------------------------------------------------------------------*/
+
+/* Set when a host function returns; a stream or event behind one that has
+   not returned is held up. */
+typedef struct {
+  _Atomic int done;
+} gate_t;
+
+struct CUstream_st {
+  gate_t *gate; /* the last host function issued to it, or what it waits for */
+};
+
+struct CUevent_st {
+  gate_t *gate; /* what held up its stream when it was recorded */
+};
+
+static int held(gate_t *gate) { return gate && !atomic_load(&gate->done); }
+
+#define MAX_BUFFERS 4096
+static struct {
+  char *ptr;
+  size_t bytes;
+} buffers[MAX_BUFFERS];
+
+static struct CUstream_st legacy_stream;
+
+static struct CUstream_st *resolve(cudaStream_t s) {
+  return s ? s : &legacy_stream;
+}
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  const char *n = getenv("BRAID_FAKE_CUDA_DEVICES");
+  *count = n ? atoi(n) : 1;
+  return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  return device >= 0 && device < count ? cudaSuccess : cudaErrorInvalidDevice;
+}
+
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+
+const char *cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "fake CUDA error";
+}
+
+const char *cudaGetErrorName(cudaError_t e) {
+  return e == cudaErrorNoDevice ? "cudaErrorNoDevice" : "cudaErrorFake";
+}
+
+cudaError_t cudaMalloc(void **ptr, size_t bytes) {
+  for (int i = 0; i < MAX_BUFFERS; ++i) {
+    if (buffers[i].ptr)
+      continue;
+    buffers[i].ptr = malloc(bytes ? bytes : 1);
+    if (!buffers[i].ptr)
+      return cudaErrorMemoryAllocation;
+    buffers[i].bytes = bytes;
+    *ptr = buffers[i].ptr;
+    return cudaSuccess;
+  }
+  return cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFree(void *ptr) {
+  if (!ptr)
+    return cudaSuccess;
+  for (int i = 0; i < MAX_BUFFERS; ++i) {
+    if (buffers[i].ptr == ptr) {
+      free(ptr);
+      buffers[i].ptr = NULL;
+      return cudaSuccess;
+    }
+  }
+  die("cudaFree of a pointer cudaMalloc did not return");
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+                                     const void *ptr) {
+  memset(attributes, 0, sizeof(*attributes));
+  attributes->type = cudaMemoryTypeUnregistered;
+  const char *p = ptr;
+  for (int i = 0; i < MAX_BUFFERS; ++i)
+    if (buffers[i].ptr && p >= buffers[i].ptr &&
+        p < buffers[i].ptr + (buffers[i].bytes ? buffers[i].bytes : 1))
+      attributes->type = cudaMemoryTypeDevice;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                            enum cudaMemcpyKind kind, cudaStream_t s) {
+  (void)kind;
+  (void)s;
+  memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t bytes,
+                            cudaStream_t s) {
+  (void)s;
+  memset(ptr, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *ptr, int value, size_t bytes) {
+  memset(ptr, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
+  (void)flags;
+  *s = calloc(1, sizeof(**s));
+  return *s ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  free(s);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  /* As CUDA does, wait for the host function in the way. */
+  while (held(resolve(s)->gate))
+    sched_yield();
+  return cudaSuccess;
+}
+
+typedef struct {
+  cudaHostFn_t fn;
+  void *arg;
+  gate_t *gate;
+} host_call_t;
+
+static void *run_host_call(void *p) {
+  host_call_t *call = p;
+  call->fn(call->arg);
+  atomic_store(&call->gate->done, 1);
+  free(call);
+  return NULL;
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *arg) {
+  host_call_t *call = malloc(sizeof(*call));
+  gate_t *gate = calloc(1, sizeof(*gate)); /* leaked: events may hold it */
+  if (!call || !gate)
+    return cudaErrorMemoryAllocation;
+  *call = (host_call_t){fn, arg, gate};
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, run_host_call, call) != 0)
+    return cudaErrorLaunchFailure;
+  pthread_detach(thread);
+  resolve(s)->gate = gate;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
+  (void)flags;
+  *e = calloc(1, sizeof(**e));
+  return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  free(e);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  e->gate = held(resolve(s)->gate) ? resolve(s)->gate : NULL;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  return held(e->gate) ? cudaErrorNotReady : cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
+                                unsigned int flags) {
+  (void)flags;
+  if (held(e->gate))
+    resolve(s)->gate = e->gate;
+  return cudaSuccess;
+}
+
+/*--- NCCL ------------------------------------------------------------------*/
+
+struct ncclComm {
+  int aborted, finalized;
+  int polls_in_progress; /* ncclInProgress left to report */
+  int ran;               /* operations issued */
+};
+
+static size_t type_size(ncclDataType_t t) {
+  return t == ncclFloat64 ? 8 : t == ncclFloat32 ? 4 : 1;
+}
+
+static void check_live(ncclComm_t comm, const char *call) {
+  static char message[160];
+  if (!comm)
+    die("an NCCL call on a NULL communicator");
+  if (comm->aborted) {
+    snprintf(message, sizeof(message), "%s on a communicator that was aborted",
+             call);
+    die(message);
+  }
+}
+
+const char *ncclGetErrorString(ncclResult_t r) {
+  return r == ncclRemoteError    ? "remote process exited or there was a "
+                                   "network error"
+         : r == ncclInvalidUsage ? "invalid usage"
+                                 : "fake NCCL error";
+}
+
+const char *ncclGetLastError(ncclComm_t comm) {
+  (void)comm;
+  return getenv("BRAID_FAKE_NCCL_ASYNC_ERROR")
+             ? "fake peer is gone"
+             : "Trying to send to self without a matching recv";
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  memset(id, 0, sizeof(*id));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
+                                    ncclUniqueId id, int rank,
+                                    ncclConfig_t *config) {
+  (void)id;
+  if (nranks != 1 || rank != 0)
+    die("the fake device runs one rank");
+  if (!config || config->blocking != 0)
+    die("communicators must be created non-blocking");
+  *comm = calloc(1, sizeof(**comm));
+  (*comm)->polls_in_progress = 2;
+  return ncclInProgress;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                           ncclComm_t *newcomm, ncclConfig_t *config) {
+  (void)color;
+  (void)key;
+  check_live(comm, "ncclCommSplit");
+  if (!config || config->blocking != 0)
+    die("split communicators must be non-blocking");
+  *newcomm = calloc(1, sizeof(**newcomm));
+  (*newcomm)->polls_in_progress = 1;
+  return ncclInProgress;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
+  check_live(comm, "ncclCommGetAsyncError");
+  if (comm->polls_in_progress > 0) {
+    --comm->polls_in_progress;
+    *state = ncclInProgress;
+  } else if (comm->ran && getenv("BRAID_FAKE_NCCL_ASYNC_ERROR")) {
+    *state = ncclRemoteError;
+  } else {
+    *state = ncclSuccess;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+  check_live(comm, "ncclCommUserRank");
+  *rank = 0;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+  check_live(comm, "ncclCommCount");
+  *count = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (!comm)
+    return ncclSuccess;
+  comm->aborted = 1;
+  /* The handle is gone for the caller; it stays allocated so that a later
+     use is caught rather than undefined. */
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  check_live(comm, "ncclCommFinalize");
+  comm->finalized = 1;
+  comm->polls_in_progress = 1;
+  return ncclInProgress;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  check_live(comm, "ncclCommDestroy");
+  if (!comm->finalized)
+    die("ncclCommDestroy on a communicator that was not finalised");
+  free(comm);
+  return ncclSuccess;
+}
+
+static ncclResult_t collective(const void *send, void *recv, size_t count,
+                               ncclDataType_t type, ncclComm_t comm,
+                               cudaStream_t s, const char *call) {
+  check_live(comm, call);
+  (void)s;
+  ++comm->ran;
+  if (count)
+    memmove(recv, send, count * type_size(type));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t s) {
+  (void)op;
+  return collective(send, recv, count, type, comm, s, "ncclAllReduce");
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t s) {
+  return collective(send, recv, count, type, comm, s, "ncclAllGather");
+}
+
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
+                               ncclDataType_t type, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t s) {
+  (void)op;
+  return collective(send, recv, count, type, comm, s, "ncclReduceScatter");
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, int root, ncclComm_t comm,
+                           cudaStream_t s) {
+  if (root != 0)
+    die("ncclBroadcast from a root outside a one-rank communicator");
+  return collective(send, recv, count, type, comm, s, "ncclBroadcast");
+}
+
+/* The transfers of the open group, matched at its end. */
+#define MAX_TRANSFERS 256
+static struct {
+  int is_send, matched;
+  void *buf;
+  size_t bytes;
+  ncclComm_t comm;
+  cudaStream_t stream;
+} transfers[MAX_TRANSFERS];
+static int num_transfers, group_depth;
+
+ncclResult_t ncclGroupStart(void) {
+  ++group_depth;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void) {
+  if (group_depth == 0)
+    die("ncclGroupEnd without ncclGroupStart");
+  if (--group_depth > 0)
+    return ncclSuccess;
+  /* A rank's sends to itself feed its receives from itself, in order. */
+  for (int r = 0; r < num_transfers; ++r) {
+    if (transfers[r].is_send)
+      continue;
+    for (int s = 0; s < num_transfers; ++s) {
+      if (!transfers[s].is_send || transfers[s].matched ||
+          transfers[s].comm != transfers[r].comm)
+        continue;
+      if (transfers[s].bytes != transfers[r].bytes)
+        die("a send and its receive differ in size");
+      if (transfers[r].bytes)
+        memmove(transfers[r].buf, transfers[s].buf, transfers[r].bytes);
+      transfers[s].matched = transfers[r].matched = 1;
+      break;
+    }
+  }
+  int unmatched = 0;
+  for (int i = 0; i < num_transfers; ++i)
+    unmatched |= !transfers[i].matched;
+  num_transfers = 0;
+  return unmatched ? ncclInvalidUsage : ncclSuccess;
+}
+
+static ncclResult_t transfer(int is_send, void *buf, size_t count,
+                             ncclDataType_t type, int peer, ncclComm_t comm,
+                             cudaStream_t s) {
+  check_live(comm, is_send ? "ncclSend" : "ncclRecv");
+  if (peer != 0)
+    die("a transfer to a peer outside a one-rank communicator");
+  if (num_transfers == MAX_TRANSFERS)
+    die("too many transfers in one group");
+  ++comm->ran;
+  ncclGroupStart();
+  transfers[num_transfers].is_send = is_send;
+  transfers[num_transfers].matched = 0;
+  transfers[num_transfers].buf = buf;
+  transfers[num_transfers].bytes = count * type_size(type);
+  transfers[num_transfers].comm = comm;
+  transfers[num_transfers].stream = s;
+  ++num_transfers;
+  return ncclGroupEnd();
+}
+
+ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type,
+                      int peer, ncclComm_t comm, cudaStream_t s) {
+  return transfer(1, (void *)(uintptr_t)buf, count, type, peer, comm, s);
+}
+
+ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer,
+                      ncclComm_t comm, cudaStream_t s) {
+  return transfer(0, buf, count, type, peer, comm, s);
+}
