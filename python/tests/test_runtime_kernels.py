@@ -849,6 +849,9 @@ def test_memory(k):
         f.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t]
         f.restype = ctypes.c_int
     assert lib.braid_rt_memory_is_host() == 1
+    lib.braid_rt_memory_synchronize.argtypes = [ctypes.c_void_p]
+    lib.braid_rt_memory_synchronize.restype = ctypes.c_int
+    assert lib.braid_rt_memory_synchronize(None) == OK  # nothing is pending on CPU
     for nbytes in (0, 1, 100, 4096 + 3):
         ptr = ctypes.c_void_p()
         assert lib.braid_rt_memory_alloc(nbytes, ctypes.byref(ptr)) == OK

@@ -12,7 +12,7 @@
  * that callers may use a device buffer as its own host staging buffer. On
  * the CUDA backend the copies are asynchronous on `stream` (NULL: the
  * default stream); a host buffer may be read or reused only after
- * braid_rt_stream_synchronize (context.h).
+ * braid_rt_memory_synchronize (or context.h's braid_rt_stream_synchronize).
  */
 #ifndef BRAID_RT_MEMORY_H
 #define BRAID_RT_MEMORY_H
@@ -54,6 +54,13 @@ braid_rt_status_t braid_rt_memory_copy_to_host(braid_rt_stream_t *stream,
                                                size_t bytes);
 braid_rt_status_t braid_rt_memory_copy(braid_rt_stream_t *stream, void *dst,
                                        const void *src, size_t bytes);
+
+/* Waits until everything issued to `stream` (copies and kernels) has
+   finished, so that the host buffers of its copies may be read or reused.
+   Needs no context: the program runtime's MPI-free part calls it. A no-op
+   returning OK on the CPU backend, where every call completes before it
+   returns. */
+braid_rt_status_t braid_rt_memory_synchronize(braid_rt_stream_t *stream);
 
 /* 1 when device memory is host memory (the CPU backend), so that a device
    buffer can serve as its own host staging buffer; 0 otherwise. */

@@ -64,4 +64,12 @@ braid_rt_status_t braid_rt_memory_copy(braid_rt_stream_t *stream, void *dst,
   return copy(stream, dst, src, bytes, cudaMemcpyDeviceToDevice);
 }
 
+braid_rt_status_t braid_rt_memory_synchronize(braid_rt_stream_t *stream) {
+  if (cudaStreamSynchronize(braid_rt_cuda_stream(stream)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return BRAID_RT_INTERNAL;
+  }
+  return BRAID_RT_OK;
+}
+
 int braid_rt_memory_is_host(void) { return 0; }
