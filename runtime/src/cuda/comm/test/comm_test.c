@@ -534,9 +534,9 @@ static int timeout_mode(int destroy) {
             braid_rt_context_last_error(ctx));
     /* Releasing everything after a timeout must not touch the aborted
        communicator (no ncclCommDestroy on it) and must not hang. */
-    braid_rt_status_t d = braid_rt_context_destroy(ctx);
+    braid_rt_status_t destroyed = braid_rt_context_destroy(ctx);
     fprintf(stderr, "rank %d: destroyed after %s: %s\n", me,
-            braid_rt_status_string(s), braid_rt_status_string(d));
+            braid_rt_status_string(s), braid_rt_status_string(destroyed));
     return s == BRAID_RT_TIMEOUT ? 43 : 1;
   }
   braid_rt_context_abort(ctx, s == BRAID_RT_TIMEOUT ? 42 : 1);
