@@ -37,6 +37,12 @@ static std::string suffix(Type element) {
   return element.isInteger(32) ? "i32" : "i64";
 }
 
+/// The element size and float-ness arguments of the program runtime's
+/// staging helpers (braid_rt_program_value, _print_tensor) for a tensor.
+static std::string elementArgs(Type element) {
+  return element.isInteger(64) ? "8, 0" : element.isF32() ? "4, 1" : "4, 0";
+}
+
 FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
                                                               StringRef entry) {
   auto fn = module.lookupSymbol<func::FuncOp>(entry);
@@ -150,7 +156,10 @@ FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
 
 /// main(): initialise the parameters, make the inputs as braid-eval does
 /// (same seed, same names), run the entry (a training step: --steps times,
-/// on the same inputs, feeding the step number), print its results.
+/// on the same inputs, feeding the step number), print its results. Every
+/// buffer is device memory: main() writes and reads them only through the
+/// program runtime's staging helpers (program.h), which copy nothing where
+/// device memory is host memory.
 void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
                              uint64_t seed) {
   const std::vector<ProgramTensor> &args = signature.args;
@@ -385,7 +394,8 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
          << t.range << ", " << seqLen << ", " << batch << ");\n";
       dataFeed = "    if (braid_data) {\n      braid_rt_program_data_batch("
                  "braid_data, s, " +
-                 std::to_string(batch) + ", " + wholes[tokensIndex].first +
+                 std::to_string(batch) + ", " + std::to_string(seqLen) + ", " +
+                 wholes[tokensIndex].first +
                  ", " + wholes[labelsIndex].first + ");\n" +
                  extracts[tokensIndex] + extracts[labelsIndex] + "    }\n";
     } else {
@@ -396,7 +406,8 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     }
     os << "  double total_s = 0;\n"
        << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
-       << "    in" << stepIndex << "[0] = s;\n"
+       << "    braid_rt_program_set_step(in" << stepIndex << ", "
+       << (step->type.getElementType().isInteger(64) ? 8 : 4) << ", s);\n"
        << "    struct timespec t0, t1;\n"
        << dataFeed << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n";
     if (mesh.present)
@@ -418,8 +429,9 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
           {"lr", "%.6g"},
           {"grad_norm", "%.6g"}})
       if (int i = index(name); i >= 0)
-        os << "    printf(\" " << name << " " << format << "\", (double)out"
-           << i << "[0]);\n";
+        os << "    printf(\" " << name << " " << format
+           << "\", braid_rt_program_value(out" << i << ", 0, "
+           << elementArgs(results[i].type.getElementType()) << "));\n";
     os << "    printf(\" ms %.2f\", 1e3 * step_s);\n";
     if (tokens)
       os << "    printf(\" tokens/s %.0f\", " << tokens << " / step_s);\n";
@@ -445,25 +457,19 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     return;
   }
   os << "  " << call << ");\n";
+  // As braid-eval prints results: a scalar's value; a tensor's sum and L2
+  // norm, and with --dump every value (tests compare them one by one).
   for (auto [i, result] : llvm::enumerate(results)) {
     std::string var = "out" + std::to_string(i);
-    if (result.type.getRank() == 0) {
-      os << "  printf(\"" << result.name << " %.17g\\n\", (double)" << var
-         << "[0]);\n";
-      continue;
-    }
-    // As braid-eval prints tensors: their sum and L2 norm, and with --dump
-    // every value, eight to a line (tests compare them element by element).
-    int64_t n = result.type.getNumElements();
-    os << "  {\n    double sum = 0, squares = 0;\n    for (int64_t j = 0; j < "
-       << n << "; ++j) {\n      sum += (double)" << var
-       << "[j];\n      squares += (double)" << var << "[j] * (double)" << var
-       << "[j];\n    }\n    printf(\"" << result.name
-       << " sum %.17g l2 %.17g\\n\", sum, sqrt(squares));\n"
-       << "    for (int64_t j = 0; dump && j < " << n << "; ++j)\n"
-       << "      printf(\"%s%.17g%s\", j % 8 ? \" \" : \"  \", (double)" << var
-       << "[j],\n             j % 8 == 7 || j + 1 == " << n
-       << " ? \"\\n\" : \"\");\n  }\n";
+    std::string args = elementArgs(result.type.getElementType());
+    if (result.type.getRank() == 0)
+      os << "  printf(\"" << result.name
+         << " %.17g\\n\", braid_rt_program_value(" << var << ", 0, " << args
+         << "));\n";
+    else
+      os << "  braid_rt_program_print_tensor(\"" << result.name << "\", " << var
+         << ", " << result.type.getNumElements() << ", " << args
+         << ", dump);\n";
   }
   if (mesh.present)
     os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";

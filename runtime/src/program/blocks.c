@@ -78,10 +78,16 @@ void braid_rt_program_init_block_f32(uint64_t seed, const char *name,
                                      int kind, double a, double b,
                                      int64_t rank, const int64_t *global,
                                      const int64_t *spec, float *out) {
+  int64_t local[16], offsets[16], count = 1;
+  braid_rt_program_block(rank, global, spec, local, offsets);
+  for (int64_t d = 0; d < rank; ++d)
+    count *= local[d];
+  size_t bytes = (size_t)count * sizeof(float);
   init_run_t c = {kind, a, b, braid_rt_init_key(seed, name),
-                  (float *)braid_rt_program_host_address(out,
-                                                         "initial values")};
+                  (float *)braid_rt_program_map(out, bytes, /*read=*/0,
+                                                "initial values")};
   braid_rt_program_block_runs(rank, global, spec, init_run, &c);
+  braid_rt_program_unmap(c.out, out, bytes, /*write=*/1, "initial values");
 }
 
 typedef struct {
@@ -98,8 +104,19 @@ static void copy_run(void *ctx, int64_t g, int64_t l, int64_t n) {
 void braid_rt_program_extract_block(const void *whole, size_t size,
                                     int64_t rank, const int64_t *global,
                                     const int64_t *spec, void *block) {
-  copy_run_t c = {(const char *)whole,
-                  (char *)braid_rt_program_host_address(block, "a block"),
-                  size};
+  int64_t local[16], offsets[16], count = 1, whole_count = 1;
+  braid_rt_program_block(rank, global, spec, local, offsets);
+  for (int64_t d = 0; d < rank; ++d) {
+    count *= local[d];
+    whole_count *= global[d];
+  }
+  size_t bytes = (size_t)count * size, whole_bytes = (size_t)whole_count * size;
+  copy_run_t c = {
+      (const char *)braid_rt_program_map(whole, whole_bytes, /*read=*/1,
+                                         "an input"),
+      (char *)braid_rt_program_map(block, bytes, /*read=*/0, "a block"), size};
   braid_rt_program_block_runs(rank, global, spec, copy_run, &c);
+  braid_rt_program_unmap(c.block, block, bytes, /*write=*/1, "a block");
+  braid_rt_program_unmap((void *)c.whole, (void *)whole, whole_bytes,
+                         /*write=*/0, "an input");
 }

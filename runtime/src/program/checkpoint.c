@@ -14,14 +14,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Sums `failed` (0 or 1) over every rank: whether any rank failed. */
+/* Sums `failed` (0 or 1) over every rank: whether any rank failed. The
+   collective takes device memory: the flag is staged through a device
+   scalar unless device memory is host memory. */
 static int any_failed(int failed) {
+  static float *device_flag;
   float flag = failed ? 1.0f : 0.0f;
+  float *buf = &flag;
+  if (!braid_rt_memory_is_host()) {
+    buf = braid_rt_program_buffer_f32(&device_flag, 1);
+    braid_rt_program_to_device(buf, &flag, sizeof flag, "a failure flag");
+  }
   braid_rt_program_spmd_check(
       braid_rt_all_reduce_sum_f32(
-          braid_rt_program_comm(braid_rt_program_world_mask()), &flag, 1,
+          braid_rt_program_comm(braid_rt_program_world_mask()), buf, 1,
           NULL),
       "checkpoint: agreeing on the outcome");
+  if (buf != &flag)
+    braid_rt_program_to_host(&flag, buf, sizeof flag, "a failure flag");
   return flag != 0.0f;
 }
 
@@ -59,7 +69,7 @@ static braid_rt_status_t host_buffer(float *device, int64_t count, int copy,
   braid_rt_stream_t *stream = braid_rt_program_stream();
   braid_rt_status_t status =
       braid_rt_memory_copy_to_host(stream, *owned, device, bytes);
-  return status == BRAID_RT_OK ? braid_rt_stream_synchronize(stream) : status;
+  return status == BRAID_RT_OK ? braid_rt_memory_synchronize(stream) : status;
 }
 
 void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
@@ -77,6 +87,10 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
   int64_t local[16], offsets[16];
   int64_t stage =
       pipeline_mask ? braid_rt_program_group_position(pipeline_mask) : -1;
+  /* The writer reads the blocks at commit: host copies live until then. */
+  float **staged = (float **)calloc((size_t)(n > 0 ? n : 1), sizeof(float *));
+  if (!staged && status == BRAID_RT_OK)
+    status = BRAID_RT_OUT_OF_MEMORY;
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
     if (!params[i] || (slots[i].owner >= 0 && slots[i].owner != stage))
       continue; /* not held here, or a stale copy: another stage updates it */
@@ -85,11 +99,11 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
     float *owned, *host;
     status = host_buffer(params[i], num_elements(slots[i].rank, local),
                          /*copy=*/1, &owned, &host);
+    staged[i] = owned;
     if (status == BRAID_RT_OK)
       status = braid_rt_checkpoint_writer_add_f32(
           w, slots[i].name, (int)slots[i].rank, slots[i].global, offsets,
           local, host);
-    free(owned);
   }
   char step[32];
   snprintf(step, sizeof step, "%lld", (long long)next_step);
@@ -109,6 +123,9 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
             braid_rt_status_string(status),
             braid_rt_context_last_error(s->ctx));
   braid_rt_checkpoint_writer_destroy(w);
+  for (int64_t i = 0; staged && i < n; ++i)
+    free(staged[i]);
+  free(staged);
   braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
 }
 
@@ -169,7 +186,7 @@ int64_t braid_rt_program_resume(const char *dir, int64_t n,
       status = braid_rt_memory_copy_to_device(stream, params[i], owned,
                                               (size_t)count * sizeof(float));
       if (status == BRAID_RT_OK)
-        status = braid_rt_stream_synchronize(stream);
+        status = braid_rt_memory_synchronize(stream);
     }
     free(owned);
   }

@@ -40,12 +40,14 @@ void braid_rt_program_bad_id(const char *what, int64_t id, int64_t i,
 void braid_rt_program_check_ids(const char *what, const void *ids,
                                 int ids_i64, int64_t count, int64_t range,
                                 const char *where) {
-  const void *host = braid_rt_program_host_address((void *)ids, what);
+  size_t bytes = (size_t)count * (ids_i64 ? sizeof(int64_t) : sizeof(int32_t));
+  const void *host = braid_rt_program_map(ids, bytes, /*read=*/1, what);
   for (int64_t i = 0; i < count; ++i) {
     int64_t id = braid_rt_program_id(host, ids_i64, i);
     if (id < 0 || id >= range)
       braid_rt_program_bad_id(what, id, i, count, range, where);
   }
+  braid_rt_program_unmap((void *)host, (void *)ids, bytes, /*write=*/0, what);
 }
 
 void braid_rt_program_check(braid_rt_status_t status, const char *where) {
@@ -57,15 +59,4 @@ void braid_rt_program_check(braid_rt_status_t status, const char *where) {
   else
     fprintf(stderr, "error: %s: %s\n", where, braid_rt_status_string(status));
   braid_rt_program_exit_error();
-}
-
-void *braid_rt_program_host_address(void *device, const char *what) {
-  if (braid_rt_memory_is_host())
-    return device;
-  fprintf(stderr,
-          "error: the program runtime reads %s on the host, and this "
-          "backend's device memory is not host memory\n",
-          what);
-  braid_rt_program_exit_error();
-  return NULL;
 }

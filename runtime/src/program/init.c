@@ -1,7 +1,7 @@
 /*===- init.c - Initial values of parameters and integer inputs ----------===*/
 /*
  * The values are computed on the host in double, as braid-eval computes
- * them, and written to the device buffer through its host address.
+ * them, and staged to the device buffer (staging.c).
  */
 
 #include "internal.h"
@@ -10,7 +10,9 @@ void braid_rt_program_init_f32(uint64_t seed, const char *name, int kind,
                                double a, double b, int64_t count, float *out) {
   enum { CHUNK = 4096 };
   double values[CHUNK];
-  float *host = (float *)braid_rt_program_host_address(out, "initial values");
+  size_t bytes = (size_t)count * sizeof(float);
+  float *host =
+      (float *)braid_rt_program_map(out, bytes, /*read=*/0, "initial values");
   uint64_t key = braid_rt_init_key(seed, name);
   for (int64_t first = 0; first < count; first += CHUNK) {
     int64_t n = count - first < CHUNK ? count - first : CHUNK;
@@ -19,13 +21,15 @@ void braid_rt_program_init_f32(uint64_t seed, const char *name, int kind,
     for (int64_t i = 0; i < n; ++i)
       host[first + i] = (float)values[i];
   }
+  braid_rt_program_unmap(host, out, bytes, /*write=*/1, "initial values");
 }
 
 void braid_rt_program_init_ids(uint64_t seed, const char *name, int64_t range,
                                int64_t count, void *out, int bytes) {
   enum { CHUNK = 4096 };
   double values[CHUNK];
-  void *host = braid_rt_program_host_address(out, "integer inputs");
+  size_t size = (size_t)count * (size_t)bytes;
+  void *host = braid_rt_program_map(out, size, /*read=*/0, "integer inputs");
   uint64_t key = braid_rt_init_key(seed, name);
   for (int64_t first = 0; first < count; first += CHUNK) {
     int64_t n = count - first < CHUNK ? count - first : CHUNK;
@@ -38,6 +42,7 @@ void braid_rt_program_init_ids(uint64_t seed, const char *name, int64_t range,
         ((int64_t *)host)[first + i] = (int64_t)values[i];
     }
   }
+  braid_rt_program_unmap(host, out, size, /*write=*/1, "integer inputs");
 }
 
 void braid_rt_program_init_ids_i32(uint64_t seed, const char *name,

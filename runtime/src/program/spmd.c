@@ -147,14 +147,20 @@ braid_rt_data_t *braid_rt_program_data_open(const char *source,
 }
 
 void braid_rt_program_data_batch(braid_rt_data_t *data, int64_t step,
-                                 int64_t global_batch, int32_t *tokens,
-                                 int32_t *labels) {
-  int32_t *host_tokens =
-      (int32_t *)braid_rt_program_host_address(tokens, "--data tokens");
-  int32_t *host_labels =
-      (int32_t *)braid_rt_program_host_address(labels, "--data labels");
+                                 int64_t global_batch, int64_t seq_len,
+                                 int32_t *tokens, int32_t *labels) {
+  /* Read on the host, then uploaded (staging.c). */
+  size_t bytes = (size_t)(global_batch * seq_len) * sizeof(int32_t);
+  int32_t *host_tokens = (int32_t *)braid_rt_program_map(
+      tokens, bytes, /*read=*/0, "--data tokens");
+  int32_t *host_labels = (int32_t *)braid_rt_program_map(
+      labels, bytes, /*read=*/0, "--data labels");
   braid_rt_program_spmd_check(braid_rt_data_batch(data, (uint64_t)step, 0,
                                                   global_batch, host_tokens,
                                                   host_labels),
                               "--data: reading a batch");
+  braid_rt_program_unmap(host_tokens, tokens, bytes, /*write=*/1,
+                         "--data tokens");
+  braid_rt_program_unmap(host_labels, labels, bytes, /*write=*/1,
+                         "--data labels");
 }

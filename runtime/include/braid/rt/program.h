@@ -65,12 +65,49 @@ void braid_rt_program_check_ids(const char *what, const void *ids,
    names the op (its location in the compiled module). */
 void braid_rt_program_check(braid_rt_status_t status, const char *where);
 
-/* The host address of device memory that the program runtime reads or
-   writes on the host (ids to check, initial values, batches): the device's
-   own address where device memory is host memory (the CPU backend). Other
-   backends end the program with a message naming `what`: staging these
-   needs a stream synchronisation that this MPI-free library cannot call. */
-void *braid_rt_program_host_address(void *device, const char *what);
+/*--- Host staging (staging.c) ---------------------------------------------*/
+/* Generated programs and the program runtime hold tensors in device memory
+   (memory.h) and touch them on the host only through these: ids to check,
+   initial values, batches, the step number, printed results, checkpoints.
+   Where device memory is host memory (the CPU backend) nothing is copied
+   and no stream is waited for; otherwise each call copies on the program's
+   stream and synchronises it (braid_rt_memory_synchronize). A failed copy
+   or allocation ends the program with a message naming `what`. */
+
+/* A host view of `bytes` of the device buffer `device`: `device` itself on
+   host memory; otherwise a host copy (holding the device's bytes when
+   `read` is set, else uninitialised). End it with braid_rt_program_unmap,
+   passing the same `device` and `bytes`. */
+void *braid_rt_program_map(const void *device, size_t bytes, int read,
+                           const char *what);
+
+/* Ends a view: when `write` is set, its bytes are copied to the device
+   first (and have arrived when this returns); a host copy is released. */
+void braid_rt_program_unmap(void *host, void *device, size_t bytes, int write,
+                            const char *what);
+
+/* Copies `bytes` between host and device memory and waits for the copy. */
+void braid_rt_program_to_host(void *host, const void *device, size_t bytes,
+                              const char *what);
+void braid_rt_program_to_device(void *device, const void *host, size_t bytes,
+                                const char *what);
+
+/* Element `i` of a device tensor of f32, i32 or i64 (as selected by
+   `bytes`: 4 with `is_float`, 4 or 8), as a double: what generated main()
+   prints for a rank-0 result. */
+double braid_rt_program_value(const void *device, int64_t i, int bytes,
+                              int is_float);
+
+/* Prints "<name> sum <s> l2 <n>" for `count` elements of a device tensor of
+   f32, i32 or i64 (as braid_rt_program_value), as braid-eval prints a
+   tensor, and with `dump` every value, eight to a line, as "%.17g". */
+void braid_rt_program_print_tensor(const char *name, const void *device,
+                                   int64_t count, int bytes, int is_float,
+                                   int dump);
+
+/* Writes the step number `step` into the device scalar `device` of `bytes`
+   (4: int32_t, 8: int64_t) bytes. */
+void braid_rt_program_set_step(void *device, int bytes, int64_t step);
 
 /*--- Buffers (buffers.c) ---------------------------------------------------*/
 

@@ -98,14 +98,15 @@ void braid_rt_program_block_runs(int64_t rank, const int64_t *global,
                                  void *ctx);
 
 /* This rank's block of parameter `name` (whole shape `global`, split by
-   `spec`): the whole tensor's initial values restricted to the block. */
+   `spec`): the whole tensor's initial values restricted to the block,
+   computed on the host and staged to the device buffer `out`. */
 void braid_rt_program_init_block_f32(uint64_t seed, const char *name,
                                      int kind, double a, double b,
                                      int64_t rank, const int64_t *global,
                                      const int64_t *spec, float *out);
 
-/* Copies this rank's block of the whole host tensor `whole` (elements of
-   `size` bytes) to `block`. */
+/* Copies this rank's block of the whole tensor `whole` (elements of `size`
+   bytes) to `block`, both device buffers, staged through host memory. */
 void braid_rt_program_extract_block(const void *whole, size_t size,
                                     int64_t rank, const int64_t *global,
                                     const int64_t *spec, void *block);
@@ -159,10 +160,12 @@ braid_rt_data_t *braid_rt_program_data_open(const char *source,
                                             int64_t vocab, int64_t seq_len,
                                             int64_t global_batch);
 
-/* Fills the whole batch of step `step` (tokens and next-token labels). */
+/* Fills the whole batch of step `step` (tokens and next-token labels, device
+   buffers of [global_batch][seq_len], the data source's sizes), read on the
+   host and staged to the device. */
 void braid_rt_program_data_batch(braid_rt_data_t *data, int64_t step,
-                                 int64_t global_batch, int32_t *tokens,
-                                 int32_t *labels);
+                                 int64_t global_batch, int64_t seq_len,
+                                 int32_t *tokens, int32_t *labels);
 
 /*--- Collectives (collectives.c) -------------------------------------------*/
 
