@@ -335,6 +335,15 @@ static braid_rt_status_t create_streams(braid_rt_context_t *ctx) {
   BRAID_CUDA_CHECK(
       ctx, cudaEventCreateWithFlags(&ctx->ready, cudaEventDisableTiming));
   BRAID_CUDA_CHECK(ctx, cudaMalloc((void **)&ctx->scratch, sizeof(float)));
+  BRAID_CUDA_CHECK(ctx, cudaMalloc((void **)&ctx->tags,
+                                   BRAID_RT_MAX_TRANSFERS * sizeof(int64_t)));
+  ctx->free_slots = malloc(BRAID_RT_MAX_TRANSFERS * sizeof(int));
+  if (!ctx->free_slots)
+    return braid_rt_fail(ctx, BRAID_RT_OUT_OF_MEMORY,
+                         "braid_rt_context_create: out of memory");
+  for (int i = 0; i < BRAID_RT_MAX_TRANSFERS; ++i)
+    ctx->free_slots[i] = BRAID_RT_MAX_TRANSFERS - 1 - i;
+  ctx->num_free_slots = BRAID_RT_MAX_TRANSFERS;
   ctx->default_stream.ctx = ctx;
   ctx->default_stream.cuda = ctx->compute;
   ctx->default_stream.owned = 0;
@@ -356,6 +365,9 @@ static braid_rt_status_t release(braid_rt_context_t *ctx) {
   }
   if (ctx->scratch)
     cudaFree(ctx->scratch);
+  if (ctx->tags)
+    cudaFree(ctx->tags);
+  free(ctx->free_slots);
   if (ctx->ready)
     cudaEventDestroy(ctx->ready);
   if (ctx->comm_stream)

@@ -176,8 +176,7 @@ size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
       *seen += (size_t)(e->comm == (wanted ? wanted->comm : NULL));
     } else {
       take = e->is_send || (wanted && !wanted->self && !wanted->is_send &&
-                            i <= (size_t)target && e->comm == wanted->comm &&
-                            e->peer == wanted->peer);
+                            i == (size_t)target);
     }
     out_selected[i] = (unsigned char)take;
     selected += (size_t)take;

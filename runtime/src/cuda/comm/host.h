@@ -105,8 +105,11 @@ typedef struct {
    issues them in groups at every wait and before every other operation:
    every pending send to another rank, plus, when `target` >= 0 is being
    waited for,
-    - a receive from another rank: it and every earlier pending receive
-      from the same peer on the same communicator (sent first);
+    - a receive from another rank: that receive alone, so that receives
+      are issued in the order the program needs them, which is the order
+      their peer sends them in a consistent schedule (earlier-started ones
+      wait for their own wait; a receive's tag is checked when it
+      completes);
     - a send or receive of this rank to itself, the j-th pending one of its
       kind on its communicator: the first j pending sends to itself and the
       first j pending receives from itself there. NCCL copies a message to

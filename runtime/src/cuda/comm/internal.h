@@ -23,6 +23,9 @@
 
 #define BRAID_RT_ERROR_CAPACITY 512
 
+/* Transfers (started or blocking) that may be in flight at once. */
+#define BRAID_RT_MAX_TRANSFERS 4096
+
 typedef struct braid_rt_trace_event braid_rt_trace_event_t;
 
 struct braid_rt_comm {
@@ -59,6 +62,10 @@ struct braid_rt_request {
   int peer; /* rank in comm, or -1 for collectives */
   int tag;
   void *buf; /* of a deferred transfer */
+  /* A transfer's tag travels beside it, in the slot of the context's
+     device array `tags`, so that a receive can check what it matched. */
+  int64_t tag_value; /* the sender's copy, uploaded when issued */
+  int slot;          /* -1: none */
   int is_send;
   int issued;
   double start_s;
@@ -74,6 +81,9 @@ struct braid_rt_context {
   braid_rt_stream_t default_stream; /* the compute stream */
   cudaEvent_t ready; /* recorded on a caller's stream, waited on by comm */
   float *scratch;    /* one device float: barriers */
+  /* One int64 per transfer in flight, for its tag (request.c). */
+  int64_t *tags;
+  int *free_slots, num_free_slots;
   double timeout_s;
   int live_meshes;
   braid_rt_comm_t *comms; /* every live communicator, the world first */

@@ -16,6 +16,10 @@
 void braid_rt_request_free(braid_rt_request_t *req) {
   if (!req)
     return;
+  if (req->slot >= 0) {
+    braid_rt_context_t *ctx = req->comm->ctx;
+    ctx->free_slots[ctx->num_free_slots++] = req->slot;
+  }
   if (req->ready)
     cudaEventDestroy(req->ready);
   if (req->done)
@@ -43,6 +47,7 @@ static braid_rt_status_t new_request(braid_rt_comm_t *comm,
   req->peer = peer;
   req->tag = tag;
   req->start_s = braid_rt_now_seconds();
+  req->slot = -1;
   cudaError_t code =
       cudaEventCreateWithFlags(&req->done, cudaEventDisableTiming);
   if (code == cudaSuccess && with_ready)
@@ -138,6 +143,19 @@ static braid_rt_status_t issue_pending(braid_rt_context_t *ctx,
       goto done;
     }
   }
+  /* The senders' tags go to their slots first, on the same stream. */
+  for (i = 0; i < n; ++i) {
+    braid_rt_request_t *r = reqs[i];
+    if (!selected[i] || !r->is_send)
+      continue;
+    cudaError_t code =
+        cudaMemcpyAsync(&ctx->tags[r->slot], &r->tag_value, sizeof(int64_t),
+                        cudaMemcpyHostToDevice, ctx->comm_stream);
+    if (code != cudaSuccess) {
+      status = braid_rt_fail_cuda(ctx, code, "cudaMemcpyAsync", r->op);
+      goto done;
+    }
+  }
   ncclGroupStart();
   braid_rt_request_t *failed = NULL;
   ncclResult_t result = ncclSuccess;
@@ -149,10 +167,17 @@ static braid_rt_status_t issue_pending(braid_rt_context_t *ctx,
       failed = r;
       break;
     }
-    result = r->is_send ? ncclSend(r->buf, r->count, r->nccl_type, r->peer,
-                                   r->comm->nccl, ctx->comm_stream)
-                        : ncclRecv(r->buf, r->count, r->nccl_type, r->peer,
-                                   r->comm->nccl, ctx->comm_stream);
+    /* The tag, then the data: both sides keep this order per peer. */
+    int64_t *tag = &ctx->tags[r->slot];
+    ncclComm_t nc = r->comm->nccl;
+    result = r->is_send
+                 ? ncclSend(tag, 1, ncclInt64, r->peer, nc, ctx->comm_stream)
+                 : ncclRecv(tag, 1, ncclInt64, r->peer, nc, ctx->comm_stream);
+    if (result == ncclSuccess || result == ncclInProgress)
+      result = r->is_send ? ncclSend(r->buf, r->count, r->nccl_type, r->peer,
+                                     nc, ctx->comm_stream)
+                          : ncclRecv(r->buf, r->count, r->nccl_type, r->peer,
+                                     nc, ctx->comm_stream);
     if (result != ncclSuccess && result != ncclInProgress)
       failed = r;
   }
@@ -261,8 +286,35 @@ braid_rt_status_t braid_rt_wait_event(braid_rt_request_t *req) {
   }
 }
 
-/* Releases tracked operations that have completed, oldest first. */
-static void retire_completed(braid_rt_context_t *ctx) {
+/* After a receive completed: whether the message it matched carried its
+   tag. NCCL matches in order, so a program that waits for receives in
+   another order than their sends gets another message; say so rather than
+   compute with it. */
+static braid_rt_status_t check_tag(braid_rt_request_t *req) {
+  if (req->is_send || req->slot < 0)
+    return BRAID_RT_OK;
+  braid_rt_context_t *ctx = req->comm->ctx;
+  int64_t got = -1;
+  cudaError_t code = cudaMemcpy(&got, &ctx->tags[req->slot], sizeof(got),
+                                cudaMemcpyDeviceToHost);
+  if (code != cudaSuccess)
+    return braid_rt_fail_cuda(ctx, code, "cudaMemcpy", req->op);
+  if (got == req->tag)
+    return BRAID_RT_OK;
+  char what[256];
+  describe(req, what, sizeof(what));
+  return braid_rt_fail(ctx, BRAID_RT_COMM_FAILURE,
+                       "%s: the message that arrived was sent with tag %lld; "
+                       "the CUDA backend (NCCL) delivers the messages "
+                       "between two ranks in the order they were sent: wait "
+                       "for the receives in that order",
+                       what, (long long)got);
+}
+
+/* Releases tracked operations that have completed, oldest first; a
+   blocking receive's tag is checked then. */
+static braid_rt_status_t retire_completed(braid_rt_context_t *ctx) {
+  braid_rt_status_t status = BRAID_RT_OK;
   while (ctx->in_flight &&
          cudaEventQuery(ctx->in_flight->done) == cudaSuccess) {
     braid_rt_request_t *r = ctx->in_flight;
@@ -270,8 +322,12 @@ static void retire_completed(braid_rt_context_t *ctx) {
     if (!ctx->in_flight)
       ctx->in_flight_tail = NULL;
     --ctx->num_in_flight;
+    braid_rt_status_t checked = check_tag(r);
+    if (status == BRAID_RT_OK)
+      status = checked;
     braid_rt_request_free(r);
   }
+  return status;
 }
 
 /* Waits for the oldest tracked operation and releases it, whatever the
@@ -279,6 +335,8 @@ static void retire_completed(braid_rt_context_t *ctx) {
 static braid_rt_status_t wait_oldest(braid_rt_context_t *ctx) {
   braid_rt_request_t *r = ctx->in_flight;
   braid_rt_status_t status = braid_rt_wait_event(r);
+  if (status == BRAID_RT_OK)
+    status = check_tag(r);
   ctx->in_flight = r->next;
   if (!ctx->in_flight)
     ctx->in_flight_tail = NULL;
@@ -313,7 +371,7 @@ static braid_rt_status_t prepare_issue(braid_rt_context_t *ctx) {
   braid_rt_status_t status = braid_rt_flush_sends(ctx);
   if (status != BRAID_RT_OK)
     return status;
-  retire_completed(ctx);
+  status = retire_completed(ctx);
   while (status == BRAID_RT_OK && ctx->num_in_flight >= MAX_IN_FLIGHT)
     status = wait_oldest(ctx);
   return status;
@@ -375,14 +433,22 @@ braid_rt_status_t braid_rt_p2p_enqueue(braid_rt_comm_t *comm,
                                        braid_rt_request_t **out_request) {
   braid_rt_context_t *ctx = comm->ctx;
   const char *op = is_send ? "send" : "recv";
-  braid_rt_status_t status = BRAID_RT_OK;
-  retire_completed(ctx);
+  braid_rt_status_t status = retire_completed(ctx);
+  if (status != BRAID_RT_OK)
+    return status;
+  if (ctx->num_free_slots == 0)
+    return braid_rt_fail(ctx, BRAID_RT_OUT_OF_MEMORY,
+                         "%s over %s: %d transfers are in flight already; "
+                         "wait for some first",
+                         op, comm->name, BRAID_RT_MAX_TRANSFERS);
   braid_rt_request_t *req;
   status = new_request(comm, stream, op, type, count, peer, tag, 1, &req);
   if (status != BRAID_RT_OK)
     return status;
   req->is_send = is_send;
   req->buf = buf;
+  req->tag_value = tag;
+  req->slot = ctx->free_slots[--ctx->num_free_slots];
   cudaError_t code = cudaEventRecord(req->ready, req->stream->cuda);
   if (code != cudaSuccess) {
     braid_rt_request_free(req);
@@ -425,6 +491,8 @@ braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
     return BRAID_RT_OK;
   braid_rt_context_t *ctx = request->comm->ctx;
   braid_rt_status_t status = braid_rt_wait_event(request);
+  if (status == BRAID_RT_OK)
+    status = check_tag(request);
   if (status == BRAID_RT_OK) {
     /* The host saw completion; later work on the caller's stream is ordered
        after it too, as on the blocking forms. */

@@ -10,6 +10,9 @@
  *                                      after 2 s, and the rank aborts with 42:
  *     rank 0: TIMEOUT: all_reduce of 16 f32 over world (rank 0 of 1, world
  *     rank 0): no completion within 2 s; the communicator was aborted
+ *   braid-rt-cuda-comm_test tag-order  one rank: two messages to itself,
+ *                                      waited for in the other order than
+ *                                      sent: the tag check fails (exit 44)
  *   braid-rt-cuda-comm_test timeout-destroy
  *                                      the same, then braid_rt_context_destroy
  *                                      instead of the abort, and exit 43
@@ -543,6 +546,27 @@ static int timeout_mode(int destroy) {
   return 1;
 }
 
+/* Two messages to oneself sent in the other order than their receives are
+   waited for: the receive waited first gets the other message, and its
+   tag check says so (COMM_FAILURE, exit 44). */
+static int tag_order_mode(void) {
+  braid_rt_comm_t *world = braid_rt_context_world(ctx);
+  int me = braid_rt_context_rank(ctx);
+  float *a = NULL, *b = NULL;
+  CHECK_CUDA(cudaMalloc((void **)&a, 16 * sizeof(float)));
+  CHECK_CUDA(cudaMalloc((void **)&b, 16 * sizeof(float)));
+  braid_rt_request_t *ra, *rb, *sa, *sb;
+  CHECK_OK(braid_rt_recv_f32_start(world, a, 16, me, 1, NULL, &ra));
+  CHECK_OK(braid_rt_recv_f32_start(world, b, 16, me, 2, NULL, &rb));
+  CHECK_OK(braid_rt_send_f32_start(world, b, 16, me, 2, NULL, &sb));
+  CHECK_OK(braid_rt_send_f32_start(world, a, 16, me, 1, NULL, &sa));
+  braid_rt_status_t s = braid_rt_request_wait(rb);
+  fprintf(stderr, "rank %d: %s: %s\n", me, braid_rt_status_string(s),
+          braid_rt_context_last_error(ctx));
+  braid_rt_context_abort(ctx, s == BRAID_RT_COMM_FAILURE ? 44 : 1);
+  return 1;
+}
+
 int main(int argc, char **argv) {
   braid_rt_context_options_t opts;
   braid_rt_context_options_init(&opts);
@@ -567,6 +591,8 @@ int main(int argc, char **argv) {
   }
   if (timeout)
     return timeout_mode(destroy);
+  if (argc > 1 && strcmp(argv[1], "tag-order") == 0)
+    return tag_order_mode();
 
   int world = braid_rt_context_size(ctx);
   int64_t dims[2] = {world % 2 == 0 ? 2 : 1,
