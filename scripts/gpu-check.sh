@@ -116,6 +116,16 @@ run() {
     check kernels 300 "$dir/bin/braid-rt-cuda-kernels-device-test" \
       "$dir/lib/libbraid_rt_kernels_shared.so"
     check nccl-1rank 120 "$dir/bin/braid-rt-cuda-comm_test_single"
+    # A collective that cannot finish: the timeout aborts the communicator
+    # and ends the rank with status 42 and a message naming it.
+    local rc=0
+    timeout 60 "$dir/bin/braid-rt-cuda-comm_test_single" timeout \
+      > "$out/nccl-timeout.log" 2>&1 || rc=$?
+    if [[ $rc == 42 ]] && grep -q 'TIMEOUT: all_reduce of 16 f32 over world.*the communicator was aborted' "$out/nccl-timeout.log"; then
+      record nccl-timeout pass "exit 42: $(grep -m1 TIMEOUT "$out/nccl-timeout.log")"
+    else
+      record nccl-timeout FAIL "exit $rc (want 42 and the TIMEOUT message): $(tail -1 "$out/nccl-timeout.log")"
+    fi
     if [[ $gpus -ge 2 ]] && command -v mpirun >/dev/null; then
       check nccl-2ranks 180 mpirun --allow-run-as-root -n 2 "$dir/bin/braid-rt-cuda-comm_test"
     else

@@ -125,7 +125,10 @@ CudaToolchain::getCommand(const CompileJob &job) const {
   if (!StringRef(job.source).ends_with(".cu"))
     return createStringError("the CUDA program must be a .cu file, got " +
                              job.source);
-  std::vector<std::string> argv = {options.nvcc, "-O2", "-std=c++17", "-w"};
+  // The shared CUDA runtime, as the libraries linked below use: nvcc's
+  // default (static) would put a second copy in the program.
+  std::vector<std::string> argv = {options.nvcc, "-O2", "-std=c++17", "-w",
+                                   "-cudart=shared"};
   if (!options.hostCxx.empty())
     argv.push_back("-ccbin=" + options.hostCxx);
   SmallVector<StringRef> archs;
