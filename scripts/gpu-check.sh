@@ -97,12 +97,15 @@ run() {
     printf '%-16s %-5s %s\n' "$1" "$2" "$3"
   }
   # check NAME SECONDS CMD...: runs CMD into OUT/NAME.log; pass on exit 0.
+  # The test programs skip themselves (exit 77, or a SKIP line) without a
+  # device; here, with one, that is a failure.
   check() {
     local name=$1 secs=$2; shift 2
     local rc=0
     timeout "$secs" "$@" > "$out/$name.log" 2>&1 || rc=$?
-    if [[ $rc == 0 ]]; then record "$name" pass "$(tail -1 "$out/$name.log")"
-    elif [[ $rc == 77 ]]; then record "$name" skip "$(tail -1 "$out/$name.log")"
+    if [[ $rc == 77 ]] || grep -q '^SKIP' "$out/$name.log"; then
+      record "$name" FAIL "skipped on a machine with a GPU: $(tail -1 "$out/$name.log")"
+    elif [[ $rc == 0 ]]; then record "$name" pass "$(tail -1 "$out/$name.log")"
     else record "$name" FAIL "exit $rc: $(tail -1 "$out/$name.log")"; fi
   }
 
