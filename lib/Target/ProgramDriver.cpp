@@ -214,7 +214,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
   int have_start_step = 0;
   const char *save_dir = NULL, *resume_dir = NULL, *trace_file = NULL;
   const char *data_source = NULL;
-  int token_bytes = 2, dump = 0;
+  int token_bytes = 2, dump = 0, stop_nonfinite = 0;
   uint64_t value = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--dump") == 0 && )"
@@ -253,6 +253,9 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     } else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc && )"
      << (mesh.present ? "1" : "0") << R"() {
       ++i; /* read before the context was created */
+    } else if (strcmp(argv[i], "--stop-on-nonfinite") == 0 && )"
+     << (step ? "1" : "0") << R"() {
+      stop_nonfinite = 1;
     } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
       data_source = argv[++i];
@@ -270,7 +273,9 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
      << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]"
               : " [--dump]")
-     << (step ? " [--save DIR] [--resume DIR] [--trace FILE]" : "")
+     << (step ? " [--save DIR] [--resume DIR] [--trace FILE]"
+                " [--stop-on-nonfinite]"
+              : "")
      << (mesh.present ? " [--timeout S]" : "") << R"(\n",
               argv[0]);
       return braid_program_exit(2);
@@ -287,7 +292,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
   else
     os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n"
           "  (void)trace_file; (void)log_every; (void)data_source;\n"
-          "  (void)token_bytes;\n";
+          "  (void)token_bytes; (void)stop_nonfinite;\n";
   if (step)
     os << "  (void)dump;\n";
   std::string call = getEmittedFunctionName(signature.entry) + "(";
@@ -420,7 +425,33 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     os << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
        << "    double step_s = (double)(t1.tv_sec - t0.tv_sec) +\n"
        << "                    1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);\n"
-       << "    if (s > start_step || steps == 1)\n      total_s += step_s;\n"
+       << "    if (s > start_step || steps == 1)\n      total_s += step_s;\n";
+    // The step skipped its update when the loss or the gradient norm was
+    // not finite (braid-train-step); say so, every step, on one rank.
+    int lossIndex = index("loss"), normIndex = index("grad_norm");
+    if (lossIndex >= 0 && normIndex >= 0) {
+      auto value = [&](int i) {
+        return "braid_rt_program_value(out" + std::to_string(i) + ", 0, " +
+               elementArgs(results[i].type.getElementType()) + ")";
+      };
+      os << "    {\n      double loss_v = " << value(lossIndex)
+         << ", norm_v = " << value(normIndex) << ";\n"
+         << "      if (!isfinite(loss_v) || !isfinite(norm_v)) {\n"
+         << "        if (" << (mesh.present ? "braid_rt_program_spmd_rank() == 0" : "1")
+         << ")\n"
+         << "          fprintf(stderr, \"warning: step %lld: the loss (%g) or "
+            "the gradient norm (%g) is not finite: the update was skipped "
+            "(parameters and optimizer state unchanged)\\n\", (long long)s, "
+            "loss_v, norm_v);\n"
+         << "        if (stop_nonfinite) {\n"
+         << "          fprintf(stderr, \"error: step %lld: stopping on a "
+            "non-finite loss or gradient norm (--stop-on-nonfinite)\\n\", "
+            "(long long)s);\n"
+         << "          fflush(stdout);\n"
+         << "          braid_rt_program_exit_error();\n        }\n"
+         << "      }\n    }\n";
+    }
+    os
        << "    if ((s - start_step) % log_every != 0 && s != start_step + "
           "steps - 1)\n      continue;\n"
        << "    printf(\"step %lld\", (long long)s);\n";

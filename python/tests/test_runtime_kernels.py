@@ -873,3 +873,19 @@ def test_memory(k):
     assert lib.braid_rt_memory_copy(None, None, dev, 4) == INVALID_ARGUMENT
     lib.braid_rt_memory_free(dev)
     lib.braid_rt_memory_free(None)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_updates_skip_on_nonfinite_scale(k, bad):
+    # braid-train-step makes the scale non-finite when the loss or the
+    # gradient norm is: the update is skipped, results equal the inputs.
+    n = 300
+    p, g, m, v = normal(n), normal(n), normal(n), positive(n)
+    lr, scale = np.array([0.1], np.float32), np.array([bad], np.float32)
+    step = np.array([3], np.int32)
+    np_, nm, nv = out(n), out(n), out(n)
+    k.adamw_update_f32(p, g, m, v, lr, step, scale, n, 0.9, 0.999, 1e-8, 0.01, np_, nm, nv)
+    assert np.array_equal(np_, p) and np.array_equal(nm, m) and np.array_equal(nv, v)
+    nb = out(n)
+    k.sgd_update_f32(p, g, m, lr, scale, n, 0.9, 1, 0.01, np_, nb)
+    assert np.array_equal(np_, p) and np.array_equal(nb, m)

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -864,6 +865,21 @@ void testTraining() {
     std::string s = nesterov ? " nesterov" : "";
     compare("sgd_update param" + s, wp, gp);
     compare("sgd_update momentum" + s, wm, gm);
+  }
+  // A non-finite scale skips the step: the results are the inputs.
+  for (float bad : {std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    std::string s = std::isnan(bad) ? " (nan scale)" : " (inf scale)";
+    ops::adamwUpdate(host, param.data(), grad.data(), m.data(), v.data(), &lr,
+                     &step, &bad, n, 0.9, 0.999, 1e-8, 0.01, gp.data(),
+                     gm.data(), gv.data());
+    compare("adamw_update skipped param" + s, param, gp);
+    compare("adamw_update skipped m" + s, m, gm);
+    compare("adamw_update skipped v" + s, v, gv);
+    ops::sgdUpdate(host, param.data(), grad.data(), m.data(), &lr, &bad, n,
+                   0.9, 0, 0.01, gp.data(), gm.data());
+    compare("sgd_update skipped param" + s, param, gp);
+    compare("sgd_update skipped momentum" + s, m, gm);
   }
 }
 

@@ -7,8 +7,9 @@
 // RUN: braid-opt %s --braid-autodiff --braid-train-step="accumulation=3 pipeline" | FileCheck %s --check-prefix=PIPE
 // RUN: not braid-opt %s --braid-autodiff --braid-train-step="accumulation=3 pipeline defer-w" 2>&1 | FileCheck %s --check-prefix=PIPEDEFER
 
-// Tests the training step of a linear classifier: clipping, the schedule,
-// and an AdamW update stored back into the parameter and its state.
+// Tests the training step of a linear classifier: clipping, the guard that
+// skips a non-finite step, the schedule, and an AdamW update stored back
+// into the parameter and its state.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[X:.*]]: tensor<2x4xf32> {braid.name = "x"}, %{{.*}}: tensor<2xi32> {braid.name = "labels", braid.range = 3 : i64}, %[[STEP:.*]]: tensor<i64> {braid.name = "step"}
 // CHECK-SAME: -> (tensor<f32> {braid.name = "loss"}, tensor<f32> {braid.name = "lr"}, tensor<f32> {braid.name = "grad_norm"})
@@ -16,7 +17,13 @@
 // CHECK: %[[G:.*]] = braid.matmul %[[X]], %{{.*}} {braid.phase = "W", transpose_a}
 // CHECK: %[[SQ:.*]] = braid.sum_squares %[[G]] : (tensor<4x3xf32>) -> tensor<f32>
 // CHECK: %[[NORM:.*]] = braid.sqrt %[[SQ]] : tensor<f32>
-// CHECK: %[[SCALE:.*]] = braid.clip_coefficient %[[NORM]] {max_norm = 1.000000e+00 : f64}
+// CHECK: %[[CLIP:.*]] = braid.clip_coefficient %[[NORM]] {max_norm = 1.000000e+00 : f64}
+// A non-finite loss or norm makes the scale non-finite (the update skips).
+// CHECK: %[[ZERO:.*]] = braid.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[ZN:.*]] = braid.mul %[[ZERO]], %[[NORM]]
+// CHECK: %[[ZL:.*]] = braid.mul %[[ZERO]], %[[LOSS]]
+// CHECK: %[[GUARD:.*]] = braid.add %[[ZN]], %[[ZL]]
+// CHECK: %[[SCALE:.*]] = braid.add %[[CLIP]], %[[GUARD]]
 // CHECK: %[[LR:.*]] = braid.lr_schedule cosine %[[STEP]] {lr = 1.000000e-02 : f64, total_steps = 10 : i64, warmup_steps = 2 : i64}
 // CHECK: %[[W:.*]] = braid.param "w" {init = #braid.init<normal(5.000000e-01)>}
 // CHECK: %[[M:.*]] = braid.param "w.adamw.m" {init = #braid.init<zeros>, state}

@@ -51,6 +51,12 @@ static cl::opt<std::string>
     weightsFile("weights", cl::desc("Read parameters from this safetensors "
                                     "file instead of their initializers"),
                 cl::value_desc("W.safetensors"), cl::cat(category));
+static cl::opt<bool> stopOnNonfinite(
+    "stop-on-nonfinite",
+    cl::desc("With --steps: stop (status 1) at a step whose loss or gradient "
+             "norm is not finite, instead of warning that its update was "
+             "skipped"),
+    cl::cat(category));
 static cl::opt<std::string>
     saveWeights("save-weights",
                 cl::desc("Write the parameters used, by full name"),
@@ -438,6 +444,22 @@ static int train(Runner &runner, FunctionOpInterface fn, TensorMap given) {
       llvm::outs() << " grad_norm "
                    << llvm::format("%.6g", results[*normIndex][0]);
     llvm::outs() << "\n";
+    // braid-train-step skipped the update of a step whose loss or gradient
+    // norm is not finite; say so, as compiled programs do.
+    double lossValue = lossIndex ? results[*lossIndex][0] : 0.0;
+    double normValue = normIndex ? results[*normIndex][0] : 0.0;
+    if (!std::isfinite(lossValue) || !std::isfinite(normValue)) {
+      llvm::outs().flush();
+      llvm::errs() << "warning: step " << step << ": the loss ("
+                   << llvm::format("%g", lossValue) << ") or the gradient norm ("
+                   << llvm::format("%g", normValue)
+                   << ") is not finite: the update was skipped (parameters "
+                      "and optimizer state unchanged)\n";
+      if (stopOnNonfinite)
+        return fail("step " + std::to_string(step) +
+                    ": stopping on a non-finite loss or gradient norm "
+                    "(--stop-on-nonfinite)");
+    }
   }
   if (!saveInputs.empty() || !saveOutputs.empty())
     return fail("--save-inputs and --save-outputs do not apply to --steps");

@@ -1000,6 +1000,17 @@ LogicalResult AdamWUpdateOp::evaluate(EvalContext &,
   double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
   Tensor np = resultFor(getNewParam()), nm = resultFor(getNewM()),
          nv = resultFor(getNewV());
+  if (!std::isfinite(scale)) { // a skipped step: everything stays
+    for (int64_t i = 0, e = p.numElements(); i < e; ++i) {
+      np[i] = p[i];
+      nm[i] = m[i];
+      nv[i] = v[i];
+    }
+    results.push_back(std::move(np));
+    results.push_back(std::move(nm));
+    results.push_back(std::move(nv));
+    return success();
+  }
   for (int64_t i = 0, e = p.numElements(); i < e; ++i) {
     double gi = g[i] * scale;
     nm[i] = b1 * m[i] + (1.0 - b1) * gi;
@@ -1021,7 +1032,13 @@ LogicalResult SgdUpdateOp::evaluate(EvalContext &,
   double mu = getMomentum().convertToDouble();
   double wd = getWeightDecay().convertToDouble();
   Tensor np = resultFor(getNewParam()), nb = resultFor(getNewMomentumBuffer());
+  bool skip = !std::isfinite(scale); // a skipped step: everything stays
   for (int64_t i = 0, e = p.numElements(); i < e; ++i) {
+    if (skip) {
+      np[i] = p[i];
+      nb[i] = buf[i];
+      continue;
+    }
     double gi = g[i] * scale + wd * p[i];
     nb[i] = mu * buf[i] + gi;
     double step = getNesterov() ? gi + mu * nb[i] : nb[i];

@@ -438,6 +438,14 @@ void TrainStepPass::runOnOperation() {
           ? Value(ClipCoefficientOp::create(b, loc, norm,
                                             APFloat(clipNorm.getValue())))
           : scalarConstant(b, loc, elementType, 1.0);
+  // A non-finite loss or gradient norm makes the scale non-finite, which the
+  // optimizer updates take as "skip this step" (parameters and state stay).
+  // 0 * x is zero for a finite x, so a finite step is unchanged bit for bit.
+  Value zero = scalarConstant(b, loc, elementType, 0.0);
+  Value guard = AddOp::create(b, loc, lossType,
+                              MulOp::create(b, loc, lossType, zero, norm),
+                              MulOp::create(b, loc, lossType, zero, loss));
+  scale = AddOp::create(b, loc, lossType, scale, guard);
   double lrScale = 1.0;
   if (lrReferenceBatch > 0) {
     auto first = cast<RankedTensorType>(grad.getArgumentTypes()[0]);

@@ -385,7 +385,9 @@ void braid_rt_clip_coefficient_f32(braid_rt_stream_t *stream, const float *norm,
 /* braid.adamw_update on `count` elements: param, grad, m, v and the results
    have the parameter's type; lr, step and grad_scale are rank 0. The
    attributes default to beta1 0.9, beta2 0.999, epsilon 1e-8,
-   weight_decay 0.01. Results may alias param, m, v (in place). */
+   weight_decay 0.01. Results may alias param, m, v (in place). A
+   non-finite grad_scale (the training step's signal of a non-finite loss
+   or gradient norm) skips the update: the results are param, m and v. */
 void braid_rt_adamw_update_f32(braid_rt_stream_t *stream, const float *param,
                                const float *grad, const float *m,
                                const float *v, const float *lr,
@@ -404,7 +406,8 @@ void braid_rt_adamw_update_f32_i64(braid_rt_stream_t *stream,
 
 /* braid.sgd_update on `count` elements: lr and grad_scale are rank 0;
    momentum and weight_decay default to 0. Results may alias param and
-   momentum_buffer. */
+   momentum_buffer. A non-finite grad_scale skips the update (results equal
+   param and momentum_buffer). */
 void braid_rt_sgd_update_f32(braid_rt_stream_t *stream, const float *param,
                              const float *grad, const float *momentum_buffer,
                              const float *lr, const float *grad_scale,

@@ -83,6 +83,14 @@ static void adamw(const float *param, const float *grad, const float *m,
                   const float *v, double lr, double t, double scale,
                   int64_t count, double b1, double b2, double eps, double wd,
                   float *new_param, float *new_m, float *new_v) {
+  if (!isfinite(scale)) { /* a skipped step: everything stays */
+    for (int64_t i = 0; i < count; ++i) {
+      new_param[i] = param[i];
+      new_m[i] = m[i];
+      new_v[i] = v[i];
+    }
+    return;
+  }
   double c1 = 1.0 - pow(b1, t), c2 = 1.0 - pow(b2, t);
   BRAID_RT_PARALLEL_FOR(count)
   for (int64_t i = 0; i < count; ++i) {
@@ -127,6 +135,13 @@ void braid_rt_sgd_update_f32(braid_rt_stream_t *stream, const float *param,
                              double weight_decay, float *new_param,
                              float *new_momentum_buffer) {
   double rate = *lr, scale = *grad_scale;
+  if (!isfinite(scale)) { /* a skipped step: everything stays */
+    for (int64_t i = 0; i < count; ++i) {
+      new_param[i] = param[i];
+      new_momentum_buffer[i] = momentum_buffer[i];
+    }
+    return;
+  }
   BRAID_RT_PARALLEL_FOR(count)
   for (int64_t i = 0; i < count; ++i) {
     double p = param[i];

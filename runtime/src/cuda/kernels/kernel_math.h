@@ -385,6 +385,12 @@ BRAID_HD inline void adamwElement(float param, float grad, float m, float v,
                                   double lr, double t, double scale, double b1,
                                   double b2, double eps, double wd,
                                   float *newParam, float *newM, float *newV) {
+  if (!(scale - scale == 0.0)) { // non-finite: a skipped step
+    *newParam = param;
+    *newM = m;
+    *newV = v;
+    return;
+  }
   double c1 = 1.0 - pow(b1, t), c2 = 1.0 - pow(b2, t);
   double g = grad * scale;
   double nm = b1 * m + (1.0 - b1) * g;
@@ -400,6 +406,11 @@ BRAID_HD inline void sgdElement(float param, float grad, float buffer,
                                 double rate, double scale, double momentum,
                                 bool nesterov, double wd, float *newParam,
                                 float *newBuffer) {
+  if (!(scale - scale == 0.0)) { // non-finite: a skipped step
+    *newParam = param;
+    *newBuffer = buffer;
+    return;
+  }
   double p = param;
   double g = grad * scale + wd * p;
   double nb = momentum * buffer + g;

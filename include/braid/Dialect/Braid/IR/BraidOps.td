@@ -991,7 +991,9 @@ def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update"> {
     `m = beta1 m + (1 - beta1) g`, `v = beta2 v + (1 - beta2) g^2`,
     `param -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)`.
     Returns the new parameter, m and v (Loshchilov and Hutter 2019; as
-    torch.optim.AdamW).
+    torch.optim.AdamW). A non-finite `grad_scale` skips the step: the
+    results are the parameter, m and v unchanged (braid-train-step makes
+    the scale non-finite when the loss or the gradient norm is).
   }];
   let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
                        Braid_FloatTensor:$m, Braid_FloatTensor:$v,
@@ -1016,7 +1018,8 @@ def Braid_SgdUpdateOp : Braid_ModelOp<"sgd_update"> {
     With `g = grad * grad_scale + weight_decay * param`:
     `buf = momentum * buf + g`; `param -= lr * (nesterov ? g + momentum * buf : buf)`
     (as torch.optim.SGD without dampening; with momentum 0, plain SGD).
-    Returns the new parameter and momentum buffer.
+    Returns the new parameter and momentum buffer. A non-finite
+    `grad_scale` skips the step: both are returned unchanged.
   }];
   let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
                        Braid_FloatTensor:$momentum_buffer,
