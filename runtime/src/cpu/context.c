@@ -115,7 +115,7 @@ static braid_rt_status_t connect_world(braid_rt_context_t *ctx) {
   snprintf(world->name, sizeof(world->name), "world");
   /* Trace timestamps count from here on every rank. */
   BRAID_MPI_CHECK(ctx, MPI_Barrier(world->mpi));
-  ctx->trace_origin_s = braid_rt_now_seconds();
+  ctx->trace_events.origin_s = braid_rt_now_seconds();
   return BRAID_RT_OK;
 }
 

@@ -3,6 +3,7 @@
 #ifndef BRAID_RT_CPU_INTERNAL_H
 #define BRAID_RT_CPU_INTERNAL_H
 
+#include "trace_events.h"
 #include "braid/rt/collectives.h"
 #include "braid/rt/context.h"
 #include "braid/rt/mesh.h"
@@ -12,7 +13,6 @@
 
 #define BRAID_RT_ERROR_CAPACITY 512
 
-typedef struct braid_rt_trace_event braid_rt_trace_event_t;
 
 struct braid_rt_comm {
   braid_rt_context_t *ctx;
@@ -29,10 +29,7 @@ struct braid_rt_context {
   char error[BRAID_RT_ERROR_CAPACITY];
 
   int trace;
-  double trace_origin_s;
-  braid_rt_trace_event_t *events;
-  size_t num_events, events_capacity;
-  int open_events;
+  braid_rt_trace_events_t trace_events;
 };
 
 struct braid_rt_stream {

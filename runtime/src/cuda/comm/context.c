@@ -471,7 +471,7 @@ braid_rt_context_create(const braid_rt_context_options_t *opts, int *argc,
     code = MPI_Barrier(ctx->mpi);
     if (code != MPI_SUCCESS)
       status = braid_rt_fail_mpi(ctx, code, "MPI_Barrier", __func__);
-    ctx->trace_origin_s = braid_rt_now_seconds();
+    ctx->trace_events.origin_s = braid_rt_now_seconds();
   }
   if (status != BRAID_RT_OK) {
     snprintf(context_less_error, sizeof(context_less_error), "%s", ctx->error);

@@ -3,6 +3,7 @@
 #ifndef BRAID_RT_CUDA_COMM_INTERNAL_H
 #define BRAID_RT_CUDA_COMM_INTERNAL_H
 
+#include "trace_events.h"
 #include "braid/rt/collectives.h"
 #include "braid/rt/context.h"
 #include "braid/rt/cuda.h"
@@ -26,7 +27,6 @@
 /* Transfers (started or blocking) that may be in flight at once. */
 #define BRAID_RT_MAX_TRANSFERS 4096
 
-typedef struct braid_rt_trace_event braid_rt_trace_event_t;
 
 struct braid_rt_comm {
   braid_rt_context_t *ctx;
@@ -98,10 +98,7 @@ struct braid_rt_context {
   size_t num_in_flight;
 
   int trace;
-  double trace_origin_s;
-  braid_rt_trace_event_t *events;
-  size_t num_events, events_capacity;
-  int open_events;
+  braid_rt_trace_events_t trace_events;
 };
 
 typedef struct {

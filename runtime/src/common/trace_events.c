@@ -1,0 +1,164 @@
+/*===- trace_events.c - Trace events shared by the backends -------------===*/
+
+#include "trace_events.h"
+
+#include "braid/rt/trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double braid_rt_now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static char *copy_string(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *copy = malloc(n);
+  if (copy)
+    memcpy(copy, s, n);
+  return copy;
+}
+
+braid_rt_status_t braid_rt_trace_events_append(braid_rt_trace_events_t *t,
+                                               const char *name,
+                                               const char *category,
+                                               char phase, double start_s,
+                                               double end_s) {
+  if (t->count == t->capacity) {
+    size_t capacity = t->capacity ? 2 * t->capacity : 256;
+    braid_rt_trace_event_t *events =
+        realloc(t->events, capacity * sizeof(*events));
+    if (!events)
+      return BRAID_RT_OUT_OF_MEMORY;
+    t->events = events;
+    t->capacity = capacity;
+  }
+  braid_rt_trace_event_t *e = &t->events[t->count];
+  e->name = name ? copy_string(name) : NULL;
+  e->category = category ? copy_string(category) : NULL;
+  if ((name && !e->name) || (category && !e->category)) {
+    free(e->name);
+    free(e->category);
+    return BRAID_RT_OUT_OF_MEMORY;
+  }
+  e->phase = phase;
+  e->ts_us = 1e6 * (start_s - t->origin_s);
+  e->dur_us = 1e6 * (end_s - start_s);
+  ++t->count;
+  return BRAID_RT_OK;
+}
+
+void braid_rt_trace_events_clear(braid_rt_trace_events_t *t) {
+  for (size_t i = 0; i < t->count; ++i) {
+    free(t->events[i].name);
+    free(t->events[i].category);
+  }
+  free(t->events);
+  t->events = NULL;
+  t->count = t->capacity = 0;
+}
+
+void braid_rt_text_put(braid_rt_text_t *t, const char *s, size_t n) {
+  if (t->failed)
+    return;
+  if (t->size + n + 1 > t->capacity) {
+    size_t capacity = t->capacity ? t->capacity : 4096;
+    while (t->size + n + 1 > capacity)
+      capacity *= 2;
+    char *data = realloc(t->data, capacity);
+    if (!data) {
+      t->failed = 1;
+      return;
+    }
+    t->data = data;
+    t->capacity = capacity;
+  }
+  memcpy(t->data + t->size, s, n);
+  t->size += n;
+  t->data[t->size] = '\0';
+}
+
+void braid_rt_text_put_str(braid_rt_text_t *t, const char *s) {
+  braid_rt_text_put(t, s, strlen(s));
+}
+
+/* Writes `s` as a JSON string literal. */
+static void put_json_string(braid_rt_text_t *t, const char *s) {
+  braid_rt_text_put(t, "\"", 1);
+  for (; *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      char escaped[2] = {'\\', (char)c};
+      braid_rt_text_put(t, escaped, 2);
+    } else if (c < 0x20) {
+      char escaped[8];
+      snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      braid_rt_text_put_str(t, escaped);
+    } else {
+      braid_rt_text_put(t, (const char *)&c, 1);
+    }
+  }
+  braid_rt_text_put(t, "\"", 1);
+}
+
+void braid_rt_trace_events_serialize(const braid_rt_trace_events_t *t, int pid,
+                                     braid_rt_text_t *out) {
+  char buf[160];
+  snprintf(buf, sizeof(buf),
+           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+           "\"args\":{\"name\":\"rank %d\"}}",
+           pid, pid);
+  braid_rt_text_put_str(out, buf);
+  for (size_t i = 0; i < t->count; ++i) {
+    const braid_rt_trace_event_t *e = &t->events[i];
+    braid_rt_text_put_str(out, ",\n{");
+    if (e->name) {
+      braid_rt_text_put_str(out, "\"name\":");
+      put_json_string(out, e->name);
+      braid_rt_text_put_str(out, ",\"cat\":");
+      put_json_string(out, e->category);
+      braid_rt_text_put_str(out, ",");
+    }
+    snprintf(buf, sizeof(buf), "\"ph\":\"%c\",\"ts\":%.3f,", e->phase,
+             e->ts_us);
+    braid_rt_text_put_str(out, buf);
+    if (e->phase == 'X') {
+      snprintf(buf, sizeof(buf), "\"dur\":%.3f,", e->dur_us);
+      braid_rt_text_put_str(out, buf);
+    }
+    snprintf(buf, sizeof(buf), "\"pid\":%d,\"tid\":0}", pid);
+    braid_rt_text_put_str(out, buf);
+  }
+}
+
+braid_rt_status_t braid_rt_write_file_atomic(const char *path,
+                                             const char *data, size_t size,
+                                             char *error, size_t error_size) {
+  char tmp[4096];
+  if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+    snprintf(error, error_size, "path '%s' is too long", path);
+    return BRAID_RT_INVALID_ARGUMENT;
+  }
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    snprintf(error, error_size, "cannot create '%s': %s", tmp,
+             strerror(errno));
+    return BRAID_RT_IO_ERROR;
+  }
+  int ok = fwrite(data, 1, size, f) == size;
+  int saved_errno = errno;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    saved_errno = ok ? errno : saved_errno;
+    remove(tmp);
+    snprintf(error, error_size, "cannot write '%s': %s", path,
+             strerror(saved_errno));
+    return BRAID_RT_IO_ERROR;
+  }
+  return BRAID_RT_OK;
+}

@@ -1,0 +1,64 @@
+/*===- trace_events.h - Trace events shared by the backends -------------===*/
+/*
+ * Internal to the runtime: the part of trace.h's events that does not
+ * depend on the backend (recording, JSON text, the atomic file write), so
+ * that the CPU and CUDA backends differ only in how the ranks' events are
+ * gathered for braid_rt_trace_write.
+ */
+#ifndef BRAID_RT_COMMON_TRACE_EVENTS_H
+#define BRAID_RT_COMMON_TRACE_EVENTS_H
+
+#include "braid/rt/status.h"
+
+#include <stddef.h>
+
+struct braid_rt_trace_event {
+  char *name;
+  char *category; /* NULL for an end event */
+  char phase;     /* 'B', 'E' or 'X' (complete, with a duration) */
+  double ts_us, dur_us;
+};
+typedef struct braid_rt_trace_event braid_rt_trace_event_t;
+
+/* One rank's events, times relative to origin_s; `open` counts 'B' events
+   not yet ended. */
+typedef struct {
+  braid_rt_trace_event_t *events;
+  size_t count, capacity;
+  int open;
+  double origin_s;
+} braid_rt_trace_events_t;
+
+/* Appends an event (copying name and category; NULL for an end event).
+   OUT_OF_MEMORY, with nothing appended, when it cannot. */
+braid_rt_status_t braid_rt_trace_events_append(braid_rt_trace_events_t *t,
+                                               const char *name,
+                                               const char *category,
+                                               char phase, double start_s,
+                                               double end_s);
+
+/* Releases the events (the origin stays). */
+void braid_rt_trace_events_clear(braid_rt_trace_events_t *t);
+
+/* A growable string; `failed` sticks once an allocation fails. */
+typedef struct {
+  char *data;
+  size_t size, capacity;
+  int failed;
+} braid_rt_text_t;
+
+void braid_rt_text_put(braid_rt_text_t *t, const char *s, size_t n);
+void braid_rt_text_put_str(braid_rt_text_t *t, const char *s);
+
+/* The events of rank `pid` as comma-separated Chrome trace JSON objects,
+   one per line, after a process_name record. */
+void braid_rt_trace_events_serialize(const braid_rt_trace_events_t *t, int pid,
+                                     braid_rt_text_t *out);
+
+/* Writes `size` bytes to `path` through `path`.tmp and a rename, so that a
+   reader never sees half a file. On failure, a message in `error`. */
+braid_rt_status_t braid_rt_write_file_atomic(const char *path,
+                                             const char *data, size_t size,
+                                             char *error, size_t error_size);
+
+#endif /* BRAID_RT_COMMON_TRACE_EVENTS_H */
