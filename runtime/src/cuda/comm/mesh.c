@@ -1,13 +1,14 @@
 /*===- mesh.c - Device meshes and their communicators (CUDA, NCCL) -------===*/
 
 #include "internal.h"
+#include "mesh_shape.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MESH_NAME_CAPACITY 32
+#define MESH_NAME_CAPACITY BRAID_RT_MESH_NAME_CAPACITY
 
 struct braid_rt_mesh {
   braid_rt_context_t *ctx;
@@ -20,17 +21,6 @@ struct braid_rt_mesh {
   braid_rt_comm_t *comms[1u << BRAID_RT_MESH_MAX_DIMS];
 };
 
-/* Writes `values` as "{3,2}". */
-static void format_dims(char *out, size_t capacity, int n,
-                        const int64_t *values) {
-  size_t used = (size_t)snprintf(out, capacity, "{");
-  for (int i = 0; i < n && used < capacity; ++i)
-    used += (size_t)snprintf(out + used, capacity - used, "%s%lld",
-                             i ? "," : "", (long long)values[i]);
-  if (used < capacity)
-    snprintf(out + used, capacity - used, "}");
-}
-
 braid_rt_status_t braid_rt_mesh_create(braid_rt_context_t *ctx, int ndims,
                                        const int64_t *dims,
                                        const char *const *names,
@@ -39,41 +29,11 @@ braid_rt_status_t braid_rt_mesh_create(braid_rt_context_t *ctx, int ndims,
     return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
                          "braid_rt_mesh_create: ctx or out_mesh is NULL");
   *out_mesh = NULL;
-  if (ndims < 1 || ndims > BRAID_RT_MESH_MAX_DIMS || !dims || !names)
+  char error[384];
+  if (braid_rt_mesh_check_shape(ndims, dims, names, ctx->world.size, error,
+                                sizeof(error)) != BRAID_RT_OK)
     return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_create: a mesh needs 1 to %d axes "
-                         "with sizes and names; got %d",
-                         BRAID_RT_MESH_MAX_DIMS, ndims);
-  int64_t product = 1;
-  for (int i = 0; i < ndims; ++i) {
-    if (dims[i] < 1 || dims[i] > INT64_MAX / product)
-      return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                           "braid_rt_mesh_create: axis %d has size %lld; "
-                           "sizes must be at least 1 and their product must "
-                           "fit in 64 bits",
-                           i, (long long)dims[i]);
-    if (!names[i] || !names[i][0] || strlen(names[i]) >= MESH_NAME_CAPACITY)
-      return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                           "braid_rt_mesh_create: axis %d needs a name of 1 "
-                           "to %d characters",
-                           i, MESH_NAME_CAPACITY - 1);
-    for (int j = 0; j < i; ++j)
-      if (strcmp(names[i], names[j]) == 0)
-        return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                             "braid_rt_mesh_create: axes %d and %d are both "
-                             "called '%s'",
-                             j, i, names[i]);
-    product *= dims[i];
-  }
-  if (product != ctx->world.size) {
-    char shape[128];
-    format_dims(shape, sizeof(shape), ndims, dims);
-    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_create: mesh %s has %lld devices but "
-                         "the world has %d ranks; the product of the mesh "
-                         "sizes must equal the number of ranks",
-                         shape, (long long)product, ctx->world.size);
-  }
+                         "braid_rt_mesh_create: %s", error);
 
   braid_rt_mesh_t *mesh = calloc(1, sizeof(*mesh));
   if (!mesh)
