@@ -1,9 +1,11 @@
 /*===- elementwise.c - Elementwise kernels (braid.add ... gelu_grad) -----===*/
 /*
  * Binary ops broadcast as NumPy does; unary ops and activation gradients
- * map `count` elements. Transcendental activations are evaluated in double,
- * as the reference does: 1 + erf(x) and 1 + tanh(x) cancel for negative x,
- * which f32 would turn into large relative errors.
+ * map `count` elements. 1 + erf(x) and 1 + tanh(x) cancel for negative x,
+ * which f32 would turn into large relative errors: exact GELU is evaluated
+ * in double, and the tanh GELU and SiLU through a logistic function written
+ * so that nothing cancels (1 + tanh(u) = 2 sigmoid(2u)), in f32, which is
+ * several times faster than double tanh (they were a third of a GPT step).
  */
 #include "internal.h"
 
@@ -109,14 +111,38 @@ DEFINE_UNARY(exp, expf(x))
 DEFINE_UNARY(sqrt, sqrtf(x))
 DEFINE_UNARY(rsqrt, (float)(1.0 / sqrt((double)x)))
 DEFINE_UNARY(relu, x > 0.0f ? x : 0.0f)
-DEFINE_UNARY(silu, (float)((double)x / (1.0 + exp(-(double)x))))
+/* sigmoid(z) and 1 - sigmoid(z) without overflow or cancellation, and
+   without branches, so that loops vectorize (expf through libmvec). Beyond
+   |z| = 88, exp(-z) would overflow: sigmoid is then 0 or 1 to within
+   1e-38. */
+static inline void sigmoid_pair(float z, float *s, float *one_minus_s) {
+  z = z < -88.0f ? -88.0f : z > 88.0f ? 88.0f : z;
+  float e = expf(-z);
+  *s = 1.0f / (1.0f + e);
+  *one_minus_s = e * *s;
+}
+
+static inline float silu(float x) {
+  float s, oms;
+  sigmoid_pair(x, &s, &oms);
+  return x * s;
+}
+
+DEFINE_UNARY(silu, silu(x))
 
 static inline double gelu_exact(double x) {
   return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
 }
-static inline double gelu_tanh(double x) {
-  const double c = sqrt(2.0 / M_PI);
-  return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
+/* The tanh GELU's u = sqrt(2/pi) (x + 0.044715 x^3), doubled. */
+static inline float gelu_tanh_2u(float x) {
+  const float c2 = 1.5957691216057308f; /* 2 sqrt(2/pi) */
+  return c2 * (x + 0.044715f * x * x * x);
+}
+/* 0.5 x (1 + tanh(u)) = x sigmoid(2u). */
+static inline float gelu_tanh(float x) {
+  float s, oms;
+  sigmoid_pair(gelu_tanh_2u(x), &s, &oms);
+  return x * s;
 }
 
 void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
@@ -124,7 +150,7 @@ void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
   if (approximate == BRAID_RT_GELU_TANH) {
     BRAID_RT_PARALLEL_FOR(count)
     for (int64_t i = 0; i < count; ++i)
-      y[i] = (float)gelu_tanh(x[i]);
+      y[i] = gelu_tanh(x[i]);
   } else {
     BRAID_RT_PARALLEL_FOR(count)
     for (int64_t i = 0; i < count; ++i)
@@ -143,8 +169,9 @@ void braid_rt_silu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             const float *dy, int64_t count, float *dx) {
   BRAID_RT_PARALLEL_FOR(count)
   for (int64_t i = 0; i < count; ++i) {
-    double xi = x[i], s = 1.0 / (1.0 + exp(-xi));
-    dx[i] = (float)(dy[i] * s * (1.0 + xi * (1.0 - s)));
+    float s, oms;
+    sigmoid_pair(x[i], &s, &oms);
+    dx[i] = dy[i] * s * (1.0f + x[i] * oms);
   }
 }
 
@@ -153,12 +180,13 @@ void braid_rt_gelu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             braid_rt_gelu_approximation_t approximate,
                             float *dx) {
   if (approximate == BRAID_RT_GELU_TANH) {
-    const double c = sqrt(2.0 / M_PI), a = 0.044715;
+    /* With s = sigmoid(2u): 0.5 (1 + t) = s and 0.5 (1 - t^2) = 2 s (1 - s). */
+    const float c = 0.7978845608028654f, a = 0.044715f; /* sqrt(2/pi) */
     BRAID_RT_PARALLEL_FOR(count)
     for (int64_t i = 0; i < count; ++i) {
-      double xi = x[i], t = tanh(c * (xi + a * xi * xi * xi));
-      dx[i] = (float)(dy[i] * (0.5 * (1.0 + t) + 0.5 * xi * (1.0 - t * t) * c *
-                                                     (1.0 + 3.0 * a * xi * xi)));
+      float xi = x[i], s, oms;
+      sigmoid_pair(gelu_tanh_2u(xi), &s, &oms);
+      dx[i] = dy[i] * (s + 2.0f * xi * s * oms * c * (1.0f + 3.0f * a * xi * xi));
     }
   } else {
     const double inv_sqrt2pi = 1.0 / sqrt(2.0 * M_PI);
