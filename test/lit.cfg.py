@@ -22,7 +22,7 @@ config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%braid_src", config.braid_src_root))
 
 tool_dirs = [config.braid_tools_dir, config.llvm_tools_dir]
-tools = ["braid-opt", "braid-eval", "braidc", "braid-run"]
+tools = ["braid-opt", "braid-eval", "braidc", "braid-run", "braid-trace"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The CUDA target is built (BRAID_ENABLE_CUDA): its tests compile CUDA
