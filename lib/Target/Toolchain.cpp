@@ -55,7 +55,8 @@ static std::vector<std::string> splitLibs(StringRef libs) {
 
 CpuToolchain::Options CpuToolchain::getBuildOptions() {
   return {BRAID_CXX, BRAID_RT_INCLUDE_DIR, splitLibs(BRAID_RT_LINK_LIBS),
-          splitLibs(BRAID_RT_SPMD_LINK_LIBS)};
+          splitLibs(BRAID_RT_SPMD_LINK_LIBS),
+          splitLibs(BRAID_PROGRAM_FLAGS)};
 }
 
 Expected<std::vector<std::string>>
@@ -70,6 +71,7 @@ CpuToolchain::getCommand(const CompileJob &job) const {
   std::vector<std::string> argv = {
       *cxx,       "-O2", "-std=c++17", "-w", "-I" + options.includeDir,
       job.source, "-o",  job.output};
+  llvm::append_range(argv, options.flags);
   // The communication layer before the libraries it uses (braid_rt_common).
   std::vector<std::string> libs;
   if (job.spmd)

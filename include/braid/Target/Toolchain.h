@@ -64,6 +64,9 @@ public:
     /// What every program links, and what a program on the runtime's
     /// context links before that.
     std::vector<std::string> libs, spmdLibs;
+    /// Compile and link flags the runtime was built with and every program
+    /// must share, e.g. the sanitizers of scripts/sanitize.sh.
+    std::vector<std::string> flags;
   };
 
   /// The compiler and libraries Braid was built with.
