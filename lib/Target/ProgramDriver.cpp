@@ -210,7 +210,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
   }
   os << R"(  uint64_t seed = )" << seed << R"(ULL;
   int64_t steps = 1, start_step = 0;
-  int64_t log_every = 1;
+  int64_t log_every = 1, save_every = 0;
   int have_start_step = 0;
   const char *save_dir = NULL, *resume_dir = NULL, *trace_file = NULL;
   const char *data_source = NULL;
@@ -238,6 +238,12 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     } else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
       save_dir = argv[++i];
+    } else if (strcmp(argv[i], "--save-every") == 0 && i + 1 < argc && )"
+     << (step ? "1" : "0") << R"() {
+      if (!braid_rt_program_parse_flag("--save-every", argv[++i], 1,
+                                       INT64_MAX, &value))
+        return braid_program_exit(2);
+      save_every = (int64_t)value;
     } else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc && )"
      << (step ? "1" : "0") << R"() {
       resume_dir = argv[++i];
@@ -273,13 +279,17 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
       fprintf(stderr, "usage: %s [--seed N] [--steps N] [--start-step N])"
      << (step ? " [--log-every K] [--data synthetic|FILE] [--token-bytes 2|4]"
               : " [--dump]")
-     << (step ? " [--save DIR] [--resume DIR] [--trace FILE]"
+     << (step ? " [--save DIR] [--save-every N] [--resume DIR] [--trace FILE]"
                 " [--stop-on-nonfinite]"
               : "")
      << (mesh.present ? " [--timeout S]" : "") << R"(\n",
               argv[0]);
       return braid_program_exit(2);
     }
+  }
+  if (save_every && !save_dir) {
+    fprintf(stderr, "error: --save-every needs --save DIR\n");
+    return braid_program_exit(2);
   }
   )" << kProgramInitFunction
      << R"((seed);
@@ -292,7 +302,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
   else
     os << "  (void)have_start_step; (void)save_dir; (void)resume_dir;\n"
           "  (void)trace_file; (void)log_every; (void)data_source;\n"
-          "  (void)token_bytes; (void)stop_nonfinite;\n";
+          "  (void)token_bytes; (void)stop_nonfinite; (void)save_every;\n";
   if (step)
     os << "  (void)dump;\n";
   std::string call = getEmittedFunctionName(signature.entry) + "(";
@@ -451,6 +461,17 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
          << "          braid_rt_program_exit_error();\n        }\n"
          << "      }\n    }\n";
     }
+    // --save-every: every step a multiple of N begins from a checkpoint
+    // (steps are global, so a resumed run saves at the same steps), but
+    // the last, which --save writes after the loop.
+    if (mesh.present)
+      os << "    if (save_every && (s + 1) % save_every == 0 && s + 1 < "
+            "start_step + steps)\n"
+         << "      braid_rt_program_save_step(save_dir, s + 1, "
+            "braid_num_slots, braid_slots, braid_params, "
+            "braid_pipeline_mask);\n";
+    else
+      os << "    (void)save_every;\n";
     os
        << "    if ((s - start_step) % log_every != 0 && s != start_step + "
           "steps - 1)\n      continue;\n"

@@ -9,10 +9,14 @@
 #define BRAID_RT_PROGRAM_SPMD
 #include "internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Sums `failed` (0 or 1) over every rank: whether any rank failed. The
    collective takes device memory: the flag is staged through a device
@@ -127,6 +131,77 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
     free(staged[i]);
   free(staged);
   braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
+}
+
+/* Makes the entries of directory `path` durable; 0 on success. */
+static int fsync_dir(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return -1;
+  int result = fsync(fd);
+  close(fd);
+  return result;
+}
+
+/* Rank 0's part of marking a step directory: removes (complete = 0) or
+   writes (complete = 1) its COMPLETE file; prints and returns 1 on failure.
+   Writing goes through COMPLETE.tmp and a rename, so COMPLETE is never
+   seen half-written. */
+static int mark_step(const char *step_dir, int64_t next_step, int complete) {
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/COMPLETE", step_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  const char *what = "removing";
+  int ok;
+  if (!complete) {
+    ok = (unlink(path) == 0 || errno == ENOENT) && fsync_dir(step_dir) == 0;
+  } else {
+    what = "writing";
+    FILE *f = fopen(tmp, "w");
+    ok = f && fprintf(f, "step %lld\n", (long long)next_step) > 0 &&
+         fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = (f && fclose(f) == 0) && ok;
+    ok = ok && rename(tmp, path) == 0 && fsync_dir(step_dir) == 0;
+    if (!ok)
+      unlink(tmp);
+  }
+  if (!ok)
+    fprintf(stderr, "error: rank 0: --save-every: %s %s: %s\n", what, path,
+            strerror(errno));
+  return !ok;
+}
+
+void braid_rt_program_save_step(const char *dir, int64_t next_step, int64_t n,
+                                const braid_rt_program_slot_t *slots,
+                                float *const *params, int64_t pipeline_mask) {
+  char step_dir[4096];
+  snprintf(step_dir, sizeof step_dir, "%s/step-%08lld", dir,
+           (long long)next_step);
+  int failed = 0;
+  if (braid_rt_program_spmd.rank == 0) {
+    /* Existing directories are fine; other errors show below. */
+    mkdir(dir, 0777);
+    mkdir(step_dir, 0777);
+    fsync_dir(dir);
+    failed = mark_step(step_dir, next_step, /*complete=*/0);
+  }
+  braid_rt_program_checkpoint_outcome(failed);
+  braid_rt_program_save(step_dir, next_step, n, slots, params, pipeline_mask);
+  if (braid_rt_program_spmd.rank == 0) {
+    /* Test-only (docs/checkpoints.md): a failure after the checkpoint file
+       and before its mark, which must leave the step unresumed. */
+    const char *die = getenv("BRAID_TEST_KILL_BEFORE_COMPLETE");
+    if (die && strtoll(die, NULL, 10) == next_step) {
+      fprintf(stderr,
+              "BRAID_TEST_KILL_BEFORE_COMPLETE: rank 0 dies before "
+              "marking %s complete\n",
+              step_dir);
+      fflush(stderr);
+      raise(SIGKILL);
+    }
+    failed = mark_step(step_dir, next_step, /*complete=*/1);
+  }
+  braid_rt_program_checkpoint_outcome(failed);
 }
 
 /* Prints this rank's error for a checkpoint holding tensors that no slot

@@ -20,7 +20,9 @@ typedef struct {
 
 extern braid_rt_program_spmd_t braid_rt_program_spmd;
 
-/* Prints `where` and the context's last error, then ends every rank. */
+/* Prints `where` and the context's last error, then ends every rank: with
+   BRAID_RT_PROGRAM_EXIT_COMM after a timeout or a communication failure,
+   else with status 1. */
 void braid_rt_program_spmd_fail(braid_rt_status_t status, const char *where);
 
 static inline void braid_rt_program_spmd_check(braid_rt_status_t status,

@@ -17,7 +17,8 @@ void braid_rt_program_spmd_fail(braid_rt_status_t status, const char *where) {
           braid_rt_status_string(status),
           braid_rt_context_last_error(s->ctx));
   fflush(stderr);
-  braid_rt_context_abort(s->ctx, 1);
+  int transient = status == BRAID_RT_TIMEOUT || status == BRAID_RT_COMM_FAILURE;
+  braid_rt_context_abort(s->ctx, transient ? BRAID_RT_PROGRAM_EXIT_COMM : 1);
 }
 
 void braid_rt_program_spmd_end_all(int status) {

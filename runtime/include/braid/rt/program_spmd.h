@@ -139,6 +139,22 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
                            const braid_rt_program_slot_t *slots,
                            float *const *params, int64_t pipeline_mask);
 
+/* A periodic save (--save-every): the checkpoint of braid_rt_program_save
+   in the step directory DIR/step-NNNNNNNN (next_step, 8 digits at least),
+   which is complete once it holds the file COMPLETE. Rank 0 removes an old
+   COMPLETE before the write and writes the new one last (a .tmp file,
+   fsync, rename, fsync of the directory), so a failure at any point leaves
+   the directory without it: `braid-run --restarts` resumes only complete
+   ones. Collective. */
+void braid_rt_program_save_step(const char *dir, int64_t next_step, int64_t n,
+                                const braid_rt_program_slot_t *slots,
+                                float *const *params, int64_t pipeline_mask);
+
+/* The exit status of a program whose collective or transfer timed out or
+   whose communication failed: a failure of the job, not of its input, that
+   a restart may overcome (EX_TEMPFAIL; braid-run --restarts restarts it). */
+#define BRAID_RT_PROGRAM_EXIT_COMM 75
+
 /* Reads this rank's block of every slot it holds from
    DIR/checkpoint.safetensors and returns its metadata "step". A missing
    file or tensor, another shape, a tensor the program does not have or a
