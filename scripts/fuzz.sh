@@ -1,19 +1,54 @@
 #!/usr/bin/env bash
-# Fuzzes the runtime's readers of untrusted files with libFuzzer, ASan and
-# UBSan: for now the checkpoint header parser (braid_json_parse).
+# Fuzzes Braid's readers of untrusted input with libFuzzer, ASan and UBSan,
+# one harness after the other, SECONDS each (default 600):
 #
-#   bash scripts/fuzz.sh [SECONDS]     default 600 per harness
+#   bash scripts/fuzz.sh [SECONDS] [HARNESS...]
 #
-# New inputs go to build/fuzz-corpus/<harness>/ (the tree's seeds in
-# runtime/src/io/test/fuzz/ are read, never written); a crash leaves its
-# input as crash-* in the current directory and exits non-zero.
+# HARNESS: json (the checkpoint header parser), checkpoint (the runtime's
+# checkpoint reader), safetensors (the compiler's SafeTensors reader),
+# opt (braid-opt's parse, verify and pass pipelines); default all four.
+# BRAID_FUZZ_BUILD names the build directory (default build). For opt,
+# coverage inside the Braid libraries needs a build of its own configured
+# with -DBRAID_FUZZ_INSTRUMENT=ON (see docs/testing.md); in another build
+# only the harness itself is instrumented.
+#
+# New inputs go to $BUILD/fuzz-corpus/<harness>/ (the tree's seeds are
+# read, never written); a finding leaves its input as crash-*, timeout-*
+# or leak-* in the current directory and exits non-zero. One process (no
+# -jobs, -workers): the machine is shared.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-600}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
-ninja -C build braid-rt-fuzz-json >/dev/null ||
-  { echo "fuzz.sh: cannot build braid-rt-fuzz-json (needs Clang's libFuzzer: libclang-rt-22-dev)" >&2; exit 1; }
-corpus=build/fuzz-corpus/json
-mkdir -p "$corpus"
-build/runtime/src/io/test/braid-rt-fuzz-json -max_total_time="$seconds" \
-  -max_len=4096 -print_final_stats=1 "$corpus" runtime/src/io/test/fuzz/json
+shift || true
+harnesses=("$@")
+[[ ${#harnesses[@]} -gt 0 ]] || harnesses=(json checkpoint safetensors opt)
+build=${BRAID_FUZZ_BUILD:-build}
+[[ $build = /* ]] || build=$root/$build
+
+for h in "${harnesses[@]}"; do
+  case $h in
+    json|checkpoint)
+      target=braid-rt-fuzz-$h; bin=$build/runtime/src/io/test/$target
+      seeds=$root/runtime/src/io/test/fuzz/$h; max_len=4096
+      dict=$root/runtime/src/io/test/fuzz/checkpoint.dict
+      [[ $h = json ]] && dict= ;;
+    safetensors)
+      target=braid-fuzz-safetensors; bin=$build/unittests/Fuzz/$target
+      seeds=$root/unittests/Fuzz/corpus/safetensors; max_len=4096
+      dict=$root/runtime/src/io/test/fuzz/checkpoint.dict ;;
+    opt)
+      target=braid-fuzz-opt; bin=$build/unittests/Fuzz/$target
+      seeds=$root/unittests/Fuzz/corpus/opt; max_len=8192
+      dict=$root/unittests/Fuzz/braid-opt.dict ;;
+    *) echo "fuzz.sh: unknown harness '$h' (json, checkpoint, safetensors, opt)" >&2; exit 2 ;;
+  esac
+  flock /tmp/braid-build.lock ninja -C "$build" "$target" >/dev/null ||
+    { echo "fuzz.sh: cannot build $target (needs Clang's libFuzzer: libclang-rt-22-dev)" >&2; exit 1; }
+  corpus=$build/fuzz-corpus/$h
+  mkdir -p "$corpus"
+  echo "fuzz.sh: $h for $seconds s ($bin)"
+  "$bin" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+    -rss_limit_mb=4096 -print_final_stats=1 \
+    ${dict:+-dict="$dict"} "$corpus" "$seeds"
+done

@@ -8,6 +8,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 
 using namespace mlir::braid;
@@ -120,6 +122,51 @@ TEST(SafeTensorsTest, RejectsDamagedFiles) {
   EXPECT_NE(errorOf(withHeader(R"({"a": {"dtype": "F32", "shape": [1]}})", "abcd"))
                 .find("needs data_offsets"),
             std::string::npos);
+}
+
+// Found with fuzz_safetensors.cpp (its seed wrap-2^64 holds it): the element
+// count of [2^32, 2^32] wrapped to 0, the tensor passed for empty, and
+// Tensor's element count overflowed.
+TEST(SafeTensorsTest, ElementCountCannotWrap) {
+  EXPECT_NE(errorOf(withHeader(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})"))
+                .find("tensor 'a' is implausibly large"),
+            std::string::npos);
+  // Large dimensions next to a zero one are an empty tensor.
+  auto empty = parseSafeTensors(
+      withHeader(R"({"a": {"dtype": "F32", "shape": [1099511627776, 1099511627776, 0], "data_offsets": [0, 0]}})"),
+      "x.st");
+  ASSERT_TRUE(bool(empty)) << llvm::toString(empty.takeError());
+  EXPECT_EQ(empty->tensors.front().second.numElements(), 0);
+}
+
+// Found with fuzz_safetensors.cpp's round trip (its seed i64-max holds it):
+// INT64_MAX reads as 2^63, and writing it back cast 2^63 to int64_t, which
+// is undefined. Integers now saturate, and NaN writes as 0.
+TEST(SafeTensorsTest, IntegersSaturateOnWrite) {
+  TensorMap m;
+  Tensor big({4}, DType::I64);
+  big[0] = static_cast<double>(INT64_MAX); // 2^63
+  big[1] = -1e300;
+  big[2] = std::nan("");
+  big[3] = -5;
+  Tensor small({3}, DType::I32);
+  small[0] = 1e10;
+  small[1] = -1e10;
+  small[2] = 7;
+  m.insert({"big", big});
+  m.insert({"small", small});
+  std::string bytes = serializeSafeTensors(m);
+  uint64_t headerLen = llvm::support::endian::read64le(bytes.data());
+  const char *data = bytes.data() + 8 + headerLen;
+  using llvm::support::endian::read32le;
+  using llvm::support::endian::read64le;
+  EXPECT_EQ(static_cast<int64_t>(read64le(data)), INT64_MAX);
+  EXPECT_EQ(static_cast<int64_t>(read64le(data + 8)), INT64_MIN);
+  EXPECT_EQ(static_cast<int64_t>(read64le(data + 16)), 0);
+  EXPECT_EQ(static_cast<int64_t>(read64le(data + 24)), -5);
+  EXPECT_EQ(static_cast<int32_t>(read32le(data + 32)), INT32_MAX);
+  EXPECT_EQ(static_cast<int32_t>(read32le(data + 36)), INT32_MIN);
+  EXPECT_EQ(static_cast<int32_t>(read32le(data + 40)), 7);
 }
 
 TEST(SafeTensorsTest, WriteIsAtomicAndReadable) {

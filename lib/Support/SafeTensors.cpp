@@ -3,6 +3,7 @@
 #include "braid/Support/SafeTensors.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -11,7 +12,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace llvm;
 using namespace mlir::braid;
@@ -54,6 +57,21 @@ static double decode(const char *p, DType dtype) {
   llvm_unreachable("unknown DType");
 }
 
+// v as an integer of type Int, saturating and with NaN as 0: the cast alone
+// is undefined out of range, and an I64 read as a double can be 2^63
+// (INT64_MAX rounds up).
+template <typename Int> static Int saturate(double v) {
+  constexpr double lo = static_cast<double>(std::numeric_limits<Int>::min());
+  constexpr double hi = -lo; // 2^63 or 2^31: just past the largest Int
+  if (std::isnan(v))
+    return 0;
+  if (v < lo)
+    return std::numeric_limits<Int>::min();
+  if (v >= hi)
+    return std::numeric_limits<Int>::max();
+  return static_cast<Int>(v);
+}
+
 static void encode(double v, DType dtype, char *p) {
   using namespace support::endian;
   auto half = [&](const fltSemantics &sem) {
@@ -81,10 +99,10 @@ static void encode(double v, DType dtype, char *p) {
   case DType::BF16:
     return half(APFloat::BFloat());
   case DType::I64:
-    write64le(p, static_cast<uint64_t>(static_cast<int64_t>(v)));
+    write64le(p, static_cast<uint64_t>(saturate<int64_t>(v)));
     return;
   case DType::I32:
-    write32le(p, static_cast<uint32_t>(static_cast<int32_t>(v)));
+    write32le(p, static_cast<uint32_t>(saturate<int32_t>(v)));
     return;
   }
 }
@@ -150,16 +168,22 @@ Expected<SafeTensorsFile> mlir::braid::parseSafeTensors(StringRef bytes,
     json::Array *shape = obj->getArray("shape");
     if (!shape)
       return fail(file, "tensor '" + name + "' has no shape array");
-    uint64_t count = 1;
     for (json::Value &d : *shape) {
       std::optional<int64_t> dim = d.getAsInteger();
       if (!dim || *dim < 0 || *dim > (int64_t(1) << 40))
         return fail(file, "tensor '" + name +
                               "' has an invalid dimension in its shape");
       e.shape.push_back(*dim);
-      count *= *dim;
-      if (count > (uint64_t(1) << 40))
+    }
+    // Bounded before each product, so that it cannot wrap: [2^32, 2^32]
+    // would wrap to 0 elements and pass for an empty tensor.
+    uint64_t count = llvm::is_contained(e.shape, 0) ? 0 : 1;
+    for (int64_t dim : e.shape) {
+      if (count == 0)
+        break;
+      if (uint64_t(dim) > (uint64_t(1) << 40) / count)
         return fail(file, "tensor '" + name + "' is implausibly large");
+      count *= dim;
     }
     json::Array *offsets = obj->getArray("data_offsets");
     std::optional<int64_t> begin, end;

@@ -3,6 +3,7 @@
 #include "braid/Support/Tensor.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
 
@@ -98,6 +99,9 @@ void Tensor::roundToDType() {
 }
 
 int64_t mlir::braid::numElements(llvm::ArrayRef<int64_t> shape) {
+  // Zero first: [2^40, 2^40, 0] is empty, not an overflow.
+  if (llvm::is_contained(shape, 0))
+    return 0;
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;

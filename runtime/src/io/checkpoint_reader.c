@@ -184,7 +184,7 @@ static braid_rt_status_t parse_entry(braid_rt_checkpoint_reader_t *r,
                       "supported",
                    name, shape->count, MAX_DIMS);
   t->ndims = (int)shape->count;
-  uint64_t volume = 1;
+  int empty = 0;
   for (int d = 0; d < t->ndims; ++d) {
     const braid_json_t *dim = &shape->items[d];
     if (dim->kind != BRAID_JSON_NUMBER || !dim->is_uint ||
@@ -193,9 +193,15 @@ static braid_rt_status_t parse_entry(braid_rt_checkpoint_reader_t *r,
                         "an integer in [0, 2^40]",
                      name, d);
     t->shape[d] = (int64_t)dim->uint_value;
-    volume *= dim->uint_value;
-    if (volume > ((uint64_t)1 << 40))
+    empty |= dim->uint_value == 0;
+  }
+  /* Bounded before each product, so that it cannot wrap: [2^32, 2^32]
+     would wrap to 0 elements and pass for an empty tensor. */
+  uint64_t volume = empty ? 0 : 1;
+  for (int d = 0; d < t->ndims && !empty; ++d) {
+    if ((uint64_t)t->shape[d] > ((uint64_t)1 << 40) / volume)
       return corrupt(r, "tensor '%.200s' has more than 2^40 elements", name);
+    volume *= (uint64_t)t->shape[d];
   }
   if (offsets->kind != BRAID_JSON_ARRAY || offsets->count != 2 ||
       offsets->items[0].kind != BRAID_JSON_NUMBER ||

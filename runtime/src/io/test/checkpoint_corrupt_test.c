@@ -194,6 +194,13 @@ static void check_crafted(void) {
   open_refused("the header is not valid JSON: at byte 5: expected a value");
   craft("[]", NULL, 0);
   open_refused("the header is not a JSON object");
+  /* Found with fuzz_checkpoint.c (its seed wrap-2^64 holds it): 2^32 *
+     2^32 elements wrapped to 0, the tensor passed for empty, and reading
+     a block of it read out of bounds. */
+  craft("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+        "\"data_offsets\":[0,0]}}",
+        NULL, 0);
+  open_refused("tensor 'a' has more than 2^40 elements");
   craft("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
         data, 12);
