@@ -128,12 +128,16 @@ TEST(SafeTensorsTest, RejectsDamagedFiles) {
 // count of [2^32, 2^32] wrapped to 0, the tensor passed for empty, and
 // Tensor's element count overflowed.
 TEST(SafeTensorsTest, ElementCountCannotWrap) {
-  EXPECT_NE(errorOf(withHeader(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})"))
-                .find("tensor 'a' is implausibly large"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(
+          withHeader(
+              R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})"))
+          .find("tensor 'a' is implausibly large"),
+      std::string::npos);
   // Large dimensions next to a zero one are an empty tensor.
   auto empty = parseSafeTensors(
-      withHeader(R"({"a": {"dtype": "F32", "shape": [1099511627776, 1099511627776, 0], "data_offsets": [0, 0]}})"),
+      withHeader(
+          R"({"a": {"dtype": "F32", "shape": [1099511627776, 1099511627776, 0], "data_offsets": [0, 0]}})"),
       "x.st");
   ASSERT_TRUE(bool(empty)) << llvm::toString(empty.takeError());
   EXPECT_EQ(empty->tensors.front().second.numElements(), 0);
