@@ -241,6 +241,11 @@ LogicalResult Evaluator::evaluateOp(Operation &op,
     return evaluateBlock(callee.getBody().front(), operands, results);
   }
   auto evaluable = dyn_cast<EvalOpInterface>(op);
+  if (!evaluable && !hasEvalInterfaceExternalModels(op.getContext()))
+    return op.emitOpError(
+        "cannot be evaluated: the braid ops' evaluation models are not "
+        "registered in this MLIRContext (add "
+        "mlir::braid::registerEvalInterfaceExternalModels to its registry)");
   if (!evaluable)
     return op.emitOpError("has no reference semantics (EvalOpInterface), "
                           "so braid-eval cannot run it");

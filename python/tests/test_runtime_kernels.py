@@ -2,7 +2,7 @@
 
 Each kernel runs through ctypes on seeded random f32 inputs and is compared
 with a float64 reference computed with NumPy or PyTorch from the same f32
-values, following the op's definition in lib/Dialect/Braid/IR/BraidOpsEval.cpp;
+values, following the op's definition in lib/Eval/BraidOpsEval.cpp;
 gradient kernels are also compared with torch.autograd where the gradient is
 the definition. Tolerance: the relative error max|kernel - ref| / max|ref| of
 every result must be at most 1e-5 (f32 rounding and f32 GEMM accumulation,

@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Eval/EvalOpInterface.h"
 #include "braid/Eval/Evaluator.h"
 #include "braid/Eval/PipelineExecutor.h"
 #include "braid/Support/SafeTensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
@@ -481,7 +483,10 @@ int main(int argc, char **argv) {
       "--braid-autodiff --braid-train-step) N times on the same inputs and "
       "prints each step's loss, learning rate and gradient norm.\n");
 
-  MLIRContext context;
+  DialectRegistry registry;
+  registry.insert<BraidDialect, func::FuncDialect>();
+  registerEvalInterfaceExternalModels(registry);
+  MLIRContext context(registry);
   context.loadDialect<BraidDialect, func::FuncDialect>();
   // Diagnostics name the op and its location; dumping the op is noise.
   context.printOpOnDiagnostic(false);

@@ -13,6 +13,7 @@
 #include "mlir/Support/LLVM.h"
 
 namespace mlir {
+class Operation;
 class Type;
 namespace braid {
 class LayerOp;

@@ -5,12 +5,16 @@
 // initializers under a seed; inputs from a file or from the seed. This is
 // the numerical oracle every parallelising pass is checked against.
 //
+// The module's context must have the ops' evaluation models: add
+// registerEvalInterfaceExternalModels (EvalOpInterface.h) to its registry.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_EVAL_EVALUATOR_H
 #define BRAID_EVAL_EVALUATOR_H
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Eval/EvalOpInterface.h"
 #include "braid/Support/SafeTensors.h"
 
 #include "mlir/IR/BuiltinOps.h"

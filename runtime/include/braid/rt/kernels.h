@@ -5,7 +5,7 @@
  * braid_rt_broadcast_f32 is the collective). Every backend implements the
  * same declarations with the same calling convention, so a lowering and the
  * program runtime are written once for all targets. Each computes what the op's
- * EvalOpInterface implementation (lib/Dialect/Braid/IR/BraidOpsEval.cpp)
+ * EvalOpInterface implementation (lib/Eval/BraidOpsEval.cpp)
  * defines, to within f32 rounding: accumulations (means, variances, norms,
  * softmax sums, loss sums) run in double, as the reference does.
  *

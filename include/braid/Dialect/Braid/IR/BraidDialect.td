@@ -22,7 +22,9 @@ def Braid_Dialect : Dialect {
     (`braid.repeat`), so the IR does not grow with depth.
 
     Every op verifies its shapes and says which type it expected. Every op
-    implements `EvalOpInterface`, the reference semantics `braid-eval` uses.
+    that computes has reference semantics (`EvalOpInterface`, which
+    `braid-eval` runs); the evaluator library attaches them as external
+    models, so the dialect itself does not depend on the evaluator.
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;

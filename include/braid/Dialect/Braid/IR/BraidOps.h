@@ -6,7 +6,6 @@
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Dialect/Braid/IR/BraidTraits.h"
 #include "braid/Dialect/Braid/IR/ShardingRule.h"
-#include "braid/Eval/EvalContext.h"
 #include "braid/Support/Tensor.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

@@ -41,7 +41,6 @@ def Braid_IdTensor : RankedTensorOf<[I32, I64]>;
 // Model ops: pure, evaluable, verified.
 class Braid_ModelOp<string mnemonic, list<Trait> traits = []>
     : Braid_Op<mnemonic, traits # [Pure, Braid_StaticShapes,
-        DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
         Braid_CostOpInterface,
         DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>]>;
 
@@ -61,8 +60,7 @@ def Braid_ParameterResource
 
 def Braid_ParamOp : Braid_Op<"param", [Braid_StaticShapes,
     DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
-    MemoryEffects<[MemRead<Braid_ParameterResource>]>,
-    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+    MemoryEffects<[MemRead<Braid_ParameterResource>]>]> {
   let summary = "A named, trainable parameter (or optimizer state).";
   let description = [{
     Produces the parameter called `name`. Inside a `braid.layer` the name is
@@ -97,8 +95,7 @@ def Braid_ParamOp : Braid_Op<"param", [Braid_StaticShapes,
 
 def Braid_StoreParamOp : Braid_Op<"store_param", [Braid_StaticShapes,
     DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
-    MemoryEffects<[MemWrite<Braid_ParameterResource>]>,
-    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+    MemoryEffects<[MemWrite<Braid_ParameterResource>]>]> {
   let summary = "Replaces the value of a named parameter or state tensor.";
   let description = [{
     Writes `value` to the tensor `name` (local inside a layer, as for
@@ -163,8 +160,7 @@ def Braid_YieldOp : Braid_Op<"yield", [Pure, HasParent<"LayerOp">,
 }
 
 def Braid_RepeatOp : Braid_Op<"repeat", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Applies a layer `count` times in sequence (a scan).";
   let description = [{
     Runs instances `first` .. `first + count - 1` of the layer `layer`
@@ -211,8 +207,7 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
 }
 
 def Braid_PipelineOp : Braid_Op<"pipeline", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Runs a gradient function on every micro-batch; results are means.";
   let description = [{
     Calls the function `callee` once per micro-batch and returns the mean of
@@ -703,8 +698,7 @@ def Braid_MeshOp : Braid_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 
 def Braid_ShardOp : Braid_Op<"shard", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
-    Braid_StaticShapes, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+    Braid_StaticShapes, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Constrains a value to a sharding.";
   let description = [{
     Returns its input, which from here on has the sharding `sharding`: an
@@ -734,7 +728,6 @@ class Braid_CollectiveOp<string mnemonic, list<string> hooks = [],
                          list<Trait> traits = []>
     : Braid_Op<mnemonic, traits # [Braid_StaticShapes,
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-        DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
         DeclareOpInterfaceMethods<Braid_CollectiveOpInterface, hooks>,
         Braid_CostOpInterface]> {
   let results = (outs AnyRankedTensor:$result);
@@ -838,7 +831,6 @@ def Braid_BroadcastFromOp : Braid_CollectiveOp<"broadcast_from",
 class Braid_CollectiveStartOp<string mnemonic, string sync,
                               list<string> hooks = []>
     : Braid_Op<mnemonic, [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-        DeclareOpInterfaceMethods<Braid_EvalOpInterface>,
         DeclareOpInterfaceMethods<Braid_CollectiveOpInterface, hooks>]> {
   let summary = "Starts `braid." # sync # "`; `braid.wait` completes it.";
   let description = [{
@@ -898,8 +890,7 @@ def Braid_BroadcastFromStartOp : Braid_CollectiveStartOp<
 
 def Braid_WaitOp : Braid_Op<"wait", [
     TypesMatchWith<"result is the future's tensor", "future", "result",
-                   "::llvm::cast<::mlir::braid::FutureType>($_self).getValueType()">,
-    DeclareOpInterfaceMethods<Braid_EvalOpInterface>]> {
+                   "::llvm::cast<::mlir::braid::FutureType>($_self).getValueType()">]> {
   let summary = "Waits for an asynchronous collective; returns its tensor.";
   let description = [{
     ```mlir

@@ -5,10 +5,16 @@
 // computed in double precision; the evaluator rounds results to their
 // element type. Clarity over speed: these loops define the semantics.
 //
+// They are external models (attached by registerEvalInterfaceExternalModels)
+// so that the dialect library knows nothing of evaluation.
+//
 //===----------------------------------------------------------------------===//
 
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Eval/EvalOpInterface.h"
 
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/Format.h"
 
@@ -55,46 +61,48 @@ static void splitAround(ArrayRef<int64_t> shape, int64_t axis, int64_t &outer,
 // Parameters and layers
 //===----------------------------------------------------------------------===//
 
-LogicalResult ParamOp::evaluate(EvalContext &ctx, ArrayRef<const Tensor *>,
+static LogicalResult evaluateOp(ParamOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *>,
                                 SmallVectorImpl<Tensor> &results) {
-  FailureOr<Tensor> value = ctx.getParameter(*this);
+  FailureOr<Tensor> value = ctx.getParameter(op);
   if (failed(value))
     return failure();
   results.push_back(std::move(*value));
   return success();
 }
 
-LogicalResult StoreParamOp::evaluate(EvalContext &ctx,
-                                     ArrayRef<const Tensor *> operands,
-                                     SmallVectorImpl<Tensor> &) {
-  return ctx.storeParameter(*this, *operands[0]);
+static LogicalResult evaluateOp(StoreParamOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> operands,
+                                SmallVectorImpl<Tensor> &) {
+  return ctx.storeParameter(op, *operands[0]);
 }
 
-LogicalResult PipelineOp::evaluate(EvalContext &ctx,
-                                   ArrayRef<const Tensor *> operands,
-                                   SmallVectorImpl<Tensor> &results) {
-  return ctx.runPipeline(*this, operands, results);
+static LogicalResult evaluateOp(PipelineOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> operands,
+                                SmallVectorImpl<Tensor> &results) {
+  return ctx.runPipeline(op, operands, results);
 }
 
-LogicalResult RepeatOp::evaluate(EvalContext &ctx,
-                                 ArrayRef<const Tensor *> operands,
-                                 SmallVectorImpl<Tensor> &results) {
-  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(*this,
-                                                             getLayerAttr());
+static LogicalResult evaluateOp(RepeatOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> operands,
+                                SmallVectorImpl<Tensor> &results) {
+  auto layer =
+      SymbolTable::lookupNearestSymbolFrom<LayerOp>(op, op.getLayerAttr());
   if (!layer)
-    return emitOpError() << "'" << getLayer() << "' does not name a layer";
-  unsigned numCarried = getNumCarried();
-  int64_t first = getFirst(), count = getCount();
+    return op.emitOpError()
+           << "'" << op.getLayer() << "' does not name a layer";
+  unsigned numCarried = op.getNumCarried();
+  int64_t first = op.getFirst(), count = op.getCount();
   SmallVector<Tensor> carried;
   for (const Tensor *t : operands.take_front(numCarried))
     carried.push_back(*t);
   // Stacked results, filled slice by slice.
   SmallVector<Tensor> stacked;
-  for (Value r : getResults().drop_front(numCarried))
+  for (Value r : op.getResults().drop_front(numCarried))
     stacked.push_back(resultFor(r));
 
   for (int64_t n = 0; n < count; ++n) {
-    int64_t slot = getReverse() ? count - 1 - n : n;
+    int64_t slot = op.getReverse() ? count - 1 - n : n;
     SmallVector<Tensor> slices;
     for (const Tensor *t : operands.drop_front(numCarried)) {
       Tensor s(t->shape().drop_front(), t->dtype());
@@ -109,13 +117,13 @@ LogicalResult RepeatOp::evaluate(EvalContext &ctx,
       args.push_back(&t);
     SmallVector<Tensor> outs;
     std::string prefix =
-        getPrefix().empty()
+        op.getPrefix().empty()
             ? std::string()
-            : (getPrefix() + "." + Twine(first + slot) + ".").str();
+            : (op.getPrefix() + "." + Twine(first + slot) + ".").str();
     if (failed(ctx.callLayer(layer, prefix, args, outs)))
       return failure();
-    for (auto [stack, out] :
-         llvm::zip_equal(stacked, ArrayRef<Tensor>(outs).drop_front(numCarried)))
+    for (auto [stack, out] : llvm::zip_equal(
+             stacked, ArrayRef<Tensor>(outs).drop_front(numCarried)))
       std::copy_n(out.data(), out.numElements(),
                   stack.data() + slot * out.numElements());
     outs.resize(numCarried);
@@ -132,21 +140,24 @@ LogicalResult RepeatOp::evaluate(EvalContext &ctx,
 // Linear algebra and elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                 SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(MatmulOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &a = *ops[0], &b = *ops[1];
-  Tensor c = resultFor(getResult());
+  Tensor c = resultFor(op.getResult());
   int64_t ra = a.rank(), rb = b.rank(), rc = c.rank();
   int64_t m = c.dim(rc - 2), n = c.dim(rc - 1);
-  int64_t k = getTransposeA() ? a.dim(ra - 2) : a.dim(ra - 1);
+  int64_t k = op.getTransposeA() ? a.dim(ra - 2) : a.dim(ra - 1);
   // Element strides of (row, column) of each operand's logical matrix.
-  int64_t aRow = getTransposeA() ? 1 : a.dim(ra - 1);
-  int64_t aCol = getTransposeA() ? a.dim(ra - 1) : 1;
-  int64_t bRow = getTransposeB() ? 1 : b.dim(rb - 1);
-  int64_t bCol = getTransposeB() ? b.dim(rb - 1) : 1;
+  int64_t aRow = op.getTransposeA() ? 1 : a.dim(ra - 1);
+  int64_t aCol = op.getTransposeA() ? a.dim(ra - 1) : 1;
+  int64_t bRow = op.getTransposeB() ? 1 : b.dim(rb - 1);
+  int64_t bCol = op.getTransposeB() ? b.dim(rb - 1) : 1;
   ArrayRef<int64_t> batch = c.shape().drop_back(2);
-  std::vector<int64_t> aBatch = broadcastIndexMap(a.shape().drop_back(2), batch);
-  std::vector<int64_t> bBatch = broadcastIndexMap(b.shape().drop_back(2), batch);
+  std::vector<int64_t> aBatch =
+      broadcastIndexMap(a.shape().drop_back(2), batch);
+  std::vector<int64_t> bBatch =
+      broadcastIndexMap(b.shape().drop_back(2), batch);
   int64_t aSize = a.dim(ra - 2) * a.dim(ra - 1);
   int64_t bSize = b.dim(rb - 2) * b.dim(rb - 1);
   for (int64_t p = 0, e = aBatch.size(); p < e; ++p) {
@@ -177,24 +188,28 @@ static LogicalResult evalBinary(Value result, ArrayRef<const Tensor *> ops,
   return success();
 }
 
-LogicalResult AddOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                              SmallVectorImpl<Tensor> &results) {
-  return evalBinary(getResult(), ops, results,
+static LogicalResult evaluateOp(AddOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalBinary(op.getResult(), ops, results,
                     [](double x, double y) { return x + y; });
 }
-LogicalResult SubOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                              SmallVectorImpl<Tensor> &results) {
-  return evalBinary(getResult(), ops, results,
+static LogicalResult evaluateOp(SubOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalBinary(op.getResult(), ops, results,
                     [](double x, double y) { return x - y; });
 }
-LogicalResult MulOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                              SmallVectorImpl<Tensor> &results) {
-  return evalBinary(getResult(), ops, results,
+static LogicalResult evaluateOp(MulOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalBinary(op.getResult(), ops, results,
                     [](double x, double y) { return x * y; });
 }
-LogicalResult DivOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                              SmallVectorImpl<Tensor> &results) {
-  return evalBinary(getResult(), ops, results,
+static LogicalResult evaluateOp(DivOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalBinary(op.getResult(), ops, results,
                     [](double x, double y) { return x / y; });
 }
 
@@ -208,44 +223,51 @@ static LogicalResult evalUnary(Value result, ArrayRef<const Tensor *> ops,
   return success();
 }
 
-LogicalResult NegOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                              SmallVectorImpl<Tensor> &results) {
-  return evalUnary(getResult(), ops, results, [](double x) { return -x; });
+static LogicalResult evaluateOp(NegOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalUnary(op.getResult(), ops, results, [](double x) { return -x; });
 }
-LogicalResult ExpOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                              SmallVectorImpl<Tensor> &results) {
-  return evalUnary(getResult(), ops, results,
+static LogicalResult evaluateOp(ExpOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalUnary(op.getResult(), ops, results,
                    [](double x) { return std::exp(x); });
 }
-LogicalResult SqrtOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                               SmallVectorImpl<Tensor> &results) {
-  return evalUnary(getResult(), ops, results,
+static LogicalResult evaluateOp(SqrtOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalUnary(op.getResult(), ops, results,
                    [](double x) { return std::sqrt(x); });
 }
-LogicalResult RsqrtOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+static LogicalResult evaluateOp(RsqrtOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
-  return evalUnary(getResult(), ops, results,
+  return evalUnary(op.getResult(), ops, results,
                    [](double x) { return 1.0 / std::sqrt(x); });
 }
-LogicalResult ReluOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                               SmallVectorImpl<Tensor> &results) {
-  return evalUnary(getResult(), ops, results,
+static LogicalResult evaluateOp(ReluOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalUnary(op.getResult(), ops, results,
                    [](double x) { return x > 0.0 ? x : 0.0; });
 }
-LogicalResult SiluOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                               SmallVectorImpl<Tensor> &results) {
-  return evalUnary(getResult(), ops, results,
+static LogicalResult evaluateOp(SiluOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalUnary(op.getResult(), ops, results,
                    [](double x) { return x / (1.0 + std::exp(-x)); });
 }
 
-LogicalResult GeluOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                               SmallVectorImpl<Tensor> &results) {
-  if (getApproximate() == GeluApproximation::tanh)
-    return evalUnary(getResult(), ops, results, [](double x) {
+static LogicalResult evaluateOp(GeluOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  if (op.getApproximate() == GeluApproximation::tanh)
+    return evalUnary(op.getResult(), ops, results, [](double x) {
       const double c = std::sqrt(2.0 / M_PI);
       return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
     });
-  return evalUnary(getResult(), ops, results, [](double x) {
+  return evalUnary(op.getResult(), ops, results, [](double x) {
     return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   });
 }
@@ -254,12 +276,13 @@ LogicalResult GeluOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
 // Normalisation, embeddings, attention, loss
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                  SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(SoftmaxOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   int64_t outer, size, inner;
-  splitAround(x.shape(), getAxis(), outer, size, inner);
+  splitAround(x.shape(), op.getAxis(), outer, size, inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
       int64_t base = o * size * inner + in;
@@ -289,13 +312,13 @@ static std::pair<double, double> normalizer(const double *x, int64_t h,
   return {mean, 1.0 / std::sqrt(var / h + eps)};
 }
 
-LogicalResult LayerNormOp::evaluate(EvalContext &,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(LayerNormOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0], &g = *ops[1], &b = *ops[2];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
-  double eps = getEpsilon().convertToDouble();
+  double eps = op.getEpsilon().convertToDouble();
   for (int64_t r = 0; r < rows; ++r) {
     const double *px = x.data() + r * h;
     auto [mean, inv] = normalizer(px, h, eps);
@@ -306,12 +329,13 @@ LogicalResult LayerNormOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult RmsNormOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                  SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(RmsNormOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0], &g = *ops[1];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
-  double eps = getEpsilon().convertToDouble();
+  double eps = op.getEpsilon().convertToDouble();
   for (int64_t r = 0; r < rows; ++r) {
     const double *px = x.data() + r * h;
     double ms = 0.0;
@@ -334,8 +358,8 @@ static FailureOr<int64_t> checkedId(Operation *op, const Tensor &ids,
     return static_cast<int64_t>(v);
   std::string value;
   llvm::raw_string_ostream(value) << llvm::format("%.17g", v);
-  return op->emitOpError() << what << " " << value << " at flat position " << pos
-                             << " is out of range; expected 0 <= " << what
+  return op->emitOpError() << what << " " << value << " at flat position "
+                           << pos << " is out of range; expected 0 <= " << what
                            << " < " << bound;
 }
 
@@ -343,10 +367,9 @@ static FailureOr<int64_t> checkedId(Operation *op, const Tensor &ids,
 /// `mine` with its group over the vocabulary axes, filling `group` and this
 /// device's `position`; otherwise the group is this device alone.
 template <typename OpTy>
-static LogicalResult vocabExchange(OpTy op, EvalContext &ctx,
-                                   const Tensor &mine,
-                                   SmallVectorImpl<Tensor> &group,
-                                   unsigned &position) {
+static LogicalResult
+vocabExchange(OpTy op, EvalContext &ctx, const Tensor &mine,
+              SmallVectorImpl<Tensor> &group, unsigned &position) {
   group.clear();
   if (!op.getVocabAxes()) {
     group.assign(1, mine);
@@ -368,24 +391,24 @@ static LogicalResult vocabBlock(OpTy op, EvalContext &ctx, int64_t rows,
                                 int64_t &first, int64_t &total) {
   SmallVector<Tensor> group;
   unsigned position;
-  if (failed(vocabExchange(op, ctx, Tensor({}, DType::F64, 0.0), group,
-                           position)))
+  if (failed(
+          vocabExchange(op, ctx, Tensor({}, DType::F64, 0.0), group, position)))
     return failure();
   first = position * rows;
   total = rows * int64_t(group.size());
   return success();
 }
 
-LogicalResult EmbeddingOp::evaluate(EvalContext &ctx,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(EmbeddingOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &table = *ops[0], &ids = *ops[1];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   int64_t v = table.dim(0), h = table.dim(1), first = 0, total = v;
-  if (failed(vocabBlock(*this, ctx, v, first, total)))
+  if (failed(vocabBlock(op, ctx, v, first, total)))
     return failure();
   for (int64_t p = 0, e = ids.numElements(); p < e; ++p) {
-    FailureOr<int64_t> id = checkedId(*this, ids, p, total, "id");
+    FailureOr<int64_t> id = checkedId(op, ids, p, total, "id");
     if (failed(id))
       return failure();
     // Another device's row: this device adds zeros to the group's sum.
@@ -398,13 +421,14 @@ LogicalResult EmbeddingOp::evaluate(EvalContext &ctx,
   return success();
 }
 
-LogicalResult RotaryOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                 SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(RotaryOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   int64_t B = x.dim(0), S = x.dim(1), A = x.dim(2), D = x.dim(3), half = D / 2;
-  double base = getBase().convertToDouble();
-  double sign = getInverse() ? -1.0 : 1.0;
+  double base = op.getBase().convertToDouble();
+  double sign = op.getInverse() ? -1.0 : 1.0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t a = 0; a < A; ++a) {
@@ -421,21 +445,21 @@ LogicalResult RotaryOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
   return success();
 }
 
-LogicalResult AttentionOp::evaluate(EvalContext &,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(AttentionOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &q = *ops[0], &k = *ops[1], &v = *ops[2];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   int64_t B = q.dim(0), S = q.dim(1), Hq = q.dim(2), D = q.dim(3);
   int64_t T = k.dim(1), Hkv = k.dim(2), group = Hq / Hkv;
-  double scale = getEffectiveScale();
+  double scale = op.getEffectiveScale();
   std::vector<double> p(T);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       int64_t kh = h / group;
       for (int64_t s = 0; s < S; ++s) {
         const double *pq = q.data() + ((b * S + s) * Hq + h) * D;
-        int64_t tEnd = getCausal() ? s + 1 : T;
+        int64_t tEnd = op.getCausal() ? s + 1 : T;
         double mx = -std::numeric_limits<double>::infinity();
         for (int64_t t = 0; t < tEnd; ++t) {
           const double *pk = k.data() + ((b * T + t) * Hkv + kh) * D;
@@ -468,8 +492,8 @@ LogicalResult AttentionOp::evaluate(EvalContext &,
 /// device combines in group order, so all get the same bits).
 template <typename OpTy>
 static LogicalResult softmaxStats(OpTy op, EvalContext &ctx,
-                                  const Tensor &logits, int64_t rows,
-                                  int64_t v, Tensor &mx, Tensor &sum) {
+                                  const Tensor &logits, int64_t rows, int64_t v,
+                                  Tensor &mx, Tensor &sum) {
   mx = Tensor({rows}, DType::F64);
   for (int64_t r = 0; r < rows; ++r) {
     const double *pl = logits.data() + r * v;
@@ -501,21 +525,21 @@ static LogicalResult softmaxStats(OpTy op, EvalContext &ctx,
   return success();
 }
 
-LogicalResult CrossEntropyOp::evaluate(EvalContext &ctx,
-                                       ArrayRef<const Tensor *> ops,
-                                       SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(CrossEntropyOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &logits = *ops[0], &labels = *ops[1];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   int64_t v = logits.dim(logits.rank() - 1), rows = labels.numElements();
   int64_t first = 0, vocab = v;
   Tensor mx, sum;
-  if (failed(vocabBlock(*this, ctx, v, first, vocab)) ||
-      failed(softmaxStats(*this, ctx, logits, rows, v, mx, sum)))
+  if (failed(vocabBlock(op, ctx, v, first, vocab)) ||
+      failed(softmaxStats(op, ctx, logits, rows, v, mx, sum)))
     return failure();
   // The label's logit: from the device holding it, zero elsewhere, summed.
   Tensor picked({rows}, DType::F64);
   for (int64_t r = 0; r < rows; ++r) {
-    FailureOr<int64_t> label = checkedId(*this, labels, r, vocab, "label");
+    FailureOr<int64_t> label = checkedId(op, labels, r, vocab, "label");
     if (failed(label))
       return failure();
     bool mine = *label >= first && *label < first + v;
@@ -523,7 +547,7 @@ LogicalResult CrossEntropyOp::evaluate(EvalContext &ctx,
   }
   SmallVector<Tensor> group;
   unsigned position;
-  if (failed(vocabExchange(*this, ctx, picked, group, position)))
+  if (failed(vocabExchange(op, ctx, picked, group, position)))
     return failure();
   double total = 0.0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -541,9 +565,10 @@ LogicalResult CrossEntropyOp::evaluate(EvalContext &ctx,
 // Shape ops and constants
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReshapeOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                  SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
+static LogicalResult evaluateOp(ReshapeOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
   std::copy_n(ops[0]->data(), y.numElements(), y.data());
   results.push_back(std::move(y));
   return success();
@@ -571,13 +596,13 @@ static void forEachStrided(ArrayRef<int64_t> outShape,
   }
 }
 
-LogicalResult TransposeOp::evaluate(EvalContext &,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(TransposeOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   SmallVector<int64_t> xs = x.strides(), stride;
-  for (int64_t p : getPermutation())
+  for (int64_t p : op.getPermutation())
     stride.push_back(xs[p]);
   forEachStrided(y.shape(), stride, 0,
                  [&](int64_t out, int64_t in) { y[out] = x[in]; });
@@ -585,16 +610,17 @@ LogicalResult TransposeOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult ReduceOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                 SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(ReduceOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0];
-  Tensor y = resultFor(getResult());
-  bool isMax = getKind() == ReduceKind::max;
+  Tensor y = resultFor(op.getResult());
+  bool isMax = op.getKind() == ReduceKind::max;
   std::fill_n(y.data(), y.numElements(),
               isMax ? -std::numeric_limits<double>::infinity() : 0.0);
   // Stride of each input dimension in the result (0 for reduced ones).
   SmallVector<bool> reduced(x.rank(), false);
-  for (int64_t a : getAxes())
+  for (int64_t a : op.getAxes())
     reduced[a] = true;
   SmallVector<int64_t> outStride(x.rank(), 0);
   int64_t s = 1, count = 1;
@@ -609,17 +635,17 @@ LogicalResult ReduceOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
   forEachStrided(x.shape(), outStride, 0, [&](int64_t in, int64_t out) {
     y[out] = isMax ? std::max(y[out], x[in]) : y[out] + x[in];
   });
-  if (getKind() == ReduceKind::mean)
+  if (op.getKind() == ReduceKind::mean)
     for (int64_t i = 0, e = y.numElements(); i < e; ++i)
       y[i] /= count;
   results.push_back(std::move(y));
   return success();
 }
 
-LogicalResult BroadcastOp::evaluate(EvalContext &,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
+static LogicalResult evaluateOp(BroadcastOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
   std::vector<int64_t> map = broadcastIndexMap(ops[0]->shape(), y.shape());
   for (int64_t i = 0, e = y.numElements(); i < e; ++i)
     y[i] = (*ops[0])[map[i]];
@@ -641,22 +667,24 @@ static int64_t sliceView(const Tensor &x, ArrayRef<int64_t> start,
   return offset;
 }
 
-LogicalResult SliceOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+static LogicalResult evaluateOp(SliceOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0];
-  Tensor y = resultFor(getResult());
+  Tensor y = resultFor(op.getResult());
   SmallVector<int64_t> stride;
-  int64_t offset = sliceView(x, getStart(), getStride(), stride);
+  int64_t offset = sliceView(x, op.getStart(), op.getStride(), stride);
   forEachStrided(y.shape(), stride, offset,
                  [&](int64_t out, int64_t in) { y[out] = x[in]; });
   results.push_back(std::move(y));
   return success();
 }
 
-LogicalResult ConcatOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                 SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
-  int64_t axis = getAxis(), outer, size, inner;
+static LogicalResult evaluateOp(ConcatOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
+  int64_t axis = op.getAxis(), outer, size, inner;
   splitAround(y.shape(), axis, outer, size, inner);
   int64_t at = 0;
   for (const Tensor *x : ops) {
@@ -670,10 +698,11 @@ LogicalResult ConcatOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
   return success();
 }
 
-LogicalResult ConstantOp::evaluate(EvalContext &, ArrayRef<const Tensor *>,
-                                   SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
-  auto dense = cast<DenseIntOrFPElementsAttr>(getValue());
+static LogicalResult evaluateOp(ConstantOp op, EvalContext &,
+                                ArrayRef<const Tensor *>,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
+  auto dense = cast<DenseIntOrFPElementsAttr>(op.getValue());
   int64_t i = 0;
   if (isa<FloatType>(dense.getElementType())) {
     for (APFloat f : dense.getValues<APFloat>()) {
@@ -693,44 +722,46 @@ LogicalResult ConstantOp::evaluate(EvalContext &, ArrayRef<const Tensor *>,
 // Gradient ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReluGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                   SmallVectorImpl<Tensor> &results) {
-  return evalBinary(getResult(), ops, results, [](double x, double g) {
-    return x > 0.0 ? g : 0.0;
-  });
+static LogicalResult evaluateOp(ReluGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalBinary(op.getResult(), ops, results,
+                    [](double x, double g) { return x > 0.0 ? g : 0.0; });
 }
 
-LogicalResult SiluGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                   SmallVectorImpl<Tensor> &results) {
-  return evalBinary(getResult(), ops, results, [](double x, double g) {
+static LogicalResult evaluateOp(SiluGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalBinary(op.getResult(), ops, results, [](double x, double g) {
     double s = 1.0 / (1.0 + std::exp(-x));
     return g * s * (1.0 + x * (1.0 - s));
   });
 }
 
-LogicalResult GeluGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                   SmallVectorImpl<Tensor> &results) {
-  if (getApproximate() == GeluApproximation::tanh)
-    return evalBinary(getResult(), ops, results, [](double x, double g) {
+static LogicalResult evaluateOp(GeluGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  if (op.getApproximate() == GeluApproximation::tanh)
+    return evalBinary(op.getResult(), ops, results, [](double x, double g) {
       const double c = std::sqrt(2.0 / M_PI), a = 0.044715;
       double t = std::tanh(c * (x + a * x * x * x));
       return g * (0.5 * (1.0 + t) +
                   0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * a * x * x));
     });
-  return evalBinary(getResult(), ops, results, [](double x, double g) {
+  return evalBinary(op.getResult(), ops, results, [](double x, double g) {
     double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
     double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
     return g * (cdf + x * pdf);
   });
 }
 
-LogicalResult LayerNormGradOp::evaluate(EvalContext &,
-                                        ArrayRef<const Tensor *> ops,
-                                        SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(LayerNormGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0], &g = *ops[1], &dy = *ops[2];
-  Tensor dx = resultFor(getResult());
+  Tensor dx = resultFor(op.getResult());
   int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
-  double eps = getEpsilon().convertToDouble();
+  double eps = op.getEpsilon().convertToDouble();
   std::vector<double> xhat(h), dxhat(h);
   for (int64_t r = 0; r < rows; ++r) {
     const double *px = x.data() + r * h, *pdy = dy.data() + r * h;
@@ -751,13 +782,13 @@ LogicalResult LayerNormGradOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult RmsNormGradOp::evaluate(EvalContext &,
-                                      ArrayRef<const Tensor *> ops,
-                                      SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(RmsNormGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0], &g = *ops[1], &dy = *ops[2];
-  Tensor dx = resultFor(getResult());
+  Tensor dx = resultFor(op.getResult());
   int64_t h = x.dim(x.rank() - 1), rows = x.numElements() / h;
-  double eps = getEpsilon().convertToDouble();
+  double eps = op.getEpsilon().convertToDouble();
   for (int64_t r = 0; r < rows; ++r) {
     const double *px = x.data() + r * h, *pdy = dy.data() + r * h;
     double ms = 0.0, dot = 0.0;
@@ -767,24 +798,23 @@ LogicalResult RmsNormGradOp::evaluate(EvalContext &,
     }
     double inv = 1.0 / std::sqrt(ms / h + eps);
     for (int64_t i = 0; i < h; ++i)
-      dx[r * h + i] =
-          inv * pdy[i] * g[i] - px[i] * inv * inv * inv * dot / h;
+      dx[r * h + i] = inv * pdy[i] * g[i] - px[i] * inv * inv * inv * dot / h;
   }
   results.push_back(std::move(dx));
   return success();
 }
 
-LogicalResult EmbeddingGradOp::evaluate(EvalContext &ctx,
-                                        ArrayRef<const Tensor *> ops,
-                                        SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(EmbeddingGradOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &ids = *ops[0], &dy = *ops[1];
-  Tensor table = resultFor(getResult());
+  Tensor table = resultFor(op.getResult());
   int64_t v = table.dim(0), h = table.dim(1), first = 0, total = v;
-  if (failed(vocabBlock(*this, ctx, v, first, total)))
+  if (failed(vocabBlock(op, ctx, v, first, total)))
     return failure();
   std::fill_n(table.data(), table.numElements(), 0.0);
   for (int64_t p = 0, e = ids.numElements(); p < e; ++p) {
-    FailureOr<int64_t> id = checkedId(*this, ids, p, total, "id");
+    FailureOr<int64_t> id = checkedId(op, ids, p, total, "id");
     if (failed(id))
       return failure();
     if (*id < first || *id >= first + v)
@@ -796,14 +826,14 @@ LogicalResult EmbeddingGradOp::evaluate(EvalContext &ctx,
   return success();
 }
 
-LogicalResult AttentionGradOp::evaluate(EvalContext &,
-                                        ArrayRef<const Tensor *> ops,
-                                        SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(AttentionGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &q = *ops[0], &k = *ops[1], &v = *ops[2], &dy = *ops[3];
   int64_t B = q.dim(0), S = q.dim(1), Hq = q.dim(2), D = q.dim(3);
   int64_t T = k.dim(1), Hkv = k.dim(2), group = Hq / Hkv;
-  double scale = getScale() ? getScale()->convertToDouble()
-                            : 1.0 / std::sqrt(double(D));
+  double scale = op.getScale() ? op.getScale()->convertToDouble()
+                               : 1.0 / std::sqrt(double(D));
   Tensor dq(q.shape(), q.dtype()), dk(k.shape(), k.dtype()),
       dv(v.shape(), v.dtype());
   std::vector<double> p(T), dp(T);
@@ -812,7 +842,7 @@ LogicalResult AttentionGradOp::evaluate(EvalContext &,
       int64_t kh = h / group;
       for (int64_t s = 0; s < S; ++s) {
         int64_t qOff = ((b * S + s) * Hq + h) * D;
-        int64_t tEnd = getCausal() ? s + 1 : T;
+        int64_t tEnd = op.getCausal() ? s + 1 : T;
         // Recompute the attention probabilities of query s.
         double mx = -std::numeric_limits<double>::infinity();
         for (int64_t t = 0; t < tEnd; ++t) {
@@ -849,24 +879,24 @@ LogicalResult AttentionGradOp::evaluate(EvalContext &,
       }
     }
   Tensor *chosen[] = {&dq, &dk, &dv};
-  results.push_back(std::move(*chosen[getOperand()]));
+  results.push_back(std::move(*chosen[op.getOperand()]));
   return success();
 }
 
-LogicalResult CrossEntropyGradOp::evaluate(EvalContext &ctx,
-                                           ArrayRef<const Tensor *> ops,
-                                           SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(CrossEntropyGradOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &logits = *ops[0], &labels = *ops[1], &g = *ops[2];
-  Tensor dl = resultFor(getResult());
+  Tensor dl = resultFor(op.getResult());
   int64_t v = logits.dim(logits.rank() - 1), rows = labels.numElements();
   double coeff = rows ? g[0] / rows : 0.0;
   int64_t first = 0, vocab = v;
   Tensor mx, sum;
-  if (failed(vocabBlock(*this, ctx, v, first, vocab)) ||
-      failed(softmaxStats(*this, ctx, logits, rows, v, mx, sum)))
+  if (failed(vocabBlock(op, ctx, v, first, vocab)) ||
+      failed(softmaxStats(op, ctx, logits, rows, v, mx, sum)))
     return failure();
   for (int64_t r = 0; r < rows; ++r) {
-    FailureOr<int64_t> label = checkedId(*this, labels, r, vocab, "label");
+    FailureOr<int64_t> label = checkedId(op, labels, r, vocab, "label");
     if (failed(label))
       return failure();
     const double *pl = logits.data() + r * v;
@@ -878,13 +908,13 @@ LogicalResult CrossEntropyGradOp::evaluate(EvalContext &ctx,
   return success();
 }
 
-LogicalResult ReduceMaxGradOp::evaluate(EvalContext &,
-                                        ArrayRef<const Tensor *> ops,
-                                        SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(ReduceMaxGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &x = *ops[0], &dy = *ops[1];
-  Tensor dx = resultFor(getResult());
+  Tensor dx = resultFor(op.getResult());
   SmallVector<bool> reduced(x.rank(), false);
-  for (int64_t a : getAxes())
+  for (int64_t a : op.getAxes())
     reduced[a] = true;
   SmallVector<int64_t> outStride(x.rank(), 0);
   int64_t s = 1;
@@ -909,13 +939,14 @@ LogicalResult ReduceMaxGradOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult SliceGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(SliceGradOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &dy = *ops[0];
-  Tensor dx = resultFor(getResult());
+  Tensor dx = resultFor(op.getResult());
   std::fill_n(dx.data(), dx.numElements(), 0.0);
   SmallVector<int64_t> stride;
-  int64_t offset = sliceView(dx, getStart(), getStride(), stride);
+  int64_t offset = sliceView(dx, op.getStart(), op.getStride(), stride);
   forEachStrided(dy.shape(), stride, offset,
                  [&](int64_t out, int64_t in) { dx[in] = dy[out]; });
   results.push_back(std::move(dx));
@@ -926,19 +957,19 @@ LogicalResult SliceGradOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
 // Training ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult LrScheduleOp::evaluate(EvalContext &,
-                                     ArrayRef<const Tensor *> ops,
-                                     SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
-  double t = (*ops[0])[0], lr = getLr().convertToDouble();
-  double minLr = getMinLr().convertToDouble();
-  int64_t warmup = getWarmupSteps(), total = getTotalSteps();
+static LogicalResult evaluateOp(LrScheduleOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
+  double t = (*ops[0])[0], lr = op.getLr().convertToDouble();
+  double minLr = op.getMinLr().convertToDouble();
+  int64_t warmup = op.getWarmupSteps(), total = op.getTotalSteps();
   if (t < warmup) {
     y[0] = lr * (t + 1) / warmup;
   } else {
-    double p = std::min(
-        1.0, (t - warmup) / std::max<double>(1.0, double(total - warmup)));
-    switch (getDecay()) {
+    double p = std::min(1.0, (t - warmup) /
+                                 std::max<double>(1.0, double(total - warmup)));
+    switch (op.getDecay()) {
     case LrDecay::constant:
       y[0] = lr;
       break;
@@ -954,10 +985,10 @@ LogicalResult LrScheduleOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult GlobalNormOp::evaluate(EvalContext &,
-                                     ArrayRef<const Tensor *> ops,
-                                     SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
+static LogicalResult evaluateOp(GlobalNormOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
   double sum = 0.0;
   for (const Tensor *t : ops)
     for (int64_t i = 0, e = t->numElements(); i < e; ++i)
@@ -967,10 +998,10 @@ LogicalResult GlobalNormOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult SumSquaresOp::evaluate(EvalContext &,
-                                     ArrayRef<const Tensor *> ops,
-                                     SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
+static LogicalResult evaluateOp(SumSquaresOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
   double sum = 0.0;
   for (const Tensor *t : ops)
     for (int64_t i = 0, e = t->numElements(); i < e; ++i)
@@ -980,26 +1011,28 @@ LogicalResult SumSquaresOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult ClipCoefficientOp::evaluate(EvalContext &,
-                                          ArrayRef<const Tensor *> ops,
-                                          SmallVectorImpl<Tensor> &results) {
-  Tensor y = resultFor(getResult());
-  y[0] = std::min(1.0, getMaxNorm().convertToDouble() / ((*ops[0])[0] + 1e-6));
+static LogicalResult evaluateOp(ClipCoefficientOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor y = resultFor(op.getResult());
+  y[0] =
+      std::min(1.0, op.getMaxNorm().convertToDouble() / ((*ops[0])[0] + 1e-6));
   results.push_back(std::move(y));
   return success();
 }
 
-LogicalResult AdamWUpdateOp::evaluate(EvalContext &,
-                                      ArrayRef<const Tensor *> ops,
-                                      SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(AdamWUpdateOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &p = *ops[0], &g = *ops[1], &m = *ops[2], &v = *ops[3];
   double lr = (*ops[4])[0], t = (*ops[5])[0] + 1, scale = (*ops[6])[0];
-  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
-  double eps = getEpsilon().convertToDouble();
-  double wd = getWeightDecay().convertToDouble();
+  double b1 = op.getBeta1().convertToDouble(),
+         b2 = op.getBeta2().convertToDouble();
+  double eps = op.getEpsilon().convertToDouble();
+  double wd = op.getWeightDecay().convertToDouble();
   double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
-  Tensor np = resultFor(getNewParam()), nm = resultFor(getNewM()),
-         nv = resultFor(getNewV());
+  Tensor np = resultFor(op.getNewParam()), nm = resultFor(op.getNewM()),
+         nv = resultFor(op.getNewV());
   if (!std::isfinite(scale)) { // a skipped step: everything stays
     for (int64_t i = 0, e = p.numElements(); i < e; ++i) {
       np[i] = p[i];
@@ -1024,14 +1057,15 @@ LogicalResult AdamWUpdateOp::evaluate(EvalContext &,
   return success();
 }
 
-LogicalResult SgdUpdateOp::evaluate(EvalContext &,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(SgdUpdateOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   const Tensor &p = *ops[0], &g = *ops[1], &buf = *ops[2];
   double lr = (*ops[3])[0], scale = (*ops[4])[0];
-  double mu = getMomentum().convertToDouble();
-  double wd = getWeightDecay().convertToDouble();
-  Tensor np = resultFor(getNewParam()), nb = resultFor(getNewMomentumBuffer());
+  double mu = op.getMomentum().convertToDouble();
+  double wd = op.getWeightDecay().convertToDouble();
+  Tensor np = resultFor(op.getNewParam()),
+         nb = resultFor(op.getNewMomentumBuffer());
   bool skip = !std::isfinite(scale); // a skipped step: everything stays
   for (int64_t i = 0, e = p.numElements(); i < e; ++i) {
     if (skip) {
@@ -1041,7 +1075,7 @@ LogicalResult SgdUpdateOp::evaluate(EvalContext &,
     }
     double gi = g[i] * scale + wd * p[i];
     nb[i] = mu * buf[i] + gi;
-    double step = getNesterov() ? gi + mu * nb[i] : nb[i];
+    double step = op.getNesterov() ? gi + mu * nb[i] : nb[i];
     np[i] = p[i] - lr * step;
   }
   results.push_back(std::move(np));
@@ -1053,7 +1087,8 @@ LogicalResult SgdUpdateOp::evaluate(EvalContext &,
 // Distribution
 //===----------------------------------------------------------------------===//
 
-LogicalResult ShardOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
+static LogicalResult evaluateOp(ShardOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
   results.push_back(*ops[0]);
   return success();
@@ -1064,7 +1099,8 @@ template <typename OpTy>
 static LogicalResult exchangeFor(OpTy op, EvalContext &ctx, const Tensor &mine,
                                  SmallVectorImpl<Tensor> &group,
                                  unsigned &position) {
-  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
   SmallVector<StringRef> axes;
   for (Attribute a : op.getAxes())
     axes.push_back(cast<StringAttr>(a).getValue());
@@ -1116,10 +1152,9 @@ static Tensor concatenate(ArrayRef<Tensor> parts, int64_t dim) {
 /// makes of every member's tensor (in group order) and this device's
 /// position.
 template <typename OpTy, typename Fn>
-static LogicalResult evalCollective(OpTy op, EvalContext &ctx,
-                                    ArrayRef<const Tensor *> ops,
-                                    SmallVectorImpl<Tensor> &results,
-                                    Fn fromGroup) {
+static LogicalResult
+evalCollective(OpTy op, EvalContext &ctx, ArrayRef<const Tensor *> ops,
+               SmallVectorImpl<Tensor> &results, Fn fromGroup) {
   SmallVector<Tensor> group;
   unsigned position;
   if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
@@ -1132,11 +1167,10 @@ template <typename OpTy>
 static LogicalResult evalAllReduce(OpTy op, EvalContext &ctx,
                                    ArrayRef<const Tensor *> ops,
                                    SmallVectorImpl<Tensor> &results) {
-  return evalCollective(op, ctx, ops, results,
-                        [&](ArrayRef<Tensor> group, unsigned) {
-                          return combine(group,
-                                         op.getKind() == ReduceKind::max);
-                        });
+  return evalCollective(
+      op, ctx, ops, results, [&](ArrayRef<Tensor> group, unsigned) {
+        return combine(group, op.getKind() == ReduceKind::max);
+      });
 }
 
 template <typename OpTy>
@@ -1153,41 +1187,41 @@ template <typename OpTy>
 static LogicalResult evalReduceScatter(OpTy op, EvalContext &ctx,
                                        ArrayRef<const Tensor *> ops,
                                        SmallVectorImpl<Tensor> &results) {
-  return evalCollective(
-      op, ctx, ops, results, [&](ArrayRef<Tensor> group, unsigned position) {
-        return block(combine(group, false), op.getDim(), group.size(),
-                     position);
-      });
+  return evalCollective(op, ctx, ops, results,
+                        [&](ArrayRef<Tensor> group, unsigned position) {
+                          return block(combine(group, false), op.getDim(),
+                                       group.size(), position);
+                        });
 }
 
 template <typename OpTy>
 static LogicalResult evalAllToAll(OpTy op, EvalContext &ctx,
                                   ArrayRef<const Tensor *> ops,
                                   SmallVectorImpl<Tensor> &results) {
-  return evalCollective(
-      op, ctx, ops, results, [&](ArrayRef<Tensor> group, unsigned position) {
-        SmallVector<Tensor> received;
-        for (const Tensor &t : group)
-          received.push_back(
-              block(t, op.getSplitDim(), group.size(), position));
-        return concatenate(received, op.getConcatDim());
-      });
+  return evalCollective(op, ctx, ops, results,
+                        [&](ArrayRef<Tensor> group, unsigned position) {
+                          SmallVector<Tensor> received;
+                          for (const Tensor &t : group)
+                            received.push_back(block(t, op.getSplitDim(),
+                                                     group.size(), position));
+                          return concatenate(received, op.getConcatDim());
+                        });
 }
 
 template <typename OpTy>
 static LogicalResult evalBroadcastFrom(OpTy op, EvalContext &ctx,
                                        ArrayRef<const Tensor *> ops,
                                        SmallVectorImpl<Tensor> &results) {
-  return evalCollective(op, ctx, ops, results,
-                        [&](ArrayRef<Tensor> group, unsigned) {
-                          return group[op.getRoot()];
-                        });
+  return evalCollective(
+      op, ctx, ops, results,
+      [&](ArrayRef<Tensor> group, unsigned) { return group[op.getRoot()]; });
 }
 
 #define BRAID_EVAL_COLLECTIVE(Op, fn)                                          \
-  LogicalResult Op::evaluate(EvalContext &ctx, ArrayRef<const Tensor *> ops,   \
-                             SmallVectorImpl<Tensor> &results) {               \
-    return fn(*this, ctx, ops, results);                                       \
+  static LogicalResult evaluateOp(Op op, EvalContext &ctx,                     \
+                                  ArrayRef<const Tensor *> ops,                \
+                                  SmallVectorImpl<Tensor> &results) {          \
+    return fn(op, ctx, ops, results);                                          \
   }
 BRAID_EVAL_COLLECTIVE(AllReduceOp, evalAllReduce)
 BRAID_EVAL_COLLECTIVE(AllReduceStartOp, evalAllReduce)
@@ -1201,20 +1235,69 @@ BRAID_EVAL_COLLECTIVE(BroadcastFromOp, evalBroadcastFrom)
 BRAID_EVAL_COLLECTIVE(BroadcastFromStartOp, evalBroadcastFrom)
 #undef BRAID_EVAL_COLLECTIVE
 
-LogicalResult WaitOp::evaluate(EvalContext &, ArrayRef<const Tensor *> ops,
-                               SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(WaitOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   results.push_back(*ops[0]);
   return success();
 }
 
-LogicalResult AllSliceOp::evaluate(EvalContext &ctx,
-                                   ArrayRef<const Tensor *> ops,
-                                   SmallVectorImpl<Tensor> &results) {
+static LogicalResult evaluateOp(AllSliceOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
   // Only the position is needed; the exchange also keeps devices in step.
   SmallVector<Tensor> group;
   unsigned position;
-  if (failed(exchangeFor(*this, ctx, *ops[0], group, position)))
+  if (failed(exchangeFor(op, ctx, *ops[0], group, position)))
     return failure();
-  results.push_back(block(*ops[0], getDim(), group.size(), position));
+  results.push_back(block(*ops[0], op.getDim(), group.size(), position));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// External models
+//===----------------------------------------------------------------------===//
+
+#include "braid/Eval/EvalOpInterface.cpp.inc"
+
+namespace {
+/// EvalOpInterface for `OpTy`, through its evaluateOp above.
+template <typename OpTy>
+struct EvalOpModel
+    : public EvalOpInterface::ExternalModel<EvalOpModel<OpTy>, OpTy> {
+  LogicalResult evaluate(Operation *op, EvalContext &ctx,
+                         ArrayRef<const Tensor *> operands,
+                         SmallVectorImpl<Tensor> &results) const {
+    return evaluateOp(cast<OpTy>(op), ctx, operands, results);
+  }
+};
+
+template <typename... OpTys> void attachEvalModels(MLIRContext *ctx) {
+  (OpTys::template attachInterface<EvalOpModel<OpTys>>(*ctx), ...);
+}
+} // namespace
+
+void mlir::braid::registerEvalInterfaceExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, BraidDialect *) {
+    attachEvalModels<
+        ParamOp, StoreParamOp, PipelineOp, RepeatOp, MatmulOp, AddOp, SubOp,
+        MulOp, DivOp, NegOp, ExpOp, SqrtOp, RsqrtOp, ReluOp, SiluOp, GeluOp,
+        SoftmaxOp, LayerNormOp, RmsNormOp, EmbeddingOp, RotaryOp, AttentionOp,
+        CrossEntropyOp, ReshapeOp, TransposeOp, ReduceOp, BroadcastOp, SliceOp,
+        ConcatOp, ConstantOp, ReluGradOp, SiluGradOp, GeluGradOp,
+        LayerNormGradOp, RmsNormGradOp, EmbeddingGradOp, AttentionGradOp,
+        CrossEntropyGradOp, ReduceMaxGradOp, SliceGradOp, LrScheduleOp,
+        GlobalNormOp, SumSquaresOp, ClipCoefficientOp, AdamWUpdateOp,
+        SgdUpdateOp, ShardOp, AllReduceOp, AllReduceStartOp, AllGatherOp,
+        AllGatherStartOp, ReduceScatterOp, ReduceScatterStartOp, AllToAllOp,
+        AllToAllStartOp, BroadcastFromOp, BroadcastFromStartOp, WaitOp,
+        AllSliceOp>(ctx);
+  });
+}
+
+bool mlir::braid::hasEvalInterfaceExternalModels(MLIRContext *ctx) {
+  std::optional<RegisteredOperationName> param =
+      RegisteredOperationName::lookup(ParamOp::getOperationName(), ctx);
+  return param && param->hasInterface<EvalOpInterface>();
 }
