@@ -6,6 +6,9 @@
 
 #include "Lowering.h"
 
+// LLVM_DEBUG needs it: builds with asserts (and -debug-only) did not compile.
+#define DEBUG_TYPE "braid-lower-to-emitc"
+
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::lowering;
