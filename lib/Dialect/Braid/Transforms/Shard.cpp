@@ -1,8 +1,9 @@
-//===- Shard.cpp - Standard dp/tp annotations for GPT and Llama ------------===//
+//===- Shard.cpp - Standard dp/tp annotations from program structure ------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 #include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
+#include "braid/Dialect/Braid/Transforms/TensorParallelPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -16,36 +17,6 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
-
-enum class Parallel { None, Column, Row };
-
-/// Megatron's split of the projection a parameter belongs to. The
-/// vocabulary (embedding tables, [V, H], split like a row-parallel weight;
-/// an untied LM head, [H, V], like a column-parallel one) is `optional`:
-/// kept whole where tp does not divide it.
-Parallel classify(StringRef name, bool *optional = nullptr) {
-  static const char *column[] = {"attn.q.",           "attn.k.",
-                                 "attn.v.",           "mlp.fc.",
-                                 "self_attn.q_proj.", "self_attn.k_proj.",
-                                 "self_attn.v_proj.", "mlp.gate_proj.",
-                                 "mlp.up_proj.",      "lm_head."};
-  static const char *row[] = {"attn.proj.",     "mlp.proj.",
-                              "self_attn.o_proj.", "mlp.down_proj.",
-                              "wte.",           "embed_tokens."};
-  auto matches = [&](const char *p) {
-    return name.starts_with(p) || name.contains((Twine(".") + p).str());
-  };
-  if (optional)
-    *optional = matches("lm_head.") || matches("wte.") ||
-                matches("embed_tokens.");
-  for (const char *c : column)
-    if (matches(c))
-      return Parallel::Column;
-  for (const char *r : row)
-    if (matches(r))
-      return Parallel::Row;
-  return Parallel::None;
-}
 
 /// Whether `arg` is used as micro-batches stacked along its leading
 /// dimension: by braid.pipeline, or as a stacked operand of braid.repeat.
@@ -99,8 +70,7 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
         break;
       for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
         auto type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
-        if (!type || type.getRank() == 0 ||
-            fn.getArgAttr(i, "braid.sharding"))
+        if (!type || type.getRank() == 0 || fn.getArgAttr(i, "braid.sharding"))
           continue;
         // Micro-batches stacked for braid.pipeline or an accumulation
         // loop come first; the batch is the dimension after them.
@@ -118,48 +88,52 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
         fn.setArgAttr(i, "braid.sharding", s.toAttr(mesh));
       }
     }
+    // Which weights tensor parallelism splits, from the program's dataflow.
+    std::optional<TensorParallelPlan> plan;
+    if (tp > 1)
+      plan.emplace(module);
+    else if (explain)
+      module.emitRemark("braid-shard: tp = 1, nothing to split over tp");
+    llvm::StringSet<> explained;
     WalkResult walk = module.walk([&](ParamOp param) {
-      bool optional = false;
-      Parallel kind =
-          tp > 1 ? classify(param.getName(), &optional) : Parallel::None;
+      TensorParallelDecision decision;
+      if (plan)
+        decision = plan->lookup(param);
       auto type = cast<RankedTensorType>(param.getType());
-      if (optional &&
-          type.getDimSize(kind == Parallel::Column ? type.getRank() - 1 : 0) %
-                  tp !=
-              0)
-        kind = Parallel::None;
+      bool split = decision.role != TensorParallelDecision::Role::None;
+      int64_t dim = decision.dim;
+      // The vocabulary stays whole where tp does not divide it.
+      bool dropped = split && decision.optional && type.getDimSize(dim) % tp;
+      if (dropped)
+        split = false;
+      if (explain && plan && !param.getState() &&
+          explained.insert(plan->fullNames(param).front()).second) {
+        InFlightDiagnostic remark = param.emitRemark()
+                                    << "'" << plan->fullNames(param).front()
+                                    << "': " << stringifyRole(decision.role);
+        if (decision.role != TensorParallelDecision::Role::None)
+          remark << " (dimension " << dim << " over tp)";
+        remark << ": " << decision.reason;
+        if (dropped)
+          remark << "; kept whole: dimension " << dim << " of size "
+                 << type.getDimSize(dim)
+                 << " is not divisible by tp = " << (int64_t)tp;
+      }
       // ZeRO splits optimizer state (and, at stage 3, parameters) over dp.
       bool zeroSplit = dp > 1 && ((zero >= 1 && param.getState()) ||
                                   (zero >= 3 && !param.getState()));
-      if (kind == Parallel::None && !zeroSplit)
+      if (!split && !zeroSplit)
         return WalkResult::advance();
-      // Weights are [in, out]: column-parallel splits out (and the bias),
-      // row-parallel splits in (and leaves the bias whole).
       Sharding s = Sharding::replicated(type.getRank());
-      int64_t dim = kind == Parallel::Column ? type.getRank() - 1 : 0;
-      if (kind != Parallel::None &&
-          !(kind == Parallel::Row && type.getRank() == 1)) {
+      if (split) {
         if (type.getDimSize(dim) % tp != 0) {
-          param.emitOpError() << "parameter '" << param.getName()
-                              << "' has dimension " << dim << " of size "
-                              << type.getDimSize(dim)
-                              << ", not divisible by tp = " << (int64_t)tp;
+          param.emitOpError()
+              << "parameter '" << param.getName() << "' has dimension " << dim
+              << " of size " << type.getDimSize(dim)
+              << ", not divisible by tp = " << (int64_t)tp;
           return WalkResult::interrupt();
         }
         s.dims[dim] = {"tp"};
-      }
-      // Optimizer state follows its parameter's tensor parallelism: the
-      // same name without the state suffix.
-      if (param.getState() && tp > 1) {
-        StringRef owner = param.getName().rsplit(".adamw.").first;
-        owner = owner.rsplit(".sgd.").first;
-        Parallel ownerKind = classify(owner);
-        if (ownerKind != Parallel::None &&
-            !(ownerKind == Parallel::Row && type.getRank() == 1)) {
-          int64_t d = ownerKind == Parallel::Column ? type.getRank() - 1 : 0;
-          if (type.getDimSize(d) % tp == 0)
-            s.dims[d] = {"tp"};
-        }
       }
       if (zeroSplit) {
         // The first dimension dp divides that tp does not split; a tensor

@@ -230,18 +230,37 @@ def PartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
 
 def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
   let summary = "Applies the standard data- and tensor-parallel annotations "
-                "to GPT/Llama-shaped models.";
+                "found in the program's structure.";
   let description = [{
     A convenience planner: adds `braid.mesh @mesh` with axes `dp` and `tp`,
     splits the leading (batch) dimension of every function argument over
-    `dp`, and applies Megatron-LM's tensor parallelism by parameter name
-    (the names `python -m braid.models` uses):
+    `dp`, and applies Megatron-LM's tensor parallelism where the forward
+    program's dataflow calls for it, whatever the parameters are called
+    (`TensorParallelPlan.h`). Inside each layer and function, the output
+    features of a matmul whose weight is a parameter are followed through
+    the ops' sharding rules:
 
-    - column-parallel (output dimension over `tp`): `attn.{q,k,v}`,
-      `mlp.fc`, `self_attn.{q,k,v}_proj`, `mlp.{gate,up}_proj`, with their
-      biases;
-    - row-parallel (input dimension over `tp`): `attn.proj`, `mlp.proj`,
-      `self_attn.o_proj`, `mlp.down_proj`.
+    - if they reach a second matmul that sums over them against another
+      weight, only through ops that keep them parallel (elementwise ops,
+      reshapes into heads, attention over heads, SwiGLU's product), the
+      pair is split Megatron's way: the first weight column-parallel (its
+      output dimension over `tp`), with every parameter applied along that
+      dimension on the way (its bias); the second row-parallel (its
+      contracted dimension over `tp`, its bias whole). GPT's
+      `attn.{q,k,v}`/`attn.proj` and `mlp.fc`/`mlp.proj`, Llama's
+      `q,k,v_proj`/`o_proj` and `gate,up_proj`/`down_proj` are such pairs;
+    - if they reach a loss that splits its vocabulary cooperatively
+      (`braid.cross_entropy`), the weight is the LM head: vocabulary
+      parallel, with its bias;
+    - if they reach an op that needs them whole or reduces them (a
+      normalisation, a softmax over them), the weight stays whole.
+
+    A table whose rows integer ids look up (`braid.embedding`) is split
+    along its rows (the vocabulary). The vocabulary splits are dropped
+    where `tp` does not divide it; a tied table and head is split once.
+    Optimizer state follows the parameter its update op combines it with.
+    `explain` prints, as a remark on each parameter, what was decided and
+    why.
 
     With `sp`, each layer's input (the residual stream, `[batch, sequence,
     hidden]`) is split along the sequence over `tp`, weaker than the tensor
@@ -277,6 +296,9 @@ def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
     Option<"sp", "sp", "bool", /*default=*/"false",
            "Sequence parallelism: split the sequence dimension of every "
            "layer's input over tp (Korthikanti et al. 2022).">,
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Explain the tensor-parallel plan: a remark on each parameter "
+           "saying how tp splits it and why.">,
   ];
 }
 
