@@ -40,10 +40,16 @@ start=$SECONDS
 ninja -C "$build"
 echo "sanitize.sh: build took $((SECONDS - start)) s"
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
+# fast_unwind_on_malloc=0: OpenMPI and Python have no frame pointers, and a
+# leak's stack must reach their frames to match a suppression.
+# verify_asan_link_order=0: libFuzzer's harnesses link the runtime after
+# their own libraries.
+export ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# Leaks in what is not Braid's (see the file) are not reported.
+# Leaks in what is not Braid's (see the file) are not reported; OpenMPI keeps
+# its plugins loaded so that their frames have names.
 export LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp:print_suppressions=0
+export OMPI_MCA_mca_base_component_disable_dlclose=1
 start=$SECONDS
 status=0
 ctest --test-dir "$build" -j2 --output-on-failure "$@" || status=$?

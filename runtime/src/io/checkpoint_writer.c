@@ -523,7 +523,8 @@ static void build_header(const braid_rt_checkpoint_writer_t *w,
     out->failed = 1;
     return;
   }
-  memcpy(order, w->meta_keys, w->num_meta * sizeof(*order));
+  if (w->num_meta) /* meta_keys is NULL without user keys */
+    memcpy(order, w->meta_keys, w->num_meta * sizeof(*order));
   qsort(order, w->num_meta, sizeof(*order), compare_strings);
   for (size_t m = 0; m < w->num_meta; ++m) {
     size_t i = 0;

@@ -405,8 +405,9 @@ void TrainStepPass::runOnOperation() {
   for (unsigned i = 0; i < grad.getNumArguments(); ++i)
     fn.setArgAttrs(i, grad.getArgAttrDict(i));
   fn.setArgAttr(argTypes.size() - 1, "braid.name", b.getStringAttr("step"));
-  for (auto [i, name] : llvm::enumerate(
-           ArrayRef<StringRef>{"loss", "lr", "grad_norm"}))
+  // A named array: the range-for would not keep an initializer list alive.
+  static constexpr StringLiteral resultNames[] = {"loss", "lr", "grad_norm"};
+  for (auto [i, name] : llvm::enumerate(resultNames))
     fn.setResultAttr(i, "braid.name", b.getStringAttr(name));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToEnd(body);
