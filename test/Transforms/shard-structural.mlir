@@ -29,6 +29,7 @@
 // `explain` says what it decided and why; without it the pass says nothing.
 // RUN: braid-opt %t.gpt.renamed.mlir --braid-shard="tp=2 explain" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EXPLAIN
 // RUN: braid-opt %t.gpt.renamed.mlir --braid-shard="tp=2" -o /dev/null 2>&1 | count 0
+// RUN: braid-opt %t.gpt.renamed.mlir --braid-shard="dp=2 explain" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TP1
 // RUN: %PYTHON -m braid.models gpt --layers 1 --hidden 32 --heads 4 --seq 8 --vocab 66 --batch 4 -o %t.v66.mlir
 // RUN: braid-opt %t.v66.mlir --braid-shard="tp=4 explain" -o /dev/null 2>&1 | FileCheck %s --check-prefix=V66
 //
@@ -100,6 +101,9 @@
 // EXPLAIN: remark: 'r0.*.p14': row-parallel (dimension 0 over tp): its matmul sums over the dimension that 'p12' split
 // EXPLAIN: remark: 'p16': vocabulary-parallel table (dimension 0 over tp): its rows are looked up by id in braid.embedding (the vocabulary); also the output of its braid.matmul is the vocabulary of braid.cross_entropy, which splits it{{$}}
 // EXPLAIN-NOT: remark: 'p16'
+
+// TP1: remark: braid-shard: tp = 1, nothing to split over tp
+// TP1-NOT: remark
 
 // V66: remark: 'wte.weight': vocabulary-parallel table (dimension 0 over tp): {{.*}}; kept whole: dimension 0 of size 66 is not divisible by tp = 4
 

@@ -100,8 +100,9 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
       if (plan)
         decision = plan->lookup(param);
       auto type = cast<RankedTensorType>(param.getType());
-      bool split = decision.role != TensorParallelDecision::Role::None;
       int64_t dim = decision.dim;
+      bool split = decision.role != TensorParallelDecision::Role::None &&
+                   dim >= 0 && dim < type.getRank();
       // The vocabulary stays whole where tp does not divide it.
       bool dropped = split && decision.optional && type.getDimSize(dim) % tp;
       if (dropped)
