@@ -43,8 +43,10 @@ echo "sanitize.sh: build took $((SECONDS - start)) s"
 # fast_unwind_on_malloc=0: OpenMPI and Python have no frame pointers, and a
 # leak's stack must reach their frames to match a suppression.
 # verify_asan_link_order=0: libFuzzer's harnesses link the runtime after
-# their own libraries.
-export ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
+# their own libraries. allow_user_poisoning=0: LLVM's BumpPtrAllocator
+# poisons its slabs only where it is compiled instrumented (our code), and
+# MLIR's uninstrumented copy then hands out poisoned memory (docs/fuzzing.md).
+export ASAN_OPTIONS=verify_asan_link_order=0:allow_user_poisoning=0:detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Leaks in what is not Braid's (see the file) are not reported; OpenMPI keeps
 # its plugins loaded so that their frames have names.
