@@ -1,0 +1,91 @@
+"""python3 -m braid.torch MODULE:FACTORY --batch SPEC -o model.mlir [--weights w.safetensors]"""
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Optional, Sequence
+
+import torch
+
+from braid.torch.importer import UnsupportedError, import_module
+
+_DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "float64": torch.float64}
+
+
+def _batch(spec: str):
+    """A safetensors file of named inputs, or JSON {"name": {"shape": [...], "dtype": ..., "high": N}}."""
+    if spec.endswith(".safetensors") or spec.endswith(".st"):
+        from braid import safetensors as st
+        return {n: torch.from_numpy(st.to_numpy(t)) for n, t in st.load(spec).items()}
+    described = json.loads(spec)
+    g = torch.Generator().manual_seed(0)
+    inputs = {}
+    for name, d in described.items():
+        dtype = _DTYPES[d.get("dtype", "int64")]
+        shape = tuple(d["shape"])
+        inputs[name] = (torch.randint(0, d["high"], shape, generator=g, dtype=dtype) if not dtype.is_floating_point
+                        else torch.randn(shape, generator=g, dtype=dtype))
+    return inputs
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m braid.torch",
+        description="Import a PyTorch nn.Module into braid IR: run one forward (and loss) on an example "
+                    "batch, map the ATen ops to braid ops, and write the @forward(inputs...) -> loss "
+                    "entry. Parameters keep their state-dict names; see docs/importing-pytorch.md.",
+        epilog='Example: python3 -m braid.torch mymodels:make_gpt --args \'{"n_layer": 2}\' '
+               '--batch \'{"idx": {"shape": [2, 16], "high": 128}, "targets": {"shape": [2, 16], "high": 128}}\' '
+               '-o gpt.mlir --weights gpt.safetensors')
+    parser.add_argument("factory", metavar="MODULE:FACTORY",
+                        help="a Python module (importable, e.g. via PYTHONPATH) and a callable in it that "
+                             "returns the nn.Module")
+    parser.add_argument("--args", default="{}", metavar="JSON", help="keyword arguments for FACTORY (JSON object)")
+    parser.add_argument("--batch", required=True, metavar="SPEC",
+                        help="example inputs by forward's parameter names: a .safetensors file, or JSON "
+                             '{"name": {"shape": [..], "dtype": "int64|int32|float32|float64", "high": N}} '
+                             "(integers drawn from [0, high), floats normal; seed 0)")
+    parser.add_argument("--loss", metavar="MODULE:FUNC",
+                        help="loss(output, inputs) -> scalar; default: the module's scalar output")
+    parser.add_argument("--eval", action="store_true", help="call module.eval() first (dropout off)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the IR to FILE instead of stdout")
+    parser.add_argument("--weights", metavar="FILE", help="write the module's parameters to this safetensors file")
+    args = parser.parse_args(argv)
+
+    def load(target: str):
+        module_name, _, attr = target.partition(":")
+        if not attr:
+            parser.error(f"{target!r}: expected MODULE:NAME")
+        try:
+            return getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as e:
+            parser.error(f"cannot load {target}: {e}")
+
+    factory = load(args.factory)
+    loss = load(args.loss) if args.loss else None
+    try:
+        kwargs = json.loads(args.args)
+        batch = _batch(args.batch)
+    except (ValueError, KeyError, OSError) as e:
+        parser.error(f"bad --args or --batch: {e}")
+    module = factory(**kwargs)
+    if args.eval:
+        module.eval()
+    try:
+        imported = import_module(module, batch, loss=loss)
+    except UnsupportedError as e:
+        print(f"braid.torch: error: {e}", file=sys.stderr)
+        return 1
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(imported.mlir)
+    else:
+        sys.stdout.write(imported.mlir)
+    if args.weights:
+        imported.save_weights(args.weights)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

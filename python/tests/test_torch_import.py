@@ -1,0 +1,142 @@
+"""braid.torch imports a nanoGPT-style nn.Module (nanogpt.py, plain PyTorch):
+braid-eval's loss equals PyTorch's, AdamW steps equal torch.optim.AdamW's,
+the ModuleList of blocks becomes one braid.layer + braid.repeat, and an op
+braid cannot represent is refused with its module and source line."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import nanogpt
+from braid import safetensors as st
+from braid.torch import UnsupportedError, import_module
+from conftest import PYTHON_DIR
+from test_training import ADAMW, _losses, _train_step_options, schedule
+
+B, S, V, LAYERS = 2, 16, 128, 3
+CONFIG = dict(vocab_size=V, block_size=S, n_layer=LAYERS, n_head=4, n_embd=32)
+STEPS = 5
+TOLERANCE = 1e-5  # relative, f32
+
+
+def _batch(seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return {"idx": torch.randint(0, V, (B, S), generator=g), "targets": torch.randint(0, V, (B, S), generator=g)}
+
+
+def _import(tmp_path, model, batch):
+    imported = import_module(model, batch)
+    (tmp_path / "model.mlir").write_text(imported.mlir)
+    imported.save_weights(tmp_path / "w.st")
+    st.save(tmp_path / "in.st", {n: st.from_numpy(t.numpy()) for n, t in batch.items()})
+    return imported
+
+
+def test_loss_matches_torch(tmp_path, braid_eval):
+    model, batch = nanogpt.make(seed=0, **CONFIG), _batch()
+    _import(tmp_path, model, batch)
+    expected = model(**batch)[1].item()
+    braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
+                   "--save-outputs", tmp_path / "out.st")
+    loss = float(st.to_numpy(st.load(tmp_path / "out.st")["result0"]))
+    assert abs(loss - expected) <= TOLERANCE * abs(expected), f"braid {loss!r}, torch {expected!r}"
+
+
+def test_adamw_steps_match_torch(tmp_path, braid_opt, braid_eval):
+    model, batch = nanogpt.make(seed=2, **CONFIG), _batch(3)
+    _import(tmp_path, model, batch)
+    options = _train_step_options(dict(ADAMW, total=STEPS))
+    train = tmp_path / "train.mlir"
+    train.write_text(braid_opt.run(tmp_path / "model.mlir", "--braid-autodiff",
+                                   f"--braid-train-step={options}").stdout)
+    losses = _losses(braid_eval.run(train, "--steps", STEPS, "--weights", tmp_path / "w.st",
+                                    "--inputs", tmp_path / "in.st").stdout)
+
+    opt = torch.optim.AdamW(model.parameters(), lr=ADAMW["lr"], betas=(ADAMW["beta1"], ADAMW["beta2"]),
+                            eps=ADAMW["eps"], weight_decay=ADAMW["weight_decay"])
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda t: schedule(t, 1.0, ADAMW["min_lr"] / ADAMW["lr"], ADAMW["warmup"], STEPS, "cosine"))
+    expected = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = model(**batch)[1]
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), ADAMW["clip"])
+        opt.step()
+        sched.step()
+        expected.append(loss.item())
+    assert len(losses) == STEPS
+    for step, (a, e) in enumerate(zip(losses, expected)):
+        assert abs(a - e) <= TOLERANCE * abs(e), f"step {step}: braid {a!r}, torch {e!r}"
+    assert losses[-1] < losses[0] - 0.1, "the loss falls"
+
+
+def test_blocks_become_one_repeated_layer(tmp_path):
+    model = nanogpt.make(seed=0, **CONFIG)
+    imported = import_module(model, _batch())
+    text = imported.mlir
+    assert len(re.findall(r"^braid\.layer @", text, re.M)) == 1
+    repeats = re.findall(r'braid\.repeat @(\w+)\(.*prefix = "([\w.]+)", count = (\d+) : i64', text)
+    assert repeats == [("transformer_h", "transformer.h", str(LAYERS))]
+    assert imported.layers == ["transformer.h"]
+    # Layer-local names: instance i of the repeat is transformer.h.i.NAME, the state-dict key.
+    layer = text.split("func.func")[0]
+    assert '"ln_1.weight"' in layer and "transformer.h" not in layer.split("braid.yield")[0]
+    # Tied embedding and head: one parameter, read by the embedding and the logits matmul.
+    assert set(imported.weights) == {n for n, _ in model.named_parameters()}
+    assert "lm_head.weight" not in text
+    assert text.count('braid.param "transformer.wte.weight"') == 1
+    assert re.search(r"braid\.matmul %\w+, %transformer\.wte\.weight \{transpose_b\}", text)
+    # The causal-mask buffer is a constant, not an input or a parameter.
+    assert '"attn.bias"' not in text
+    assert re.search(r"braid\.constant dense<\"0x[0-9A-F]*000080FF", text)
+
+
+class Cumulative(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, labels):
+        h = self.proj(x)
+        return nn.functional.cross_entropy(torch.cumsum(h, dim=1), labels)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Cumulative()
+
+    def forward(self, x, labels):
+        return self.inner(x, labels)
+
+
+def test_unsupported_op_is_located():
+    inputs = {"x": torch.randn(4, 8), "labels": torch.randint(0, 8, (4,))}
+    with pytest.raises(UnsupportedError) as info:
+        import_module(Outer(), inputs)
+    message = str(info.value)
+    assert "aten.cumsum" in message and "module 'inner'" in message
+    assert re.search(r"test_torch_import\.py:\d+ \(return nn\.functional\.cross_entropy\(torch\.cumsum", message), message
+
+
+def test_cli_end_to_end(tmp_path, braid_eval):
+    batch = '{"idx": {"shape": [2, 16], "high": 128}, "targets": {"shape": [2, 16], "high": 128}}'
+    env = {"PYTHONPATH": f"{PYTHON_DIR}:{PYTHON_DIR / 'tests'}"}
+    proc = subprocess.run([sys.executable, "-m", "braid.torch", "nanogpt:make", "--args", '{"n_layer": 2}',
+                           "--batch", batch, "-o", tmp_path / "m.mlir", "--weights", tmp_path / "w.st"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert 'prefix = "transformer.h", count = 2' in (tmp_path / "m.mlir").read_text()
+    assert "transformer.h.1.mlp.c_fc.weight" in st.load(tmp_path / "w.st")
+    out = braid_eval.run(tmp_path / "m.mlir", "--weights", tmp_path / "w.st").stdout
+    assert "result 0: tensor<f32>" in out
+
+    bad = subprocess.run([sys.executable, "-m", "braid.torch", "nanogpt:nonexistent", "--batch", batch],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert bad.returncode == 2 and "cannot load nanogpt:nonexistent" in bad.stderr
