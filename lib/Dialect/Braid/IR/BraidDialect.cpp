@@ -1,9 +1,11 @@
-//===- BraidDialect.cpp - The braid dialect --------------------------------===//
+//===- BraidDialect.cpp - The braid dialect
+//--------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -21,7 +23,7 @@ void BraidDialect::initialize() {
 }
 
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
-                                                    NamedAttribute attr) {
+                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   if (name == "braid.phase") {
     auto phase = dyn_cast<StringAttr>(attr.getValue());
@@ -50,8 +52,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == "braid.chunk_stages") {
     auto stages = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!stages || llvm::any_of(stages.asArrayRef(),
-                                [](int64_t s) { return s < 0; }))
+    if (!stages ||
+        llvm::any_of(stages.asArrayRef(), [](int64_t s) { return s < 0; }))
       return op->emitError("braid.chunk_stages must be an array<i64> of "
                            "non-negative stage numbers");
     return success();
@@ -98,9 +100,9 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
-                                                       unsigned regionIndex,
-                                                       unsigned resultIndex,
-                                                       NamedAttribute attr) {
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   if (name == "braid.gradient_of" || name == "braid.name") {
     if (!isa<StringAttr>(attr.getValue()))
@@ -133,15 +135,27 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
 }
 
 LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
-                                                    unsigned regionIndex,
-                                                    unsigned argIndex,
-                                                    NamedAttribute attr) {
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  Type argType = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  // A declaration has attributes on its arguments but no block: the type
+  // comes from the function type (found by fuzz_braid_opt.cpp: a
+  // declaration with braid.range crashed the verifier).
+  Type argType;
+  if (auto fn = dyn_cast<FunctionOpInterface>(op);
+      fn && argIndex < fn.getNumArguments())
+    argType = fn.getArgumentTypes()[argIndex];
+  else if (Region &region = op->getRegion(regionIndex);
+           !region.empty() && argIndex < region.getNumArguments())
+    argType = region.getArgument(argIndex).getType();
+  else
+    return op->emitError() << "argument #" << argIndex << ": attribute '"
+                           << name << "' on an argument the op does not have";
   if (name == "braid.name") {
     if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "argument #" << argIndex
-                             << ": braid.name must be a string";
+      return op->emitError()
+             << "argument #" << argIndex << ": braid.name must be a string";
     return success();
   }
   if (name == "braid.range") {
