@@ -1,5 +1,4 @@
-//===- BraidDialect.cpp - The braid dialect
-//--------------------------------===//
+//===- BraidDialect.cpp - The braid dialect -------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
