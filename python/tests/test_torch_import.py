@@ -140,3 +140,30 @@ def test_cli_end_to_end(tmp_path, braid_eval):
     bad = subprocess.run([sys.executable, "-m", "braid.torch", "nanogpt:nonexistent", "--batch", batch],
                          capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 2 and "cannot load nanogpt:nonexistent" in bad.stderr
+
+
+class Mixed(nn.Module):
+    """A ModuleList whose children differ (ReLU vs GELU): must be emitted inline, same loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), act) for act in (nn.ReLU(), nn.GELU())])
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x, labels):
+        for layer in self.layers:
+            x = layer(x)
+        return nn.functional.cross_entropy(self.head(x), labels)
+
+
+def test_differing_children_are_inlined(tmp_path, braid_eval):
+    torch.manual_seed(4)
+    model, batch = Mixed(), {"x": torch.randn(4, 8), "labels": torch.randint(0, 5, (4,))}
+    imported = _import(tmp_path, model, batch)
+    assert imported.layers == [] and "braid.repeat" not in imported.mlir
+    assert 'braid.param "layers.1.0.weight"' in imported.mlir
+    out = braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
+                         "--save-outputs", tmp_path / "out.st")
+    loss = float(st.to_numpy(st.load(tmp_path / "out.st")["result0"]))
+    expected = model(**batch).item()
+    assert abs(loss - expected) <= TOLERANCE * abs(expected), f"braid {loss!r}, torch {expected!r}"
