@@ -71,7 +71,9 @@ class GPT(nn.Module):
         self.transformer.wte.weight = self.lm_head.weight  # tied
         self.apply(self._init_weights)
         for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
+            if name.endswith("c_attn.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.3)  # peaked attention, so a wrong scale shows
+            elif name.endswith("c_proj.weight"):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
             elif name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
                 nn.init.normal_(p, mean=1.0, std=0.1)  # not ones, so a dropped scale shows

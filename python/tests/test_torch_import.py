@@ -29,17 +29,19 @@ def _batch(seed=1):
     return {"idx": torch.randint(0, V, (B, S), generator=g), "targets": torch.randint(0, V, (B, S), generator=g)}
 
 
-def _import(tmp_path, model, batch):
-    imported = import_module(model, batch)
+def _import(tmp_path, model, batch, fuse_attention=True):
+    imported = import_module(model, batch, fuse_attention=fuse_attention)
     (tmp_path / "model.mlir").write_text(imported.mlir)
     imported.save_weights(tmp_path / "w.st")
     st.save(tmp_path / "in.st", {n: st.from_numpy(t.numpy()) for n, t in batch.items()})
     return imported
 
 
-def test_loss_matches_torch(tmp_path, braid_eval):
+@pytest.mark.parametrize("fuse", [True, False], ids=["attention", "op-by-op"])
+def test_loss_matches_torch(tmp_path, braid_eval, fuse):
     model, batch = nanogpt.make(seed=0, **CONFIG), _batch()
-    _import(tmp_path, model, batch)
+    text = _import(tmp_path, model, batch, fuse).mlir
+    assert ("braid.attention" in text) == fuse
     expected = model(**batch)[1].item()
     braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
                    "--save-outputs", tmp_path / "out.st")
@@ -47,9 +49,10 @@ def test_loss_matches_torch(tmp_path, braid_eval):
     assert abs(loss - expected) <= TOLERANCE * abs(expected), f"braid {loss!r}, torch {expected!r}"
 
 
-def test_adamw_steps_match_torch(tmp_path, braid_opt, braid_eval):
+@pytest.mark.parametrize("fuse", [True, False], ids=["attention", "op-by-op"])
+def test_adamw_steps_match_torch(tmp_path, braid_opt, braid_eval, fuse):
     model, batch = nanogpt.make(seed=2, **CONFIG), _batch(3)
-    _import(tmp_path, model, batch)
+    _import(tmp_path, model, batch, fuse)
     options = _train_step_options(dict(ADAMW, total=STEPS))
     train = tmp_path / "train.mlir"
     train.write_text(braid_opt.run(tmp_path / "model.mlir", "--braid-autodiff",
@@ -92,9 +95,14 @@ def test_blocks_become_one_repeated_layer(tmp_path):
     assert "lm_head.weight" not in text
     assert text.count('braid.param "transformer.wte.weight"') == 1
     assert re.search(r"braid\.matmul %\w+, %transformer\.wte\.weight \{transpose_b\}", text)
-    # The causal-mask buffer is a constant, not an input or a parameter.
-    assert '"attn.bias"' not in text
-    assert re.search(r"braid\.constant dense<\"0x[0-9A-F]*000080FF", text)
+    # Explicit causal attention is one braid.attention with nanoGPT's 1/sqrt(8), in [B, T, H, D].
+    assert re.search(r"braid\.attention %\w+, %\w+, %\w+ \{causal, scale = 0\.35355339059327373 : f64\}"
+                     r" : \(tensor<2x16x4x8xf32>", text)
+    assert "braid.softmax" not in text and '"attn.bias"' not in text
+    # Op by op, the causal-mask buffer is a constant (-inf above the diagonal), not an input or parameter.
+    plain = import_module(model, _batch(), fuse_attention=False).mlir
+    assert '"attn.bias"' not in plain and "braid.attention" not in plain
+    assert re.search(r"braid\.constant dense<\"0x00000000000080FF[0-9A-F]*\"> : tensor<1x1x16x16xf32>", plain)
 
 
 class Cumulative(nn.Module):

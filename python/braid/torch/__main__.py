@@ -49,6 +49,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--loss", metavar="MODULE:FUNC",
                         help="loss(output, inputs) -> scalar; default: the module's scalar output")
     parser.add_argument("--eval", action="store_true", help="call module.eval() first (dropout off)")
+    parser.add_argument("--no-fuse-attention", action="store_true",
+                        help="keep explicit causal attention op by op instead of one braid.attention")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the IR to FILE instead of stdout")
     parser.add_argument("--weights", metavar="FILE", help="write the module's parameters to this safetensors file")
     args = parser.parse_args(argv)
@@ -73,7 +75,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.eval:
         module.eval()
     try:
-        imported = import_module(module, batch, loss=loss)
+        imported = import_module(module, batch, loss=loss, fuse_attention=not args.no_fuse_attention)
     except UnsupportedError as e:
         print(f"braid.torch: error: {e}", file=sys.stderr)
         return 1

@@ -216,7 +216,7 @@ class _Emitter:
                  owner: Optional[Tuple[str, int]] = None, importer=None):
         self.body, self.values = body, values
         self.local_prefix, self.owner, self.importer = local_prefix, owner, importer
-        self.consts: Dict[int, Value] = {}
+        self.attention: Dict[int, Value] = {}  # id(node of att @ v) -> braid.attention [B, T, H, D]
 
     # --- leaves ----------------------------------------------------------
 
@@ -300,6 +300,9 @@ def _reshape(e: _Emitter, node: Node, x, *rest, **kw) -> Value:
     if _is(src, aten.bmm.default) and len(node.shape) > 3:
         a4, b4 = (_unflatten(r.node, node.shape[:-2]) for r in src.args)
         if a4 is not None and b4 is not None:
+            fused = _fused_attention(e, node)
+            if fused is not None:
+                return e.body.transpose(fused, [0, 2, 1, 3], hint="attn_bhsd")
             (x, ta), (w, tb) = _matmul_operand(e, Ref(a4)), _matmul_operand(e, Ref(b4))
             return e.body.matmul(x, w, transpose_a=ta, transpose_b=tb)
     v = e.value(src)
@@ -325,8 +328,71 @@ def _expand(e, node, x, size, **kw):
     return v if tuple(v.type.shape) == node.shape else e.body.broadcast(v, node.shape)
 
 
+def _heads_of(n: Node) -> Optional[Node]:
+    """X [B, T, H, D] if n is X.transpose(1, 2), as attention code writes q, k and v."""
+    if _is(n, aten.transpose.int) and len(n.shape) == 4 and {n.args[1] % 4, n.args[2] % 4} == {1, 2}:
+        return n.args[0].node
+    return None
+
+
+def _fused_attention(e, node: Node) -> Optional[Value]:
+    """braid.attention [B, T, H, D] for node = view(bmm(...)) computing attention, or None."""
+    if not e.importer.fuse_attention:
+        return None
+    if id(node) in e.attention:
+        return e.attention[id(node)]
+    if not _is(node, aten._unsafe_view.default, aten.view.default) or len(node.shape) != 4 or \
+            not _is(node.args[0].node, aten.bmm.default):
+        return None
+    a4, b4 = (_unflatten(r.node, node.shape[:-2]) for r in node.args[0].node.args)
+    if a4 is None or b4 is None:
+        return None
+    fused = _causal_attention(e, a4, b4)
+    if fused is not None:
+        e.attention[id(node)] = fused
+    return fused
+
+
+def _causal_attention(e, probs: Node, v4: Node) -> Optional[Value]:
+    """softmax(masked_fill((q @ k^T) * s, causal, -inf)) @ v as one braid.attention, or None.
+
+    Matched only exactly: q, k, v are [B, T, H, D] tensors transposed to
+    [B, H, T, D], the mask is a constant equal to "key after query" and the
+    fill is -inf; anything else stays op by op (the same model)."""
+    if not _is(probs, aten._softmax.default) or probs.args[1] % 4 != 3:
+        return None
+    masked = probs.args[0].node
+    if not _is(masked, aten.masked_fill.Scalar) or masked.args[1].node.kind != "const" or \
+            not (isinstance(masked.args[2], float) and masked.args[2] == -math.inf):
+        return None
+    t = masked.shape[-1]
+    mask = masked.args[1].node.value
+    if mask.shape[-2:] != (t, t) or mask.numel() != t * t or masked.shape[-2] != t or \
+            not torch.equal(mask.reshape(t, t).to(torch.bool), torch.ones(t, t, dtype=torch.bool).triu(1)):
+        return None
+    scores, scale = masked.args[0].node, 1.0
+    if _is(scores, aten.mul.Tensor, aten.div.Tensor) and isinstance(scores.args[1], float):
+        scale = scores.args[1] if scores.op is aten.mul.Tensor else 1.0 / scores.args[1]
+        scores = scores.args[0].node
+    if not _is(scores, aten._unsafe_view.default, aten.view.default) or \
+            not _is(scores.args[0].node, aten.bmm.default):
+        return None
+    q4, kt4 = (_unflatten(r.node, scores.shape[:-2]) for r in scores.args[0].node.args)
+    if q4 is None or kt4 is None or not _is(kt4, aten.transpose.int) or \
+            {kt4.args[1] % 4, kt4.args[2] % 4} != {2, 3}:
+        return None
+    q, k, v = _heads_of(q4), _heads_of(kt4.args[0].node), _heads_of(v4)
+    if q is None or k is None or v is None:
+        return None
+    return e.body.attention(e.value(q), e.value(k), e.value(v), causal=True, scale=scale)
+
+
 def _transpose(e, node, x, d0, d1):
     rank = len(x.node.shape)
+    if rank == 4 and {d0 % 4, d1 % 4} == {1, 2}:
+        fused = _fused_attention(e, x.node)
+        if fused is not None:
+            return fused  # (att @ v).transpose(1, 2) is braid.attention's own [B, T, H, D]
     perm = list(range(rank))
     d0, d1 = d0 % rank, d1 % rank
     perm[d0], perm[d1] = perm[d1], perm[d0]
@@ -556,8 +622,9 @@ SUPPORTED_OPS = sorted(str(op) for op in _HANDLERS)
 
 
 class _Importer:
-    def __init__(self, tracer: _Tracer, loss: Node, inputs: List[Node]):
+    def __init__(self, tracer: _Tracer, loss: Node, inputs: List[Node], fuse_attention: bool):
         self.tracer, self.loss, self.inputs = tracer, loss, inputs
+        self.fuse_attention = fuse_attention
         self.groups: Dict[int, dict] = {}  # id(last instance's output node) -> group
         self.layers: List[str] = []
 
@@ -663,7 +730,8 @@ def _root(n: Node) -> Node:
     return n
 
 
-def import_module(module: torch.nn.Module, example_inputs, loss: Optional[Callable] = None) -> Imported:
+def import_module(module: torch.nn.Module, example_inputs, loss: Optional[Callable] = None,
+                  fuse_attention: bool = True) -> Imported:
     """Traces `module` on `example_inputs` and returns braid IR with a @forward entry.
 
     example_inputs: a dict from forward's parameter names to tensors (or a
@@ -671,6 +739,8 @@ def import_module(module: torch.nn.Module, example_inputs, loss: Optional[Callab
     passed only to `loss`. loss: called as loss(output, inputs) and must return
     a scalar tensor; without it the output must be a scalar tensor, or a tuple
     holding exactly one scalar tensor (nanoGPT's (logits, loss)).
+    fuse_attention: write explicit causal attention (softmax of masked,
+    scaled q @ k^T, times v) as one braid.attention; False keeps it op by op.
     """
     forward_params = [p for p in inspect.signature(module.forward).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
@@ -708,7 +778,7 @@ def import_module(module: torch.nn.Module, example_inputs, loss: Optional[Callab
 
     ranges = _input_ranges(tracer, inputs)
     arg_specs = [Arg(n.name, _ttype(n), ranges.get(id(n))) for n in inputs]
-    importer = _Importer(tracer, loss_node, inputs)
+    importer = _Importer(tracer, loss_node, inputs, fuse_attention)
     importer.find_groups()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     text = importer.build(arg_specs)
