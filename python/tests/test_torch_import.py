@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -170,7 +169,7 @@ def test_differing_children_are_inlined(tmp_path, braid_eval):
     imported = _import(tmp_path, model, batch)
     assert imported.layers == [] and "braid.repeat" not in imported.mlir
     assert 'braid.param "layers.1.0.weight"' in imported.mlir
-    out = braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
+    braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
                          "--save-outputs", tmp_path / "out.st")
     loss = float(st.to_numpy(st.load(tmp_path / "out.st")["result0"]))
     expected = model(**batch).item()

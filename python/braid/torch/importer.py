@@ -18,6 +18,11 @@ taking and returning one tensor of the same type, with identical op
 sequences, become one braid.layer applied by braid.repeat with the
 ModuleList's path as prefix (so instance i's parameters are PATH.i.NAME, the
 state-dict keys). Anything else is emitted inline, which is the same model.
+
+Patterns: nn.Linear's view/addmm/view is one matmul on [..., K]; torch.matmul's
+expand/view/bmm/view is one batched matmul; explicit causal attention is one
+braid.attention (see _causal_attention); F.cross_entropy's log_softmax +
+nll_loss is braid.cross_entropy. See docs/importing-pytorch.md.
 """
 
 import inspect
@@ -25,9 +30,8 @@ import math
 import os
 import sys
 import traceback
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -263,7 +267,7 @@ class _Emitter:
     # --- ops -------------------------------------------------------------
 
     def emit(self, node: Node) -> Value:
-        b, op, a = self.body, node.op, node.args
+        op, a = node.op, node.args
         handler = _HANDLERS.get(op)
         if handler is None:
             raise UnsupportedError(f"aten op {op} has no braid equivalent: used by module "
@@ -473,7 +477,6 @@ def _layer_norm(e, node, x, shape, weight, bias, eps):
     if len(shape) != 1:
         raise UnsupportedError(f"layer_norm over {list(shape)} at {node.where}: braid normalises "
                            f"the last dimension only")
-    element = _element(node)
     w = e.value(weight.node) if weight is not None else e.constant(torch.ones(shape, dtype=node.dtype))
     b = e.value(bias.node) if bias is not None else e.constant(torch.zeros(shape, dtype=node.dtype))
     return e.body.layer_norm(e.value(x.node), w, b, eps)
@@ -589,10 +592,6 @@ def _to_copy(e, node, x, **kw):
     return e.value(x.node)
 
 
-def _scalar_div(e, node, a, b_):
-    return _binary("div")(e, node, a, b_)
-
-
 _HANDLERS: Dict[Any, Callable] = {
     aten.view.default: _reshape, aten._unsafe_view.default: _reshape,
     aten._reshape_alias.default: _reshape, aten.reshape.default: _reshape,
@@ -605,7 +604,7 @@ _HANDLERS: Dict[Any, Callable] = {
     aten.t.default: _t, aten.transpose.int: _transpose, aten.permute.default: _permute,
     aten.mm.default: _mm, aten.bmm.default: _mm, aten.addmm.default: _addmm,
     aten.add.Tensor: _binary("add"), aten.sub.Tensor: _binary("sub"),
-    aten.mul.Tensor: _binary("mul"), aten.div.Tensor: _scalar_div,
+    aten.mul.Tensor: _binary("mul"), aten.div.Tensor: _binary("div"),
     aten.neg.default: _unary("neg"), aten.exp.default: _unary("exp"), aten.sqrt.default: _unary("sqrt"),
     aten.rsqrt.default: _unary("rsqrt"), aten.relu.default: _unary("relu"), aten.silu.default: _unary("silu"),
     aten.gelu.default: _gelu, aten._softmax.default: _softmax,
@@ -613,10 +612,8 @@ _HANDLERS: Dict[Any, Callable] = {
     aten.slice.Tensor: _slice, aten.select.int: _select,
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.masked_fill.Scalar: _masked_fill, aten.masked_fill.Tensor: _masked_fill,
-    aten.nll_loss_forward.default: _nll, aten.native_dropout.default: None,
-    aten.dropout.default: _dropout, aten.mean.dim: _mean, aten.sum.dim_IntList: _sum,
+    aten.nll_loss_forward.default: _nll, aten.dropout.default: _dropout, aten.mean.dim: _mean, aten.sum.dim_IntList: _sum,
 }
-del _HANDLERS[aten.native_dropout.default]  # training-mode dropout: refused (listed for clarity)
 
 SUPPORTED_OPS = sorted(str(op) for op in _HANDLERS)
 
