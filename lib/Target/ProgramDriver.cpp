@@ -310,12 +310,16 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
   // this rank's block of it (sharded arguments).
   std::vector<std::pair<std::string, int64_t>> wholes(args.size());
   std::vector<std::string> extracts(args.size());
+  // Freed before main returns, so that LeakSanitizer (scripts/sanitize.sh)
+  // sees a program that owns nothing at exit.
+  std::string frees;
   for (auto [i, arg] : llvm::enumerate(args)) {
     Type element = arg.type.getElementType();
     int64_t count = arg.type.getNumElements();
     std::string var = "in" + std::to_string(i);
     os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
        << suffix(element) << "(" << count << ");\n";
+    frees += "  braid_rt_program_free(" + var + ");\n";
     // A block of a sharded argument: the whole input, then this rank's block.
     std::string whole = var;
     int64_t wholeCount = count;
@@ -327,6 +331,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
       os << "  " << cType(element) << " *" << whole
          << " = braid_rt_program_alloc_" << suffix(element) << "(" << wholeCount
          << ");\n";
+      frees += "  braid_rt_program_free(" + whole + ");\n";
     }
     if (arg.isStep)
       ;
@@ -363,6 +368,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     std::string var = "out" + std::to_string(i);
     os << "  " << cType(element) << " *" << var << " = braid_rt_program_alloc_"
        << suffix(element) << "(" << result.type.getNumElements() << ");\n";
+    frees += "  braid_rt_program_free(" + var + ");\n";
     call += var + ", ";
   }
   if (call.back() == ' ')
@@ -503,8 +509,11 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
       os << "  if (trace_file)\n    braid_rt_program_trace_write(trace_file);\n"
          << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
             "steps, braid_num_slots, braid_slots, braid_params,\n"
-         << "                          braid_pipeline_mask);\n"
-         << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
+         << "                          braid_pipeline_mask);\n";
+    // Before the runtime's context ends (a device buffer needs it).
+    os << frees;
+    if (mesh.present)
+      os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
     os << "  return 0;\n}\n";
     return;
   }
@@ -523,6 +532,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
          << ", " << result.type.getNumElements() << ", " << args
          << ", dump);\n";
   }
+  os << frees;
   if (mesh.present)
     os << "  fflush(stdout);\n  braid_rt_program_spmd_finish();\n";
   os << "  return 0;\n}\n";

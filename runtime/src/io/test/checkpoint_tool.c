@@ -54,9 +54,9 @@ static int write_known(const char *path) {
   return 0;
 }
 
-static int dump(const char *path, int nkeys, char **keys) {
-  braid_rt_checkpoint_reader_t *r;
-  TRY(braid_rt_checkpoint_open(ctx, path, &r));
+/* Prints what `r` holds; dump() closes it whatever happens. */
+static int dump_reader(braid_rt_checkpoint_reader_t *r, int nkeys,
+                       char **keys) {
   TRY(braid_rt_checkpoint_verify(r));
   for (size_t i = 0; i < braid_rt_checkpoint_num_tensors(r); ++i) {
     const char *name = braid_rt_checkpoint_tensor_name(r, i);
@@ -70,8 +70,12 @@ static int dump(const char *path, int nkeys, char **keys) {
     float *values = malloc(n * sizeof(float) + 4);
     if (!values)
       return 1;
-    TRY(braid_rt_checkpoint_read_block_f32(r, name, ndims, shape, zero, shape,
-                                           values));
+    braid_rt_status_t status = braid_rt_checkpoint_read_block_f32(
+        r, name, ndims, shape, zero, shape, values);
+    if (status != BRAID_RT_OK) {
+      free(values);
+      return fail(status);
+    }
     printf("%s [", name);
     for (int d = 0; d < ndims; ++d)
       printf("%s%lld", d ? "," : "", (long long)shape[d]);
@@ -88,8 +92,15 @@ static int dump(const char *path, int nkeys, char **keys) {
     else
       printf("%s absent\n", keys[k]);
   }
-  braid_rt_checkpoint_close(r);
   return 0;
+}
+
+static int dump(const char *path, int nkeys, char **keys) {
+  braid_rt_checkpoint_reader_t *r;
+  TRY(braid_rt_checkpoint_open(ctx, path, &r));
+  int rc = dump_reader(r, nkeys, keys);
+  braid_rt_checkpoint_close(r);
+  return rc;
 }
 
 int main(int argc, char **argv) {
