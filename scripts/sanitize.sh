@@ -26,18 +26,16 @@ asanrt=$(clang-22 -print-file-name=libclang_rt.asan-x86_64.so)
 flags+=" -shared-libsan"
 # The shared runtime leaves -lm to the program (libFuzzer needs it).
 linkflags="-Wl,-rpath,$(dirname "$asanrt") -lm"
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DLLVM_USE_LINKER=lld \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DMLIR_LINK_MLIR_DYLIB=ON \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DBRAID_ENABLE_CUDA=OFF "-DBRAID_SANITIZER_FLAGS=$flags" \
-    "-DBRAID_SANITIZER_LINK_FLAGS=$linkflags" \
-    "-DBRAID_SANITIZER_PRELOAD=$asanrt"
-fi
+# The configuration is build.sh's plus these settings.
+mkdir -p "$build"
+cat > "$build/sanitize.cmake" <<CACHE
+set(BRAID_ENABLE_CUDA OFF CACHE BOOL "")
+set(BRAID_SANITIZER_FLAGS "$flags" CACHE STRING "")
+set(BRAID_SANITIZER_LINK_FLAGS "$linkflags" CACHE STRING "")
+set(BRAID_SANITIZER_PRELOAD "$asanrt" CACHE FILEPATH "")
+CACHE
 start=$SECONDS
-ninja -C "$build"
+BRAID_BUILD_DIR=$build BRAID_CMAKE_CACHE=$build/sanitize.cmake bash scripts/build.sh
 echo "sanitize.sh: build took $((SECONDS - start)) s"
 
 # fast_unwind_on_malloc=0: OpenMPI and Python have no frame pointers, and a
