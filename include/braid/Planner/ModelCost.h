@@ -1,0 +1,159 @@
+//===- ModelCost.h - What one layer of a model costs ------------*- C++ -*-===//
+//
+// The planner's view of a model, extracted once from braid IR so that
+// evaluating a plan never walks IR: for each segment (the ops before the
+// first repeated layer, one instance of each repeated layer, the ops after
+// the last), the FLOPs and bytes of its forward (F), input-gradient (B) and
+// weight-gradient (W) passes by op class, its parameters, the activation
+// bytes F keeps for the backward, and the tensor-parallel collectives it
+// needs, for each recomputation mode.
+//
+// The numbers come from the IR braid-autodiff derives (the same F/B/W split
+// and recomputation the compiled program runs; CostOpInterface counts each
+// op), on the batch the model was written for: costs are linear in the
+// batch, so a plan's micro-batch of b samples scales them by b / batch.
+//
+// How tensor parallelism divides a segment is read from its structure, not
+// from names (Megatron's pattern, Shoeybi et al. 2019): a value with the
+// shape of the segment's carried activation (batch x seq x hidden) is
+// replicated over the tp group (divided with sequence parallelism); every
+// other value (attention heads, MLP intermediates, vocabulary logits) and
+// every matrix product is divided. Parameters used by a matrix product, and
+// those whose size differs from the hidden size, are divided; the rest
+// (norm scales, biases of row-parallel products) are replicated. A matmul
+// from a replicated input to a divided result (column parallel) needs one
+// all_reduce of its input gradient in B per distinct input; one from a
+// divided input to a replicated result (row parallel) needs one all_reduce
+// of its result in F.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_PLANNER_MODELCOST_H
+#define BRAID_PLANNER_MODELCOST_H
+
+#include "braid/Planner/Hardware.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::braid::plan {
+
+/// Activation recomputation (braid-autodiff's `recompute` option).
+enum class Recompute { None, Selective, Full };
+constexpr int kNumRecomputeModes = 3;
+llvm::StringRef getRecomputeName(Recompute r);
+std::optional<Recompute> parseRecompute(llvm::StringRef name);
+
+/// The three passes of a layer's training step.
+enum class PassKind { Forward, Backward, Weight };
+constexpr int kNumPassKinds = 3;
+llvm::StringRef getPassKindName(PassKind p);
+
+/// FLOPs and bytes moved.
+struct Work {
+  double flops = 0;
+  double bytes = 0;
+  Work &operator+=(const Work &o) {
+    flops += o.flops;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
+/// One pass of one segment instance, by op class and by how tensor
+/// parallelism divides it.
+struct PassWork {
+  /// Divided over the tp group.
+  Work split[kNumOpClasses];
+  /// Repeated on every rank of the tp group; divided with sequence
+  /// parallelism.
+  Work replicated[kNumOpClasses];
+
+  double getFlops() const;
+  double getFlops(OpClass c) const {
+    return split[(int)c].flops + replicated[(int)c].flops;
+  }
+  /// The work one rank of a tp group of `tp` does (sequence parallel or
+  /// not), for the segment's batch.
+  Work getRankWork(OpClass c, int tp, bool sequenceParallel) const;
+};
+
+struct SegmentCost {
+  /// "h (@block)" for a repeated layer, "(before layers)", "(after layers)".
+  std::string name;
+  /// Instances (a repeat's count; 1 outside layers).
+  int64_t count = 1;
+  /// passes[recompute][pass], per instance. With recomputation, B includes
+  /// the re-run forward ops.
+  PassWork passes[kNumRecomputeModes][kNumPassKinds];
+  /// Bytes F keeps for the backward, per instance: divided over tp, and
+  /// replicated (divided with sequence parallelism).
+  double savedSplitBytes[kNumRecomputeModes] = {0, 0, 0};
+  double savedReplicatedBytes[kNumRecomputeModes] = {0, 0, 0};
+  /// Parameters per instance (elements): divided over tp, replicated.
+  double splitParams = 0;
+  double replicatedParams = 0;
+  /// Bytes per parameter element.
+  double paramElementBytes = 4;
+  /// Tensor-parallel collectives per instance and pass: tpAllReduces[r][p]
+  /// all_reduces of `tpCollectiveBytes` each (with sequence parallelism,
+  /// each becomes a reduce_scatter plus an all_gather of the same size).
+  int tpAllReduces[kNumRecomputeModes][kNumPassKinds] = {};
+  double tpCollectiveBytes = 0;
+  /// Bytes of the activation the segment hands to the next one (what a
+  /// pipeline stage boundary after it sends forward, and its gradient back).
+  double outputBytes = 0;
+
+  double getParams() const { return splitParams + replicatedParams; }
+  /// Parameters one rank of a tp group holds.
+  double getRankParams(int tp) const {
+    return splitParams / tp + replicatedParams;
+  }
+  double getSavedBytes(Recompute r, int tp, bool sequenceParallel) const;
+};
+
+struct ModelCost {
+  /// The function the costs are for, and the samples of one call of it
+  /// (dimension 0 of its first argument): costs are for this batch.
+  std::string entry;
+  int64_t batch = 1;
+  /// Element type of the activations ("f32", "bf16", ...), for peak FLOP/s.
+  std::string dtype;
+  double elementBytes = 4;
+  SegmentCost pre;
+  /// One entry per braid.repeat of the entry function, in program order.
+  std::vector<SegmentCost> layers;
+  SegmentCost post;
+
+  /// Layer instances over all repeats.
+  int64_t getNumLayers() const;
+  /// The repeat entry of layer instance `i` (0 .. getNumLayers() - 1).
+  const SegmentCost &getLayer(int64_t i) const;
+  /// All parameters (elements).
+  double getParams() const;
+  /// F + B + W FLOPs of one training step of one batch, without
+  /// recomputation (the model FLOPs of MFU).
+  double getModelFlops() const;
+};
+
+/// Extracts the costs of `entry` in `module` (which is not modified: the
+/// gradients are derived on a copy, once per recomputation mode). Fails,
+/// with the pass's diagnostics in the message, if the function cannot be
+/// differentiated.
+llvm::Expected<ModelCost> extractModelCost(ModuleOp module,
+                                           llvm::StringRef entry = "forward");
+
+/// One row per segment: instances, parameters, F/B/W FLOPs (matmul and all)
+/// and saved activation bytes for `recompute`.
+void printModelCost(llvm::raw_ostream &os, const ModelCost &model,
+                    Recompute recompute = Recompute::None);
+
+} // namespace mlir::braid::plan
+
+#endif // BRAID_PLANNER_MODELCOST_H

@@ -1,0 +1,195 @@
+//===- PlanCost.h - Step time and memory of a parallel plan -----*- C++ -*-===//
+//
+// Predicts what one training step of a plan costs on a hardware
+// description: per pipeline stage and micro-batch, F, B and W times (each
+// op class's FLOPs over its achieved peak, memory-bound ops' bytes over
+// memory bandwidth, plus the stage's tensor-parallel collectives); the
+// pipeline's time from the schedule library's simulator; the data-parallel
+// gradient reduction and ZeRO traffic after it; and memory per rank.
+//
+// Devices are numbered tp fastest, then dp, then pp (Megatron-LM's order):
+// a group whose devices are not all in one node uses the inter-node link.
+//
+// Evaluating a plan touches only ModelCost's per-segment numbers (no IR),
+// so a search can call it many thousands of times; generated schedules are
+// cached per (schedule, p, m, v).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_PLANNER_PLANCOST_H
+#define BRAID_PLANNER_PLANCOST_H
+
+#include "braid/Planner/Hardware.h"
+#include "braid/Planner/ModelCost.h"
+#include "braid/Schedule/Generators.h"
+#include "braid/Schedule/Schedule.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace mlir::braid::plan {
+
+/// A parallel plan: everything braidc's training options decide.
+struct Plan {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  /// Model chunks per pipeline rank (interleaved 1F1B: >= 2; ZB-V: 2); 0:
+  /// the schedule's default.
+  int chunks = 0;
+  /// Samples per micro-batch, and micro-batches per step on each dp rank:
+  /// the global batch is dp * microBatchSize * microbatches.
+  int64_t microBatchSize = 1;
+  int microbatches = 1;
+  sched::ScheduleKind schedule = sched::ScheduleKind::OneFOneB;
+  /// ZeRO stage 0-3 over dp.
+  int zero = 0;
+  bool sequenceParallel = false;
+  Recompute recompute = Recompute::None;
+  /// Layer instances per model stage (pp * chunks entries, summing to the
+  /// model's layers); empty: as even as possible (the first stages take the
+  /// remainder). The ops before the layers go with stage 0, those after with
+  /// the last stage.
+  std::vector<int> stageLayers;
+
+  int getNumDevices() const { return dp * tp * pp; }
+  int64_t getGlobalBatch() const { return dp * microBatchSize * microbatches; }
+  /// "dp=2,tp=2,pp=2 schedule=zb-h1 chunks=1 mbs=1 m=8 zero=1 sp recompute=full"
+  std::string str() const;
+};
+
+/// What the model's training keeps per parameter, beyond the parameter.
+struct TrainingConfig {
+  /// Bytes per gradient element (0: the parameter's element bytes).
+  double gradBytes = 0;
+  /// Bytes of optimizer state per parameter: AdamW's two moments in f32 (8),
+  /// plus an f32 master copy when parameters are 16-bit (Megatron's mixed
+  /// precision: 12).
+  double optimizerBytes = 8;
+  /// Data-parallel gradient reduction overlapped with the backward: its time
+  /// is hidden except what exceeds the last stage's backward. Off: after the
+  /// pipeline flush, as Megatron-LM (2021) does.
+  bool overlapGradientReduce = false;
+};
+
+/// One model stage (a chunk of one pipeline rank), per micro-batch.
+struct StageCost {
+  int firstLayer = 0;
+  int numLayers = 0;
+  /// Seconds per micro-batch, including tensor-parallel collectives.
+  double forward = 0;
+  double backward = 0;
+  double weight = 0;
+  /// The collectives' part of the three.
+  double tpComm = 0;
+  /// Matmul / attention / memory-bound compute seconds of F + B + W.
+  double compute[kNumOpClasses] = {0, 0, 0};
+  /// Activation bytes F keeps per micro-batch.
+  double activationBytes = 0;
+  /// Parameters this stage holds on one rank (elements).
+  double params = 0;
+};
+
+/// Memory of one pipeline rank, bytes.
+struct RankMemory {
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double workspace = 0;
+  double getTotal() const {
+    return params + grads + optimizer + activations + workspace;
+  }
+};
+
+struct PlanCost {
+  Plan plan;
+  /// Seconds per step: pipeline time plus what is not overlapped of the
+  /// data-parallel reduction and the optimizer step.
+  double stepTime = 0;
+  /// The pipeline's time (the simulator's cost) and its parts on the
+  /// busiest rank: compute, tensor-parallel collectives, pipeline bubble
+  /// (stepTime's pipeline part minus the busiest rank's work).
+  double pipelineTime = 0;
+  double computeTime = 0;
+  double tpCommTime = 0;
+  double bubbleTime = 0;
+  double bubbleRate = 0;
+  /// Data-parallel gradient reduction and ZeRO gathers not overlapped.
+  double dpCommTime = 0;
+  /// Bytes per rank per step sent by each axis' collectives.
+  double tpCommBytes = 0;
+  double ppCommBytes = 0;
+  double dpCommBytes = 0;
+  /// Model FLOPs of the step over all devices (F + B + W without
+  /// recomputation), and FLOPs actually executed (with it).
+  double modelFlops = 0;
+  double executedFlops = 0;
+  /// modelFlops / stepTime / devices, and that over the device's peak.
+  double flopsPerDevice = 0;
+  double mfu = 0;
+  /// Samples (sequences) per second.
+  double samplesPerSecond = 0;
+  std::vector<StageCost> stages;
+  /// Per pipeline rank.
+  std::vector<RankMemory> memory;
+  double getPeakMemory() const;
+  /// True if every rank fits the device memory.
+  bool fits = false;
+};
+
+/// Evaluates plans of one model on one hardware description. Not
+/// thread-safe (the schedule cache).
+class PlanCostModel {
+public:
+  PlanCostModel(const ModelCost &model, const Hardware &hardware,
+                TrainingConfig config = {});
+  ~PlanCostModel();
+
+  /// Checks that `plan` can run the model: degrees >= 1, tp dividing the
+  /// divided dimensions is not checked here (the IR decides), layers
+  /// dividing into stages, the schedule's constraints (interleaved: m a
+  /// multiple of p), ZeRO 0-3. Errors say what to change.
+  llvm::Error validate(const Plan &plan) const;
+
+  /// The predicted cost of `plan`; fails as validate does, or if the
+  /// schedule cannot be generated.
+  llvm::Expected<PlanCost> evaluate(const Plan &plan);
+
+  /// Per-stage costs alone (no schedule, no simulation): the cheap part a
+  /// search can use to prune.
+  llvm::Expected<std::vector<StageCost>> getStageCosts(const Plan &plan) const;
+
+  /// Memory of every pipeline rank for `plan`, with `peakInFlight[r]` the
+  /// peak micro-batch activations (in units of a whole rank's activation
+  /// of one micro-batch) the schedule keeps on rank r.
+  std::vector<RankMemory>
+  getMemory(const Plan &plan, const std::vector<StageCost> &stages,
+            const std::vector<double> &peakInFlight) const;
+
+  const ModelCost &getModel() const { return model; }
+  const Hardware &getHardware() const { return hardware; }
+
+private:
+  ModelCost model;
+  Hardware hardware;
+  TrainingConfig config;
+  double peak = 0;
+  struct ScheduleCache;
+  std::unique_ptr<ScheduleCache> cache;
+};
+
+/// Prints the prediction: step time, its breakdown, TFLOP/s per device,
+/// MFU, per-stage F/B/W and per-rank memory.
+void printPlanCost(llvm::raw_ostream &os, const PlanCost &cost,
+                   const Hardware &hardware);
+
+} // namespace mlir::braid::plan
+
+#endif // BRAID_PLANNER_PLANCOST_H
