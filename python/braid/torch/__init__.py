@@ -5,9 +5,16 @@
     open("model.mlir", "w").write(imported.mlir)
     imported.save_weights("weights.safetensors")   # keyed by state-dict names
 
-CLI: python3 -m braid.torch MODULE:FACTORY --batch ... -o model.mlir --weights w.safetensors
+    start_checkpoint(imported.weights, "start")    # braidc program: --resume start
+    # ... braid-run -n 4 ./prog --resume start --steps 100 --save trained
+    model.load_state_dict(export_state_dict("trained", model))
+
+CLI: python3 -m braid.torch MODULE:FACTORY --batch ... -o model.mlir --weights w.safetensors --checkpoint start
+     python3 -m braid.torch export trained MODULE:FACTORY -o state.pt
 """
 
+from braid.torch.export import CheckpointError, export_state_dict, read_checkpoint, start_checkpoint
 from braid.torch.importer import SUPPORTED_OPS, Imported, UnsupportedError, import_module
 
-__all__ = ["import_module", "Imported", "UnsupportedError", "SUPPORTED_OPS"]
+__all__ = ["import_module", "Imported", "UnsupportedError", "SUPPORTED_OPS", "export_state_dict",
+           "start_checkpoint", "read_checkpoint", "CheckpointError"]

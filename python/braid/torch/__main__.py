@@ -1,4 +1,5 @@
-"""python3 -m braid.torch MODULE:FACTORY --batch SPEC -o model.mlir [--weights w.safetensors]"""
+"""python3 -m braid.torch MODULE:FACTORY --batch SPEC -o model.mlir [--weights w.safetensors] [--checkpoint DIR]
+python3 -m braid.torch export CHECKPOINT MODULE:FACTORY [--args JSON] -o state.pt"""
 
 import argparse
 import importlib
@@ -8,6 +9,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from braid.torch.export import CheckpointError, export_state_dict, save_state_dict, start_checkpoint
 from braid.torch.importer import UnsupportedError, import_module
 
 _DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "float64": torch.float64}
@@ -29,12 +31,68 @@ def _batch(spec: str):
     return inputs
 
 
+def _load(parser: argparse.ArgumentParser, target: str):
+    module_name, _, attr = target.partition(":")
+    if not attr:
+        parser.error(f"{target!r}: expected MODULE:NAME")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        parser.error(f"cannot load {target}: {e}")
+
+
+def _module(parser: argparse.ArgumentParser, factory: str, args: str):
+    make = _load(parser, factory)
+    try:
+        kwargs = json.loads(args)
+    except ValueError as e:
+        parser.error(f"bad --args: {e}")
+    return make(**kwargs)
+
+
+def export_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m braid.torch export",
+        description="Export trained weights from a Braid checkpoint (what a braidc program writes with "
+                    "--save DIR, under any mesh) to a state dict that the module's load_state_dict "
+                    "accepts: the module's keys and shapes, tied aliases (e.g. lm_head.weight) and "
+                    "buffers included, optimizer state dropped. A checkpoint that does not fit the "
+                    "module (a missing, extra or differently shaped parameter) or whose data fails its "
+                    "checksums is refused; see docs/importing-pytorch.md.",
+        epilog="Example: python3 -m braid.torch export ckpt mymodels:make_gpt --args '{\"n_layer\": 2}' "
+               "-o state.pt")
+    parser.add_argument("checkpoint", metavar="CHECKPOINT",
+                        help="a --save directory, a --save-every step directory, or a checkpoint file")
+    parser.add_argument("factory", metavar="MODULE:FACTORY",
+                        help="the callable that built the module that was imported (its names and shapes)")
+    parser.add_argument("--args", default="{}", metavar="JSON", help="keyword arguments for FACTORY (JSON object)")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="where to write the state dict: torch.save, or safetensors if FILE ends in "
+                             ".safetensors")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="do not check the tensors' checksums (pure Python, about 10 MB/s)")
+    args = parser.parse_args(argv)
+    module = _module(parser, args.factory, args.args)
+    try:
+        state = export_state_dict(args.checkpoint, module, verify=not args.no_verify)
+        module.load_state_dict(state)  # what the user will do: prove it takes them
+    except (CheckpointError, RuntimeError) as e:
+        print(f"braid.torch export: error: {e}", file=sys.stderr)
+        return 1
+    save_state_dict(state, args.output)
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["export"]:
+        return export_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python3 -m braid.torch",
         description="Import a PyTorch nn.Module into braid IR: run one forward (and loss) on an example "
                     "batch, map the ATen ops to braid ops, and write the @forward(inputs...) -> loss "
-                    "entry. Parameters keep their state-dict names; see docs/importing-pytorch.md.",
+                    "entry. Parameters keep their state-dict names; see docs/importing-pytorch.md. "
+                    "'python3 -m braid.torch export --help': trained weights back to a state dict.",
         epilog='Example: python3 -m braid.torch mymodels:make_gpt --args \'{"n_layer": 2}\' '
                '--batch \'{"idx": {"shape": [2, 16], "high": 128}, "targets": {"shape": [2, 16], "high": 128}}\' '
                '-o gpt.mlir --weights gpt.safetensors')
@@ -53,19 +111,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="keep explicit causal attention op by op instead of one braid.attention")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the IR to FILE instead of stdout")
     parser.add_argument("--weights", metavar="FILE", help="write the module's parameters to this safetensors file")
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="write DIR/checkpoint.safetensors: the module's parameters with zero optimizer "
+                             "state at step 0, for a braidc program's --resume DIR (training starts from the "
+                             "module's weights)")
+    parser.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw",
+                        help="the optimizer whose state --checkpoint holds (braidc's --optimizer; default adamw)")
     args = parser.parse_args(argv)
 
-    def load(target: str):
-        module_name, _, attr = target.partition(":")
-        if not attr:
-            parser.error(f"{target!r}: expected MODULE:NAME")
-        try:
-            return getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as e:
-            parser.error(f"cannot load {target}: {e}")
-
-    factory = load(args.factory)
-    loss = load(args.loss) if args.loss else None
+    factory = _load(parser, args.factory)
+    loss = _load(parser, args.loss) if args.loss else None
     try:
         kwargs = json.loads(args.args)
         batch = _batch(args.batch)
@@ -86,6 +141,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stdout.write(imported.mlir)
     if args.weights:
         imported.save_weights(args.weights)
+    if args.checkpoint:
+        start_checkpoint(imported.weights, args.checkpoint, optimizer=args.optimizer)
     return 0
 
 
