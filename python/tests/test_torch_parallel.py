@@ -298,3 +298,59 @@ def test_cli_export(nanogpt_checkpoint, tmp_path, capsys):
                  "-o", str(tmp_path / "bad.pt")]) == 1
     assert "braid.torch export: error: " in capsys.readouterr().err
     assert not (tmp_path / "bad.pt").exists()
+
+
+_REPORT_ROW = re.compile(r"^(@[\w.]+)\s+(\S+)\s+(\w+)\s+([\w,]+)\s+\d+\s+\d+\s+\d+\s+\S+\s+(\d+)\s+(.*)$", re.M)
+
+
+def _plan(work: Path):
+    """braid-shard's decisions ('NAME': DECISION) and the partitioned
+    forward's collectives ((function, collective, axes) -> times per forward,
+    from braid-comm-report, on stdout) of the dp2 x tp2 plan braidc uses."""
+    explain = _run(bin_dir() / "braid-opt", work / "model.mlir", "--braid-shard=dp=2 tp=2 explain=true",
+                   "-o", os.devnull).stderr
+    decisions = dict(re.findall(r"remark: '([\w.*]+)': ([\w -]+?)(?: \(|:)", explain))
+    report = _run(bin_dir() / "braid-opt", work / "model.mlir", "--braid-shard=dp=2 tp=2",
+                  "--braid-propagate-sharding", "--braid-partition", "--braid-comm-report",
+                  "-o", os.devnull).stdout
+    collectives = {}
+    for where, _, collective, axes, times, _ in _REPORT_ROW.findall(report):
+        key = (where, collective, axes)
+        collectives[key] = collectives.get(key, 0) + int(times)
+    assert collectives, report
+    return decisions, collectives, report
+
+
+@pytest.fixture(scope="module")
+def nanogpt_plan(tmp_path_factory):
+    work = tmp_path_factory.mktemp("plan")
+    (work / "model.mlir").write_text(import_module(_nanogpt(), MODELS["nanogpt"].batch()).mlir)
+    return _plan(work)
+
+
+def test_tensor_parallel_collectives(nanogpt_plan):
+    """Tensor parallelism applies to the imported nanoGPT under its PyTorch
+    names: the MLP is a column/row-parallel pair with one tp all_reduce per
+    block in the forward, the token and position tables are
+    vocabulary-parallel (one tp all_reduce of their summed lookups)."""
+    decisions, collectives, report = nanogpt_plan
+    layers = NANOGPT_CONFIG["n_layer"]
+    assert decisions["transformer.h.*.mlp.c_fc.weight"] == "column-parallel"
+    assert decisions["transformer.h.*.mlp.c_fc.bias"] == "column-parallel bias"
+    assert decisions["transformer.h.*.mlp.c_proj.weight"] == "row-parallel"
+    assert decisions["transformer.wte.weight"] == "vocabulary-parallel table"
+    assert decisions["transformer.wpe.weight"] == "vocabulary-parallel table"
+    # Attention stays whole: the fused c_attn output reaches the q/k/v split.
+    assert decisions["transformer.h.*.attn.c_attn.weight"] == "whole"
+    assert decisions["transformer.h.*.attn.c_proj.weight"] == "whole"
+    tp = {k: n for k, n in collectives.items() if k[2] == "tp"}
+    assert tp == {("@forward", "all_reduce", "tp"): 1,  # the embeddings' lookups
+                  ("@transformer_h", "all_reduce", "tp"): layers}, report  # the MLP's row-parallel c_proj
+    assert collectives[("@forward", "all_reduce", "dp")] == 1, report  # the loss's mean over dp
+
+
+@pytest.mark.xfail(strict=True, reason="the q/k/v braid.slice of the fused c_attn output gathers its "
+                                       "batch over dp and slices it back (partitioning of braid.slice)")
+def test_no_data_parallel_gather(nanogpt_plan):
+    decisions, collectives, report = nanogpt_plan
+    assert not any(axes == "dp" and c in ("all_gather", "all_slice") for _, c, axes in collectives), report
