@@ -9,7 +9,7 @@ packages=(
   libclang-rt-22-dev libjansson-dev
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
-  python3 python3-numpy python3-pytest python3-torch
+  python3 python3-numpy python3-pytest python3-torch python3-torchvision
 )
 
 missing=()

@@ -28,12 +28,48 @@ def _batch(seed=1):
     return {"idx": torch.randint(0, V, (B, S), generator=g), "targets": torch.randint(0, V, (B, S), generator=g)}
 
 
-def _import(tmp_path, model, batch, fuse_attention=True):
-    imported = import_module(model, batch, fuse_attention=fuse_attention)
+def _import(tmp_path, model, batch, fuse_attention=True, loss=None, **options):
+    """Imports model and writes model.mlir, w.st (its weights) and in.st (batch) into tmp_path."""
+    imported = import_module(model, batch, fuse_attention=fuse_attention, loss=loss, **options)
     (tmp_path / "model.mlir").write_text(imported.mlir)
     imported.save_weights(tmp_path / "w.st")
     st.save(tmp_path / "in.st", {n: st.from_numpy(t.numpy()) for n, t in batch.items()})
     return imported
+
+
+def _eval_loss(tmp_path, braid_eval) -> float:
+    """braid-eval's loss of the model _import wrote to tmp_path, on its weights and batch."""
+    braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
+                   "--save-outputs", tmp_path / "out.st")
+    return float(st.to_numpy(st.load(tmp_path / "out.st")["result0"]))
+
+
+def _braid_adamw_losses(tmp_path, braid_opt, braid_eval, steps=STEPS) -> list:
+    """The losses of `steps` braid AdamW steps (ADAMW, cosine schedule) on what _import wrote."""
+    options = _train_step_options(dict(ADAMW, total=steps))
+    train = tmp_path / "train.mlir"
+    train.write_text(braid_opt.run(tmp_path / "model.mlir", "--braid-autodiff",
+                                   f"--braid-train-step={options}").stdout)
+    return _losses(braid_eval.run(train, "--steps", steps, "--weights", tmp_path / "w.st",
+                                  "--inputs", tmp_path / "in.st").stdout)
+
+
+def _torch_adamw_losses(model, batch, loss_of=lambda out: out, steps=STEPS) -> list:
+    """The same steps with torch.optim.AdamW (clipping, LambdaLR schedule); loss_of picks the loss."""
+    opt = torch.optim.AdamW(model.parameters(), lr=ADAMW["lr"], betas=(ADAMW["beta1"], ADAMW["beta2"]),
+                            eps=ADAMW["eps"], weight_decay=ADAMW["weight_decay"])
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda t: schedule(t, 1.0, ADAMW["min_lr"] / ADAMW["lr"], ADAMW["warmup"], steps, "cosine"))
+    expected = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = loss_of(model(**batch))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), ADAMW["clip"])
+        opt.step()
+        sched.step()
+        expected.append(loss.item())
+    return expected
 
 
 @pytest.mark.parametrize("fuse", [True, False], ids=["attention", "op-by-op"])
@@ -42,9 +78,7 @@ def test_loss_matches_torch(tmp_path, braid_eval, fuse):
     text = _import(tmp_path, model, batch, fuse).mlir
     assert ("braid.attention" in text) == fuse
     expected = model(**batch)[1].item()
-    braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
-                   "--save-outputs", tmp_path / "out.st")
-    loss = float(st.to_numpy(st.load(tmp_path / "out.st")["result0"]))
+    loss = _eval_loss(tmp_path, braid_eval)
     assert abs(loss - expected) <= TOLERANCE * abs(expected), f"braid {loss!r}, torch {expected!r}"
 
 
@@ -52,26 +86,8 @@ def test_loss_matches_torch(tmp_path, braid_eval, fuse):
 def test_adamw_steps_match_torch(tmp_path, braid_opt, braid_eval, fuse):
     model, batch = nanogpt.make(seed=2, **CONFIG), _batch(3)
     _import(tmp_path, model, batch, fuse)
-    options = _train_step_options(dict(ADAMW, total=STEPS))
-    train = tmp_path / "train.mlir"
-    train.write_text(braid_opt.run(tmp_path / "model.mlir", "--braid-autodiff",
-                                   f"--braid-train-step={options}").stdout)
-    losses = _losses(braid_eval.run(train, "--steps", STEPS, "--weights", tmp_path / "w.st",
-                                    "--inputs", tmp_path / "in.st").stdout)
-
-    opt = torch.optim.AdamW(model.parameters(), lr=ADAMW["lr"], betas=(ADAMW["beta1"], ADAMW["beta2"]),
-                            eps=ADAMW["eps"], weight_decay=ADAMW["weight_decay"])
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda t: schedule(t, 1.0, ADAMW["min_lr"] / ADAMW["lr"], ADAMW["warmup"], STEPS, "cosine"))
-    expected = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = model(**batch)[1]
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), ADAMW["clip"])
-        opt.step()
-        sched.step()
-        expected.append(loss.item())
+    losses = _braid_adamw_losses(tmp_path, braid_opt, braid_eval)
+    expected = _torch_adamw_losses(model, batch, lambda out: out[1])
     assert len(losses) == STEPS
     for step, (a, e) in enumerate(zip(losses, expected)):
         assert abs(a - e) <= TOLERANCE * abs(e), f"step {step}: braid {a!r}, torch {e!r}"
