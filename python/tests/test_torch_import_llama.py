@@ -1,0 +1,143 @@
+"""braid.torch imports a Llama-style nn.Module (llama_torch.py, plain PyTorch:
+RMSNorm written out, rotary tables, grouped-query attention, SwiGLU):
+braid-eval's loss equals PyTorch's and AdamW steps equal torch.optim.AdamW's,
+with the composites recognised as braid.rms_norm / braid.rotary /
+braid.attention (as the generator's Llama writes them) and op by op; the
+blocks become one braid.layer + braid.repeat; an op braid cannot represent is
+refused with its module and source line."""
+
+import re
+
+import pytest
+import torch
+import torch.nn as nn
+
+import llama_torch
+from braid.torch import UnsupportedError, import_module
+from test_torch_import import STEPS, TOLERANCE, _braid_adamw_losses, _eval_loss, _import, _torch_adamw_losses
+
+B = 2
+CONFIG = llama_torch.CONFIG
+V, S = CONFIG["vocab_size"], CONFIG["block_size"]
+
+# import_module options: everything fused; attention op by op; everything op by op.
+MODES = {"fused": {}, "no-fuse-attention": dict(fuse_attention=False), "op-by-op": dict(fuse=False)}
+# What each mode writes for one block: the counts of these braid ops in the layer.
+LAYER_OPS = {"fused": dict(rms_norm=2, rotary=2, attention=1, softmax=0, concat=0, broadcast=0),
+             "no-fuse-attention": dict(rms_norm=2, rotary=2, attention=0, softmax=1, concat=0, broadcast=2),
+             "op-by-op": dict(rms_norm=0, rotary=0, attention=0, softmax=1, concat=2, broadcast=2)}
+
+
+def _batch(seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return {"idx": torch.randint(0, V, (B, S), generator=g), "targets": torch.randint(0, V, (B, S), generator=g)}
+
+
+def _layer(text: str) -> str:
+    return text.split("func.func")[0]
+
+
+def _count(text: str, op: str) -> int:
+    return len(re.findall(rf"= braid\.{op} ", text))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_loss_matches_torch(tmp_path, braid_eval, mode):
+    model, batch = llama_torch.make(seed=0), _batch()
+    text = _import(tmp_path, model, batch, **MODES[mode]).mlir
+    layer = _layer(text)
+    assert {op: _count(layer, op) for op in LAYER_OPS[mode]} == LAYER_OPS[mode], layer
+    expected = model(**batch).item()
+    loss = _eval_loss(tmp_path, braid_eval)
+    assert abs(loss - expected) <= TOLERANCE * abs(expected), f"braid {loss!r}, torch {expected!r}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_adamw_steps_match_torch(tmp_path, braid_opt, braid_eval, mode):
+    model, batch = llama_torch.make(seed=2), _batch(3)
+    _import(tmp_path, model, batch, **MODES[mode])
+    losses = _braid_adamw_losses(tmp_path, braid_opt, braid_eval)
+    expected = _torch_adamw_losses(model, batch)
+    assert len(losses) == STEPS
+    for step, (a, e) in enumerate(zip(losses, expected)):
+        assert abs(a - e) <= TOLERANCE * abs(e), f"step {step}: braid {a!r}, torch {e!r}"
+    assert losses[-1] < losses[0] - 0.1, "the loss falls"
+
+
+def test_blocks_become_the_generators_layer():
+    model = llama_torch.make(seed=0, n_layer=3)
+    imported = import_module(model, _batch())
+    text = imported.mlir
+    assert len(re.findall(r"^braid\.layer @", text, re.M)) == 1
+    repeats = re.findall(r'braid\.repeat @(\w+)\(.*prefix = "([\w.]+)", count = (\d+) : i64', text)
+    assert repeats == [("layers", "layers", "3")]
+    assert imported.layers == ["layers"]
+    layer = _layer(text)
+    # RMSNorm with the module's eps, over the layer-local weight names (instance i: layers.i.NAME).
+    assert re.search(r'braid\.rms_norm %x, %attention_norm\.weight \{epsilon = 1\.0e-05 : f64\}', layer)
+    assert "layers." not in layer.split("braid.yield")[0]
+    # Rotary on q and k in [B, T, H, D] straight from the projections (no transposes), base 10000;
+    # grouped-query attention reads the 2 KV heads unrepeated, with 1/sqrt(8).
+    assert re.findall(r"braid\.rotary %\w+ \{base = 10000\.0 : f64\} : tensor<(\w+)>", layer) == \
+        ["2x16x4x8xf32", "2x16x2x8xf32"]
+    assert re.search(r"braid\.attention %rope, %rope_1, %\w+ \{causal, scale = 0\.35355339059327373 : f64\} : "
+                     r"\(tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>\)", layer)
+    assert "braid.transpose" not in layer and "braid.constant" not in layer
+    # SwiGLU: silu(w1 x) * w3 x.
+    assert re.search(r"%(\w+) = braid\.silu %(\w+) .*\n.*\n.*\n  %\w+ = braid\.mul %\1, %\w+", layer)
+    # Untied head, final RMSNorm; the cos/sin/mask buffers are not parameters.
+    assert set(imported.weights) == {n for n, _ in model.named_parameters()}
+    assert 'braid.param "output.weight"' in text and 'braid.rms_norm' in text.split("func.func")[1]
+    assert not re.search(r'braid\.param "[\w.]*(cos|sin|mask)"', text)
+
+
+@pytest.mark.parametrize("config, options, rotary, base, kv_heads", [
+    (dict(repeat="interleave"), {}, 2, "10000.0", 2),  # repeat_interleave: index_select, constant index
+    (dict(repeat="interleave"), dict(fuse=False), 0, None, None),  # ... as reshape, broadcast, reshape
+    (dict(repeat="tile"), {}, 2, "10000.0", 4),  # KV head h % 2 is not braid's grouping: k/v stay repeated
+    (dict(rope_base=500000.0), {}, 2, "500000.0", 2),  # the base is read off the tables
+    (dict(rope_scale=2.0), {}, 0, None, 2),  # positions / 2: not braid.rotary's tables, so op by op
+    (dict(n_kv_head=1), {}, 2, "10000.0", 1),  # multi-query
+], ids=["repeat-interleave", "repeat-interleave-op-by-op", "repeat-tile", "base-500000", "position-scaling",
+        "one-kv-head"])
+def test_variants(tmp_path, braid_eval, config, options, rotary, base, kv_heads):
+    model, batch = llama_torch.make(seed=5, **config), _batch(6)
+    text = _import(tmp_path, model, batch, **options).mlir
+    layer = _layer(text)
+    assert _count(layer, "rotary") == rotary
+    if base:
+        assert f"base = {base} : f64" in layer
+    if kv_heads:  # attention fused, reading grouped KV heads unrepeated
+        assert _count(layer, "attention") == 1 and _count(layer, "broadcast") == (kv_heads == 4) * 2
+        assert re.search(rf"braid\.attention .*tensor<2x16x4x8xf32>, tensor<2x16x{kv_heads}x8xf32>", layer)
+    expected = model(**batch).item()
+    loss = _eval_loss(tmp_path, braid_eval)
+    assert abs(loss - expected) <= TOLERANCE * abs(expected), f"braid {loss!r}, torch {expected!r}"
+
+
+class Cubed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, labels):
+        return nn.functional.cross_entropy(self.proj(x).pow(3), labels)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Cubed()
+
+    def forward(self, x, labels):
+        return self.inner(x, labels)
+
+
+def test_unsupported_pow_is_located():
+    inputs = {"x": torch.randn(4, 8), "labels": torch.randint(0, 8, (4,))}
+    with pytest.raises(UnsupportedError) as info:
+        import_module(Outer(), inputs)
+    message = str(info.value)
+    assert "aten.pow.Tensor_Scalar in module 'inner'" in message and "exponent 3" in message, message
+    assert re.search(r"test_torch_import_llama\.py:\d+ \(return nn\.functional\.cross_entropy\(self\.proj\(x\)\.pow\(3\)",
+                     message), message
