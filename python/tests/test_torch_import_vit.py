@@ -7,6 +7,7 @@ convolution that is not a patch embedding is refused with its module and
 source line."""
 
 import re
+import shutil
 
 import pytest
 import torch
@@ -14,7 +15,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import vit_torch
-from braid.torch import UnsupportedError, import_module
+from braid import safetensors as st
+from braid.torch import UnsupportedError, export_state_dict, import_module
 from test_torch_import import STEPS, TOLERANCE, _braid_adamw_losses, _eval_loss, _import, _torch_adamw_losses
 
 pytest.importorskip("torchvision")
@@ -44,6 +46,24 @@ def test_adamw_steps_match_torch(tmp_path, braid_opt, braid_eval, fuse):
     for step, (a, e) in enumerate(zip(losses, expected)):
         assert _close(a, e), f"step {step}: braid {a!r}, torch {e!r}"
     assert losses[-1] < losses[0] - 0.1, "the loss falls"
+
+
+def test_trained_weights_load_back(tmp_path, braid_opt, braid_eval):
+    """Braid's names for the folded encoder (encoder.layers.i.NAME) go back to torchvision's keys."""
+    model, batch = vit_torch.make(seed=2), vit_torch.batch(3)
+    _import(tmp_path, model, batch, loss=vit_torch.loss)
+    _braid_adamw_losses(tmp_path, braid_opt, braid_eval)  # writes train.mlir
+    braid_eval.run(tmp_path / "train.mlir", "--steps", STEPS, "--weights", tmp_path / "w.st",
+                   "--inputs", tmp_path / "in.st", "--save-weights", tmp_path / "trained.st")
+    trained = {n: st.to_numpy(t) for n, t in st.load(tmp_path / "trained.st").items()}
+    assert "encoder.layers.1.mlp.3.weight" in trained
+    fresh = vit_torch.make(seed=7)
+    fresh.load_state_dict(export_state_dict(trained, fresh))  # strict: every key, every shape
+    shutil.copy(tmp_path / "trained.st", tmp_path / "w.st")
+    loss = _eval_loss(tmp_path, braid_eval)
+    expected = vit_torch.loss(fresh(batch["x"]), batch).item()
+    assert _close(loss, expected), f"braid {loss!r}, torch {expected!r}"
+    assert abs(expected - vit_torch.loss(model(batch["x"]), batch).item()) > 0.1, "the weights were trained"
 
 
 def test_encoder_layers_become_one_repeated_layer():
