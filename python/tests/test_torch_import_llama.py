@@ -7,6 +7,8 @@ blocks become one braid.layer + braid.repeat; an op braid cannot represent is
 refused with its module and source line."""
 
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -14,6 +16,7 @@ import torch.nn as nn
 
 import llama_torch
 from braid.torch import UnsupportedError, import_module
+from conftest import PYTHON_DIR
 from test_torch_import import STEPS, TOLERANCE, _braid_adamw_losses, _eval_loss, _import, _torch_adamw_losses
 
 B = 2
@@ -141,3 +144,18 @@ def test_unsupported_pow_is_located():
     assert "aten.pow.Tensor_Scalar in module 'inner'" in message and "exponent 3" in message, message
     assert re.search(r"test_torch_import_llama\.py:\d+ \(return nn\.functional\.cross_entropy\(self\.proj\(x\)\.pow\(3\)",
                      message), message
+
+
+def test_cli_no_fuse(tmp_path):
+    batch = f'{{"idx": {{"shape": [2, {S}], "high": {V}}}, "targets": {{"shape": [2, {S}], "high": {V}}}}}'
+    env = {"PYTHONPATH": f"{PYTHON_DIR}:{PYTHON_DIR / 'tests'}"}
+    texts = {}
+    for flags in ([], ["--no-fuse"]):
+        out = tmp_path / f"m{len(flags)}.mlir"
+        proc = subprocess.run([sys.executable, "-m", "braid.torch", "llama_torch:make", "--batch", batch,
+                               "-o", out, *flags], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        texts[tuple(flags)] = _layer(out.read_text())
+    assert _count(texts[()], "rms_norm") == 2 and _count(texts[()], "rotary") == 2
+    assert _count(texts[("--no-fuse",)], "rms_norm") == 0 and _count(texts[("--no-fuse",)], "rotary") == 0
+    assert _count(texts[("--no-fuse",)], "attention") == 0 and _count(texts[("--no-fuse",)], "concat") == 2

@@ -109,6 +109,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--eval", action="store_true", help="call module.eval() first (dropout off)")
     parser.add_argument("--no-fuse-attention", action="store_true",
                         help="keep explicit causal attention op by op instead of one braid.attention")
+    parser.add_argument("--no-fuse", action="store_true",
+                        help="keep every recognised composite op by op: attention, RMSNorm "
+                             "(x * rsqrt(mean(x^2) + eps) * w, else braid.rms_norm) and rotary embeddings "
+                             "(x * cos + rotate_half(x) * sin, else braid.rotary)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the IR to FILE instead of stdout")
     parser.add_argument("--weights", metavar="FILE", help="write the module's parameters to this safetensors file")
     parser.add_argument("--checkpoint", metavar="DIR",
@@ -130,7 +134,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.eval:
         module.eval()
     try:
-        imported = import_module(module, batch, loss=loss, fuse_attention=not args.no_fuse_attention)
+        imported = import_module(module, batch, loss=loss, fuse_attention=not args.no_fuse_attention,
+                                 fuse=not args.no_fuse)
     except UnsupportedError as e:
         print(f"braid.torch: error: {e}", file=sys.stderr)
         return 1
