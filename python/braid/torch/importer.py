@@ -21,8 +21,11 @@ state-dict keys). Anything else is emitted inline, which is the same model.
 
 Patterns: nn.Linear's view/addmm/view is one matmul on [..., K]; torch.matmul's
 expand/view/bmm/view is one batched matmul; explicit causal attention is one
-braid.attention (see _causal_attention); F.cross_entropy's log_softmax +
-nll_loss is braid.cross_entropy. See docs/importing-pytorch.md.
+braid.attention (see _causal_attention), with grouped KV heads unrepeated;
+RMSNorm written out is braid.rms_norm (_rms_norm); x * cos + rotate_half(x) *
+sin with braid's tables is braid.rotary (_rotary_match); F.cross_entropy's
+log_softmax + nll_loss is braid.cross_entropy. fuse=False keeps the attention,
+RMSNorm and rotary patterns op by op. See docs/importing-pytorch.md.
 """
 
 import inspect
