@@ -13,19 +13,23 @@ named_parameters() name (tied weights: one tensor, one name); anything that
 depends on neither (buffers, torch.arange, Python scalars) is a constant,
 folded by PyTorch at trace time and written as a braid.constant.
 
-Layers: the children of an nn.ModuleList that run once each, in order, each
-taking and returning one tensor of the same type, with identical op
-sequences, become one braid.layer applied by braid.repeat with the
-ModuleList's path as prefix (so instance i's parameters are PATH.i.NAME, the
-state-dict keys). Anything else is emitted inline, which is the same model.
+Layers: the children of an nn.ModuleList (or of an nn.Sequential with two or
+more) that run once each, in order, each taking and returning one tensor of
+the same type, with identical op sequences, become one braid.layer applied by
+braid.repeat with the container's path as prefix (so instance i's parameters
+are PATH.i.NAME, the state-dict keys; Imported.state_dict_names maps them back
+where a Sequential names its children, as torchvision's encoder_layer_i).
+Anything else is emitted inline, which is the same model.
 
 Patterns: nn.Linear's view/addmm/view is one matmul on [..., K]; torch.matmul's
 expand/view/bmm/view is one batched matmul; explicit causal attention is one
 braid.attention (see _causal_attention), with grouped KV heads unrepeated;
 RMSNorm written out is braid.rms_norm (_rms_norm); x * cos + rotate_half(x) *
 sin with braid's tables is braid.rotary (_rotary_match); F.cross_entropy's
-log_softmax + nll_loss is braid.cross_entropy. fuse=False keeps the attention,
-RMSNorm and rotary patterns op by op. See docs/importing-pytorch.md.
+log_softmax + nll_loss is braid.cross_entropy; nn.MultiheadAttention's
+bmm/softmax/bmm is braid.attention (_mha_attention); a convolution with stride =
+kernel (a patch embedding) is one matmul over patches (_patch_matmul).
+fuse=False keeps the attention, RMSNorm and rotary patterns op by op. See docs/importing-pytorch.md.
 """
 
 import inspect
@@ -979,7 +983,7 @@ def _mha_attention(e, node: Node) -> Optional[Value]:
     """braid.attention [B, T, H, D] for node = bmm(softmax(q @ k^T * s [+ causal mask]), v) with q, k
     and v split into heads as nn.MultiheadAttention does ([T, B, H * D] viewed as [T, B * H, D] and
     transposed), or None. Matched exactly; anything else (another mask, dropout) stays op by op."""
-    if not e.importer.fuse_attention or not _is(node, aten.bmm.default):
+    if not (e.importer.fuse_attention and e.importer.fuse) or not _is(node, aten.bmm.default):
         return None
     if id(node) in e.attention:
         return e.attention[id(node)]
