@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Braid's main job at this stage: generate a GPT model, evaluate its loss
-# with the reference evaluator, derive its training step and train it on one
-# batch, with the loss falling; then split it into a 4-stage pipeline with a
-# verified ZB-H1 schedule, and compile it with braidc for 8 CPU ranks as
+# Braid's main job at this stage: first, bring a PyTorch model: import a
+# nanoGPT-style nn.Module (python/tests/nanogpt.py, plain PyTorch, standing
+# in for the user's own) with braid.torch, check its loss with braid-eval,
+# compile it with braidc for 4 CPU ranks as dp2 x tp2, train it from the
+# module's weights with braid-run and export the trained weights back to a
+# PyTorch state dict. Then generate a GPT model, evaluate its loss with the
+# reference evaluator, derive its training step and train it on one batch,
+# with the loss falling; split it into a 4-stage pipeline with a verified
+# ZB-H1 schedule, and compile it with braidc for 8 CPU ranks as
 # dp2 x tp2 x pp2 (ZB-H1) and train it with braid-run. Sets up everything it
 # needs first.
 set -euo pipefail
@@ -13,6 +18,25 @@ bash scripts/build.sh
 out=${BRAID_OUT:-$root/build/main-job}
 mkdir -p "$out"
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+
+echo "== Importing a PyTorch nn.Module: nanoGPT-style (python/tests/nanogpt.py; 2 blocks, hidden 64, seq 32, vocab 128)"
+gpt_args='{"vocab_size": 128, "block_size": 32, "n_layer": 2, "n_head": 4, "n_embd": 64}'
+PYTHONPATH="$PYTHONPATH:$root/python/tests" /usr/bin/python3 -m braid.torch nanogpt:make --args "$gpt_args" \
+  --batch '{"idx": {"shape": [4, 32], "high": 128}, "targets": {"shape": [4, 32], "high": 128}}' \
+  -o "$out/nanogpt.mlir" --weights "$out/nanogpt.safetensors" --checkpoint "$out/nanogpt.start"
+echo "   $out/nanogpt.mlir: parameters under their state-dict names, the blocks one braid.repeat:"
+grep -o 'braid.repeat @[a-z_]*(.*prefix = "[a-z.]*", count = [0-9]*' "$out/nanogpt.mlir" | sed 's/^/   /'
+echo "== Its loss in braid-eval on the module's weights (PyTorch's within 1e-5, python/tests/test_torch_import.py)"
+build/bin/braid-eval "$out/nanogpt.mlir" --weights "$out/nanogpt.safetensors"
+echo "== Compiling it for 4 CPU ranks: dp2 x tp2 (the MLP and embeddings split over tp), 2 micro-batches"
+build/bin/braidc "$out/nanogpt.mlir" --mesh dp=2,tp=2 --microbatches 2 --lr 3e-3 --clip-norm 1.0 \
+  -o "$out/nanogpt-dptp"
+echo "== Training it 10 steps on 4 ranks from the module's weights (--resume the start checkpoint)"
+build/bin/braid-run -n 4 "$out/nanogpt-dptp" --resume "$out/nanogpt.start" --steps 10 \
+  --save "$out/nanogpt.trained"
+echo "== Exporting the trained weights back to a PyTorch state dict"
+PYTHONPATH="$PYTHONPATH:$root/python/tests" /usr/bin/python3 -m braid.torch export "$out/nanogpt.trained" \
+  nanogpt:make --args "$gpt_args" -o "$out/nanogpt.trained.pt"
 
 echo "== Generating GPT (4 layers, hidden 128, 4 heads, seq 64, vocab 256, batch 4)"
 /usr/bin/python3 -m braid.models gpt --layers 4 --hidden 128 --heads 4 \

@@ -1,8 +1,11 @@
 """Imported PyTorch models train in parallel and come back to PyTorch.
 
-For each model factory: braid.torch imports the module, start_checkpoint
-writes its weights with zero AdamW state, and braidc compiles the training
-step for 1 rank, dp2 x tp2 and dp2 x pp2 (1F1B), all with M micro-batches.
+For each model factory (MODELS: the nanoGPT-style module and torchvision's
+VisionTransformer; a model is one entry): braid.torch imports the module,
+start_checkpoint writes its weights with zero AdamW state, and braidc
+compiles the training step for 1 rank and for dp2 x tp2, dp2 x pp2 and
+tp2 x pp2 (1F1B) on 4 ranks, all with M micro-batches (KNOWN_FAILURES: the
+plans that fail today, as strict xfails).
 Every program resumes the start checkpoint and runs STEPS + 1 steps on its
 fixed seeded batch with --save-every STEPS, so DIR/step-<STEPS> holds the
 weights after STEPS updates and the printed loss of step STEPS is Braid's
@@ -39,6 +42,7 @@ import pytest
 import torch
 
 import nanogpt
+import vit_torch
 from braid import safetensors as st
 from braid.torch import CheckpointError, export_state_dict, import_module, start_checkpoint
 from braid.torch.__main__ import main
@@ -47,7 +51,7 @@ from conftest import PYTHON_DIR, bin_dir
 STEPS = 3  # updates before the exported weights
 M = 2  # micro-batches per step, in every plan
 SEED = 5  # the programs' --seed: their fixed batch
-TRAIN = ["--lr", "1e-2", "--clip-norm", "1.0", "--microbatches", str(M)]
+TRAIN = ["--lr", "3e-3", "--clip-norm", "1.0", "--microbatches", str(M)]
 PLAN_TOLERANCE = 1e-4  # relative, losses of a plan against the 1-rank executable
 TORCH_TOLERANCE = 1e-5  # relative, PyTorch's loss against Braid's on the same weights and batch
 
@@ -76,11 +80,23 @@ MODELS = {
                      loss=lambda module, inputs: module(**inputs)[1],
                      factory="nanogpt:make",
                      args='{"vocab_size": 64, "block_size": 16, "n_layer": 2, "n_head": 4, "n_embd": 32}'),
+    "vit": Model(make=lambda seed: vit_torch.make(seed=seed), batch=lambda: vit_torch.batch(size=4),
+                 loss=lambda module, inputs: vit_torch.loss(module(inputs["x"]), inputs),
+                 import_loss=vit_torch.loss),
 }
 
 PLANS = {
     "dp2xtp2": (4, ["--mesh", "dp=2,tp=2"]),
     "dp2xpp2-1f1b": (4, ["--mesh", "dp=2,pp=2", "--schedule", "1f1b"]),
+    "tp2xpp2-1f1b": (4, ["--mesh", "tp=2,pp=2", "--schedule", "1f1b"]),
+}
+# (model, plan) that fail today, and why; strict, so a fix shows.
+KNOWN_FAILURES = {
+    ("vit", "dp2xpp2-1f1b"):
+        "braid-pipeline-outline: the pieces of @forward_grad depend on each other in a cycle: c0.B c0.W. "
+        "The class-token concat's gradient slices are partitioned with their operand whole, so an all_gather "
+        "over dp of the incoming gradient is inserted, in phase W, and the B-phase slice of the patch part "
+        "reads it",
 }
 
 
@@ -127,7 +143,7 @@ def _program_batch(work: Path) -> Dict[str, torch.Tensor]:
     """The inputs a program compiled with TRAIN generates under --seed SEED."""
     train = work / "train.mlir"
     _run(bin_dir() / "braid-opt", work / "model.mlir", "--braid-autodiff",
-         f"--braid-train-step=lr=1e-2 clip-norm=1.0 accumulation={M}", "-o", train)
+         f"--braid-train-step=lr=3e-3 clip-norm=1.0 accumulation={M}", "-o", train)
     st.save(work / "step.st", {"step": st.from_numpy(np.array(0, dtype=np.int64))})
     _run(bin_dir() / "braid-eval", train, "--entry", "train_step", "--seed", SEED, "--inputs", work / "step.st",
          "--save-inputs", work / "batch.st")
@@ -149,7 +165,7 @@ def setup(request, tmp_path_factory) -> Setup:
     serial = _train(work, "serial", 1, [])
     # From the start checkpoint, the 1-rank program takes torch.optim.AdamW's
     # steps (braidc's defaults are AdamW's: betas, eps, weight decay 0.01).
-    opt = torch.optim.AdamW(module.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(module.parameters(), lr=3e-3)
     expected = []
     for _ in range(STEPS + 1):
         opt.zero_grad()
@@ -196,7 +212,10 @@ def test_serial_export_matches_braid(setup):
 
 
 @pytest.mark.parametrize("plan", sorted(PLANS))
-def test_plan_equals_one_rank_and_exports(setup, plan):
+def test_plan_equals_one_rank_and_exports(request, setup, plan):
+    known = KNOWN_FAILURES.get((request.node.callspec.params["setup"], plan))
+    if known:
+        request.node.add_marker(pytest.mark.xfail(reason=known, strict=True))
     ranks, options = PLANS[plan]
     trained = _train(setup.work, plan, ranks, options)
     print(f"{plan}: worst relative loss difference to 1 rank "

@@ -9,7 +9,8 @@ from typing import Optional, Sequence
 
 import torch
 
-from braid.torch.export import CheckpointError, export_state_dict, save_state_dict, start_checkpoint
+from braid.torch.export import (CheckpointError, checkpoint_path, export_state_dict, read_checkpoint, save_state_dict,
+                                start_checkpoint)
 from braid.torch.importer import UnsupportedError, import_module
 
 _DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "float64": torch.float64}
@@ -74,12 +75,19 @@ def export_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     module = _module(parser, args.factory, args.args)
     try:
-        state = export_state_dict(args.checkpoint, module, verify=not args.no_verify)
+        tensors, metadata = read_checkpoint(args.checkpoint, verify=not args.no_verify)
+        state = export_state_dict(tensors, module)
         module.load_state_dict(state)  # what the user will do: prove it takes them
     except (CheckpointError, RuntimeError) as e:
         print(f"braid.torch export: error: {e}", file=sys.stderr)
         return 1
     save_state_dict(state, args.output)
+    own = module.state_dict(keep_vars=True)
+    first = {}
+    tied = [f"{k} = {first.setdefault(id(v), k)}" for k, v in own.items()
+            if isinstance(v, torch.nn.Parameter) and first.setdefault(id(v), k) != k]
+    print(f"{args.output}: {len(state)} tensors for load_state_dict from {checkpoint_path(args.checkpoint)} "
+          f"(step {metadata.get('step', '?')}, mesh-independent){'; tied: ' + ', '.join(tied) if tied else ''}")
     return 0
 
 
