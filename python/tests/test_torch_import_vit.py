@@ -2,9 +2,10 @@
 patch 8, 2 blocks, hidden 32, 10 classes, cross-entropy): braid-eval's loss
 equals PyTorch's, AdamW steps equal torch.optim.AdamW's (with
 nn.MultiheadAttention as one braid.attention and op by op), the encoder's
-nn.Sequential of blocks becomes one braid.layer + braid.repeat, and a
-convolution that is not a patch embedding is refused with its module and
-source line."""
+nn.Sequential of blocks becomes one braid.layer + braid.repeat, weights
+trained in Braid export back under torchvision's keys, nn.MultiheadAttention
+with a causal attn_mask is a causal braid.attention, and a convolution that
+is not a patch embedding is refused with its module and source line."""
 
 import re
 import shutil
@@ -142,4 +143,5 @@ def test_convolution_other_than_patches_is_refused():
     message = str(info.value)
     assert "aten.convolution" in message and "stride [2, 2], kernel [4, 4]" in message, message
     assert "module 'stem.0'" in message and "patch embeddings (stride = kernel" in message, message
-    assert re.search(r"test_torch_import_vit\.py:\d+ \(return F\.cross_entropy\(self\.head\(self\.stem\(x\)", message), message
+    assert re.search(r"test_torch_import_vit\.py:\d+ \(return F\.cross_entropy\(self\.head\(self\.stem\(x\)",
+                     message), message
