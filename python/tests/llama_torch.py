@@ -17,7 +17,8 @@ import torch.nn.functional as F
 
 # A small default: 2 blocks, 4 query heads sharing 2 KV heads of size 8. Also: eps, rope_base,
 # rope_scale (linear position interpolation) and repeat ("expand" as HF's repeat_kv, "interleave",
-# or "tile", see repeat_kv).
+# or "tile", see repeat_kv) and layout ("hf": rotary and repeat on [B, H, T, D]; "meta": on [B, T, H, D]
+# before the transpose, Meta's order, repeat always expand).
 CONFIG = dict(vocab_size=128, block_size=16, n_layer=2, n_head=4, n_kv_head=2, n_embd=32, ffn=64)
 
 
@@ -49,11 +50,18 @@ def repeat_kv(x, n_rep, how="expand"):
     return x[:, :, None, :, :].expand(b, h, n_rep, t, d).reshape(b, h * n_rep, t, d)
 
 
+def repeat_kv_bthd(x, n_rep):
+    """Meta's repeat_kv: [B, T, Hkv, D] -> [B, T, Hkv * n_rep, D], head h reads KV head h // n_rep."""
+    b, t, h, d = x.shape
+    return x[:, :, :, None, :].expand(b, t, h, n_rep, d).reshape(b, t, h * n_rep, d)
+
+
 class Attention(nn.Module):
-    def __init__(self, n_embd, n_head, n_kv_head, block_size, rope_base=10000.0, rope_scale=1.0, repeat="expand"):
+    def __init__(self, n_embd, n_head, n_kv_head, block_size, rope_base=10000.0, rope_scale=1.0, repeat="expand",
+                 layout="hf"):
         super().__init__()
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, n_embd // n_head
-        self.repeat = repeat
+        self.repeat, self.layout = repeat, layout
         self.q_proj = nn.Linear(n_embd, n_head * self.head_dim, bias=False)
         self.k_proj = nn.Linear(n_embd, n_kv_head * self.head_dim, bias=False)
         self.v_proj = nn.Linear(n_embd, n_kv_head * self.head_dim, bias=False)
@@ -69,14 +77,22 @@ class Attention(nn.Module):
 
     def forward(self, x):
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.n_kv_head, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.n_kv_head, self.head_dim).transpose(1, 2)
-        cos, sin = self.cos[:T], self.sin[:T]
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
         n_rep = self.n_head // self.n_kv_head
-        k, v = repeat_kv(k, n_rep, self.repeat), repeat_kv(v, n_rep, self.repeat)
+        q = self.q_proj(x).view(B, T, self.n_head, self.head_dim)
+        k = self.k_proj(x).view(B, T, self.n_kv_head, self.head_dim)
+        v = self.v_proj(x).view(B, T, self.n_kv_head, self.head_dim)
+        if self.layout == "meta":  # rotate and repeat in [B, T, H, D], then to [B, H, T, D]
+            cos, sin = self.cos[:T, None], self.sin[:T, None]
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            k, v = repeat_kv_bthd(k, n_rep), repeat_kv_bthd(v, n_rep)
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        else:  # HF: to [B, H, T, D], then rotate and repeat
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            cos, sin = self.cos[:T], self.sin[:T]
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            k, v = repeat_kv(k, n_rep, self.repeat), repeat_kv(v, n_rep, self.repeat)
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
         scores = scores + self.mask[:T, :T]
         probs = F.softmax(scores, dim=-1)
@@ -110,10 +126,10 @@ class Block(nn.Module):
 
 class Llama(nn.Module):
     def __init__(self, vocab_size=128, block_size=16, n_layer=2, n_head=4, n_kv_head=2, n_embd=32, ffn=64,
-                 eps=1e-5, rope_base=10000.0, rope_scale=1.0, repeat="expand"):
+                 eps=1e-5, rope_base=10000.0, rope_scale=1.0, repeat="expand", layout="hf"):
         super().__init__()
         self.tok_embeddings = nn.Embedding(vocab_size, n_embd)
-        attention = dict(rope_base=rope_base, rope_scale=rope_scale, repeat=repeat)
+        attention = dict(rope_base=rope_base, rope_scale=rope_scale, repeat=repeat, layout=layout)
         self.layers = nn.ModuleList([Block(n_embd, n_head, n_kv_head, block_size, ffn, eps, **attention)
                                      for _ in range(n_layer)])
         self.norm = RMSNorm(n_embd, eps)

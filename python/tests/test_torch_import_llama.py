@@ -98,11 +98,13 @@ def test_blocks_become_the_generators_layer():
     (dict(repeat="interleave"), {}, 2, "10000.0", 2),  # repeat_interleave: index_select, constant index
     (dict(repeat="interleave"), dict(fuse=False), 0, None, None),  # ... as reshape, broadcast, reshape
     (dict(repeat="tile"), {}, 2, "10000.0", 4),  # KV head h % 2 is not braid's grouping: k/v stay repeated
+    (dict(layout="meta"), {}, 2, "10000.0", 2),  # rotary and repeat before the transpose
+    (dict(layout="meta"), dict(fuse=False), 0, None, None),
     (dict(rope_base=500000.0), {}, 2, "500000.0", 2),  # the base is read off the tables
     (dict(rope_scale=2.0), {}, 0, None, 2),  # positions / 2: not braid.rotary's tables, so op by op
     (dict(n_kv_head=1), {}, 2, "10000.0", 1),  # multi-query
-], ids=["repeat-interleave", "repeat-interleave-op-by-op", "repeat-tile", "base-500000", "position-scaling",
-        "one-kv-head"])
+], ids=["repeat-interleave", "repeat-interleave-op-by-op", "repeat-tile", "meta-layout", "meta-layout-op-by-op",
+        "base-500000", "position-scaling", "one-kv-head"])
 def test_variants(tmp_path, braid_eval, config, options, rotary, base, kv_heads):
     model, batch = llama_torch.make(seed=5, **config), _batch(6)
     text = _import(tmp_path, model, batch, **options).mlir
@@ -113,6 +115,8 @@ def test_variants(tmp_path, braid_eval, config, options, rotary, base, kv_heads)
     if kv_heads:  # attention fused, reading grouped KV heads unrepeated
         assert _count(layer, "attention") == 1 and _count(layer, "broadcast") == (kv_heads == 4) * 2
         assert re.search(rf"braid\.attention .*tensor<2x16x4x8xf32>, tensor<2x16x{kv_heads}x8xf32>", layer)
+        if rotary and kv_heads != 4:  # the generator's layer: no transposes either
+            assert "braid.transpose" not in layer
     expected = model(**batch).item()
     loss = _eval_loss(tmp_path, braid_eval)
     assert abs(loss - expected) <= TOLERANCE * abs(expected), f"braid {loss!r}, torch {expected!r}"
