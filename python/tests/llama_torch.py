@@ -18,7 +18,8 @@ import torch.nn.functional as F
 # A small default: 2 blocks, 4 query heads sharing 2 KV heads of size 8. Also: eps, rope_base,
 # rope_scale (linear position interpolation) and repeat ("expand" as HF's repeat_kv, "interleave",
 # or "tile", see repeat_kv) and layout ("hf": rotary and repeat on [B, H, T, D]; "meta": on [B, T, H, D]
-# before the transpose, Meta's order, repeat always expand).
+# before the transpose, Meta's order, repeat always expand), mask_value ("-inf", or "min": finfo.min),
+# window (a sliding-window mask of that many keys).
 CONFIG = dict(vocab_size=128, block_size=16, n_layer=2, n_head=4, n_kv_head=2, n_embd=32, ffn=64)
 
 
@@ -58,7 +59,7 @@ def repeat_kv_bthd(x, n_rep):
 
 class Attention(nn.Module):
     def __init__(self, n_embd, n_head, n_kv_head, block_size, rope_base=10000.0, rope_scale=1.0, repeat="expand",
-                 layout="hf"):
+                 layout="hf", mask_value="-inf", window=None):
         super().__init__()
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, n_embd // n_head
         self.repeat, self.layout = repeat, layout
@@ -72,7 +73,11 @@ class Attention(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)
         self.register_buffer("cos", emb.cos())
         self.register_buffer("sin", emb.sin())
-        mask = torch.triu(torch.full((block_size, block_size), float("-inf")), diagonal=1)
+        # mask_value="min": HF's torch.finfo(dtype).min instead of -inf.
+        low = torch.finfo(torch.float32).min if mask_value == "min" else float("-inf")
+        mask = torch.triu(torch.full((block_size, block_size), low), diagonal=1)
+        if window:  # sliding window (Mistral): keys `window` or more positions back are masked too
+            mask = mask + torch.tril(torch.full((block_size, block_size), low), diagonal=-window)
         self.register_buffer("mask", mask)
 
     def forward(self, x):
@@ -126,10 +131,12 @@ class Block(nn.Module):
 
 class Llama(nn.Module):
     def __init__(self, vocab_size=128, block_size=16, n_layer=2, n_head=4, n_kv_head=2, n_embd=32, ffn=64,
-                 eps=1e-5, rope_base=10000.0, rope_scale=1.0, repeat="expand", layout="hf"):
+                 eps=1e-5, rope_base=10000.0, rope_scale=1.0, repeat="expand", layout="hf", mask_value="-inf",
+                 window=None):
         super().__init__()
         self.tok_embeddings = nn.Embedding(vocab_size, n_embd)
-        attention = dict(rope_base=rope_base, rope_scale=rope_scale, repeat=repeat, layout=layout)
+        attention = dict(rope_base=rope_base, rope_scale=rope_scale, repeat=repeat, layout=layout,
+                         mask_value=mask_value, window=window)
         self.layers = nn.ModuleList([Block(n_embd, n_head, n_kv_head, block_size, ffn, eps, **attention)
                                      for _ in range(n_layer)])
         self.norm = RMSNorm(n_embd, eps)

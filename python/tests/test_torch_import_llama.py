@@ -100,10 +100,14 @@ def test_blocks_become_the_generators_layer():
     (dict(repeat="tile"), {}, 2, "10000.0", 4),  # KV head h % 2 is not braid's grouping: k/v stay repeated
     (dict(layout="meta"), {}, 2, "10000.0", 2),  # rotary and repeat before the transpose
     (dict(layout="meta"), dict(fuse=False), 0, None, None),
+    (dict(mask_value="min"), {}, 2, "10000.0", 2),  # HF's finfo.min mask: also braid.attention's causal
+    (dict(mask_value="min"), dict(fuse=False), 0, None, None),
+    (dict(window=4), {}, 2, "10000.0", None),  # not causal attention: softmax op by op, same loss
     (dict(rope_base=500000.0), {}, 2, "500000.0", 2),  # the base is read off the tables
     (dict(rope_scale=2.0), {}, 0, None, 2),  # positions / 2: not braid.rotary's tables, so op by op
     (dict(n_kv_head=1), {}, 2, "10000.0", 1),  # multi-query
-], ids=["repeat-interleave", "repeat-interleave-op-by-op", "repeat-tile", "meta-layout", "meta-layout-op-by-op",
+], ids=["repeat-interleave", "repeat-interleave-op-by-op", "repeat-tile", "meta-layout", "meta-layout-op-by-op", "finfo-min-mask",
+        "finfo-min-mask-op-by-op", "sliding-window",
         "base-500000", "position-scaling", "one-kv-head"])
 def test_variants(tmp_path, braid_eval, config, options, rotary, base, kv_heads):
     model, batch = llama_torch.make(seed=5, **config), _batch(6)
@@ -112,6 +116,7 @@ def test_variants(tmp_path, braid_eval, config, options, rotary, base, kv_heads)
     assert _count(layer, "rotary") == rotary
     if base:
         assert f"base = {base} : f64" in layer
+    assert (_count(layer, "attention") == 1) == bool(kv_heads)
     if kv_heads:  # attention fused, reading grouped KV heads unrepeated
         assert _count(layer, "attention") == 1 and _count(layer, "broadcast") == (kv_heads == 4) * 2
         assert re.search(rf"braid\.attention .*tensor<2x16x4x8xf32>, tensor<2x16x{kv_heads}x8xf32>", layer)

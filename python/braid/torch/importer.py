@@ -460,13 +460,16 @@ def _causal_attention(e, probs: Node, v4: Node) -> Optional[Value]:
 
 def _causally_masked(masked: Node) -> Optional[Node]:
     """s if masked is s with -inf where the key comes after the query: masked_fill with a constant
-    "key after query" mask, or s + a constant that is -inf there and 0 elsewhere."""
+    "key after query" mask, or s + a constant that is -inf there and 0 elsewhere. The lowest finite
+    value (HF's torch.finfo(dtype).min) counts as -inf: for scores below 2^103 (f32) in magnitude,
+    s + min rounds to min and softmax gives exactly 0 there, as braid.attention's causal mask."""
     t = masked.shape[-1]
-    if masked.shape[-2] != t:
+    if masked.shape[-2] != t or not masked.dtype.is_floating_point:
         return None
     after = torch.ones(t, t, dtype=torch.bool).triu(1)
+    lowest = (-math.inf, torch.finfo(masked.dtype).min)
     if _is(masked, aten.masked_fill.Scalar) and masked.args[1].node.kind == "const" and \
-            isinstance(masked.args[2], float) and masked.args[2] == -math.inf:
+            isinstance(masked.args[2], float) and masked.args[2] in lowest:
         mask = masked.args[1].node.value
         if mask.shape[-2:] == (t, t) and mask.numel() == t * t and \
                 torch.equal(mask.reshape(t, t).to(torch.bool), after):
@@ -474,11 +477,11 @@ def _causally_masked(masked: Node) -> Optional[Node]:
         return None
     if _is(masked, aten.add.Tensor) and masked.kwargs.get("alpha", 1) == 1 and \
             all(isinstance(a, Ref) for a in masked.args[:2]):
-        additive = torch.zeros(t, t, dtype=masked.dtype).masked_fill(after, -math.inf)
         for s, c in ((masked.args[0].node, masked.args[1].node), (masked.args[1].node, masked.args[0].node)):
             if c.kind == "const" and s.shape == masked.shape and c.dtype == masked.dtype and \
-                    torch.equal(torch.broadcast_to(c.value, masked.shape),
-                                torch.broadcast_to(additive, masked.shape)):
+                    any(torch.equal(torch.broadcast_to(c.value, masked.shape),
+                                    torch.broadcast_to(torch.zeros(t, t, dtype=c.dtype).masked_fill(after, low),
+                                                       masked.shape)) for low in lowest):
                 return s
     return None
 
