@@ -1,7 +1,7 @@
 """Imported PyTorch models train in parallel and come back to PyTorch.
 
-For each model factory (MODELS: the nanoGPT-style module and torchvision's
-VisionTransformer; a model is one entry): braid.torch imports the module,
+For each model factory (MODELS: the nanoGPT-style and Llama-style modules
+and torchvision's VisionTransformer; a model is one entry): braid.torch imports the module,
 start_checkpoint writes its weights with zero AdamW state, and braidc
 compiles the training step for 1 rank and for dp2 x tp2, dp2 x pp2 and
 tp2 x pp2 (1F1B) on 4 ranks, all with M micro-batches (KNOWN_FAILURES: the
@@ -20,8 +20,10 @@ loss on exactly those weights. Checked:
   load into a freshly made module (another seed, so nothing stays from
   before) with load_state_dict(strict) and give Braid's step-STEPS loss
   within 1e-5 relative; tied aliases come back as one tensor;
-- the dp2 x tp2 plan of the imported nanoGPT has the collectives pinned in
-  test_tensor_parallel_collectives (braid-comm-report);
+- the dp2 x tp2 plan of each imported model has the decisions and tp
+  collectives pinned in TENSOR_PARALLEL (braid-shard explain,
+  braid-comm-report), and no dp gather but where DATA_PARALLEL_GATHERS
+  says (strict xfails);
 - export refuses missing, corrupt and mismatching checkpoints.
 
 The batch is what the programs generate from --seed, taken from braid-eval
@@ -41,6 +43,7 @@ import numpy as np
 import pytest
 import torch
 
+import llama_torch
 import nanogpt
 import vit_torch
 from braid import safetensors as st
@@ -80,6 +83,9 @@ MODELS = {
                      loss=lambda module, inputs: module(**inputs)[1],
                      factory="nanogpt:make",
                      args='{"vocab_size": 64, "block_size": 16, "n_layer": 2, "n_head": 4, "n_embd": 32}'),
+    "llama": Model(make=lambda seed: llama_torch.make(seed=seed),
+                   batch=lambda: _tokens(llama_torch.CONFIG["vocab_size"], (4, llama_torch.CONFIG["block_size"])),
+                   loss=lambda module, inputs: module(**inputs)),
     "vit": Model(make=lambda seed: vit_torch.make(seed=seed), batch=lambda: vit_torch.batch(size=4),
                  loss=lambda module, inputs: vit_torch.loss(module(inputs["x"]), inputs),
                  import_loss=vit_torch.loss),
@@ -340,36 +346,78 @@ def _plan(work: Path):
     return decisions, collectives, report
 
 
-@pytest.fixture(scope="module")
-def nanogpt_plan(tmp_path_factory):
-    work = tmp_path_factory.mktemp("plan")
-    (work / "model.mlir").write_text(import_module(_nanogpt(), MODELS["nanogpt"].batch()).mlir)
-    return _plan(work)
+# What braid-shard decides (by PyTorch name) and the tp collectives of the
+# partitioned forward, per model (2 blocks each).
+TENSOR_PARALLEL = {
+    "nanogpt": ({
+        "transformer.h.*.mlp.c_fc.weight": "column-parallel",
+        "transformer.h.*.mlp.c_fc.bias": "column-parallel bias",
+        "transformer.h.*.mlp.c_proj.weight": "row-parallel",
+        "transformer.wte.weight": "vocabulary-parallel table",  # also the tied LM head
+        "transformer.wpe.weight": "vocabulary-parallel table",
+        # Attention stays whole: the fused c_attn output reaches the q/k/v braid.slice.
+        "transformer.h.*.attn.c_attn.weight": "whole",
+        "transformer.h.*.attn.c_proj.weight": "whole",
+    }, {
+        ("@forward", "all_reduce", "tp"): 1,  # the summed token and position lookups
+        ("@transformer_h", "all_reduce", "tp"): 2,  # per block: after the MLP's row-parallel c_proj
+    }),
+    "llama": ({
+        # Separate q, k, v Linears: attention is a column/row-parallel pair too.
+        "layers.*.attention.q_proj.weight": "column-parallel",
+        "layers.*.attention.k_proj.weight": "column-parallel",
+        "layers.*.attention.v_proj.weight": "column-parallel",
+        "layers.*.attention.o_proj.weight": "row-parallel",
+        "layers.*.feed_forward.w1.weight": "column-parallel",
+        "layers.*.feed_forward.w3.weight": "column-parallel",
+        "layers.*.feed_forward.w2.weight": "row-parallel",
+        "tok_embeddings.weight": "vocabulary-parallel table",
+        "output.weight": "vocabulary-parallel head",
+    }, {
+        ("@forward", "all_reduce", "tp"): 1,  # the embedding lookup
+        ("@layers", "all_reduce", "tp"): 4,  # per block: after o_proj and after w2
+    }),
+    "vit": ({
+        "encoder.layers.*.mlp.0.weight": "column-parallel",
+        "encoder.layers.*.mlp.0.bias": "column-parallel bias",
+        "encoder.layers.*.mlp.3.weight": "row-parallel",
+        "heads.head.weight": "vocabulary-parallel head",  # the classes, into cross-entropy
+        # nn.MultiheadAttention's fused in_proj output reaches the q/k/v braid.slice.
+        "encoder.layers.*.self_attention.in_proj_weight": "whole",
+        "encoder.layers.*.self_attention.out_proj.weight": "whole",
+    }, {
+        ("@encoder_layers", "all_reduce", "tp"): 2,  # per block: after the MLP's row-parallel mlp.3
+    }),
+}
+# Plans that gather a dp-split activation whole (and slice it back) today.
+DATA_PARALLEL_GATHERS = {
+    "nanogpt": "the q/k/v braid.slice of the fused c_attn output is partitioned with its operand whole",
+    "vit": "the attention's reshapes of the fused in_proj output are partitioned with their operand whole",
+}
 
 
-def test_tensor_parallel_collectives(nanogpt_plan):
-    """Tensor parallelism applies to the imported nanoGPT under its PyTorch
-    names: the MLP is a column/row-parallel pair with one tp all_reduce per
-    block in the forward, the token and position tables are
-    vocabulary-parallel (one tp all_reduce of their summed lookups)."""
-    decisions, collectives, report = nanogpt_plan
-    layers = NANOGPT_CONFIG["n_layer"]
-    assert decisions["transformer.h.*.mlp.c_fc.weight"] == "column-parallel"
-    assert decisions["transformer.h.*.mlp.c_fc.bias"] == "column-parallel bias"
-    assert decisions["transformer.h.*.mlp.c_proj.weight"] == "row-parallel"
-    assert decisions["transformer.wte.weight"] == "vocabulary-parallel table"
-    assert decisions["transformer.wpe.weight"] == "vocabulary-parallel table"
-    # Attention stays whole: the fused c_attn output reaches the q/k/v split.
-    assert decisions["transformer.h.*.attn.c_attn.weight"] == "whole"
-    assert decisions["transformer.h.*.attn.c_proj.weight"] == "whole"
+@pytest.fixture(scope="module", params=sorted(TENSOR_PARALLEL))
+def plan_of(request, tmp_path_factory):
+    model = MODELS[request.param]
+    work = tmp_path_factory.mktemp(f"plan-{request.param}")
+    (work / "model.mlir").write_text(import_module(model.make(0), model.batch(), loss=model.import_loss).mlir)
+    return request.param, _plan(work)
+
+
+def test_tensor_parallel_collectives(plan_of):
+    """Tensor parallelism applies to the imported models under their
+    PyTorch names: the dp2 x tp2 plan's decisions and its tp collectives."""
+    name, (decisions, collectives, report) = plan_of
+    expected_decisions, expected_tp = TENSOR_PARALLEL[name]
+    for param, decision in expected_decisions.items():
+        assert decisions.get(param) == decision, f"{name}: {param}: {decisions.get(param)!r}"
     tp = {k: n for k, n in collectives.items() if k[2] == "tp"}
-    assert tp == {("@forward", "all_reduce", "tp"): 1,  # the embeddings' lookups
-                  ("@transformer_h", "all_reduce", "tp"): layers}, report  # the MLP's row-parallel c_proj
+    assert tp == expected_tp, report
     assert collectives[("@forward", "all_reduce", "dp")] == 1, report  # the loss's mean over dp
 
 
-@pytest.mark.xfail(strict=True, reason="the q/k/v braid.slice of the fused c_attn output gathers its "
-                                       "batch over dp and slices it back (partitioning of braid.slice)")
-def test_no_data_parallel_gather(nanogpt_plan):
-    decisions, collectives, report = nanogpt_plan
+def test_no_data_parallel_gather(request, plan_of):
+    name, (decisions, collectives, report) = plan_of
+    if name in DATA_PARALLEL_GATHERS:
+        request.node.add_marker(pytest.mark.xfail(reason=DATA_PARALLEL_GATHERS[name], strict=True))
     assert not any(axes == "dp" and c in ("all_gather", "all_slice") for _, c, axes in collectives), report
