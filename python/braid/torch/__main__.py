@@ -71,7 +71,8 @@ def export_main(argv: Sequence[str]) -> int:
                         help="where to write the state dict: torch.save, or safetensors if FILE ends in "
                              ".safetensors")
     parser.add_argument("--no-verify", action="store_true",
-                        help="do not check the tensors' checksums (pure Python, about 10 MB/s)")
+                        help="do not check the tensors' checksums (pure Python, about 7 MB/s: a large "
+                             "checkpoint takes minutes)")
     args = parser.parse_args(argv)
     module = _module(parser, args.factory, args.args)
     try:

@@ -80,7 +80,7 @@ def read_checkpoint(path: Union[str, os.PathLike], verify: bool = True
     The layout is validated as braid.safetensors does (tensors tile the data
     section, shapes fit their byte ranges); with `verify`, a Braid checkpoint's
     tensors are checked against their braid.fnv1a64.<name> checksums (pure
-    Python, about 10 MB/s). Any problem is a CheckpointError naming the file.
+    Python, about 7 MB/s). Any problem is a CheckpointError naming the file.
     """
     file = checkpoint_path(path)
     with open(file, "rb") as f:
