@@ -8,6 +8,9 @@ Braid's C++ libraries form layers; each may use only itself and those below:
     Dialect   the braid dialect: IR, Transforms, Utils
     Support   tensor values, safetensors        Schedule   pipeline schedules
 
+    Planner   the cost model (hardware, model and plan costs): Dialect,
+              Support, Schedule; never the evaluator or the runtime
+
 The dialect knows nothing of evaluation: the evaluator attaches the ops'
 semantics as external models, so a tool that only parses, verifies or
 transforms IR does not carry the evaluator (docs/design.md, "Layers").
@@ -39,6 +42,8 @@ LAYERS = {
                 {"Support", "Schedule"}),
     "Eval": (["include/braid/Eval", "lib/Eval"],
              {"Dialect", "Support", "Schedule", "rt"}),
+    "Planner": (["include/braid/Planner", "lib/Planner"],
+                {"Dialect", "Support", "Schedule"}),
 }
 
 INCLUDE = re.compile(r'^\s*#?\s*include\s*[<"]braid/(\w+)/')

@@ -1,4 +1,4 @@
-//===- Hardware.h - Device and network descriptions for planning -*- C++ -*-===//
+//===- Hardware.h - Devices and networks for planning ----------*- C++ -*-===//
 //
 // What the planner knows about a machine: a device's peak FLOP/s per element
 // type, the fraction of peak that each class of op achieves, its memory

@@ -60,7 +60,8 @@ struct Plan {
 
   int getNumDevices() const { return dp * tp * pp; }
   int64_t getGlobalBatch() const { return dp * microBatchSize * microbatches; }
-  /// "dp=2,tp=2,pp=2 schedule=zb-h1 chunks=1 mbs=1 m=8 zero=1 sp recompute=full"
+  /// "dp=2,tp=2,pp=2 schedule=zb-h1 chunks=1 mbs=1 m=8 zero=1 sp
+  /// recompute=full"
   std::string str() const;
 };
 
@@ -123,6 +124,11 @@ struct PlanCost {
   double bubbleRate = 0;
   /// Data-parallel gradient reduction and ZeRO gathers not overlapped.
   double dpCommTime = 0;
+  /// The optimizer step (memory bound: parameters, gradients and state
+  /// read and written once).
+  double optimizerTime = 0;
+  /// Pipeline transfers: the time of one, and bytes per rank per step.
+  double ppTransferTime = 0;
   /// Bytes per rank per step sent by each axis' collectives.
   double tpCommBytes = 0;
   double ppCommBytes = 0;

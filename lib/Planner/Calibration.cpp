@@ -1,0 +1,52 @@
+//===- Calibration.cpp - Fitting alpha and beta to timings ----------------===//
+
+#include "braid/Planner/Calibration.h"
+
+#include <cmath>
+#include <set>
+
+using namespace mlir::braid::plan;
+
+llvm::Expected<LinkCost>
+mlir::braid::plan::fitLinkCost(CollectiveKind kind, int n,
+                               llvm::ArrayRef<TimingSample> samples) {
+  std::set<double> sizes;
+  for (const TimingSample &s : samples)
+    sizes.insert(s.bytes);
+  if (sizes.size() < 2)
+    return llvm::createStringError(
+        "fitting %s: need timings of at least two sizes, got %zu",
+        getCollectiveKindName(kind).str().c_str(), sizes.size());
+  if (n < 2 && kind != CollectiveKind::SendRecv)
+    return llvm::createStringError("fitting %s: need at least 2 ranks",
+                                   getCollectiveKindName(kind).str().c_str());
+  // t = a + slope * bytes, least squares.
+  double mx = 0, my = 0;
+  for (const TimingSample &s : samples) {
+    mx += s.bytes;
+    my += s.seconds;
+  }
+  mx /= samples.size();
+  my /= samples.size();
+  double sxy = 0, sxx = 0;
+  for (const TimingSample &s : samples) {
+    sxy += (s.bytes - mx) * (s.seconds - my);
+    sxx += (s.bytes - mx) * (s.bytes - mx);
+  }
+  double slope = sxy / sxx;
+  if (!(slope > 0) || !std::isfinite(slope))
+    return llvm::createStringError(
+        "fitting %s: time does not grow with size (slope %g s/byte)",
+        getCollectiveKindName(kind).str().c_str(), slope);
+  double intercept = std::max(0.0, my - slope * mx);
+  double steps = 1, share = 1;
+  if (kind != CollectiveKind::SendRecv) {
+    steps = n - 1;
+    share = double(n - 1) / n;
+    if (kind == CollectiveKind::AllReduce) {
+      steps *= 2;
+      share *= 2;
+    }
+  }
+  return LinkCost{intercept / steps, share / slope};
+}

@@ -1,0 +1,554 @@
+//===- ModelCost.cpp - Per-segment costs from braid IR --------------------===//
+//
+// Derives the gradient function on a copy of the module (once per
+// recomputation mode) and sums CostOpInterface's counts per segment, pass
+// and op class. Which work tensor parallelism divides is found by
+// propagating "divided" through the forward ops (ModelCost.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Planner/ModelCost.h"
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/IR/BraidTraits.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+using namespace mlir::braid::plan;
+
+StringRef mlir::braid::plan::getRecomputeName(Recompute r) {
+  switch (r) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "?";
+}
+
+std::optional<Recompute> mlir::braid::plan::parseRecompute(StringRef name) {
+  for (int r = 0; r < kNumRecomputeModes; ++r)
+    if (name == getRecomputeName(Recompute(r)))
+      return Recompute(r);
+  return std::nullopt;
+}
+
+StringRef mlir::braid::plan::getPassKindName(PassKind p) {
+  switch (p) {
+  case PassKind::Forward:
+    return "F";
+  case PassKind::Backward:
+    return "B";
+  case PassKind::Weight:
+    return "W";
+  }
+  return "?";
+}
+
+double PassWork::getFlops() const {
+  double n = 0;
+  for (int c = 0; c < kNumOpClasses; ++c)
+    n += split[c].flops + replicated[c].flops;
+  return n;
+}
+
+Work PassWork::getRankWork(OpClass c, int tp, bool sequenceParallel) const {
+  const Work &s = split[(int)c], &r = replicated[(int)c];
+  double rdiv = sequenceParallel ? tp : 1;
+  return {s.flops / tp + r.flops / rdiv, s.bytes / tp + r.bytes / rdiv};
+}
+
+double SegmentCost::getSavedBytes(Recompute r, int tp,
+                                  bool sequenceParallel) const {
+  return savedSplitBytes[(int)r] / tp +
+         savedReplicatedBytes[(int)r] / (sequenceParallel ? tp : 1);
+}
+
+int64_t ModelCost::getNumLayers() const {
+  int64_t n = 0;
+  for (const SegmentCost &l : layers)
+    n += l.count;
+  return n;
+}
+
+const SegmentCost &ModelCost::getLayer(int64_t i) const {
+  for (const SegmentCost &l : layers) {
+    if (i < l.count)
+      return l;
+    i -= l.count;
+  }
+  return layers.back();
+}
+
+double ModelCost::getParams() const {
+  double n = pre.getParams() + post.getParams();
+  for (const SegmentCost &l : layers)
+    n += l.getParams() * l.count;
+  return n;
+}
+
+double ModelCost::getModelFlops() const {
+  auto seg = [](const SegmentCost &s) {
+    double n = 0;
+    for (int p = 0; p < kNumPassKinds; ++p)
+      n += s.passes[(int)Recompute::None][p].getFlops();
+    return n * s.count;
+  };
+  double n = seg(pre) + seg(post);
+  for (const SegmentCost &l : layers)
+    n += seg(l);
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Extraction
+//===----------------------------------------------------------------------===//
+
+static double bytesOf(Type type) {
+  auto t = dyn_cast<ShapedType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return double(t.getNumElements()) * ((t.getElementTypeBitWidth() + 7) / 8);
+}
+
+static std::string elementTypeName(Type t) {
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF16())
+    return "f16";
+  if (t.isF32())
+    return "f32";
+  if (t.isF64())
+    return "f64";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+static OpClass classify(Operation *op, CostOpInterface cost) {
+  if (isa<AttentionOp, AttentionGradOp>(op))
+    return OpClass::Attention;
+  if (cost.getMatmulFlops() > 0)
+    return OpClass::Matmul;
+  return OpClass::Memory;
+}
+
+/// Ops that cost nothing at run time: parameter reads, constants, views.
+static bool isFree(Operation *op) {
+  return isa<ParamOp, ConstantOp, ReshapeOp>(op) || !isa<CostOpInterface>(op);
+}
+
+namespace {
+/// Which values and ops of a run of forward ops tensor parallelism divides,
+/// and the collectives that needs (ModelCost.h).
+struct SplitAnalysis {
+  llvm::DenseSet<Value> splitValues;
+  llvm::DenseSet<Operation *> splitWork;
+  llvm::DenseSet<Value> matmulParams;
+  /// Column-parallel matmuls and their replicated input: one all_reduce of
+  /// each distinct input's gradient in B.
+  llvm::MapVector<Operation *, Value> columnParallel;
+  /// Ops needing an all_reduce of their result in F: row-parallel matmuls
+  /// (partial sums), vocabulary-parallel embedding lookups.
+  llvm::SmallVector<Operation *> forwardCollectiveOps;
+
+  int getNumBackwardAllReduces() const {
+    llvm::DenseSet<Value> inputs;
+    for (auto &[op, input] : columnParallel)
+      inputs.insert(input);
+    return inputs.size();
+  }
+
+  bool isSplit(Value v) const { return splitValues.contains(v); }
+
+  void run(llvm::ArrayRef<Operation *> ops) {
+    for (Operation *op : ops)
+      if (isa<MatmulOp>(op))
+        for (Value v : op->getOperands())
+          if (v.getDefiningOp<ParamOp>())
+            matmulParams.insert(v);
+    for (Operation *op : ops)
+      visit(op);
+    // A parameter no matmul reads is divided where its users' results are
+    // (biases of column-parallel matmuls).
+    for (Operation *op : ops) {
+      auto param = dyn_cast<ParamOp>(op);
+      if (!param || matmulParams.contains(param.getResult()))
+        continue;
+      for (Operation *user : param->getUsers())
+        if (llvm::any_of(user->getResults(),
+                         [&](Value r) { return isSplit(r); }))
+          splitValues.insert(param.getResult());
+    }
+  }
+
+  void visit(Operation *op) {
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      if (matmulParams.contains(param.getResult()))
+        splitValues.insert(param.getResult());
+      return;
+    }
+    if (isa<RepeatOp, ConstantOp>(op))
+      return;
+    if (auto mm = dyn_cast<MatmulOp>(op)) {
+      Value lhs = mm.getLhs(), rhs = mm.getRhs();
+      bool lhsParam = matmulParams.contains(lhs);
+      bool rhsParam = matmulParams.contains(rhs);
+      splitWork.insert(op);
+      if (lhsParam != rhsParam) {
+        Value x = lhsParam ? rhs : lhs;
+        if (isSplit(x)) {
+          forwardCollectiveOps.push_back(op); // row parallel: partial sums
+        } else {
+          columnParallel[op] = x;
+          splitValues.insert(mm.getResult());
+        }
+        return;
+      }
+      if (isSplit(lhs) || isSplit(rhs))
+        splitValues.insert(mm.getResult());
+      return;
+    }
+    if (isa<EmbeddingOp>(op)) {
+      if (isSplit(op->getOperand(0)))
+        forwardCollectiveOps.push_back(op); // vocabulary parallel lookup
+      return;
+    }
+    bool anySplit =
+        llvm::any_of(op->getOperands(), [&](Value v) { return isSplit(v); });
+    if (!anySplit)
+      return;
+    splitWork.insert(op);
+    if (!isa<CrossEntropyOp>(op))
+      for (Value r : op->getResults())
+        splitValues.insert(r);
+  }
+};
+
+/// Work of one pass of one segment before it is divided: split and
+/// replicated as far as known (F), or all in `split` (B, W) until the
+/// forward's fractions are applied.
+struct Accumulator {
+  PassWork work;
+  void add(Operation *op, bool split) {
+    auto cost = dyn_cast<CostOpInterface>(op);
+    if (!cost || isFree(op))
+      return;
+    OpClass c = classify(op, cost);
+    // Matrix products: their multiply-adds only (the result's writes are
+    // in the bytes).
+    Work w{c == OpClass::Matmul ? cost.getMatmulFlops() : cost.getFlops(),
+           cost.getBytes()};
+    (split ? work.split : work.replicated)[(int)c] += w;
+  }
+};
+} // namespace
+
+/// Ops of `layer`'s body in order (without the terminator).
+static SmallVector<Operation *> bodyOps(LayerOp layer) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : layer.getBody().front().without_terminator())
+    ops.push_back(&op);
+  return ops;
+}
+
+/// Divides B and W work like F's: per class, the share F divides (FLOPs for
+/// compute classes, bytes for memory-bound ops). Autodiff's ops carry no
+/// link to the forward op they differentiate, and each gradient op works on
+/// tensors of the forward value's sharding.
+static void applyForwardShares(SegmentCost &seg, int r) {
+  PassWork &f = seg.passes[r][(int)PassKind::Forward];
+  double totalSplit = 0, total = 0;
+  for (int c = 0; c < kNumOpClasses; ++c) {
+    totalSplit += f.split[c].bytes;
+    total += f.split[c].bytes + f.replicated[c].bytes;
+  }
+  for (int c = 0; c < kNumOpClasses; ++c) {
+    bool compute = c != (int)OpClass::Memory;
+    double s = compute ? f.split[c].flops : f.split[c].bytes;
+    double a = s + (compute ? f.replicated[c].flops : f.replicated[c].bytes);
+    double share =
+        a > 0 ? s / a
+              : (compute ? 1.0 : (total > 0 ? totalSplit / total : 1.0));
+    for (int p = 1; p < kNumPassKinds; ++p) {
+      PassWork &w = seg.passes[r][p];
+      Work all = w.split[c];
+      all += w.replicated[c];
+      w.split[c] = {all.flops * share, all.bytes * share};
+      w.replicated[c] = {all.flops * (1 - share), all.bytes * (1 - share)};
+    }
+  }
+}
+
+namespace {
+/// Collects what one recomputation mode's gradient function costs.
+class Extractor {
+public:
+  Extractor(ModelCost &model, int r) : model(model), r(r) {}
+
+  LogicalResult run(ModuleOp module, func::FuncOp grad) {
+    SmallVector<Operation *> top;
+    for (Operation &op : grad.getBody().front().without_terminator())
+      top.push_back(&op);
+
+    // Segments of the repeats, by prefix; top-level ops go before or after
+    // the layers by their position relative to the repeat of their phase.
+    SmallVector<Operation *> forwardOps;
+    bool seenForwardRepeat = false, seenBackwardRepeat = false;
+    llvm::DenseMap<Operation *, SegmentCost *> segmentOf;
+    for (Operation *op : top) {
+      Phase phase = getPhase(op).value_or(Phase::F);
+      if (auto repeat = dyn_cast<RepeatOp>(op)) {
+        SegmentCost *seg = layerSegment(repeat);
+        if (!seg)
+          return repeat.emitOpError("repeat of an unknown layer prefix '")
+                 << repeat.getPrefix() << "'";
+        auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+            repeat, repeat.getLayerAttr());
+        if (!layer)
+          return repeat.emitOpError("layer not found");
+        if (phase == Phase::F) {
+          seenForwardRepeat = true;
+          forwardLayer(repeat, layer, *seg);
+        } else {
+          if (phase == Phase::B)
+            seenBackwardRepeat = true;
+          Accumulator acc;
+          for (Operation *inner : bodyOps(layer))
+            acc.add(inner, true);
+          seg->passes[r][(int)phase] = acc.work;
+        }
+        continue;
+      }
+      SegmentCost *seg;
+      if (phase == Phase::F)
+        seg = seenForwardRepeat ? &model.post : &model.pre;
+      else
+        seg = seenBackwardRepeat ? &model.pre : &model.post;
+      segmentOf[op] = seg;
+      if (phase == Phase::F)
+        forwardOps.push_back(op);
+      else
+        (phase == Phase::B ? backward : weight)[seg].add(op, true);
+    }
+
+    // The forward ops outside layers: one analysis over both segments, so a
+    // tied parameter read before the layers is divided by its use after.
+    SplitAnalysis split;
+    split.run(forwardOps);
+    for (Operation *op : forwardOps) {
+      SegmentCost *seg = segmentOf[op];
+      forward[seg].add(op, split.splitWork.contains(op));
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        if (r == 0 && paramNames.insert(param.getName()).second)
+          (split.isSplit(param.getResult()) ? seg->splitParams
+                                            : seg->replicatedParams) +=
+              cast<ShapedType>(param.getType()).getNumElements();
+        continue;
+      }
+      // Saved for the backward: used by a B or W op.
+      for (Value v : op->getResults())
+        if (llvm::any_of(v.getUsers(), [](Operation *u) {
+              return getPhase(u).value_or(Phase::F) != Phase::F;
+            }))
+          (split.isSplit(v) ? seg->savedSplitBytes[r]
+                            : seg->savedReplicatedBytes[r]) +=
+              bytesOf(v.getType());
+    }
+    // The collectives of the outside ops, attributed to the segment of the
+    // op that needs them.
+    for (Operation *op : split.forwardCollectiveOps)
+      segmentOf[op]->tpAllReduces[r][(int)PassKind::Forward] += 1;
+    llvm::DenseSet<Value> counted;
+    for (auto &[op, input] : split.columnParallel)
+      if (counted.insert(input).second)
+        segmentOf[op]->tpAllReduces[r][(int)PassKind::Backward] += 1;
+    for (SegmentCost *seg : {&model.pre, &model.post}) {
+      seg->passes[r][(int)PassKind::Forward] = forward[seg].work;
+      seg->passes[r][(int)PassKind::Backward] = backward[seg].work;
+      seg->passes[r][(int)PassKind::Weight] = weight[seg].work;
+      applyForwardShares(*seg, r);
+    }
+    for (SegmentCost &seg : model.layers)
+      applyForwardShares(seg, r);
+    return success();
+  }
+
+private:
+  SegmentCost *layerSegment(RepeatOp repeat) {
+    for (SegmentCost &seg : model.layers)
+      if (seg.name.rfind(repeat.getPrefix().str() + " ", 0) == 0)
+        return &seg;
+    return nullptr;
+  }
+
+  void forwardLayer(RepeatOp repeat, LayerOp layer, SegmentCost &seg) {
+    SmallVector<Operation *> ops = bodyOps(layer);
+    SplitAnalysis split;
+    split.run(ops);
+    Accumulator acc;
+    for (Operation *op : ops) {
+      acc.add(op, split.splitWork.contains(op));
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        if (r == 0 && layerParamNames[&seg].insert(param.getName()).second)
+          (split.isSplit(param.getResult()) ? seg.splitParams
+                                            : seg.replicatedParams) +=
+              cast<ShapedType>(param.getType()).getNumElements();
+        if (r == 0)
+          seg.paramElementBytes =
+              (cast<ShapedType>(param.getType()).getElementTypeBitWidth() + 7) /
+              8;
+      }
+    }
+    seg.passes[r][(int)PassKind::Forward] = acc.work;
+    int fwd = split.forwardCollectiveOps.size();
+    int bwd = split.getNumBackwardAllReduces();
+    seg.tpAllReduces[r][(int)PassKind::Forward] = fwd;
+    // Full recomputation re-runs the forward, collectives included, in B.
+    seg.tpAllReduces[r][(int)PassKind::Backward] =
+        bwd + (r == (int)Recompute::Full ? fwd : 0);
+    // What F keeps: the yields after the carried values.
+    Operation *yield = layer.getBody().front().getTerminator();
+    unsigned carried = repeat.getNumCarried();
+    for (Value v : yield->getOperands().drop_front(carried))
+      (split.isSplit(v) ? seg.savedSplitBytes[r]
+                        : seg.savedReplicatedBytes[r]) += bytesOf(v.getType());
+    if (layer.getBody().front().getNumArguments() > 0) {
+      double carriedBytes =
+          bytesOf(layer.getBody().front().getArgument(0).getType());
+      seg.tpCollectiveBytes = carriedBytes;
+      seg.outputBytes = carriedBytes;
+    }
+  }
+
+  ModelCost &model;
+  int r;
+  llvm::DenseMap<SegmentCost *, Accumulator> forward, backward, weight;
+  llvm::StringSet<> paramNames;
+  llvm::DenseMap<SegmentCost *, llvm::StringSet<>> layerParamNames;
+};
+} // namespace
+
+llvm::Expected<ModelCost> mlir::braid::plan::extractModelCost(ModuleOp module,
+                                                              StringRef entry) {
+  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+  if (!fn)
+    return llvm::createStringError("no function @%s in the module",
+                                   entry.str().c_str());
+  ModelCost model;
+  model.entry = entry.str();
+  if (fn.getNumArguments() > 0)
+    if (auto t = dyn_cast<ShapedType>(fn.getArgumentTypes()[0]))
+      if (t.hasRank() && t.getRank() > 0 && !t.isDynamicDim(0))
+        model.batch = t.getDimSize(0);
+
+  // Segments: one per repeat of the forward function, in order.
+  for (Operation &op : fn.getBody().front()) {
+    auto repeat = dyn_cast<RepeatOp>(op);
+    if (!repeat)
+      continue;
+    SegmentCost seg;
+    seg.name = (repeat.getPrefix() + " (@" + repeat.getLayer() + ")").str();
+    seg.count = repeat.getCount();
+    if (repeat.getNumOperands() > 0) {
+      Type carried = repeat.getOperand(0).getType();
+      if (model.dtype.empty())
+        if (auto t = dyn_cast<ShapedType>(carried)) {
+          model.dtype = elementTypeName(t.getElementType());
+          model.elementBytes = (t.getElementTypeBitWidth() + 7) / 8;
+        }
+      if (model.layers.empty()) {
+        model.pre.outputBytes = bytesOf(carried);
+        model.pre.tpCollectiveBytes = bytesOf(carried);
+      }
+      model.post.tpCollectiveBytes = bytesOf(carried);
+    }
+    model.layers.push_back(std::move(seg));
+  }
+  model.pre.name = "(before layers)";
+  model.post.name = "(after layers)";
+  if (model.dtype.empty())
+    fn.walk([&](ParamOp p) {
+      if (model.dtype.empty() && isa<FloatType>(p.getType().getElementType())) {
+        model.dtype = elementTypeName(p.getType().getElementType());
+        model.elementBytes = (p.getType().getElementTypeBitWidth() + 7) / 8;
+      }
+    });
+  model.pre.paramElementBytes = model.post.paramElementBytes =
+      model.elementBytes;
+
+  for (int r = 0; r < kNumRecomputeModes; ++r) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    std::string diagnostics;
+    llvm::raw_string_ostream diagOS(diagnostics);
+    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+      diagOS << d.getLocation() << ": " << d << "\n";
+      return success();
+    });
+    PassManager pm(module.getContext());
+    AutodiffPassOptions options;
+    options.entry = entry.str();
+    options.recompute = getRecomputeName(Recompute(r)).str();
+    pm.addPass(createAutodiffPass(options));
+    if (failed(pm.run(*copy)))
+      return llvm::createStringError(
+          "cannot derive the gradient of @%s (recompute=%s): %s",
+          entry.str().c_str(), options.recompute.c_str(), diagnostics.c_str());
+    auto grad = copy->lookupSymbol<func::FuncOp>((entry + "_grad").str());
+    if (!grad)
+      return llvm::createStringError("braid-autodiff made no @%s_grad",
+                                     entry.str().c_str());
+    Extractor extractor(model, r);
+    if (failed(extractor.run(*copy, grad)))
+      return llvm::createStringError("cannot read the costs of @%s_grad: %s",
+                                     entry.str().c_str(), diagnostics.c_str());
+  }
+  return model;
+}
+
+void mlir::braid::plan::printModelCost(llvm::raw_ostream &os,
+                                       const ModelCost &model,
+                                       Recompute recompute) {
+  os << llvm::format("model @%s: batch %lld, %s, %.6g parameters, %lld "
+                     "layers\n",
+                     model.entry.c_str(), (long long)model.batch,
+                     model.dtype.c_str(), model.getParams(),
+                     (long long)model.getNumLayers());
+  os << llvm::format("%-24s %9s %12s %12s %12s %12s %12s %12s %14s\n",
+                     "segment (per instance)", "instances", "params",
+                     "F matmul", "B matmul", "W matmul", "F+B+W FLOPs",
+                     "tp a_r F/B", "saved bytes");
+  auto row = [&](const SegmentCost &s) {
+    const PassWork *p = s.passes[(int)recompute];
+    double all = p[0].getFlops() + p[1].getFlops() + p[2].getFlops();
+    std::string ar = std::to_string(s.tpAllReduces[(int)recompute][0]) + "/" +
+                     std::to_string(s.tpAllReduces[(int)recompute][1]);
+    os << llvm::format("%-24s %9lld %12.6g %12.6g %12.6g %12.6g %12.6g %12s "
+                       "%14.6g\n",
+                       s.name.c_str(), (long long)s.count, s.getParams(),
+                       p[0].getFlops(OpClass::Matmul),
+                       p[1].getFlops(OpClass::Matmul),
+                       p[2].getFlops(OpClass::Matmul), all, ar.c_str(),
+                       s.savedSplitBytes[(int)recompute] +
+                           s.savedReplicatedBytes[(int)recompute]);
+  };
+  row(model.pre);
+  for (const SegmentCost &l : model.layers)
+    row(l);
+  row(model.post);
+}

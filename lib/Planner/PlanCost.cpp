@@ -1,0 +1,538 @@
+//===- PlanCost.cpp - Step time and memory of a parallel plan -------------===//
+
+#include "braid/Planner/PlanCost.h"
+
+#include "braid/Schedule/Simulator.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir::braid;
+using namespace mlir::braid::plan;
+
+std::string Plan::str() const {
+  std::string s = llvm::formatv("dp={0},tp={1},pp={2} schedule={3}", dp, tp, pp,
+                                sched::getScheduleKindName(schedule))
+                      .str();
+  if (chunks)
+    s += llvm::formatv(" chunks={0}", chunks).str();
+  s += llvm::formatv(" mbs={0} microbatches={1} zero={2}", microBatchSize,
+                     microbatches, zero)
+           .str();
+  if (sequenceParallel)
+    s += " sp";
+  s += " recompute=" + getRecomputeName(recompute).str();
+  if (!stageLayers.empty()) {
+    s += " stages=";
+    for (size_t i = 0; i < stageLayers.size(); ++i)
+      s += (i ? ":" : "") + std::to_string(stageLayers[i]);
+  }
+  return s;
+}
+
+double PlanCost::getPeakMemory() const {
+  double m = 0;
+  for (const RankMemory &r : memory)
+    m = std::max(m, r.getTotal());
+  return m;
+}
+
+struct PlanCostModel::ScheduleCache {
+  std::map<std::tuple<int, int, int, int>, sched::Schedule> schedules;
+};
+
+PlanCostModel::PlanCostModel(const ModelCost &model, const Hardware &hardware,
+                             TrainingConfig config)
+    : model(model), hardware(hardware), config(config),
+      cache(std::make_unique<ScheduleCache>()) {
+  llvm::Expected<double> p = hardware.getPeakFlops(model.dtype);
+  if (p)
+    peak = *p;
+  else
+    llvm::consumeError(p.takeError());
+  if (this->config.gradBytes <= 0)
+    this->config.gradBytes = model.elementBytes;
+}
+
+PlanCostModel::~PlanCostModel() = default;
+
+static int resolveChunks(const Plan &plan) {
+  if (plan.pp == 1)
+    return plan.chunks > 0 ? plan.chunks : 1;
+  llvm::Expected<int> v = sched::resolveNumChunks(plan.schedule, plan.chunks);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return -1;
+  }
+  return *v;
+}
+
+llvm::Error PlanCostModel::validate(const Plan &plan) const {
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError((plan.str() + ": " + msg).str());
+  };
+  if (peak <= 0) {
+    llvm::Expected<double> p = hardware.getPeakFlops(model.dtype);
+    if (!p)
+      return p.takeError();
+  }
+  if (plan.dp < 1 || plan.tp < 1 || plan.pp < 1)
+    return fail("every degree must be at least 1");
+  if (plan.microBatchSize < 1 || plan.microbatches < 1)
+    return fail("micro-batch size and count must be at least 1");
+  if (plan.zero < 0 || plan.zero > 3)
+    return fail("ZeRO stage must be 0-3");
+  if (plan.pp == 1 && plan.chunks > 1)
+    return fail("chunks > 1 needs a pipeline (pp > 1)");
+  if (plan.pp > 1) {
+    llvm::Expected<int> v = sched::resolveNumChunks(plan.schedule, plan.chunks);
+    if (!v)
+      return fail(llvm::toString(v.takeError()));
+    if (plan.schedule == sched::ScheduleKind::Interleaved1F1B &&
+        plan.microbatches % plan.pp != 0)
+      return fail(llvm::formatv("interleaved-1f1b needs micro-batches ({0}) "
+                                "to be a multiple of pp ({1})",
+                                plan.microbatches, plan.pp));
+    if (int64_t(plan.pp) * *v * plan.microbatches > sched::kMaxSchedulePairs)
+      return fail(llvm::formatv("pp * chunks * micro-batches = {0} is more "
+                                "than the schedule library simulates ({1})",
+                                int64_t(plan.pp) * *v * plan.microbatches,
+                                sched::kMaxSchedulePairs));
+  }
+  int stages = plan.pp * resolveChunks(plan);
+  int64_t layers = model.getNumLayers();
+  if (!plan.stageLayers.empty()) {
+    if ((int)plan.stageLayers.size() != stages)
+      return fail(llvm::formatv("{0} stage sizes given for {1} stages (pp * "
+                                "chunks)",
+                                plan.stageLayers.size(), stages));
+    int64_t sum = 0;
+    for (int n : plan.stageLayers) {
+      if (n < 1)
+        return fail("every stage needs at least one layer");
+      sum += n;
+    }
+    if (sum != layers)
+      return fail(llvm::formatv("stage sizes sum to {0}, the model has {1} "
+                                "layers",
+                                sum, layers));
+  } else if (stages > 1 && layers < stages) {
+    return fail(llvm::formatv("{0} layers cannot fill {1} stages (pp * "
+                              "chunks)",
+                              layers, stages));
+  }
+  return llvm::Error::success();
+}
+
+/// Layer instances per stage.
+static std::vector<int> stageSizes(const Plan &plan, int stages,
+                                   int64_t layers) {
+  if (!plan.stageLayers.empty())
+    return plan.stageLayers;
+  std::vector<int> sizes(stages, layers / stages);
+  for (int64_t i = 0; i < layers % stages; ++i)
+    ++sizes[i];
+  return sizes;
+}
+
+llvm::Expected<std::vector<StageCost>>
+PlanCostModel::getStageCosts(const Plan &plan) const {
+  if (llvm::Error e = validate(plan))
+    return std::move(e);
+  int numStages = plan.pp * resolveChunks(plan);
+  std::vector<int> sizes = stageSizes(plan, numStages, model.getNumLayers());
+  double scale = double(plan.microBatchSize) / model.batch;
+  int r = (int)plan.recompute;
+  int tp = plan.tp;
+  bool sp = plan.sequenceParallel && tp > 1;
+  const LinkLevel &tpLevel = hardware.getLevel(tp > hardware.devicesPerNode);
+  const LinkLevel &dpLevel =
+      hardware.getLevel(tp * plan.dp > hardware.devicesPerNode);
+  double rate[kNumOpClasses];
+  for (int c = 0; c < kNumOpClasses; ++c)
+    rate[c] = c == (int)OpClass::Memory
+                  ? hardware.memoryBandwidth * hardware.efficiency[c]
+                  : peak * hardware.efficiency[c];
+
+  std::vector<StageCost> stages(numStages);
+  int first = 0;
+  for (int s = 0; s < numStages; ++s) {
+    StageCost &st = stages[s];
+    st.firstLayer = first;
+    st.numLayers = sizes[s];
+    auto addSegment = [&](const SegmentCost &seg, double instances) {
+      double *times[kNumPassKinds] = {&st.forward, &st.backward, &st.weight};
+      for (int p = 0; p < kNumPassKinds; ++p) {
+        const PassWork &w = seg.passes[r][p];
+        for (int c = 0; c < kNumOpClasses; ++c) {
+          Work rw = w.getRankWork(OpClass(c), tp, sp);
+          double t = (c == (int)OpClass::Memory ? rw.bytes : rw.flops) /
+                     rate[c] * scale * instances;
+          *times[p] += t;
+          st.compute[c] += t;
+        }
+        int n = seg.tpAllReduces[r][p];
+        if (tp > 1 && n > 0) {
+          double bytes = seg.tpCollectiveBytes * scale;
+          double t =
+              sp ? getCollectiveTime(tpLevel.get(CollectiveKind::ReduceScatter),
+                                     CollectiveKind::ReduceScatter, bytes, tp) +
+                       getCollectiveTime(tpLevel.get(CollectiveKind::AllGather),
+                                         CollectiveKind::AllGather, bytes, tp)
+                 : getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
+                                     CollectiveKind::AllReduce, bytes, tp);
+          t *= n * instances;
+          *times[p] += t;
+          st.tpComm += t;
+        }
+      }
+      st.params += seg.getRankParams(tp) * instances;
+      st.activationBytes +=
+          seg.getSavedBytes(plan.recompute, tp, sp) * scale * instances;
+    };
+    if (s == 0)
+      addSegment(model.pre, 1);
+    for (int i = first; i < first + sizes[s];) {
+      // Consecutive instances of one repeat at once.
+      const SegmentCost &seg = model.getLayer(i);
+      int n = 1;
+      while (i + n < first + sizes[s] && &model.getLayer(i + n) == &seg)
+        ++n;
+      addSegment(seg, n);
+      i += n;
+    }
+    if (s == numStages - 1)
+      addSegment(model.post, 1);
+    // ZeRO-3 gathers the stage's parameters before each use in F and B.
+    if (plan.zero == 3 && plan.dp > 1) {
+      double bytes = st.params * model.elementBytes;
+      double t = getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
+                                   CollectiveKind::AllGather, bytes, plan.dp);
+      st.forward += t;
+      st.backward += t;
+    }
+    first += sizes[s];
+  }
+  return stages;
+}
+
+std::vector<RankMemory>
+PlanCostModel::getMemory(const Plan &plan, const std::vector<StageCost> &stages,
+                         const std::vector<double> &peakInFlight) const {
+  int chunks = std::max<int>(1, stages.size() / plan.pp);
+  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+  double scale = double(plan.microBatchSize) / model.batch;
+  bool sp = plan.sequenceParallel && plan.tp > 1;
+  std::vector<RankMemory> memory(plan.pp);
+  for (int rank = 0; rank < plan.pp; ++rank) {
+    RankMemory &m = memory[rank];
+    double params = 0, activation = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                     : c * plan.pp + rank;
+      params += stages[s].params;
+      activation += stages[s].activationBytes;
+    }
+    double dp = plan.dp;
+    m.params = params * model.elementBytes / (plan.zero >= 3 ? dp : 1);
+    m.grads = params * config.gradBytes / (plan.zero >= 2 ? dp : 1);
+    m.optimizer = params * config.optimizerBytes / (plan.zero >= 1 ? dp : 1);
+    double inFlight = rank < (int)peakInFlight.size() ? peakInFlight[rank] : 1;
+    m.activations = inFlight * activation;
+    // Recomputation re-materialises one layer's activations during its B.
+    if (plan.recompute != Recompute::None && model.getNumLayers() > 0) {
+      const SegmentCost &layer = model.getLayer(0);
+      m.activations += (layer.getSavedBytes(Recompute::None, plan.tp, sp) -
+                        layer.getSavedBytes(plan.recompute, plan.tp, sp)) *
+                       scale;
+    }
+    m.workspace = hardware.workspaceBytes;
+  }
+  return memory;
+}
+
+llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
+  llvm::Expected<std::vector<StageCost>> stagesOr = getStageCosts(plan);
+  if (!stagesOr)
+    return stagesOr.takeError();
+  PlanCost cost;
+  cost.plan = plan;
+  cost.stages = std::move(*stagesOr);
+  std::vector<StageCost> &stages = cost.stages;
+  int numStages = stages.size();
+  int chunks = numStages / plan.pp;
+  int m = plan.microbatches;
+  double scale = double(plan.microBatchSize) / model.batch;
+  int dpn = hardware.devicesPerNode;
+
+  std::vector<double> peakInFlight(plan.pp, 1.0);
+  std::vector<double> rankWork(plan.pp, 0.0);
+  int busiest = 0;
+  if (plan.pp == 1) {
+    double t = 0;
+    for (const StageCost &s : stages)
+      t += s.forward + s.backward + s.weight;
+    cost.pipelineTime = m * t;
+    rankWork[0] = m * t;
+  } else {
+    sched::CostModel costs;
+    for (const StageCost &s : stages) {
+      costs.forward.push_back(s.forward);
+      costs.backward.push_back(s.backward);
+      costs.weight.push_back(s.weight);
+    }
+    // Transfers: the last segment's output, divided over tp (Megatron's
+    // scatter/gather: each tp rank sends its share, then all_gather within
+    // the node), between the devices of neighbouring pipeline ranks.
+    int64_t stride = int64_t(plan.tp) * plan.dp;
+    for (int s = 0; s + 1 < numStages; ++s) {
+      int a, b;
+      if (plan.schedule == sched::ScheduleKind::ZBV) {
+        a = s < plan.pp ? s : 2 * plan.pp - 1 - s;
+        b = s + 1 < plan.pp ? s + 1 : 2 * plan.pp - 2 - s;
+      } else {
+        a = s % plan.pp;
+        b = (s + 1) % plan.pp;
+      }
+      if (a == b) {
+        costs.comm.push_back(0);
+        continue;
+      }
+      const SegmentCost &last =
+          model.getLayer(stages[s].firstLayer + stages[s].numLayers - 1);
+      double bytes = last.outputBytes * scale / plan.tp;
+      bool crosses = (a * stride) / dpn != (b * stride) / dpn;
+      const LinkLevel &level = hardware.getLevel(crosses);
+      double t = getCollectiveTime(level.get(CollectiveKind::SendRecv),
+                                   CollectiveKind::SendRecv, bytes, 2);
+      costs.comm.push_back(t);
+      cost.ppTransferTime = std::max(cost.ppTransferTime, t);
+      cost.ppCommBytes = std::max(cost.ppCommBytes, 2.0 * m * bytes);
+    }
+    sched::Schedule schedule;
+    if (plan.schedule == sched::ScheduleKind::Auto) {
+      sched::ScheduleRequest request;
+      request.kind = plan.schedule;
+      request.numRanks = plan.pp;
+      request.numMicrobatches = m;
+      request.numChunks = plan.chunks;
+      request.costs = costs;
+      llvm::Expected<sched::Schedule> s = sched::generateSchedule(request);
+      if (!s)
+        return s.takeError();
+      schedule = std::move(*s);
+    } else {
+      auto key = std::make_tuple((int)plan.schedule, plan.pp, m, chunks);
+      auto it = cache->schedules.find(key);
+      if (it == cache->schedules.end()) {
+        sched::ScheduleRequest request;
+        request.kind = plan.schedule;
+        request.numRanks = plan.pp;
+        request.numMicrobatches = m;
+        request.numChunks = plan.chunks;
+        llvm::Expected<sched::Schedule> s = sched::generateSchedule(request);
+        if (!s)
+          return s.takeError();
+        it = cache->schedules.emplace(key, std::move(*s)).first;
+      }
+      schedule = it->second;
+    }
+    llvm::Expected<sched::SimulationResult> sim =
+        sched::simulate(schedule, costs);
+    if (!sim)
+      return sim.takeError();
+    cost.pipelineTime = sim->makespan;
+    rankWork = sim->rankWork;
+    peakInFlight = sim->peakMemory;
+  }
+  for (int r = 0; r < plan.pp; ++r)
+    if (rankWork[r] > rankWork[busiest])
+      busiest = r;
+  // The busiest rank's compute and collectives.
+  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+  for (int c = 0; c < chunks; ++c) {
+    int s = vshape ? (c == 0 ? busiest : 2 * plan.pp - 1 - busiest)
+                   : c * plan.pp + busiest;
+    for (int k = 0; k < kNumOpClasses; ++k)
+      cost.computeTime += m * stages[s].compute[k];
+    cost.tpCommTime += m * stages[s].tpComm;
+  }
+  cost.bubbleTime = std::max(0.0, cost.pipelineTime - rankWork[busiest]);
+  cost.bubbleRate =
+      cost.pipelineTime > 0 ? cost.bubbleTime / cost.pipelineTime : 0;
+
+  cost.memory = getMemory(plan, stages, peakInFlight);
+
+  // Data-parallel gradient reduction (and ZeRO's parameter all_gather after
+  // the step), per pipeline rank; the slowest rank decides.
+  const LinkLevel &dpLevel =
+      hardware.getLevel(plan.tp * plan.dp > hardware.devicesPerNode);
+  double hwBw =
+      hardware.memoryBandwidth * hardware.efficiency[(int)OpClass::Memory];
+  for (int rank = 0; rank < plan.pp; ++rank) {
+    double params = 0, backward = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                     : c * plan.pp + rank;
+      params += stages[s].params;
+      backward += m * (stages[s].backward + stages[s].weight);
+    }
+    double t = 0, bytes = 0;
+    if (plan.dp > 1) {
+      double grads = params * config.gradBytes;
+      if (plan.zero == 0) {
+        t = getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
+                              CollectiveKind::AllReduce, grads, plan.dp);
+        bytes = 2.0 * (plan.dp - 1) / plan.dp * grads;
+      } else {
+        t = getCollectiveTime(dpLevel.get(CollectiveKind::ReduceScatter),
+                              CollectiveKind::ReduceScatter, grads, plan.dp);
+        bytes = double(plan.dp - 1) / plan.dp * grads;
+        if (plan.zero < 3) {
+          double p = params * model.elementBytes;
+          t += getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
+                                 CollectiveKind::AllGather, p, plan.dp);
+          bytes += double(plan.dp - 1) / plan.dp * p;
+        } else {
+          bytes += 2.0 * m * double(plan.dp - 1) / plan.dp * params *
+                   model.elementBytes;
+        }
+      }
+      if (config.overlapGradientReduce)
+        t = std::max(0.0, t - backward);
+    }
+    cost.dpCommTime = std::max(cost.dpCommTime, t);
+    cost.dpCommBytes = std::max(cost.dpCommBytes, bytes);
+    // AdamW: read and write parameters and both moments, read gradients.
+    double shard = plan.zero >= 1 ? plan.dp : 1;
+    double optBytes =
+        params / shard *
+        (2 * model.elementBytes + config.gradBytes + 2 * config.optimizerBytes);
+    cost.optimizerTime = std::max(cost.optimizerTime, optBytes / hwBw);
+  }
+  // Per rank per step, ring volume of the tp collectives.
+  if (plan.tp > 1) {
+    double perRank = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int s = vshape ? (c == 0 ? busiest : 2 * plan.pp - 1 - busiest)
+                     : c * plan.pp + busiest;
+      const StageCost &st = stages[s];
+      for (int i = st.firstLayer; i < st.firstLayer + st.numLayers; ++i) {
+        const SegmentCost &seg = model.getLayer(i);
+        int n = 0;
+        for (int p = 0; p < kNumPassKinds; ++p)
+          n += seg.tpAllReduces[(int)plan.recompute][p];
+        perRank +=
+            n * 2.0 * (plan.tp - 1) / plan.tp * seg.tpCollectiveBytes * scale;
+      }
+    }
+    cost.tpCommBytes = m * perRank;
+  }
+
+  cost.stepTime = cost.pipelineTime + cost.dpCommTime + cost.optimizerTime;
+  double batches = double(plan.getGlobalBatch()) / model.batch;
+  cost.modelFlops = model.getModelFlops() * batches;
+  auto executed = [&](const SegmentCost &s) {
+    double n = 0;
+    for (int p = 0; p < kNumPassKinds; ++p)
+      n += s.passes[(int)plan.recompute][p].getFlops();
+    return n * s.count;
+  };
+  double perBatch = executed(model.pre) + executed(model.post);
+  for (const SegmentCost &l : model.layers)
+    perBatch += executed(l);
+  cost.executedFlops = perBatch * batches;
+  cost.flopsPerDevice = cost.modelFlops / cost.stepTime / plan.getNumDevices();
+  cost.mfu = peak > 0 ? cost.flopsPerDevice / peak : 0;
+  cost.samplesPerSecond = plan.getGlobalBatch() / cost.stepTime;
+  cost.fits = cost.getPeakMemory() <= hardware.deviceMemory;
+  return cost;
+}
+
+static std::string formatBytes(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return llvm::formatv("{0:F2} {1}", b, units[u]).str();
+}
+
+static std::string formatTime(double s) {
+  if (s >= 1)
+    return llvm::formatv("{0:F3} s", s).str();
+  if (s >= 1e-3)
+    return llvm::formatv("{0:F3} ms", s * 1e3).str();
+  return llvm::formatv("{0:F3} us", s * 1e6).str();
+}
+
+void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
+                                      const PlanCost &cost,
+                                      const Hardware &hardware) {
+  const Plan &plan = cost.plan;
+  auto pct = [&](double t) {
+    return cost.stepTime > 0 ? 100.0 * t / cost.stepTime : 0.0;
+  };
+  os << "plan: " << plan.str() << "\n";
+  os << llvm::formatv("devices: {0} ({1}), global batch {2}\n",
+                      plan.getNumDevices(), hardware.name,
+                      plan.getGlobalBatch());
+  os << llvm::formatv("step time: {0}\n", formatTime(cost.stepTime));
+  os << llvm::formatv("  compute      {0,12}  {1,5:F1}%  (busiest pipeline "
+                      "rank)\n",
+                      formatTime(cost.computeTime), pct(cost.computeTime));
+  os << llvm::formatv("  tp comm      {0,12}  {1,5:F1}%\n",
+                      formatTime(cost.tpCommTime), pct(cost.tpCommTime));
+  os << llvm::formatv("  bubble       {0,12}  {1,5:F1}%  (bubble rate {2:F4}, "
+                      "pp transfer {3} each)\n",
+                      formatTime(cost.bubbleTime), pct(cost.bubbleTime),
+                      cost.bubbleRate, formatTime(cost.ppTransferTime));
+  os << llvm::formatv("  dp comm      {0,12}  {1,5:F1}%\n",
+                      formatTime(cost.dpCommTime), pct(cost.dpCommTime));
+  os << llvm::formatv("  optimizer    {0,12}  {1,5:F1}%\n",
+                      formatTime(cost.optimizerTime), pct(cost.optimizerTime));
+  os << llvm::formatv("throughput: {0:F1} samples/s, {1:F2} TFLOP/s per "
+                      "device (model FLOPs), MFU {2:F1}%\n",
+                      cost.samplesPerSecond, cost.flopsPerDevice / 1e12,
+                      100 * cost.mfu);
+  os << llvm::formatv("FLOPs per step: {0:e} model, {1:e} executed (with "
+                      "recomputation)\n",
+                      cost.modelFlops, cost.executedFlops);
+  os << llvm::formatv("communication per rank per step: tp {0}, pp {1}, dp "
+                      "{2}\n",
+                      formatBytes(cost.tpCommBytes),
+                      formatBytes(cost.ppCommBytes),
+                      formatBytes(cost.dpCommBytes));
+  os << "stages (per micro-batch):\n";
+  os << llvm::formatv("  {0,5} {1,9} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
+                      "stage", "layers", "F", "B", "W", "tp comm",
+                      "activation");
+  for (size_t s = 0; s < cost.stages.size(); ++s) {
+    const StageCost &st = cost.stages[s];
+    os << llvm::formatv("  {0,5} {1,9} {2,12} {3,12} {4,12} {5,12} {6,12}\n", s,
+                        llvm::formatv("{0}-{1}", st.firstLayer,
+                                      st.firstLayer + st.numLayers - 1)
+                            .str(),
+                        formatTime(st.forward), formatTime(st.backward),
+                        formatTime(st.weight), formatTime(st.tpComm),
+                        formatBytes(st.activationBytes));
+  }
+  os << llvm::formatv("memory per rank (device: {0}):\n",
+                      formatBytes(hardware.deviceMemory));
+  os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
+                      "rank", "params", "grads", "optimizer", "activations",
+                      "workspace", "total");
+  for (size_t r = 0; r < cost.memory.size(); ++r) {
+    const RankMemory &m = cost.memory[r];
+    os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
+                        r, formatBytes(m.params), formatBytes(m.grads),
+                        formatBytes(m.optimizer), formatBytes(m.activations),
+                        formatBytes(m.workspace), formatBytes(m.getTotal()));
+  }
+  os << (cost.fits ? "fits in device memory\n"
+                   : "does NOT fit in device memory\n");
+}

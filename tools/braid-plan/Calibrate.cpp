@@ -1,0 +1,303 @@
+//===- Calibrate.cpp - Measuring this machine for a hardware file ---------===//
+//
+// Compute: OpenBLAS sgemm through the runtime's matmul kernel on square
+// matrices (the best rate is the f32 peak; the matmul efficiency is the
+// rate at the sizes small models here use over that peak), the attention
+// kernel (dense-counted FLOPs over the peak), memcpy (the memory bandwidth)
+// and the add kernel (its bandwidth over memcpy's is the memory-bound
+// efficiency). Network: all_reduce, all_gather, reduce_scatter and
+// send/recv over a range of sizes on `ranks` MPI ranks of this machine,
+// each fitted to the ring model (fitLinkCost). One machine has one link
+// level, so both levels get the same figures.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Calibrate.h"
+
+#include "braid/Planner/Calibration.h"
+#include "braid/rt/collectives.h"
+#include "braid/rt/context.h"
+#include "braid/rt/kernels.h"
+#include "braid/rt/mesh.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mpi.h>
+#include <thread>
+#include <vector>
+
+using namespace mlir::braid::plan;
+using llvm::formatv;
+
+static double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Best of `reps` timings of `fn` (the machine is shared; the minimum is
+/// the least disturbed).
+template <typename Fn> static double bestOf(int reps, Fn fn) {
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    double t0 = now();
+    fn();
+    best = std::min(best, now() - t0);
+  }
+  return best;
+}
+
+static double gemmRate(int64_t n, int reps) {
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  int64_t shape[2] = {n, n};
+  auto run = [&] {
+    braid_rt_matmul_f32(nullptr, a.data(), b.data(), 2, shape, 2, shape, 0, 0,
+                        c.data());
+  };
+  run();
+  return 2.0 * n * n * n / bestOf(reps, run);
+}
+
+llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
+                                        llvm::raw_ostream &log) {
+  int reps = options.quick ? 2 : 5;
+  Hardware hw;
+  hw.name = "cpu-local";
+
+  // GEMM.
+  std::vector<int64_t> sizes =
+      options.quick ? std::vector<int64_t>{64, 128, 256}
+                    : std::vector<int64_t>{64, 128, 256, 512, 1024, 2048};
+  double peak = 0;
+  std::map<int64_t, double> rates;
+  for (int64_t n : sizes) {
+    rates[n] = gemmRate(n, reps);
+    peak = std::max(peak, rates[n]);
+    log << formatv("calibrate: sgemm {0}^3: {1:F2} GFLOP/s\n", n,
+                   rates[n] / 1e9);
+  }
+  // The sizes of the models trained here (hidden 64-256).
+  double small = 0;
+  int count = 0;
+  for (int64_t n : {64, 128, 256})
+    if (rates.count(n)) {
+      small += rates[n];
+      ++count;
+    }
+  double matmulEff = std::min(1.0, small / count / peak);
+
+  // Attention: batch 1, 4 heads of 64, causal, counted dense.
+  int64_t s = options.quick ? 128 : 256, h = 4, d = 64;
+  std::vector<float> q(s * h * d, 0.1f), y(s * h * d);
+  auto attention = [&] {
+    braid_rt_attention_f32(nullptr, q.data(), q.data(), q.data(), 1, s, s, h, h,
+                           d, 1, 0.125, y.data());
+  };
+  attention();
+  double attnRate = 4.0 * s * s * h * d / bestOf(reps, attention);
+  double attnEff = std::min(1.0, attnRate / peak);
+  log << formatv("calibrate: attention s={0} h={1} d={2}: {3:F2} GFLOP/s "
+                 "({4:F3} of peak)\n",
+                 s, h, d, attnRate / 1e9, attnEff);
+
+  // Memory: memcpy and the add kernel over arrays far larger than caches.
+  int64_t elems = options.quick ? (int64_t(1) << 22) : (int64_t(1) << 24);
+  std::vector<float> x(elems, 1.0f), z(elems, 2.0f), out(elems);
+  double copyTime = bestOf(
+      reps, [&] { std::memcpy(out.data(), x.data(), elems * sizeof(float)); });
+  double copyBw = 2.0 * elems * sizeof(float) / copyTime;
+  int64_t shape[1] = {elems};
+  double addTime = bestOf(reps, [&] {
+    braid_rt_add_f32(nullptr, x.data(), z.data(), 1, shape, 1, shape,
+                     out.data());
+  });
+  double addBw = 3.0 * elems * sizeof(float) / addTime;
+  double memEff = std::min(1.0, addBw / copyBw);
+  log << formatv("calibrate: memcpy {0:F2} GB/s, add kernel {1:F2} GB/s "
+                 "({2:F3})\n",
+                 copyBw / 1e9, addBw / 1e9, memEff);
+
+  hw.peakFlops["f32"] = peak;
+  hw.efficiency[(int)OpClass::Matmul] = matmulEff;
+  hw.efficiency[(int)OpClass::Attention] = std::max(1e-3, attnEff);
+  hw.efficiency[(int)OpClass::Memory] = memEff;
+  hw.memoryBandwidth = copyBw;
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  hw.devicesPerNode = cores;
+  // /proc/meminfo's MemTotal, shared by one rank per core.
+  double total = 0;
+  {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    double kb;
+    std::string unit;
+    while (meminfo >> key >> kb >> unit)
+      if (key == "MemTotal:") {
+        total = kb * 1024;
+        break;
+      }
+  }
+  hw.deviceMemory = total > 0 ? total / cores : 1;
+  hw.workspaceBytes = 64.0 * 1024 * 1024;
+
+  // Collectives on `ranks` ranks.
+  std::string mpirun = options.mpirun;
+  if (mpirun.empty())
+    mpirun = llvm::sys::Process::GetEnv("BRAID_MPIRUN").value_or("mpirun");
+  llvm::ErrorOr<std::string> mpirunPath = llvm::sys::findProgramByName(mpirun);
+  if (!mpirunPath)
+    return llvm::createStringError(
+        "calibrate: '%s' not found (install openmpi-bin or pass --mpirun)",
+        mpirun.c_str());
+  llvm::SmallString<128> outPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("braid-plan-comm", "txt", outPath))
+    return llvm::createStringError("calibrate: cannot create a temporary "
+                                   "file: %s",
+                                   ec.message().c_str());
+  std::string ranks = std::to_string(options.ranks);
+  std::vector<llvm::StringRef> args = {*mpirunPath, "-n", ranks};
+  // Root in containers, and more ranks than cores where asked.
+  args.push_back("--allow-run-as-root");
+  args.push_back("--oversubscribe");
+  args.push_back(options.self);
+  args.push_back("--calibrate-comm-worker");
+  if (options.quick)
+    args.push_back("--quick");
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath.str(),
+                                                std::nullopt};
+  std::string errMsg;
+  log << "calibrate: " << llvm::join(args, " ") << "\n";
+  int rc = llvm::sys::ExecuteAndWait(*mpirunPath, args, std::nullopt, redirects,
+                                     /*SecondsToWait=*/600, 0, &errMsg);
+  auto buffer = llvm::MemoryBuffer::getFile(outPath);
+  llvm::sys::fs::remove(outPath);
+  if (rc != 0)
+    return llvm::createStringError(
+        "calibrate: the collective timings failed (exit %d%s%s)", rc,
+        errMsg.empty() ? "" : ": ", errMsg.c_str());
+  if (!buffer)
+    return llvm::createStringError("calibrate: no collective timings");
+  std::map<std::string, std::vector<TimingSample>> samples;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef> f;
+    line.trim().split(f, ' ', -1, false);
+    double bytes, seconds;
+    if (f.size() != 3 || f[1].getAsDouble(bytes) || f[2].getAsDouble(seconds))
+      continue;
+    samples[f[0].str()].push_back({bytes, seconds});
+  }
+  LinkLevel level;
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
+    CollectiveKind kind = CollectiveKind(k);
+    std::string name = getCollectiveKindName(kind).str();
+    llvm::Expected<LinkCost> fit =
+        fitLinkCost(kind, options.ranks, samples[name]);
+    if (!fit)
+      return fit.takeError();
+    level.costs[k] = *fit;
+    log << formatv("calibrate: {0} on {1} ranks: alpha {2:F2} us, beta "
+                   "{3:F2} GB/s ({4} timings)\n",
+                   name, options.ranks, fit->alpha * 1e6, fit->beta / 1e9,
+                   samples[name].size());
+  }
+  hw.intraNode = level;
+  hw.intraNode.name = "intra_node";
+  hw.interNode = level;
+  hw.interNode.name = "inter_node";
+  const char *threads = getenv("OPENBLAS_NUM_THREADS");
+  hw.description =
+      formatv("This machine, measured by braid-plan --calibrate{0}: {1} cores, "
+              "OPENBLAS_NUM_THREADS={2}; one device per core",
+              options.quick ? " --quick" : "", cores,
+              threads ? threads : "(unset)")
+          .str();
+  hw.source =
+      "peak_flops.f32: the best sgemm rate (runtime matmul kernel, square "
+      "64..2048); efficiency.matmul: the mean rate at 64, 128 and 256 over "
+      "it; efficiency.attention: the attention kernel's dense-counted rate "
+      "over it; memory_bandwidth: memcpy (read + write); efficiency.memory: "
+      "the add kernel's bandwidth over memcpy's; links: least-squares fits "
+      "of the ring model to MPI collectives on this machine (both levels "
+      "alike); device_memory: MemTotal / cores; workspace: 64 MiB (an "
+      "estimate)";
+  return hw;
+}
+
+int runCommWorker(int argc, char **argv) {
+  bool quickMode = false;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quickMode = true;
+  braid_rt_context_t *ctx = nullptr;
+  if (braid_rt_context_create(nullptr, &argc, &argv, &ctx) != BRAID_RT_OK) {
+    fprintf(stderr, "braid-plan: %s\n", braid_rt_context_last_error(nullptr));
+    return 1;
+  }
+  braid_rt_comm_t *world = braid_rt_context_world(ctx);
+  int rank = braid_rt_context_rank(ctx), size = braid_rt_context_size(ctx);
+  size_t maxCount = quickMode ? (size_t(1) << 18) : (size_t(1) << 22);
+  int reps = quickMode ? 3 : 10;
+  std::vector<float> a(maxCount * size, 1.0f), b(maxCount * size);
+  int status = 0;
+  auto timeIt = [&](const char *name, size_t count, auto fn) {
+    for (int i = 0; i < 2 && !status; ++i)
+      status |= fn();
+    double best = 1e30;
+    for (int i = 0; i < reps && !status; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now();
+      status |= fn();
+      double t = now() - t0, slowest = 0;
+      MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      best = std::min(best, slowest);
+    }
+    if (rank == 0 && !status)
+      printf("%s %.0f %.9g\n", name, double(count * sizeof(float)), best);
+  };
+  for (size_t count = 256; count <= maxCount && !status; count *= 4) {
+    timeIt("all_reduce", count, [&] {
+      return braid_rt_all_reduce_sum_f32(world, a.data(), count, nullptr) !=
+             BRAID_RT_OK;
+    });
+    // The full tensor is count elements: each rank holds count / size.
+    size_t share = count / size;
+    timeIt("all_gather", share * size, [&] {
+      return braid_rt_all_gather_f32(world, a.data(), b.data(), share,
+                                     nullptr) != BRAID_RT_OK;
+    });
+    timeIt("reduce_scatter", share * size, [&] {
+      return braid_rt_reduce_scatter_sum_f32(world, a.data(), b.data(), share,
+                                             nullptr) != BRAID_RT_OK;
+    });
+    // Rank 0 sends to rank 1; the others idle.
+    timeIt("send_recv", count, [&] {
+      if (rank == 0)
+        return braid_rt_send_f32(world, a.data(), count, 1, 7, nullptr) !=
+               BRAID_RT_OK;
+      if (rank == 1)
+        return braid_rt_recv_f32(world, b.data(), count, 0, 7, nullptr) !=
+               BRAID_RT_OK;
+      return false;
+    });
+  }
+  if (status)
+    fprintf(stderr, "braid-plan: rank %d: %s\n", rank,
+            braid_rt_context_last_error(ctx));
+  fflush(stdout);
+  braid_rt_context_destroy(ctx);
+  return status;
+}

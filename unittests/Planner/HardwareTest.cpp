@@ -1,0 +1,131 @@
+//===- HardwareTest.cpp - Hardware files and collective times -------------===//
+
+#include "braid/Planner/Hardware.h"
+#include "braid/Planner/Calibration.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::braid::plan;
+
+namespace {
+
+constexpr const char *kValid = R"json({
+  "name": "toy",
+  "peak_flops": {"bf16": 1e14, "f32": 1e13},
+  "efficiency": {"matmul": 0.5, "attention": 0.25, "memory": 0.75},
+  "memory_bandwidth": 1e12,
+  "device_memory": 8e10,
+  "devices_per_node": 8,
+  "links": {
+    "intra_node": {
+      "all_reduce": {"alpha": 1e-6, "beta": 2e11},
+      "all_gather": {"alpha": 1e-6, "beta": 2e11},
+      "reduce_scatter": {"alpha": 1e-6, "beta": 2e11},
+      "send_recv": {"alpha": 5e-6, "beta": 2e11}},
+    "inter_node": {
+      "all_reduce": {"alpha": 5e-6, "beta": 2e10},
+      "all_gather": {"alpha": 5e-6, "beta": 2e10},
+      "reduce_scatter": {"alpha": 5e-6, "beta": 2e10},
+      "send_recv": {"alpha": 1e-5, "beta": 2e10}}}
+})json";
+
+std::string errorOf(llvm::StringRef json) {
+  llvm::Expected<Hardware> hw = parseHardware(json, "hw.json");
+  if (hw)
+    return "";
+  return llvm::toString(hw.takeError());
+}
+
+std::string replace(std::string s, llvm::StringRef from, llvm::StringRef to) {
+  size_t at = s.find(from.str());
+  EXPECT_NE(at, std::string::npos) << from.str();
+  return s.replace(at, from.size(), to.str());
+}
+
+TEST(HardwareTest, ParsesAndRoundTrips) {
+  llvm::Expected<Hardware> hw = parseHardware(kValid, "hw.json");
+  ASSERT_TRUE(bool(hw)) << llvm::toString(hw.takeError());
+  EXPECT_EQ(hw->name, "toy");
+  EXPECT_EQ(*hw->getPeakFlops("bf16"), 1e14);
+  EXPECT_EQ(hw->getEfficiency(OpClass::Attention), 0.25);
+  EXPECT_EQ(hw->devicesPerNode, 8);
+  EXPECT_EQ(hw->interNode.get(CollectiveKind::SendRecv).alpha, 1e-5);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeHardware(os, *hw);
+  llvm::Expected<Hardware> again = parseHardware(text, "again.json");
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(again->peakFlops, hw->peakFlops);
+  EXPECT_EQ(again->intraNode.get(CollectiveKind::AllGather).beta, 2e11);
+  EXPECT_EQ(again->deviceMemory, 8e10);
+}
+
+TEST(HardwareTest, LocatedErrors) {
+  EXPECT_EQ(errorOf(replace(kValid, "\"matmul\": 0.5", "\"matmul\": 1.5")),
+            "hw.json: hardware.efficiency.matmul: expected a number in (0, "
+            "1], got 1.5");
+  EXPECT_EQ(errorOf(replace(kValid, "\"name\": \"toy\",", "")),
+            "hw.json: hardware.name: missing");
+  EXPECT_EQ(errorOf(replace(kValid, "\"memory_bandwidth\"", "\"memory_bw\"")),
+            "hw.json: hardware.memory_bw: unknown key (expected one of: name, "
+            "description, source, peak_flops, efficiency, memory_bandwidth, "
+            "device_memory, workspace_bytes, devices_per_node, links)");
+  EXPECT_EQ(errorOf(replace(kValid, "\"beta\": 2e10}}}", "\"beta\": 0}}}")),
+            "hw.json: hardware.links.inter_node.send_recv.beta: expected a "
+            "number in (0, 1e+30], got 0");
+  EXPECT_EQ(errorOf(replace(kValid, "\"devices_per_node\": 8",
+                            "\"devices_per_node\": 2.5")),
+            "hw.json: hardware.devices_per_node: expected an integer");
+  EXPECT_NE(errorOf("{\"name\": ").find("hw.json: not valid JSON"),
+            std::string::npos);
+  llvm::Expected<Hardware> hw = parseHardware(kValid, "hw.json");
+  ASSERT_TRUE(bool(hw));
+  llvm::Expected<double> f64 = hw->getPeakFlops("f64");
+  ASSERT_FALSE(bool(f64));
+  EXPECT_EQ(llvm::toString(f64.takeError()),
+            "hardware 'toy' has no peak FLOP/s for element type 'f64' (it "
+            "has: bf16, f32)");
+}
+
+TEST(HardwareTest, UnknownName) {
+  llvm::Expected<Hardware> hw = loadHardware("no-such-device");
+  ASSERT_FALSE(bool(hw));
+  EXPECT_NE(llvm::toString(hw.takeError())
+                .find("unknown hardware "
+                      "'no-such-device'"),
+            std::string::npos);
+}
+
+TEST(HardwareTest, RingTimes) {
+  LinkCost c{2e-6, 1e9};
+  // all_reduce on 4: 2(n-1) steps, 2(n-1)/n of the bytes.
+  EXPECT_DOUBLE_EQ(getCollectiveTime(c, CollectiveKind::AllReduce, 1e9, 4),
+                   6 * 2e-6 + 1.5);
+  EXPECT_DOUBLE_EQ(getCollectiveTime(c, CollectiveKind::AllGather, 1e9, 4),
+                   3 * 2e-6 + 0.75);
+  EXPECT_DOUBLE_EQ(getCollectiveTime(c, CollectiveKind::SendRecv, 1e9, 2),
+                   2e-6 + 1.0);
+  EXPECT_EQ(getCollectiveTime(c, CollectiveKind::AllReduce, 1e9, 1), 0);
+}
+
+TEST(HardwareTest, FitRecoversAlphaBeta) {
+  std::vector<TimingSample> samples;
+  for (double bytes : {1e3, 1e5, 1e7})
+    samples.push_back(
+        {bytes,
+         getCollectiveTime({3e-6, 5e9}, CollectiveKind::AllReduce, bytes, 4)});
+  llvm::Expected<LinkCost> fit =
+      fitLinkCost(CollectiveKind::AllReduce, 4, samples);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_NEAR(fit->alpha, 3e-6, 1e-12);
+  EXPECT_NEAR(fit->beta, 5e9, 1e-3);
+  llvm::Expected<LinkCost> flat =
+      fitLinkCost(CollectiveKind::SendRecv, 2, {{1e3, 1e-3}, {1e6, 1e-3}});
+  ASSERT_FALSE(bool(flat));
+  EXPECT_NE(llvm::toString(flat.takeError()).find("does not grow with size"),
+            std::string::npos);
+}
+
+} // namespace

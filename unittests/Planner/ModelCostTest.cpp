@@ -1,0 +1,121 @@
+//===- ModelCostTest.cpp - Costs read from braid IR -----------------------===//
+//
+// A 4-layer GPT (hidden 64, 4 heads, sequence 16, vocabulary 128, batch 2,
+// as `python3 -m braid.models gpt` writes it): FLOPs, parameters and the
+// tensor-parallel structure, against closed forms worked out by hand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Planner/ModelCost.h"
+
+#include "braid/Dialect/Braid/IR/BraidDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include "gtest/gtest.h"
+
+#include "GptModel.h"
+
+using namespace mlir;
+using namespace mlir::braid::plan;
+
+namespace {
+
+class ModelCostTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    context.loadDialect<mlir::braid::BraidDialect, func::FuncDialect>();
+    module = parseSourceString<ModuleOp>(kGpt4, &context);
+    ASSERT_TRUE(module);
+    llvm::Expected<ModelCost> m = extractModelCost(*module);
+    ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+    model = *m;
+  }
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  ModelCost model;
+};
+
+constexpr double b = 2, s = 16, h = 64, V = 128, ffn = 256;
+
+TEST_F(ModelCostTest, Segments) {
+  EXPECT_EQ(model.batch, 2);
+  EXPECT_EQ(model.dtype, "f32");
+  ASSERT_EQ(model.layers.size(), 1u);
+  EXPECT_EQ(model.layers[0].count, 4);
+  EXPECT_EQ(model.getNumLayers(), 4);
+  EXPECT_EQ(model.layers[0].outputBytes, b * s * h * 4);
+}
+
+TEST_F(ModelCostTest, LayerMatmulFlops) {
+  // Four h x h projections and two h x 4h: 2 b s (4 h^2 + 2 h ffn).
+  double matmul = 2 * b * s * (4 * h * h + 2 * h * ffn);
+  const SegmentCost &l = model.layers[0];
+  const PassWork *none = l.passes[(int)Recompute::None];
+  EXPECT_DOUBLE_EQ(none[0].getFlops(OpClass::Matmul), matmul);
+  // B (input gradients) and W (weight gradients) are one product per
+  // forward product each.
+  EXPECT_DOUBLE_EQ(none[1].getFlops(OpClass::Matmul), matmul);
+  EXPECT_DOUBLE_EQ(none[2].getFlops(OpClass::Matmul), matmul);
+  // Full recomputation re-runs in B the forward products the backward
+  // needs: all but the MLP's last, whose result only feeds the residual add
+  // that ends the layer (2 b s (4 h^2 + h ffn)).
+  const PassWork *full = l.passes[(int)Recompute::Full];
+  EXPECT_DOUBLE_EQ(full[1].getFlops(OpClass::Matmul),
+                   matmul + 2 * b * s * (4 * h * h + h * ffn));
+  EXPECT_DOUBLE_EQ(full[2].getFlops(OpClass::Matmul), matmul);
+  // The attention core: q k^T and p v, dense: 2 * 2 b s^2 h.
+  EXPECT_NEAR(none[0].getFlops(OpClass::Attention), 4 * b * s * s * h,
+              b * s * h + 1);
+}
+
+TEST_F(ModelCostTest, Parameters) {
+  const SegmentCost &l = model.layers[0];
+  EXPECT_EQ(l.getParams(), 12 * h * h + 13 * h);
+  // Divided: q, k, v (weights and biases), both MLP matrices and the fc
+  // bias, the attention output matrix. Replicated: two norms (scale and
+  // bias) and the biases of the two row-parallel products.
+  EXPECT_EQ(l.replicatedParams, 6 * h);
+  EXPECT_EQ(model.pre.splitParams, V * h);      // wte, vocabulary parallel
+  EXPECT_EQ(model.pre.replicatedParams, s * h); // wpe
+  EXPECT_EQ(model.post.getParams(), 2 * h);     // ln_f
+  EXPECT_EQ(model.getParams(),
+            V * h + s * h + 4 * (12 * h * h + 13 * h) + 2 * h);
+}
+
+TEST_F(ModelCostTest, TensorParallelCollectives) {
+  const SegmentCost &l = model.layers[0];
+  // Megatron: one all_reduce after attention and one after the MLP in F,
+  // one per column-parallel input in B.
+  EXPECT_EQ(l.tpAllReduces[0][0], 2);
+  EXPECT_EQ(l.tpAllReduces[0][1], 2);
+  EXPECT_EQ(l.tpAllReduces[(int)Recompute::Full][1], 4);
+  EXPECT_EQ(l.tpCollectiveBytes, b * s * h * 4);
+  EXPECT_EQ(model.pre.tpAllReduces[0][0], 1);  // vocabulary-parallel lookup
+  EXPECT_EQ(model.post.tpAllReduces[0][1], 1); // input gradient of the head
+}
+
+TEST_F(ModelCostTest, SavedActivations) {
+  const SegmentCost &l = model.layers[0];
+  double none = l.getSavedBytes(Recompute::None, 1, false);
+  double selective = l.getSavedBytes(Recompute::Selective, 1, false);
+  double full = l.getSavedBytes(Recompute::Full, 1, false);
+  // Full keeps only the layer's input.
+  EXPECT_EQ(full, b * s * h * 4);
+  EXPECT_LT(full, selective);
+  EXPECT_LT(selective, none);
+  // Divided parts shrink with tp, replicated ones only with sp.
+  EXPECT_LT(l.getSavedBytes(Recompute::None, 2, false), none);
+  EXPECT_GT(l.getSavedBytes(Recompute::None, 2, false), none / 2);
+  EXPECT_DOUBLE_EQ(l.getSavedBytes(Recompute::None, 2, true), none / 2);
+}
+
+TEST_F(ModelCostTest, MissingEntry) {
+  llvm::Expected<ModelCost> m = extractModelCost(*module, "nope");
+  ASSERT_FALSE(bool(m));
+  EXPECT_EQ(llvm::toString(m.takeError()), "no function @nope in the module");
+}
+
+} // namespace

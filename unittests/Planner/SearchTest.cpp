@@ -1,0 +1,441 @@
+//===- SearchTest.cpp - The planner's search ------------------------------===//
+//
+// The search against what it must find: on hand-built model costs and a
+// made-up device, the optimum a hand argument gives; the best plans of an
+// exhaustive evaluation of the same space (so pruning loses nothing); no
+// plan over the memory budget; top-k in order; the smallest memory when
+// nothing fits; determinism; and stage boundaries balanced by time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Planner/Search.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace mlir::braid;
+using namespace mlir::braid::plan;
+using sched::ScheduleKind;
+
+namespace {
+
+Hardware toyHardware() {
+  Hardware hw;
+  hw.name = "toy";
+  hw.peakFlops["f32"] = 1e12;
+  hw.efficiency[0] = 1;
+  hw.efficiency[1] = 1;
+  hw.efficiency[2] = 1;
+  hw.memoryBandwidth = 1e12;
+  hw.deviceMemory = 1e12;
+  hw.devicesPerNode = 8;
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
+    hw.intraNode.costs[k] = {1e-6, 1e11};
+    hw.interNode.costs[k] = {1e-5, 1e10};
+  }
+  return hw;
+}
+
+/// A pass of `flops` matmul FLOPs, all divided by tp.
+PassWork splitWork(double flops) {
+  PassWork w;
+  w.split[(int)OpClass::Matmul].flops = flops;
+  return w;
+}
+
+/// `layers` identical layers of 1 GFLOP F, 1 B, 1 W (recomputation adds the
+/// forward to B), 1e6 parameters, everything divided by tp; batch 8.
+ModelCost toyModel(int layers, double savedBytes = 1e8) {
+  ModelCost m;
+  m.entry = "forward";
+  m.batch = 8;
+  m.dtype = "f32";
+  m.elementBytes = 4;
+  SegmentCost layer;
+  layer.name = "h (@block)";
+  layer.count = layers;
+  for (int r = 0; r < kNumRecomputeModes; ++r) {
+    layer.passes[r][0] = splitWork(1e9);
+    layer.passes[r][1] = splitWork(r == 0 ? 1e9 : r == 1 ? 1.2e9 : 2e9);
+    layer.passes[r][2] = splitWork(1e9);
+  }
+  layer.savedSplitBytes[0] = savedBytes;
+  layer.savedSplitBytes[1] = savedBytes / 2;
+  layer.savedSplitBytes[2] = savedBytes / 20;
+  layer.splitParams = 1e6;
+  layer.outputBytes = 1e6;
+  m.layers.push_back(layer);
+  m.pre.name = "(before layers)";
+  m.post.name = "(after layers)";
+  return m;
+}
+
+/// The toy model with an embedding and a head as heavy as `edge` layers
+/// each, with tp collectives: stage balancing and every axis matter.
+ModelCost edgeModel(int layers, double edge) {
+  ModelCost m = toyModel(layers);
+  for (SegmentCost *s : {&m.pre, &m.post}) {
+    for (int r = 0; r < kNumRecomputeModes; ++r)
+      for (int p = 0; p < kNumPassKinds; ++p)
+        s->passes[r][p] = splitWork(edge * 1e9);
+    s->splitParams = edge * 1e6;
+    s->savedSplitBytes[0] = s->savedSplitBytes[1] = s->savedSplitBytes[2] =
+        edge * 1e7;
+    s->outputBytes = 1e6;
+  }
+  SegmentCost &l = m.layers[0];
+  for (int r = 0; r < kNumRecomputeModes; ++r) {
+    l.tpAllReduces[r][0] = 2;
+    l.tpAllReduces[r][1] = 2;
+  }
+  l.tpCollectiveBytes = 4e6;
+  // Norms: replicated memory-bound work, what sp divides.
+  for (int r = 0; r < kNumRecomputeModes; ++r)
+    l.passes[r][0].replicated[(int)OpClass::Memory].bytes = 2e7;
+  l.savedReplicatedBytes[0] = l.savedReplicatedBytes[1] = 2e7;
+  l.replicatedParams = 1e4;
+  return m;
+}
+
+/// Every plan of the space searchPlans covers, evaluated (no pruning).
+std::vector<PlanCost> exhaustive(PlanCostModel &cm, const SearchOptions &o) {
+  std::vector<PlanCost> all;
+  const ModelCost &model = cm.getModel();
+  int64_t layers = model.getNumLayers();
+  int64_t batch = o.globalBatch ? o.globalBatch : model.batch;
+  std::vector<int64_t> sizes = o.microBatchSizes.empty()
+                                   ? std::vector<int64_t>{1, 2, 4, 8}
+                                   : o.microBatchSizes;
+  for (int pp = 1; pp <= o.devices; ++pp)
+    for (int tp = 1; tp <= o.devices / pp; ++tp) {
+      if (o.devices % (pp * tp))
+        continue;
+      int dp = o.devices / pp / tp;
+      if (batch % dp || pp > layers)
+        continue;
+      for (int64_t mbs : sizes) {
+        if ((batch / dp) % mbs)
+          continue;
+        int m = batch / dp / mbs;
+        std::vector<std::pair<ScheduleKind, int>> scheds;
+        if (pp == 1)
+          scheds = {{ScheduleKind::OneFOneB, 0}};
+        else
+          for (ScheduleKind k : o.schedules) {
+            if (k == ScheduleKind::Interleaved1F1B) {
+              for (int v = 2; v <= o.maxChunks; ++v)
+                if (m % pp == 0 && pp * v <= layers)
+                  scheds.push_back({k, v});
+            } else if (k == ScheduleKind::ZBV) {
+              if (2 * pp <= layers)
+                scheds.push_back({k, 0});
+            } else {
+              scheds.push_back({k, 0});
+            }
+          }
+        for (auto [kind, chunks] : scheds)
+          for (int rc = 0; rc < 3; ++rc)
+            for (int sp = 0; sp < (tp > 1 ? 2 : 1); ++sp)
+              for (int zero = 0; zero < (dp > 1 ? 4 : 1); ++zero) {
+                Plan p;
+                p.dp = dp;
+                p.tp = tp;
+                p.pp = pp;
+                p.schedule = kind;
+                p.chunks = chunks;
+                p.microBatchSize = mbs;
+                p.microbatches = m;
+                p.zero = zero;
+                p.sequenceParallel = sp;
+                p.recompute = Recompute(rc);
+                std::vector<std::vector<int>> layouts = {{}};
+                if (pp > 1) {
+                  llvm::Expected<std::vector<int>> b =
+                      balanceStageLayers(cm, p);
+                  EXPECT_TRUE(bool(b));
+                  std::vector<int> even(
+                      pp * (kind == ScheduleKind::OneFOneB ||
+                                    kind == ScheduleKind::ZBH1 ||
+                                    kind == ScheduleKind::ZBH2 ||
+                                    kind == ScheduleKind::Auto
+                                ? 1
+                            : kind == ScheduleKind::ZBV ? 2
+                                                        : chunks),
+                      0);
+                  for (size_t i = 0; i < even.size(); ++i)
+                    even[i] = layers / even.size() +
+                              (int64_t(i) < layers % (int64_t)even.size());
+                  layouts = {even};
+                  if (b && *b != even)
+                    layouts.push_back(*b);
+                }
+                for (auto &layout : layouts) {
+                  p.stageLayers = layout;
+                  llvm::Expected<PlanCost> c = cm.evaluate(p);
+                  if (!c) {
+                    llvm::consumeError(c.takeError());
+                    continue;
+                  }
+                  all.push_back(*c);
+                }
+              }
+      }
+    }
+  return all;
+}
+
+double budgetOf(const SearchOptions &o, const PlanCostModel &cm) {
+  return o.memoryBudget > 0 ? o.memoryBudget : cm.getHardware().deviceMemory;
+}
+
+SearchResult search(PlanCostModel &cm, const SearchOptions &o) {
+  llvm::Expected<SearchResult> r = searchPlans(cm, o);
+  EXPECT_TRUE(bool(r)) << (r ? "" : llvm::toString(r.takeError()));
+  return r ? *r : SearchResult();
+}
+
+// Free tensor parallelism (collectives cost nothing, all work divides),
+// costly data parallelism (the gradient all_reduce) and pipelines (the
+// bubble): tp over all devices, nothing else, is the one optimum.
+TEST(SearchTest, FindsTheOptimumOfAHandArgument) {
+  Hardware hw = toyHardware();
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
+    hw.intraNode.costs[k] = {1, 1e3}; // dp: seconds per all_reduce
+    hw.interNode.costs[k] = {1, 1e3};
+  }
+  ModelCost model = toyModel(8);
+  PlanCostModel cm(model, hw);
+  SearchOptions o;
+  o.devices = 4;
+  o.globalBatch = 16;
+  SearchResult r = search(cm, o);
+  ASSERT_FALSE(r.top.empty());
+  const Plan &best = r.top[0].plan;
+  EXPECT_EQ(best.dp, 1);
+  EXPECT_EQ(best.tp, 4);
+  EXPECT_EQ(best.pp, 1);
+  EXPECT_EQ(best.recompute, Recompute::None);
+  EXPECT_EQ(best.zero, 0);
+  // Its time by hand: 16 samples x 3 GFLOP per 8 samples per layer x 8
+  // layers over 4 devices at 1 TFLOP/s, plus the optimizer reading and
+  // writing 2e6 parameters' 4 + 4 + 4 + 16 bytes at 1 TB/s... on 1/4 of
+  // them.
+  double compute = 16.0 / 8 * 3e9 * 8 / 4 / 1e12;
+  double optimizer = 8e6 / 4 * (4 + 4 + 4 + 2 * 8) / 1e12;
+  EXPECT_NEAR(r.top[0].stepTime, compute + optimizer, 1e-9);
+}
+
+// The pruned search returns exactly the best plans of an exhaustive
+// evaluation, in order, on a model where every axis matters.
+TEST(SearchTest, MatchesExhaustiveEvaluation) {
+  ModelCost model = edgeModel(8, 1.5);
+  Hardware hw = toyHardware();
+  hw.devicesPerNode = 4;
+  double unconstrainedPeak = 0;
+  std::string unconstrainedPlan;
+  for (int budgetCase = 0; budgetCase < 2; ++budgetCase) {
+    PlanCostModel cm(model, hw);
+    SearchOptions o;
+    o.devices = 8;
+    o.globalBatch = 32;
+    o.topK = 6;
+    o.schedules = {ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
+                   ScheduleKind::ZBH1, ScheduleKind::ZBH2, ScheduleKind::ZBV};
+    o.maxChunks = 2;
+    // Second round: just below what the unconstrained optimum needs.
+    if (budgetCase)
+      o.memoryBudget = 0.999 * unconstrainedPeak;
+    SearchResult r = search(cm, o);
+    PlanCostModel cm2(model, hw);
+    std::vector<PlanCost> all = exhaustive(cm2, o);
+    if (!budgetCase && !r.top.empty()) {
+      unconstrainedPeak = r.top[0].getPeakMemory();
+      unconstrainedPlan = r.top[0].plan.str();
+    }
+    double budget = budgetOf(o, cm);
+    std::vector<double> fitting;
+    bool someOver = false;
+    for (const PlanCost &c : all) {
+      if (c.getPeakMemory() <= budget)
+        fitting.push_back(c.stepTime);
+      else
+        someOver = true;
+    }
+    std::sort(fitting.begin(), fitting.end());
+    ASSERT_GE(fitting.size(), 6u);
+    ASSERT_EQ(r.top.size(), 6u);
+    for (size_t i = 0; i < r.top.size(); ++i)
+      EXPECT_NEAR(r.top[i].stepTime, fitting[i], 1e-9 * fitting[i])
+          << "rank " << i << ": " << r.top[i].plan.str();
+    if (budgetCase) {
+      // The budget bites: the unconstrained optimum is over it.
+      EXPECT_TRUE(someOver);
+      double fastest = 1e300;
+      for (const PlanCost &c : all)
+        fastest = std::min(fastest, c.stepTime);
+      EXPECT_GE(r.top[0].stepTime, fastest * (1 - 1e-9));
+      EXPECT_NE(r.top[0].plan.str(), unconstrainedPlan);
+      EXPECT_GT(r.overMemory, 0);
+    }
+    // Pruning did something.
+    EXPECT_GT(r.pruned, 0);
+    EXPECT_LT(r.simulated, (int64_t)all.size());
+  }
+}
+
+TEST(SearchTest, NothingOverBudgetAndTopKInOrder) {
+  ModelCost model = edgeModel(8, 1.5);
+  PlanCostModel cm(model, toyHardware());
+  SearchOptions o;
+  o.devices = 8;
+  o.globalBatch = 32;
+  o.topK = 10;
+  o.memoryBudget = 3e8;
+  SearchResult r = search(cm, o);
+  ASSERT_EQ(r.top.size(), 10u);
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    EXPECT_LE(r.top[i].getPeakMemory(), o.memoryBudget);
+    if (i)
+      EXPECT_LE(r.top[i - 1].stepTime, r.top[i].stepTime * (1 + 1e-9));
+    EXPECT_EQ(r.top[i].plan.getNumDevices(), 8);
+    EXPECT_EQ(r.top[i].plan.getGlobalBatch(), 32);
+  }
+}
+
+TEST(SearchTest, NoPlanFitsReportsTheSmallestRequirement) {
+  ModelCost model = edgeModel(8, 1.5);
+  PlanCostModel cm(model, toyHardware());
+  SearchOptions o;
+  o.devices = 4;
+  o.globalBatch = 16;
+  o.schedules = {ScheduleKind::OneFOneB, ScheduleKind::ZBH1, ScheduleKind::ZBH2,
+                 ScheduleKind::ZBV};
+  o.memoryBudget = 1e6;
+  SearchResult r = search(cm, o);
+  EXPECT_TRUE(r.top.empty());
+  PlanCostModel cm2(model, toyHardware());
+  double smallest = 1e300;
+  for (const PlanCost &c : exhaustive(cm2, o))
+    smallest = std::min(smallest, c.getPeakMemory());
+  EXPECT_NEAR(r.minMemory, smallest, 1e-9 * smallest);
+  ASSERT_TRUE(r.minMemoryPlan.has_value());
+}
+
+TEST(SearchTest, Deterministic) {
+  ModelCost model = edgeModel(8, 1.5);
+  PlanCostModel a(model, toyHardware()), b(model, toyHardware());
+  SearchOptions o;
+  o.devices = 8;
+  o.globalBatch = 32;
+  o.topK = 8;
+  SearchResult ra = search(a, o), rb = search(b, o);
+  ASSERT_EQ(ra.top.size(), rb.top.size());
+  for (size_t i = 0; i < ra.top.size(); ++i)
+    EXPECT_EQ(ra.top[i].plan.str(), rb.top[i].plan.str());
+}
+
+TEST(SearchTest, IllegalDegreesAndUnfactorableDevices) {
+  ModelCost model = toyModel(2);
+  PlanCostModel cm(model, toyHardware());
+  SearchOptions o;
+  o.devices = 7; // dp 7 does not divide batch 8, tp 7 illegal, pp 7 > 2
+  o.tpDegrees = std::vector<int>{1, 2, 4};
+  o.illegalTp = {{7, "tp=7 does not divide attention heads (4)"}};
+  llvm::Expected<SearchResult> r = searchPlans(cm, o);
+  ASSERT_FALSE(bool(r));
+  std::string msg = llvm::toString(r.takeError());
+  EXPECT_NE(msg.find("over 7 devices"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dp=7,tp=1,pp=1: dp=7 does not divide the global "
+                     "batch 8"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("tp=7 does not divide attention heads"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("pp=7: the model has 2 layers"), std::string::npos) << msg;
+}
+
+TEST(SearchTest, FixedChoicesAndProgramBatch) {
+  ModelCost model = edgeModel(8, 1.5);
+  PlanCostModel cm(model, toyHardware());
+  SearchOptions o;
+  o.devices = 8;
+  o.globalBatch = 32;
+  o.microBatchSamples = 8; // the program's batch: dp * mbs = 8, m = 4
+  o.zero = 1;
+  o.recompute = Recompute::Full;
+  o.topK = 20;
+  SearchResult r = search(cm, o);
+  ASSERT_FALSE(r.top.empty());
+  for (const PlanCost &c : r.top) {
+    EXPECT_EQ(c.plan.dp * c.plan.microBatchSize, 8);
+    EXPECT_EQ(c.plan.microbatches, 4);
+    EXPECT_EQ(c.plan.recompute, Recompute::Full);
+    if (c.plan.dp > 1)
+      EXPECT_EQ(c.plan.zero, 1);
+  }
+}
+
+// Layers move off the stages that hold the embedding and the head, and the
+// largest stage time is the least any split gives.
+TEST(SearchTest, BalancesStagesByTime) {
+  ModelCost model = edgeModel(10, 1.0);
+  PlanCostModel cm(model, toyHardware());
+  Plan p;
+  p.pp = 4;
+  p.microbatches = 4;
+  llvm::Expected<std::vector<int>> sizes = balanceStageLayers(cm, p);
+  ASSERT_TRUE(bool(sizes));
+  // 12 layer-equivalents over 4 stages: 3 each, the edges take 2.
+  EXPECT_EQ(*sizes, (std::vector<int>{2, 3, 3, 2}));
+  // Against every split of 10 layers into 4 non-empty stages.
+  auto largest = [&](const std::vector<int> &s) {
+    Plan q = p;
+    q.stageLayers = s;
+    llvm::Expected<std::vector<StageCost>> c = cm.getStageCosts(q);
+    EXPECT_TRUE(bool(c));
+    double mx = 0;
+    for (const StageCost &st : *c)
+      mx = std::max(mx, st.forward + st.backward + st.weight);
+    return mx;
+  };
+  double best = 1e300;
+  for (int a = 1; a <= 7; ++a)
+    for (int b = 1; a + b <= 8; ++b)
+      for (int c = 1; a + b + c <= 9; ++c)
+        best = std::min(best, largest({a, b, c, 10 - a - b - c}));
+  EXPECT_NEAR(largest(*sizes), best, 1e-12);
+  // The search prefers it to the even split (4, 3, 3... the edges late).
+  SearchOptions o;
+  o.devices = 4;
+  o.pp = 4;
+  o.globalBatch = 32;
+  o.schedules = {ScheduleKind::OneFOneB};
+  SearchResult r = search(cm, o);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_EQ(r.top[0].plan.stageLayers, (std::vector<int>{2, 3, 3, 2}));
+}
+
+TEST(SearchTest, PlanFlags) {
+  Plan p;
+  p.dp = 2;
+  p.tp = 2;
+  p.pp = 2;
+  p.schedule = ScheduleKind::Interleaved1F1B;
+  p.chunks = 2;
+  p.microbatches = 4;
+  p.zero = 1;
+  p.sequenceParallel = true;
+  p.recompute = Recompute::Selective;
+  p.stageLayers = {1, 2, 2, 1};
+  EXPECT_EQ(getPlanFlags(p),
+            "--mesh dp=2,tp=2,pp=2 --schedule interleaved-1f1b --chunks 2 "
+            "--microbatches 4 --zero 1 --sp --recompute selective "
+            "--stage-layers 1,2,2,1");
+  Plan q;
+  q.dp = 4;
+  q.microbatches = 2;
+  EXPECT_EQ(getPlanFlags(q), "--mesh dp=4,tp=1,pp=1 --microbatches 2");
+}
+
+} // namespace
