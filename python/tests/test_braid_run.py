@@ -163,3 +163,119 @@ def test_bad_timeout_is_refused(tmp_path):
     proc = subprocess.run([str(program), "--timeout", "soon"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "error: --timeout needs a number of seconds >= 0 (0: none), got 'soon'" in proc.stderr
+
+
+# Placement: a tiny "program" reports what each rank gets: the cores it may
+# run on (the affinity mask mpirun set) and its thread counts.
+AFFINITY_PROGRAM = """#!/bin/sh
+echo "rank $OMPI_COMM_WORLD_RANK cpus $(grep Cpus_allowed_list /proc/self/status | cut -f2) \
+omp ${OMP_NUM_THREADS:-unset} openblas ${OPENBLAS_NUM_THREADS:-unset}"
+"""
+PLACEMENT = re.compile(r"^braid-run: (\d+) ranks? x (\d+) threads? on (\d+) cores?( \(oversubscribed\))?, "
+                       r"(not bound|(?:each )?bound to (\d+) cores?)", re.M)
+
+
+def _cpus(text):
+    """'0-2,5' -> {0, 1, 2, 5}."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def _placed(tmp_path, *args, env=None):
+    """Runs the affinity program under braid-run ARGS: the placement braid-run
+    printed (ranks, threads, cores, cores per rank or None when not bound)
+    and what each rank saw (rank -> (cpus, OMP_NUM_THREADS,
+    OPENBLAS_NUM_THREADS)), after checking that the two agree."""
+    program = tmp_path / "affinity"
+    program.write_text(AFFINITY_PROGRAM)
+    program.chmod(0o755)
+    tool = bin_dir() / "braid-run"
+    proc = subprocess.run([str(tool), *map(str, args), str(program)], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    printed = PLACEMENT.findall(proc.stderr)
+    assert len(printed) == 1, proc.stderr
+    ranks, threads, cores, over, _, per_rank = printed[0]
+    ranks, threads, cores = int(ranks), int(threads), int(cores)
+    per_rank = int(per_rank) if per_rank else None
+    seen = {}
+    for m in re.finditer(r"^rank (\d+) cpus (\S+) omp (\S+) openblas (\S+)$", proc.stdout, re.M):
+        seen[int(m.group(1))] = (_cpus(m.group(2)), m.group(3), m.group(4))
+    assert sorted(seen) == list(range(ranks)), proc.stdout
+    mine = os.sched_getaffinity(0)
+    assert cores == len(mine)
+    assert bool(over) == (ranks * threads > cores), proc.stderr
+    for cpus, omp, openblas in seen.values():
+        assert (omp, openblas) == (str(threads), str(threads)), (proc.stderr, proc.stdout)
+        if per_rank is None:
+            assert cpus == mine, (proc.stderr, proc.stdout)
+        else:
+            assert len(cpus) == per_rank and cpus <= mine, (proc.stderr, proc.stdout)
+    if per_rank is not None:  # bound ranks get cores of their own
+        union = set().union(*(cpus for cpus, _, _ in seen.values()))
+        assert len(union) == ranks * per_rank, proc.stdout
+    return (ranks, threads, cores, per_rank), seen
+
+
+def test_a_lone_rank_gets_every_core(tmp_path):
+    """OpenMPI alone binds a one-rank job to one core, so its threads share
+    it: braid-run gives the rank every core and that many threads."""
+    cores = len(os.sched_getaffinity(0))
+    (ranks, threads, _, per_rank), seen = _placed(tmp_path, "-n", 1)
+    assert (ranks, threads, per_rank) == (1, cores, None)
+    assert seen[0][0] == os.sched_getaffinity(0)
+
+
+def test_ranks_that_fit_are_bound_to_their_own_cores(tmp_path):
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        pytest.skip("one core: two ranks oversubscribe it")
+    (_, threads, _, per_rank), seen = _placed(tmp_path, "-n", 2)
+    assert threads == cores // 2 and per_rank == threads
+    assert not seen[0][0] & seen[1][0]
+
+
+def test_more_ranks_than_cores_are_not_bound(tmp_path):
+    cores = len(os.sched_getaffinity(0))
+    (_, threads, _, per_rank), _ = _placed(tmp_path, "-n", cores + 2)
+    assert (threads, per_rank) == (1, None)
+
+
+@pytest.mark.parametrize("args,env,expected", [
+    (["--threads", 1, "--bind", "core"], {}, (1, 1)),   # one thread on one core
+    (["--threads", 1], {}, (1, None)),                  # a lone rank stays unbound
+    ([], {"OMP_NUM_THREADS": "1"}, (1, None)),          # the user's thread count
+    (["--threads", 3], {"OMP_NUM_THREADS": "1"}, (3, None)),  # --threads wins
+])
+def test_threads_and_binding_overrides(tmp_path, args, env, expected):
+    full_env = dict(os.environ)
+    full_env.pop("OMP_NUM_THREADS", None)
+    full_env.pop("OPENBLAS_NUM_THREADS", None)
+    full_env.update(env)
+    (_, threads, _, per_rank), _ = _placed(tmp_path, "-n", 1, *args, env=full_env)
+    assert (threads, per_rank) == expected
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["--threads", "0"], {}, "--threads must be a positive number of threads, got '0'"),
+    ([], {"OMP_NUM_THREADS": "many"},
+     "$OMP_NUM_THREADS must be a positive number of threads, got 'many'"),
+    (["--bind", "core", "--threads", "1000"], {},
+     "--bind core needs ranks x threads <= cores, but 1 x 1000 > "),
+])
+def test_bad_placements_are_refused(args, env, message):
+    proc = subprocess.run([str(bin_dir() / "braid-run"), "-n", "1", *args, "/bin/true"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env})
+    assert proc.returncode == 2
+    assert f"braid-run: error: {message}" in proc.stderr
+
+
+def test_verbose_prints_the_command():
+    proc = _braid_run("-n", 1, "--verbose", "/bin/true")
+    assert proc.returncode == 0
+    assert re.search(r"^braid-run: \S*mpirun -n 1 .*-x OMP_NUM_THREADS=\d+ .*--bind-to none "
+                     r"/bin/true$", proc.stderr, re.M), proc.stderr
