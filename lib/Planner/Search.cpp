@@ -1,0 +1,897 @@
+//===- Search.cpp - Finding the fastest parallel plan that fits -----------===//
+
+#include "braid/Planner/Search.h"
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/TensorParallelPlan.h"
+#include "braid/Schedule/Simulator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::braid;
+using namespace mlir::braid::plan;
+using sched::ScheduleKind;
+
+std::string mlir::braid::plan::formatMemory(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return llvm::formatv("{0:F2} {1}", b, units[u]).str();
+}
+
+static std::string formatSeconds(double s) {
+  if (s >= 1)
+    return llvm::formatv("{0:F3} s", s).str();
+  if (s >= 1e-3)
+    return llvm::formatv("{0:F3} ms", s * 1e3).str();
+  return llvm::formatv("{0:F3} us", s * 1e6).str();
+}
+
+static std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0)
+      d.push_back(i);
+  return d;
+}
+
+/// Chunks per rank that `plan` runs.
+static int chunksOf(const Plan &plan) {
+  if (plan.pp == 1)
+    return 1;
+  llvm::Expected<int> v = sched::resolveNumChunks(plan.schedule, plan.chunks);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return 1;
+  }
+  return *v;
+}
+
+/// The pipeline rank of model stage `s` (chunk placement: a V for ZB-V,
+/// round robin otherwise).
+static int rankOfStage(const Plan &plan, int s) {
+  if (plan.schedule == ScheduleKind::ZBV && plan.pp > 1)
+    return s < plan.pp ? s : 2 * plan.pp - 1 - s;
+  return s % plan.pp;
+}
+
+//===----------------------------------------------------------------------===//
+// Stage boundaries
+//===----------------------------------------------------------------------===//
+
+/// Splits `unit` (times of consecutive layers) into `groups` contiguous
+/// non-empty groups minimising the largest sum; among those, groups at the
+/// end take as much as they can (so stage 0, which holds the most
+/// micro-batches in flight, gets the fewest layers).
+static std::vector<int> partitionMinMax(const std::vector<double> &unit,
+                                        int groups) {
+  int n = unit.size();
+  auto countGroups = [&](double limit) {
+    int count = 0;
+    double sum = 0;
+    bool open = false;
+    for (int i = n - 1; i >= 0; --i) {
+      if (open && sum + unit[i] <= limit) {
+        sum += unit[i];
+        continue;
+      }
+      ++count;
+      sum = unit[i];
+      open = true;
+    }
+    return count;
+  };
+  double lo = *std::max_element(unit.begin(), unit.end());
+  double hi = 0;
+  for (double u : unit)
+    hi += u;
+  if (countGroups(lo) <= groups)
+    hi = lo;
+  for (int it = 0; it < 100 && hi - lo > 1e-12 * hi; ++it) {
+    double mid = 0.5 * (lo + hi);
+    if (countGroups(mid) <= groups)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  // Groups from the back under the limit `hi`.
+  std::vector<int> sizes;
+  double sum = 0;
+  int size = 0;
+  for (int i = n - 1; i >= 0; --i) {
+    if (size > 0 && sum + unit[i] <= hi) {
+      sum += unit[i];
+      ++size;
+      continue;
+    }
+    if (size > 0)
+      sizes.push_back(size);
+    sum = unit[i];
+    size = 1;
+  }
+  sizes.push_back(size);
+  std::reverse(sizes.begin(), sizes.end());
+  // Fewer groups than wanted: split off the first layer of the first group
+  // that has two or more (a split never raises the largest sum).
+  while ((int)sizes.size() < groups) {
+    auto it = llvm::find_if(sizes, [](int s) { return s >= 2; });
+    if (it == sizes.end())
+      break;
+    --*it;
+    sizes.insert(it, 1);
+  }
+  return sizes;
+}
+
+llvm::Expected<std::vector<int>>
+mlir::braid::plan::balanceStageLayers(const PlanCostModel &model,
+                                      const Plan &plan) {
+  int64_t layers = model.getModel().getNumLayers();
+  int stages = plan.pp * chunksOf(plan);
+  if (stages > layers)
+    return llvm::createStringError(
+        llvm::formatv("{0} stages need at least {0} layers; the model has {1}",
+                      stages, layers)
+            .str());
+  if (stages == 1)
+    return std::vector<int>{(int)layers};
+  // One layer per stage: each stage's time is its layer's, the embedding's
+  // ops added to the first and the head's to the last.
+  Plan unit = plan;
+  unit.pp = layers;
+  unit.chunks = 0;
+  unit.schedule = ScheduleKind::OneFOneB;
+  unit.microbatches = 1;
+  unit.stageLayers.clear();
+  llvm::Expected<std::vector<StageCost>> costs = model.getStageCosts(unit);
+  if (!costs)
+    return costs.takeError();
+  std::vector<double> times;
+  for (const StageCost &s : *costs)
+    times.push_back(s.forward + s.backward + s.weight);
+  return partitionMinMax(times, stages);
+}
+
+//===----------------------------------------------------------------------===//
+// The search
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct Candidate {
+  Plan plan;
+  /// Lower bound on the step time: the busiest pipeline rank's work.
+  double bound = 0;
+  /// Peak memory without activations (a lower bound).
+  double staticMemory = 0;
+  size_t index = 0;
+  int mesh = 0;
+  /// Over the budget before activations: never simulated, kept for the
+  /// smallest requirement when nothing fits.
+  bool overStatic = false;
+};
+
+/// Peak in-flight micro-batches per rank of generated schedules (what the
+/// memory check needs before a plan is simulated), by (kind, p, m, v).
+class PeakCache {
+public:
+  llvm::Expected<std::vector<double>> get(const Plan &plan) {
+    int v = chunksOf(plan);
+    auto key =
+        std::make_tuple((int)plan.schedule, plan.pp, plan.microbatches, v);
+    auto it = peaks.find(key);
+    if (it != peaks.end())
+      return it->second;
+    std::vector<double> peak;
+    if (plan.pp == 1) {
+      peak.assign(1, 1.0);
+    } else if (plan.schedule == ScheduleKind::Auto) {
+      // The automatic scheduler keeps at most p micro-batches (its default
+      // limit) on every rank.
+      peak.assign(plan.pp, double(plan.pp));
+    } else {
+      sched::ScheduleRequest request;
+      request.kind = plan.schedule;
+      request.numRanks = plan.pp;
+      request.numMicrobatches = plan.microbatches;
+      request.numChunks = plan.chunks;
+      llvm::Expected<sched::Schedule> s = sched::generateSchedule(request);
+      if (!s)
+        return s.takeError();
+      llvm::Expected<sched::SimulationResult> sim = sched::simulate(
+          *s, sched::CostModel::uniform(plan.pp, v, 1, 1, 1, 0));
+      if (!sim)
+        return sim.takeError();
+      peak = sim->peakMemory;
+    }
+    peaks.emplace(key, peak);
+    return peak;
+  }
+
+private:
+  std::map<std::tuple<int, int, int, int>, std::vector<double>> peaks;
+};
+
+/// Times equal within this relative tolerance are ties (ZeRO-1's
+/// reduce_scatter + all_gather and an all_reduce cost the same).
+constexpr double kTie = 1e-9;
+
+bool faster(const PlanCost &a, size_t ia, const PlanCost &b, size_t ib) {
+  double scale = std::max(a.stepTime, b.stepTime);
+  if (std::fabs(a.stepTime - b.stepTime) > kTie * scale)
+    return a.stepTime < b.stepTime;
+  return ia < ib;
+}
+} // namespace
+
+llvm::Expected<SearchResult>
+mlir::braid::plan::searchPlans(PlanCostModel &costModel,
+                               const SearchOptions &o) {
+  auto start = std::chrono::steady_clock::now();
+  const ModelCost &model = costModel.getModel();
+  const Hardware &hw = costModel.getHardware();
+  auto error = [](const llvm::Twine &msg) {
+    return llvm::createStringError(msg.str());
+  };
+  if (o.devices < 1)
+    return error(
+        llvm::formatv("--devices must be positive, got {0}", o.devices));
+  int64_t layers = model.getNumLayers();
+  int64_t batch = o.globalBatch > 0 ? o.globalBatch : model.batch;
+  if (o.microBatchSamples > 0 && batch % o.microBatchSamples != 0)
+    return error(llvm::formatv("the global batch {0} is not a multiple of "
+                               "the program's batch {1} (one micro-batch "
+                               "over all dp ranks)",
+                               batch, o.microBatchSamples));
+  if (o.microbatches && o.microBatchSamples > 0 &&
+      *o.microbatches * o.microBatchSamples != batch)
+    return error(llvm::formatv("{0} micro-batches of the program's batch {1} "
+                               "make {2} samples, not the global batch {3}",
+                               *o.microbatches, o.microBatchSamples,
+                               *o.microbatches * o.microBatchSamples, batch));
+  SearchResult result;
+  result.globalBatch = batch;
+  result.memoryBudget = o.memoryBudget > 0 ? o.memoryBudget : hw.deviceMemory;
+  double budget = result.memoryBudget;
+  std::vector<int64_t> mbsChoices = o.microBatchSizes;
+  if (mbsChoices.empty())
+    mbsChoices = {1, 2, 4, 8};
+  std::vector<Recompute> recomputes = {Recompute::None, Recompute::Selective,
+                                       Recompute::Full};
+  if (o.recompute)
+    recomputes = {*o.recompute};
+  auto contains = [](const std::optional<std::vector<int>> &list, int x) {
+    return !list || llvm::is_contained(*list, x);
+  };
+
+  std::vector<Candidate> candidates;
+  std::map<std::tuple<int, int, int, int, int, int, int>, std::vector<int>>
+      balanced;
+  double inf = std::numeric_limits<double>::infinity();
+  result.minMemory = inf;
+  // Meshes: fewer pipeline stages first, then less tensor parallelism (so
+  // that among equal times the simpler plan wins).
+  for (int pp : divisors(o.devices)) {
+    for (int tp : divisors(o.devices / pp)) {
+      int dp = o.devices / pp / tp;
+      if ((o.dp && *o.dp != dp) || (o.tp && *o.tp != tp) ||
+          (o.pp && *o.pp != pp))
+        continue;
+      int meshIndex = result.meshes.size();
+      MeshSummary &mesh = result.meshes.emplace_back();
+      mesh.dp = dp;
+      mesh.tp = tp;
+      mesh.pp = pp;
+      mesh.minMemory = inf;
+      mesh.bestTime = inf;
+      if (!contains(o.tpDegrees, tp)) {
+        mesh.reason = llvm::formatv("tp={0}: the model's dimensions do not "
+                                    "divide",
+                                    tp);
+        for (auto &[degree, why] : o.illegalTp)
+          if (degree == tp)
+            mesh.reason = why;
+        continue;
+      }
+      if (pp > layers) {
+        mesh.reason =
+            llvm::formatv("pp={0}: the model has {1} layers", pp, layers);
+        continue;
+      }
+      if (batch % dp != 0) {
+        mesh.reason = llvm::formatv("dp={0} does not divide the global batch "
+                                    "{1}",
+                                    dp, batch);
+        continue;
+      }
+      std::vector<int64_t> sizes;
+      if (o.microBatchSamples > 0) {
+        if (o.microBatchSamples % dp != 0) {
+          mesh.reason = llvm::formatv("dp={0} does not divide the program's "
+                                      "batch {1}",
+                                      dp, o.microBatchSamples);
+          continue;
+        }
+        sizes = {o.microBatchSamples / dp};
+      } else {
+        for (int64_t mbs : mbsChoices)
+          if ((batch / dp) % mbs == 0)
+            sizes.push_back(mbs);
+      }
+      std::string lastWhy;
+      size_t before = candidates.size();
+      for (int64_t mbs : sizes) {
+        int m = batch / dp / mbs;
+        if (o.microbatches && *o.microbatches != m)
+          continue;
+        // (schedule, chunks) pairs.
+        std::vector<std::pair<ScheduleKind, int>> schedules;
+        if (pp == 1) {
+          schedules.push_back({ScheduleKind::OneFOneB, 0});
+        } else {
+          std::vector<ScheduleKind> kinds = o.schedules;
+          if (o.schedule)
+            kinds = {*o.schedule};
+          for (ScheduleKind kind : kinds) {
+            std::vector<int> vs;
+            if (kind == ScheduleKind::Interleaved1F1B) {
+              if (m % pp != 0) {
+                lastWhy = llvm::formatv("interleaved-1f1b needs micro-batches "
+                                        "({0}) to be a multiple of pp ({1})",
+                                        m, pp);
+                continue;
+              }
+              for (int v = 2; v <= std::max(o.maxChunks, 2); ++v)
+                vs.push_back(v);
+            } else if (kind == ScheduleKind::ZBV) {
+              vs.push_back(2);
+            } else {
+              vs.push_back(1);
+            }
+            for (int v : vs) {
+              if (o.chunks && *o.chunks != v)
+                continue;
+              if (int64_t(pp) * v > layers) {
+                lastWhy = llvm::formatv("{0} x {1} chunks need {2} layers; "
+                                        "the model has {3}",
+                                        pp, v, pp * v, layers);
+                continue;
+              }
+              int64_t built =
+                  kind == ScheduleKind::ZBV ? std::max(m, 2 * pp - 1) : m;
+              if (int64_t(pp) * v * built > sched::kMaxSchedulePairs) {
+                lastWhy = llvm::formatv("pp x chunks x micro-batches = {0} is "
+                                        "more than the schedule library "
+                                        "simulates ({1})",
+                                        int64_t(pp) * v * built,
+                                        sched::kMaxSchedulePairs);
+                continue;
+              }
+              if (kind == ScheduleKind::Auto &&
+                  int64_t(pp) * m > o.maxAutoPairs)
+                continue;
+              schedules.push_back(
+                  {kind, kind == ScheduleKind::Interleaved1F1B ? v : 0});
+            }
+          }
+        }
+        std::vector<int> zeros = {0};
+        if (dp > 1)
+          zeros = {0, 1, 2, 3};
+        if (o.zero)
+          zeros = {*o.zero};
+        std::vector<bool> sps = {false};
+        if (tp > 1 && contains(o.sequenceParallelTpDegrees, tp))
+          sps = {false, true};
+        if (o.sequenceParallel)
+          sps = {*o.sequenceParallel};
+        for (auto [kind, chunks] : schedules) {
+          for (Recompute rc : recomputes) {
+            for (bool sp : sps) {
+              for (int zero : zeros) {
+                Plan plan;
+                plan.dp = dp;
+                plan.tp = tp;
+                plan.pp = pp;
+                plan.chunks = chunks;
+                plan.schedule = kind;
+                plan.microBatchSize = mbs;
+                plan.microbatches = m;
+                plan.zero = zero;
+                plan.sequenceParallel = sp;
+                plan.recompute = rc;
+                std::vector<std::vector<int>> layouts;
+                int stages = pp * chunksOf(plan);
+                if (o.stageLayers) {
+                  layouts.push_back(*o.stageLayers);
+                } else {
+                  // Explicit even sizes (the first stages take the
+                  // remainder): the compiled split is then the one costed.
+                  std::vector<int> even;
+                  if (stages > 1) {
+                    even.assign(stages, layers / stages);
+                    for (int64_t i = 0; i < layers % stages; ++i)
+                      ++even[i];
+                  }
+                  layouts.push_back(even);
+                  if (o.balanceStages && stages > 1) {
+                    auto key = std::make_tuple(tp, (int)sp, (int)rc, (int)mbs,
+                                               dp, zero, stages);
+                    auto it = balanced.find(key);
+                    if (it == balanced.end()) {
+                      llvm::Expected<std::vector<int>> b =
+                          balanceStageLayers(costModel, plan);
+                      std::vector<int> sizes;
+                      if (b)
+                        sizes = *b;
+                      else
+                        llvm::consumeError(b.takeError());
+                      it = balanced.emplace(key, sizes).first;
+                    }
+                    // Only where it differs from the even split.
+                    if (!it->second.empty() && it->second != even)
+                      layouts.push_back(it->second);
+                  }
+                }
+                for (std::vector<int> &layout : layouts) {
+                  plan.stageLayers = layout;
+                  ++result.candidates;
+                  llvm::Expected<std::vector<StageCost>> stageCosts =
+                      costModel.getStageCosts(plan);
+                  if (!stageCosts) {
+                    lastWhy = llvm::toString(stageCosts.takeError());
+                    ++result.invalid;
+                    continue;
+                  }
+                  // Memory before activations: every plan over the budget
+                  // here is over it whatever its schedule.
+                  std::vector<RankMemory> memory = costModel.getMemory(
+                      plan, *stageCosts, std::vector<double>(pp, 0.0));
+                  double staticMemory = 0;
+                  for (const RankMemory &r : memory)
+                    staticMemory = std::max(staticMemory, r.getTotal());
+                  std::vector<double> work(pp, 0.0);
+                  for (size_t s = 0; s < stageCosts->size(); ++s) {
+                    const StageCost &st = (*stageCosts)[s];
+                    work[rankOfStage(plan, s)] +=
+                        m * (st.forward + st.backward + st.weight);
+                  }
+                  Candidate c;
+                  c.plan = plan;
+                  c.bound = *std::max_element(work.begin(), work.end());
+                  c.staticMemory = staticMemory;
+                  c.overStatic = staticMemory > budget;
+                  c.index = candidates.size();
+                  c.mesh = meshIndex;
+                  candidates.push_back(std::move(c));
+                }
+              }
+            }
+          }
+        }
+      }
+      if (candidates.size() == before)
+        mesh.reason = lastWhy.empty()
+                          ? llvm::formatv("no micro-batch size divides the "
+                                          "{0} samples per dp rank",
+                                          batch / dp)
+                                .str()
+                          : lastWhy;
+    }
+  }
+
+  if (candidates.empty()) {
+    std::string why;
+    llvm::raw_string_ostream os(why);
+    os << llvm::formatv("no plan can split the model ({0} layers, batch "
+                        "{1}) over {2} devices:",
+                        layers, batch, o.devices);
+    for (const MeshSummary &m : result.meshes)
+      os << llvm::formatv("\n  dp={0},tp={1},pp={2}: {3}", m.dp, m.tp, m.pp,
+                          m.reason);
+    if (result.meshes.empty())
+      os << " no dp x tp x pp of it matches the fixed degrees";
+    return error(why);
+  }
+
+  // Cheapest first; simulate until the bound passes the k-th best.
+  llvm::sort(candidates, [](const Candidate &a, const Candidate &b) {
+    if (a.bound != b.bound)
+      return a.bound < b.bound;
+    return a.index < b.index;
+  });
+  PeakCache peaks;
+  std::vector<std::pair<PlanCost, size_t>> top;
+  int k = std::max(1, o.topK);
+  std::vector<double> exactMemory(candidates.size(), -1);
+  auto checkMemory = [&](const Candidate &c) -> llvm::Expected<double> {
+    llvm::Expected<std::vector<double>> peak = peaks.get(c.plan);
+    if (!peak)
+      return peak.takeError();
+    llvm::Expected<std::vector<StageCost>> stageCosts =
+        costModel.getStageCosts(c.plan);
+    if (!stageCosts)
+      return stageCosts.takeError();
+    double total = 0;
+    for (const RankMemory &r : costModel.getMemory(c.plan, *stageCosts, *peak))
+      total = std::max(total, r.getTotal());
+    return total;
+  };
+  size_t i = 0;
+  for (; i < candidates.size(); ++i) {
+    const Candidate &c = candidates[i];
+    MeshSummary &mesh = result.meshes[c.mesh];
+    if (c.overStatic) {
+      ++result.overMemory;
+      continue;
+    }
+    if ((int)top.size() == k &&
+        c.bound > top.back().first.stepTime * (1 + kTie))
+      break;
+    llvm::Expected<double> memory = checkMemory(c);
+    if (!memory) {
+      llvm::consumeError(memory.takeError());
+      ++result.invalid;
+      continue;
+    }
+    exactMemory[i] = *memory;
+    if (*memory > budget) {
+      ++result.overMemory;
+      if (*memory < result.minMemory) {
+        result.minMemory = *memory;
+        result.minMemoryPlan = c.plan;
+      }
+      continue;
+    }
+    llvm::Expected<PlanCost> cost = costModel.evaluate(c.plan);
+    ++result.simulated;
+    if (!cost) {
+      llvm::consumeError(cost.takeError());
+      ++result.invalid;
+      continue;
+    }
+    // The simulated schedule's memory decides (the automatic scheduler's
+    // may be below the limit assumed above).
+    double peak = cost->getPeakMemory();
+    if (peak > budget) {
+      ++result.overMemory;
+      continue;
+    }
+    if (peak < result.minMemory) {
+      result.minMemory = peak;
+      result.minMemoryPlan = c.plan;
+    }
+    if (cost->stepTime < mesh.bestTime) {
+      mesh.bestTime = cost->stepTime;
+      mesh.bounded = false;
+      mesh.plan = c.plan;
+    }
+    auto pos = llvm::find_if(top, [&](const std::pair<PlanCost, size_t> &t) {
+      return faster(*cost, c.index, t.first, t.second);
+    });
+    if (pos - top.begin() < k) {
+      top.insert(pos, {std::move(*cost), c.index});
+      if ((int)top.size() > k)
+        top.pop_back();
+    }
+  }
+  for (; i < candidates.size(); ++i) {
+    const Candidate &c = candidates[i];
+    if (c.overStatic) {
+      ++result.overMemory;
+      continue;
+    }
+    ++result.pruned;
+    MeshSummary &mesh = result.meshes[c.mesh];
+    if (mesh.plan == std::nullopt ||
+        (mesh.bounded && c.bound < mesh.bestTime)) {
+      mesh.bestTime = c.bound;
+      mesh.bounded = true;
+      mesh.plan = c.plan;
+    }
+  }
+  // Nothing fits: the smallest requirement, exactly, over candidates whose
+  // static memory is below the smallest found.
+  if (top.empty()) {
+    std::vector<size_t> order;
+    for (size_t j = 0; j < candidates.size(); ++j)
+      if (exactMemory[j] < 0)
+        order.push_back(j);
+    llvm::sort(order, [&](size_t a, size_t b) {
+      if (candidates[a].staticMemory != candidates[b].staticMemory)
+        return candidates[a].staticMemory < candidates[b].staticMemory;
+      return candidates[a].index < candidates[b].index;
+    });
+    for (size_t j : order) {
+      if (candidates[j].staticMemory >= result.minMemory)
+        break;
+      llvm::Expected<double> memory = checkMemory(candidates[j]);
+      if (!memory) {
+        llvm::consumeError(memory.takeError());
+        continue;
+      }
+      exactMemory[j] = *memory;
+      if (*memory < result.minMemory) {
+        result.minMemory = *memory;
+        result.minMemoryPlan = candidates[j].plan;
+      }
+    }
+  }
+  for (size_t j = 0; j < candidates.size(); ++j) {
+    MeshSummary &mesh = result.meshes[candidates[j].mesh];
+    double mem =
+        exactMemory[j] >= 0 ? exactMemory[j] : candidates[j].staticMemory;
+    mesh.minMemory = std::min(mesh.minMemory, mem);
+  }
+  for (size_t t = 0; t < top.size(); ++t) {
+    const Plan &p = top[t].first.plan;
+    for (MeshSummary &mesh : result.meshes)
+      if (mesh.dp == p.dp && mesh.tp == p.tp && mesh.pp == p.pp &&
+          mesh.status == MeshSummary::Status::Illegal)
+        mesh.status =
+            t == 0 ? MeshSummary::Status::Chosen : MeshSummary::Status::Ranked;
+  }
+  for (MeshSummary &mesh : result.meshes) {
+    if (mesh.status != MeshSummary::Status::Illegal || !mesh.reason.empty())
+      continue;
+    if (mesh.bestTime < inf)
+      mesh.status = MeshSummary::Status::Slower;
+    else
+      mesh.status = MeshSummary::Status::Memory;
+  }
+  for (auto &[cost, index] : top)
+    result.top.push_back(std::move(cost));
+  if (result.minMemory == inf)
+    result.minMemory = 0;
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Flags and printing
+//===----------------------------------------------------------------------===//
+
+std::string mlir::braid::plan::getPlanFlags(const Plan &plan) {
+  std::string s =
+      llvm::formatv("--mesh dp={0},tp={1},pp={2}", plan.dp, plan.tp, plan.pp)
+          .str();
+  if (plan.pp > 1) {
+    s += " --schedule " + sched::getScheduleKindName(plan.schedule).str();
+    if (plan.schedule == ScheduleKind::Interleaved1F1B)
+      s += " --chunks " + std::to_string(chunksOf(plan));
+  }
+  s += " --microbatches " + std::to_string(plan.microbatches);
+  if (plan.zero)
+    s += " --zero " + std::to_string(plan.zero);
+  if (plan.sequenceParallel)
+    s += " --sp";
+  if (plan.recompute != Recompute::None)
+    s += " --recompute " + getRecomputeName(plan.recompute).str();
+  if (plan.pp > 1 && !plan.stageLayers.empty()) {
+    s += " --stage-layers ";
+    for (size_t i = 0; i < plan.stageLayers.size(); ++i)
+      s += (i ? "," : "") + std::to_string(plan.stageLayers[i]);
+  }
+  return s;
+}
+
+/// Layer instances per stage as the cost model places them.
+static std::string stageSizes(const PlanCost &cost) {
+  std::string s;
+  for (size_t i = 0; i < cost.stages.size(); ++i)
+    s += (i ? "," : "") + std::to_string(cost.stages[i].numLayers);
+  return s;
+}
+
+void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
+                                          const SearchResult &result,
+                                          const PlanCostModel &model,
+                                          bool explain) {
+  const Hardware &hw = model.getHardware();
+  const ModelCost &mc = model.getModel();
+  os << llvm::formatv("searched {0} candidates in {1:F2} s: {2} over the "
+                      "memory budget ({3}), {4} invalid, {5} simulated, {6} "
+                      "pruned by the time bound\n",
+                      result.candidates, result.seconds, result.overMemory,
+                      formatMemory(result.memoryBudget), result.invalid,
+                      result.simulated, result.pruned);
+  if (result.top.empty())
+    return;
+  os << llvm::formatv("{0,-3} {1,-46} {2,11} {3,11} {4,6} {5,11} {6,6} {7,10} "
+                      "{8,10} {9,10}\n",
+                      "#", "plan", "step", "tokens/s", "MFU", "memory",
+                      "bubble", "tp comm", "pp comm", "dp comm");
+  double tokensPerSample = 1;
+  (void)mc;
+  for (size_t i = 0; i < result.top.size(); ++i) {
+    const PlanCost &c = result.top[i];
+    const Plan &p = c.plan;
+    std::string name =
+        llvm::formatv("dp{0} tp{1} pp{2} {3}{4} mbs{5} m{6}", p.dp, p.tp, p.pp,
+                      p.pp > 1 ? sched::getScheduleKindName(p.schedule).str()
+                               : std::string("-"),
+                      p.pp > 1 && chunksOf(p) > 1
+                          ? llvm::formatv("/v{0}", chunksOf(p)).str()
+                          : std::string(),
+                      p.microBatchSize, p.microbatches)
+            .str();
+    if (p.zero)
+      name += " z" + std::to_string(p.zero);
+    if (p.sequenceParallel)
+      name += " sp";
+    if (p.recompute != Recompute::None)
+      name += " rc=" + getRecomputeName(p.recompute).str();
+    if (p.pp > 1)
+      name += " [" + stageSizes(c) + "]";
+    os << llvm::formatv("{0,-3} {1,-46} {2,11} {3,11:F1} {4,5:F1}% {5,11} "
+                        "{6,6:F3} {7,10} {8,10} {9,10}\n",
+                        i + 1, name, formatSeconds(c.stepTime),
+                        c.samplesPerSecond * tokensPerSample, 100 * c.mfu,
+                        formatMemory(c.getPeakMemory()), c.bubbleRate,
+                        formatMemory(c.tpCommBytes),
+                        formatMemory(c.ppCommBytes),
+                        formatMemory(c.dpCommBytes));
+  }
+  os << "(tokens/s: samples/s; step: predicted on " << hw.name
+     << "; memory: the largest rank's; comm: bytes per rank per step)\n";
+  // Why the winner wins: the parts of the step against the runner-up.
+  if (result.top.size() >= 2) {
+    const PlanCost &a = result.top[0], &b = result.top[1];
+    os << llvm::formatv(
+        "why #1: {0} faster than #2",
+        b.stepTime > 0
+            ? llvm::formatv("{0:F1}%",
+                            100 * (b.stepTime - a.stepTime) / b.stepTime)
+                  .str()
+            : std::string("0%"));
+    struct Part {
+      const char *name;
+      double a, b;
+    } parts[] = {{"compute", a.computeTime, b.computeTime},
+                 {"tp comm", a.tpCommTime, b.tpCommTime},
+                 {"bubble", a.bubbleTime, b.bubbleTime},
+                 {"dp comm", a.dpCommTime, b.dpCommTime},
+                 {"optimizer", a.optimizerTime, b.optimizerTime}};
+    const char *sep = ": ";
+    for (const Part &part : parts) {
+      double d = part.a - part.b;
+      if (std::fabs(d) <= 1e-6 * std::max(a.stepTime, b.stepTime))
+        continue;
+      os << sep << part.name << " " << (d < 0 ? "-" : "+")
+         << formatSeconds(std::fabs(d));
+      sep = ", ";
+    }
+    if (std::string(sep) == ": ")
+      os << ": the same time, listed first (simpler: fewer stages, less tp, "
+            "no ZeRO/sp/recomputation first)";
+    os << "\n";
+  }
+  if (!explain)
+    return;
+  os << "meshes (dp x tp x pp) and why each was or was not chosen:\n";
+  const PlanCost &best = result.top[0];
+  for (const MeshSummary &m : result.meshes) {
+    os << llvm::formatv("  dp={0,-4} tp={1,-3} pp={2,-4} ", m.dp, m.tp, m.pp);
+    switch (m.status) {
+    case MeshSummary::Status::Chosen:
+      os << "chosen";
+      break;
+    case MeshSummary::Status::Ranked:
+      os << llvm::formatv("ranked, best {0}", formatSeconds(m.bestTime));
+      break;
+    case MeshSummary::Status::Slower:
+      os << llvm::formatv("time: {0}{1} ({2:F1}% slower than #1)",
+                          m.bounded ? ">= " : "", formatSeconds(m.bestTime),
+                          100 * (m.bestTime - best.stepTime) / best.stepTime);
+      break;
+    case MeshSummary::Status::Memory:
+      os << llvm::formatv("memory: needs at least {0}, budget {1}",
+                          formatMemory(m.minMemory),
+                          formatMemory(result.memoryBudget));
+      break;
+    case MeshSummary::Status::Illegal:
+      os << "divisibility: " << m.reason;
+      break;
+    }
+    os << "\n";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// What the model's dimensions allow
+//===----------------------------------------------------------------------===//
+
+ParallelismLimits mlir::braid::plan::getParallelismLimits(ModuleOp module,
+                                                          StringRef entry,
+                                                          int maxDegree) {
+  ParallelismLimits limits;
+  if (auto fn = module.lookupSymbol<func::FuncOp>(entry))
+    if (fn.getNumArguments() > 0)
+      if (auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[0]))
+        if (t.getRank() > 0)
+          limits.batch = t.getDimSize(0);
+  // Every split the structural planner decides, attention heads and the
+  // residual stream's sequence.
+  struct Split {
+    int64_t size;
+    std::string what;
+  };
+  std::vector<Split> splits, sequence;
+  TensorParallelPlan tpPlan(module);
+  llvm::StringSet<> seen;
+  module.walk([&](ParamOp param) {
+    if (param.getState())
+      return;
+    const TensorParallelDecision &d = tpPlan.lookup(param);
+    auto type = dyn_cast<RankedTensorType>(param.getType());
+    if (!type || d.role == TensorParallelDecision::Role::None || d.dim < 0 ||
+        d.dim >= type.getRank() || d.optional)
+      return;
+    std::string name = tpPlan.fullNames(param).front();
+    if (!seen.insert(name).second)
+      return;
+    splits.push_back(
+        {type.getDimSize(d.dim) / d.blocks,
+         llvm::formatv("parameter '{0}' dimension {1} ({2})", name, d.dim,
+                       d.blocks > 1
+                           ? llvm::formatv("{0} blocks of {1}", d.blocks,
+                                           type.getDimSize(d.dim) / d.blocks)
+                                 .str()
+                           : std::to_string(type.getDimSize(d.dim)))
+             .str()});
+  });
+  module.walk([&](AttentionOp op) {
+    auto q = cast<RankedTensorType>(op.getQuery().getType());
+    auto k = cast<RankedTensorType>(op.getKey().getType());
+    splits.push_back(
+        {q.getDimSize(2),
+         llvm::formatv("attention heads ({0})", q.getDimSize(2)).str()});
+    splits.push_back(
+        {k.getDimSize(2),
+         llvm::formatv("key/value heads ({0})", k.getDimSize(2)).str()});
+  });
+  for (auto layer : module.getOps<LayerOp>()) {
+    Block &body = layer.getBody().front();
+    if (body.getNumArguments() == 0)
+      continue;
+    auto type = dyn_cast<RankedTensorType>(body.getArgument(0).getType());
+    if (!type || type.getRank() != 3)
+      continue;
+    limits.sequence = type.getDimSize(1);
+    sequence.push_back({type.getDimSize(1),
+                        llvm::formatv("sequence length {0} of layer @{1}",
+                                      type.getDimSize(1), layer.getSymName())
+                            .str()});
+  }
+  for (int tp = 1; tp <= maxDegree; ++tp) {
+    const Split *bad = nullptr;
+    for (const Split &s : splits)
+      if (s.size % tp != 0) {
+        bad = &s;
+        break;
+      }
+    if (bad) {
+      limits.illegalTp.push_back(
+          {tp, llvm::formatv("tp={0} does not divide {1}", tp, bad->what)});
+      continue;
+    }
+    limits.tpDegrees.push_back(tp);
+    if (llvm::all_of(sequence,
+                     [&](const Split &s) { return s.size % tp == 0; }))
+      limits.sequenceParallelTpDegrees.push_back(tp);
+  }
+  return limits;
+}
