@@ -11,8 +11,14 @@ llvm::Expected<LinkCost>
 mlir::braid::plan::fitLinkCost(CollectiveKind kind, int n,
                                llvm::ArrayRef<TimingSample> samples) {
   std::set<double> sizes;
-  for (const TimingSample &s : samples)
+  for (const TimingSample &s : samples) {
+    if (!(s.seconds > 0) || !(s.bytes >= 0))
+      return llvm::createStringError(
+          "fitting %s: a timing of %g bytes took %g s (expected a positive "
+          "time)",
+          getCollectiveKindName(kind).str().c_str(), s.bytes, s.seconds);
     sizes.insert(s.bytes);
+  }
   if (sizes.size() < 2)
     return llvm::createStringError(
         "fitting %s: need timings of at least two sizes, got %zu",
@@ -20,18 +26,24 @@ mlir::braid::plan::fitLinkCost(CollectiveKind kind, int n,
   if (n < 2 && kind != CollectiveKind::SendRecv)
     return llvm::createStringError("fitting %s: need at least 2 ranks",
                                    getCollectiveKindName(kind).str().c_str());
-  // t = a + slope * bytes, least squares.
-  double mx = 0, my = 0;
+  // t = a + slope * bytes, least squares in relative error (weights
+  // 1 / t^2): timings span four orders of magnitude, and plain least
+  // squares would let the largest sizes (and their noise) decide the
+  // latency too.
+  double sw = 0, mx = 0, my = 0;
   for (const TimingSample &s : samples) {
-    mx += s.bytes;
-    my += s.seconds;
+    double w = 1 / (s.seconds * s.seconds);
+    sw += w;
+    mx += w * s.bytes;
+    my += w * s.seconds;
   }
-  mx /= samples.size();
-  my /= samples.size();
+  mx /= sw;
+  my /= sw;
   double sxy = 0, sxx = 0;
   for (const TimingSample &s : samples) {
-    sxy += (s.bytes - mx) * (s.seconds - my);
-    sxx += (s.bytes - mx) * (s.bytes - mx);
+    double w = 1 / (s.seconds * s.seconds);
+    sxy += w * (s.bytes - mx) * (s.seconds - my);
+    sxx += w * (s.bytes - mx) * (s.bytes - mx);
   }
   double slope = sxy / sxx;
   if (!(slope > 0) || !std::isfinite(slope))

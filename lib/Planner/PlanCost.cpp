@@ -356,8 +356,10 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   for (int c = 0; c < chunks; ++c) {
     int s = vshape ? (c == 0 ? busiest : 2 * plan.pp - 1 - busiest)
                    : c * plan.pp + busiest;
-    for (int k = 0; k < kNumOpClasses; ++k)
+    for (int k = 0; k < kNumOpClasses; ++k) {
       cost.computeTime += m * stages[s].compute[k];
+      cost.computeByClass[k] += m * stages[s].compute[k];
+    }
     cost.tpCommTime += m * stages[s].tpComm;
   }
   cost.bubbleTime = std::max(0.0, cost.pipelineTime - rankWork[busiest]);

@@ -133,9 +133,20 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.efficiency[(int)OpClass::Attention] = std::max(1e-3, attnEff);
   hw.efficiency[(int)OpClass::Memory] = memEff;
   hw.memoryBandwidth = copyBw;
+  // A device is one rank with the threads this process computed with:
+  // OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core.
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  hw.devicesPerNode = cores;
-  // /proc/meminfo's MemTotal, shared by one rank per core.
+  unsigned threads = cores;
+  for (const char *var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (const char *v = getenv(var)) {
+      int n = atoi(v);
+      if (n > 0) {
+        threads = n;
+        break;
+      }
+    }
+  hw.devicesPerNode = std::max(1u, cores / threads);
+  // /proc/meminfo's MemTotal, shared by the ranks of the machine.
   double total = 0;
   {
     std::ifstream meminfo("/proc/meminfo");
@@ -148,7 +159,7 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
         break;
       }
   }
-  hw.deviceMemory = total > 0 ? total / cores : 1;
+  hw.deviceMemory = total > 0 ? total / hw.devicesPerNode : 1;
   hw.workspaceBytes = 64.0 * 1024 * 1024;
 
   // Collectives on `ranks` ranks.
@@ -218,12 +229,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.intraNode.name = "intra_node";
   hw.interNode = level;
   hw.interNode.name = "inter_node";
-  const char *threads = getenv("OPENBLAS_NUM_THREADS");
   hw.description =
-      formatv("This machine, measured by braid-plan --calibrate{0}: {1} cores, "
-              "OPENBLAS_NUM_THREADS={2}; one device per core",
-              options.quick ? " --quick" : "", cores,
-              threads ? threads : "(unset)")
+      formatv("This machine, measured by braid-plan --calibrate{0}: {1} "
+              "cores, {2} thread(s) per rank, so {3} device(s) (ranks) per "
+              "node",
+              options.quick ? " --quick" : "", cores, threads,
+              hw.devicesPerNode)
           .str();
   hw.source =
       "peak_flops.f32: the best sgemm rate (runtime matmul kernel, square "
@@ -232,8 +243,8 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "over it; memory_bandwidth: memcpy (read + write); efficiency.memory: "
       "the add kernel's bandwidth over memcpy's; links: least-squares fits "
       "of the ring model to MPI collectives on this machine (both levels "
-      "alike); device_memory: MemTotal / cores; workspace: 64 MiB (an "
-      "estimate)";
+      "alike); devices_per_node: cores / threads per rank; device_memory: "
+      "MemTotal / devices_per_node; workspace: 64 MiB (an estimate)";
   return hw;
 }
 

@@ -22,11 +22,13 @@ struct TimingSample {
   double seconds = 0;
 };
 
-/// Least-squares fit of the ring model of getCollectiveTime (alpha per ring
-/// step, beta the bus bandwidth) to timings of `kind` on `n` ranks. Fails
-/// with fewer than two distinct sizes, or if the fit gives a bandwidth that
-/// is not positive (timings that do not grow with size). A negative
-/// intercept is clamped to zero latency.
+/// Fit of the ring model of getCollectiveTime (alpha per ring step, beta
+/// the bus bandwidth) to timings of `kind` on `n` ranks, by least squares
+/// in relative error (each timing weighted by 1 / t^2, so that small sizes
+/// fix the latency and large ones the bandwidth). Fails with fewer than
+/// two distinct sizes, a time that is not positive, or if the fit gives a
+/// bandwidth that is not positive (timings that do not grow with size). A
+/// negative intercept is clamped to zero latency.
 llvm::Expected<LinkCost> fitLinkCost(CollectiveKind kind, int n,
                                      llvm::ArrayRef<TimingSample> samples);
 

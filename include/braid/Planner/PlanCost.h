@@ -119,6 +119,8 @@ struct PlanCost {
   /// (stepTime's pipeline part minus the busiest rank's work).
   double pipelineTime = 0;
   double computeTime = 0;
+  /// computeTime by op class (Matmul, Attention, Memory).
+  double computeByClass[kNumOpClasses] = {0, 0, 0};
   double tpCommTime = 0;
   double bubbleTime = 0;
   double bubbleRate = 0;
