@@ -116,10 +116,7 @@ static LogicalResult evaluateOp(RepeatOp op, EvalContext &ctx,
     for (const Tensor &t : slices)
       args.push_back(&t);
     SmallVector<Tensor> outs;
-    std::string prefix =
-        op.getPrefix().empty()
-            ? std::string()
-            : (op.getPrefix() + "." + Twine(first + slot) + ".").str();
+    std::string prefix = op.getParamPrefix(first + slot);
     if (failed(ctx.callLayer(layer, prefix, args, outs)))
       return failure();
     for (auto [stack, out] : llvm::zip_equal(

@@ -201,3 +201,29 @@ func.func @accumulate(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %y = braid.repeat @outer(%x) {count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// Tests that a repeat with instance_names gives its instances' parameters
+// the slots of "h.<name>.<local>": the second repeat (first = 2) continues
+// the slot table after the first one's, under its own names.
+
+// CHECK: emitc.global static @[[$A:braid_slots_[0-9]+]] : !emitc.array<2xi64> = dense<[0, 1]>
+// CHECK: emitc.global static @[[$B:braid_slots_[0-9]+]] : !emitc.array<1xi64> = dense<2>
+// CHECK-LABEL: emitc.func @braid_named(
+// CHECK: get_global @[[$A]]
+// CHECK: get_global @[[$B]]
+// CHECK-LABEL: emitc.func @braid_program_init(
+// CHECK: literal "\22h.encoder_layer_0.w\22"
+// CHECK: literal "\22h.encoder_layer_1.w\22"
+// CHECK: literal "\22h.last.w\22"
+braid.layer @block(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w = braid.param "w" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
+  %y = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+func.func @named(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %h = braid.repeat @block(%x) {prefix = "h", count = 2 : i64, instance_names = ["encoder_layer_0", "encoder_layer_1"]} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %y = braid.repeat @block(%h) {prefix = "h", count = 1 : i64, first = 2 : i64, instance_names = ["last"]} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

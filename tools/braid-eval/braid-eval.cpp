@@ -188,12 +188,15 @@ static void addOutput(FunctionOpInterface fn, unsigned index, const Tensor &t,
   }
   StringRef pattern = of.getValue();
   auto [head, tail] = pattern.split("{}");
+  auto names =
+      fn.getResultAttrOfType<ArrayAttr>(index, "braid.instance_names");
   Tensor slice(t.shape().drop_front(), t.dtype());
   for (int64_t k = 0; k < instances[1]; ++k) {
     std::copy_n(t.data() + k * slice.numElements(), slice.numElements(),
                 slice.data());
-    outputs.insert(
-        {(head + std::to_string(instances[0] + k) + tail).str(), slice});
+    std::string instance = names ? cast<StringAttr>(names[k]).str()
+                                 : std::to_string(instances[0] + k);
+    outputs.insert({(head + instance + tail).str(), slice});
   }
 }
 

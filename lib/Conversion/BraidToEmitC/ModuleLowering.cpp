@@ -288,10 +288,7 @@ LogicalResult ModuleLowering::addRepeatSlots(RepeatOp repeat,
   for (int64_t i = repeat.getFirst(), e = repeat.getFirst() + repeat.getCount();
        i < e; ++i)
     for (auto &[local, param] : layerParams[layer]) {
-      std::string name =
-          repeat.getPrefix().empty()
-              ? local.str()
-              : (repeat.getPrefix() + "." + Twine(i) + "." + local).str();
+      std::string name = repeat.getParamPrefix(i) + local.str();
       FailureOr<int64_t> slot = getSlot(
           param, name, cast<RankedTensorType>(param.getType()), param.getInit());
       if (failed(slot))

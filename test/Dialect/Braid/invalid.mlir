@@ -176,6 +176,66 @@ func.func @repeat_prefix(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
+// Tests that instance_names needs one name per instance.
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_instance_count(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{has 1 instance_names for 2 instance(s)}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 2 : i64, instance_names = ["a"]} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// Tests that instance names are distinct.
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_instance_twice(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{instance name 'a' is given twice}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 2 : i64, instance_names = ["a", "a"]} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// Tests that an instance name is one component of a dotted name.
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_instance_dot(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{instance name 'a.b' must be non-empty, without dots or spaces}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 1 : i64, instance_names = ["a.b"]} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// Tests that instance names need a prefix (without one, instances share parameters).
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_instance_no_prefix(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{has instance_names but no prefix}}
+  %0 = braid.repeat @id(%x) {count = 1 : i64, instance_names = ["a"]} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// Tests that instance_names is an array of strings.
+braid.layer @id(%x: tensor<2xf32>) -> tensor<2xf32> {
+  braid.yield %x : tensor<2xf32>
+}
+func.func @repeat_instance_type(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{attribute 'instance_names' failed to satisfy constraint: string array attribute}}
+  %0 = braid.repeat @id(%x) {prefix = "h", count = 1 : i64, instance_names = [1 : i64]} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
 func.func @repeat_unknown(%x: tensor<2xf32>) -> tensor<2xf32> {
   // expected-error@+1 {{'nope' does not name a braid.layer}}
   %0 = braid.repeat @nope(%x) {prefix = "h", count = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>

@@ -31,6 +31,17 @@ func.func @layers(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   return %y : tensor<2x4xf32>
 }
 
+// Tests that a repeat's instance names round-trip.
+
+// CHECK-LABEL: func.func @named_instances
+func.func @named_instances(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: braid.repeat @block(%{{.*}}) {count = 2 : i64, instance_names = ["encoder_layer_0", "encoder_layer_1"], prefix = "encoder.layers"} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %y = braid.repeat @block(%x) {prefix = "encoder.layers", count = 2 : i64,
+                                instance_names = ["encoder_layer_0", "encoder_layer_1"]}
+      : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
 // Tests that the linear-algebra and elementwise ops round-trip.
 
 // CHECK-LABEL: func.func @arith

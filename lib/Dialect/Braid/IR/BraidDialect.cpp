@@ -127,10 +127,26 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
                                 "count> with first >= 0 and count >= 1";
     return success();
   }
+  if (name == "braid.instance_names") {
+    // The repeat's instance_names, one per instance of braid.instances.
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto range = fn ? fn.getResultAttrOfType<DenseI64ArrayAttr>(
+                          resultIndex, "braid.instances")
+                    : nullptr;
+    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>) || !range ||
+        range.size() != 2 || (int64_t)names.size() != range[1])
+      return op->emitError() << "result #" << resultIndex
+                             << ": braid.instance_names must be an array of "
+                                "strings, one per instance of "
+                                "braid.instances";
+    return success();
+  }
   return op->emitError() << "result #" << resultIndex
                          << ": unknown braid attribute '" << name
                          << "'; known: braid.name, braid.gradient_of, "
-                            "braid.instances, braid.sharding, braid.block_of";
+                            "braid.instances, braid.instance_names, "
+                            "braid.sharding, braid.block_of";
 }
 
 LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,

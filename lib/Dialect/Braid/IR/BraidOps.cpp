@@ -12,6 +12,7 @@
 #include "mlir/Interfaces/FunctionImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -209,7 +210,36 @@ LogicalResult RepeatOp::verify() {
                            << ") must be between 0 and the number of "
                               "operands and of results";
   }
+  if (std::optional<ArrayAttr> names = getInstanceNames()) {
+    // Each name is one component of a dotted parameter name.
+    if (getPrefix().empty())
+      return emitOpError() << "has instance_names but no prefix: without a "
+                              "prefix the instances share their parameters";
+    if ((int64_t)names->size() != count)
+      return emitOpError() << "has " << names->size() << " instance_names for "
+                           << count << " instance(s)";
+    llvm::StringSet<> seen;
+    for (StringRef name : names->getAsValueRange<StringAttr>()) {
+      if (name.empty() || name.find_first_of(". ") != StringRef::npos)
+        return emitOpError() << "instance name '" << name
+                             << "' must be non-empty, without dots or spaces";
+      if (!seen.insert(name).second)
+        return emitOpError() << "instance name '" << name << "' is given twice";
+    }
+  }
   return success();
+}
+
+std::string RepeatOp::getInstanceName(int64_t i) {
+  if (std::optional<ArrayAttr> names = getInstanceNames())
+    return cast<StringAttr>((*names)[i - (int64_t)getFirst()]).str();
+  return std::to_string(i);
+}
+
+std::string RepeatOp::getParamPrefix(int64_t i) {
+  if (getPrefix().empty())
+    return "";
+  return (getPrefix() + "." + getInstanceName(i) + ".").str();
 }
 
 LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {

@@ -82,6 +82,8 @@ struct StackedParamGrad {
   std::string pattern;
   int64_t first, count;
   Value grad;
+  /// The repeat's instance_names, if it has them (null otherwise).
+  ArrayAttr instanceNames;
 };
 
 enum class Recompute { None, Full, Selective };
@@ -191,7 +193,8 @@ LogicalResult Differentiator::cloneForward(Block &src, IRMapping &mapping) {
     auto clone = RepeatOp::create(
         b, repeat.getLoc(), resultTypes, f.getSymName(), operands,
         repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
-        b.getI64IntegerAttr(operands.size()), /*reverse=*/false);
+        b.getI64IntegerAttr(operands.size()), /*reverse=*/false,
+        repeat.getInstanceNamesAttr());
     for (auto [from, to] :
          llvm::zip(repeat.getResults(), clone.getResults()))
       mapping.map(from, to);
@@ -301,7 +304,8 @@ LogicalResult Differentiator::sweepRepeat(RepeatOp repeat, IRMapping &mapping) {
     types.push_back(stacked(t));
   auto backward = RepeatOp::create(
       b, loc, types, lg.b.getSymName(), operands, repeat.getPrefix(), count,
-      repeat.getFirst(), b.getI64IntegerAttr(numCarried), /*reverse=*/true);
+      repeat.getFirst(), b.getI64IntegerAttr(numCarried), /*reverse=*/true,
+      repeat.getInstanceNamesAttr());
 
   // W: parameter gradients, from saved activations and B's products.
   if (!lg.params.empty()) {
@@ -316,12 +320,14 @@ LogicalResult Differentiator::sweepRepeat(RepeatOp repeat, IRMapping &mapping) {
       types.push_back(stacked(t));
     auto weights = RepeatOp::create(
         b, loc, types, lg.w.getSymName(), operands, repeat.getPrefix(), count,
-        repeat.getFirst(), b.getI64IntegerAttr(0), /*reverse=*/false);
+        repeat.getFirst(), b.getI64IntegerAttr(0), /*reverse=*/false,
+        repeat.getInstanceNamesAttr());
     for (auto [name, g] : llvm::zip_equal(lg.params, weights.getResults())) {
       if (!repeat.getPrefix().empty()) {
         stackedParamGrads.push_back(
             {(repeat.getPrefix() + ".{}." + name.getValue()).str(),
-             (int64_t)repeat.getFirst(), count, g});
+             (int64_t)repeat.getFirst(), count, g,
+             repeat.getInstanceNamesAttr()});
         continue;
       }
       // Instances share the parameter: its gradient is their sum.
@@ -632,10 +638,14 @@ struct AutodiffPass : public braid::impl::AutodiffPassBase<AutodiffPass> {
     }
     for (const StackedParamGrad &s : diff.stackedParamGrads) {
       results.push_back(s.grad);
-      resultAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("braid.gradient_of", b.getStringAttr(s.pattern)),
-           b.getNamedAttr("braid.instances",
-                          b.getDenseI64ArrayAttr({s.first, s.count}))}));
+      SmallVector<NamedAttribute> attrs{
+          b.getNamedAttr("braid.gradient_of", b.getStringAttr(s.pattern)),
+          b.getNamedAttr("braid.instances",
+                         b.getDenseI64ArrayAttr({s.first, s.count}))};
+      if (s.instanceNames)
+        attrs.push_back(
+            b.getNamedAttr("braid.instance_names", s.instanceNames));
+      resultAttrs.push_back(b.getDictionaryAttr(attrs));
     }
     for (unsigned i = 0; i < src.getNumArguments(); ++i) {
       if (!wrt[i])

@@ -485,7 +485,8 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
   auto local = RepeatOp::create(
       b, repeat.getLoc(), types, repeat.getLayer(), operands,
       repeat.getPrefix(), repeat.getCount(), repeat.getFirst(),
-      repeat.getCarriedAttr(), repeat.getReverse());
+      repeat.getCarriedAttr(), repeat.getReverse(),
+      repeat.getInstanceNamesAttr());
   // Phase, chunk and the like stay; the global shardings do not.
   local->setDiscardableAttrs(repeat->getDiscardableAttrDictionary());
   local->removeAttr(kShardingsAttrName);

@@ -242,9 +242,10 @@ struct PipelineSplitPass
           StringRef prefix = unit.repeat.getPrefix();
           std::string label =
               (prefix.empty() ? "@" + unit.repeat.getLayer() : prefix).str() +
-              "." + std::to_string(piece.first);
+              "." + unit.repeat.getInstanceName(piece.first);
           if (piece.count > 1)
-            label += "-" + std::to_string(piece.first + piece.count - 1);
+            label += "-" + unit.repeat.getInstanceName(piece.first +
+                                                       piece.count - 1);
           what[c].push_back(label);
         }
     }
@@ -252,14 +253,11 @@ struct PipelineSplitPass
       auto repeat = cast<RepeatOp>(op);
       auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
           repeat, repeat.getLayerAttr());
-      std::string prefix = repeat.getPrefix().str();
       for (const Piece &piece : list) {
         for (int64_t i = piece.first; i < piece.first + piece.count; ++i)
           layer.walk([&](ParamOp param) {
-            std::string name = param.getName().str();
-            if (!prefix.empty())
-              name = prefix + "." + std::to_string(i) + "." + name;
-            names[piece.chunk].push_back(name);
+            names[piece.chunk].push_back(repeat.getParamPrefix(i) +
+                                         param.getName().str());
           });
       }
     }
@@ -298,6 +296,11 @@ struct PipelineSplitPass
         clone->setOperands(inputs);
         clone->setAttr("first", builder.getI64IntegerAttr(piece.first));
         clone->setAttr("count", builder.getI64IntegerAttr(piece.count));
+        // Each piece keeps the names of its own instances.
+        if (std::optional<ArrayAttr> all = repeat.getInstanceNames())
+          clone->setAttr("instance_names",
+                         builder.getArrayAttr(all->getValue().slice(
+                             piece.first - repeat.getFirst(), piece.count)));
         clone->setAttr("braid.chunk", chunkAttr(piece.chunk));
         inputs = clone->getResults();
         last = clone;

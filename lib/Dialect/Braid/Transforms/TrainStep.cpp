@@ -33,6 +33,8 @@ struct Gradient {
   /// the parameter's local name.
   std::optional<std::pair<int64_t, int64_t>> instances;
   std::string prefix, local;
+  /// The instances' names in parameter names, when not their indices.
+  ArrayAttr instanceNames;
   /// Its result index in the gradient function and its declaration.
   unsigned index = 0;
   ParamOp decl;
@@ -191,7 +193,7 @@ TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
                                  operands, /*prefix=*/"", microbatches,
                                  /*first=*/0,
                                  b.getI64IntegerAttr(resultTypes.size()),
-                                 /*reverse=*/false);
+                                 /*reverse=*/false, /*instance_names=*/nullptr);
     sums.assign(loop.getResults().begin(), loop.getResults().end());
   } else {
     // Two loops: F and B of every micro-batch first, then each
@@ -228,14 +230,16 @@ TrainStepPass::accumulate(OpBuilder &b, func::FuncOp grad, ValueRange batch) {
     auto first = RepeatOp::create(b, loc, fbTypes, fbLayer.getSymName(),
                                   SmallVector<Value>(batch), /*prefix=*/"",
                                   microbatches, /*first=*/0,
-                                  b.getI64IntegerAttr(0), /*reverse=*/false);
+                                  b.getI64IntegerAttr(0), /*reverse=*/false,
+                                  /*instance_names=*/nullptr);
     SmallVector<Value> operands = zeros(gradTypes);
     operands.append(first.getResults().begin() + 1, first.getResults().end());
     auto second = RepeatOp::create(b, loc, gradTypes, wLayer.getSymName(),
                                    operands, /*prefix=*/"", microbatches,
                                    /*first=*/0,
                                    b.getI64IntegerAttr(gradTypes.size()),
-                                   /*reverse=*/false);
+                                   /*reverse=*/false,
+                                   /*instance_names=*/nullptr);
     // Losses summed in micro-batch order, as the single loop does.
     sums.push_back(ReduceOp::create(
         b, loc, cast<RankedTensorType>(resultTypes[0]), ReduceKind::sum,
@@ -374,6 +378,8 @@ void TrainStepPass::runOnOperation() {
       auto [prefix, local] = of.getValue().split(".{}.");
       g.prefix = prefix.str();
       g.local = local.str();
+      g.instanceNames =
+          grad.getResultAttrOfType<ArrayAttr>(i, "braid.instance_names");
     }
     g.decl = findDeclaration(grad, g);
     if (!g.decl) {
@@ -501,8 +507,10 @@ void TrainStepPass::runOnOperation() {
     for (const Gradient *g : group) {
       operands.push_back(g->value);
     }
+    // The update names each instance's parameters as the forward pass did.
     RepeatOp::create(b, loc, types, layer.getSymName(), operands, prefix,
-                     count, first, b.getI64IntegerAttr(3), /*reverse=*/false);
+                     count, first, b.getI64IntegerAttr(3), /*reverse=*/false,
+                     group.front()->instanceNames);
   }
   func::ReturnOp::create(b, loc, ValueRange{loss, rate, norm});
 }

@@ -165,9 +165,12 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
   let description = [{
     Runs instances `first` .. `first + count - 1` of the layer `layer`
     (last to first with `reverse`). Instance `i` names its parameters
-    `prefix.i.<local name>`; without a prefix, all instances share the
-    layer's parameters under their local names (a loop, as over
-    micro-batches, rather than a stack of layers).
+    `prefix.i.<local name>`, or `prefix.<instance_names[i - first]>.<local
+    name>` when `instance_names` (one per instance, distinct, without dots
+    or spaces) is given, as an imported nn.Sequential names its children
+    (`encoder.layers.encoder_layer_0.ln_1.weight`); without a prefix, all
+    instances share the layer's parameters under their local names (a loop,
+    as over micro-batches, rather than a stack of layers).
 
     The first `carried` operands (all of them by default) are threaded
     through the instances: each instance consumes the previous one's first
@@ -191,7 +194,8 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
   let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<AnyRankedTensor>:$inputs,
                        DefaultValuedStrAttr<StrAttr, "">:$prefix, I64Attr:$count,
                        DefaultValuedAttr<I64Attr, "0">:$first,
-                       OptionalAttr<I64Attr>:$carried, UnitAttr:$reverse);
+                       OptionalAttr<I64Attr>:$carried, UnitAttr:$reverse,
+                       OptionalAttr<StrArrayAttr>:$instance_names);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $layer `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
@@ -203,6 +207,12 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
       return getCarried() ? static_cast<unsigned>(*getCarried())
                           : getInputs().size();
     }
+    /// How instance `i` (`first <= i < first + count`) appears in its
+    /// parameters' names: `instance_names[i - first]`, or `i`.
+    std::string getInstanceName(int64_t i);
+    /// The prefix of instance `i`'s parameter names, `prefix.<instance>.`,
+    /// or "" when the instances share the layer's parameters.
+    std::string getParamPrefix(int64_t i);
   }];
 }
 
