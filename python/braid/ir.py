@@ -202,8 +202,10 @@ class Body:
         return self._op(hint or name, text, type)
 
     def repeat(self, layer: "Body", inputs: Sequence[Value], prefix: str, count: int,
-               first: Optional[int] = None, hint: str = "h") -> Union[Value, List[Value]]:
-        """Applies `layer` `count` times; instance i names params prefix.i.*."""
+               first: Optional[int] = None, hint: str = "h",
+               instance_names: Optional[Sequence[str]] = None) -> Union[Value, List[Value]]:
+        """Applies `layer` `count` times; instance i names params prefix.i.*, or
+        prefix.<instance_names[i - first]>.* (e.g. an nn.Sequential's child names)."""
         if layer.result_types is None or [v.type for v in layer.args] != layer.result_types:
             raise ValueError(f"@{layer.name} must yield the types of its arguments to be repeated")
         if [v.type for v in inputs] != layer.result_types:
@@ -211,6 +213,13 @@ class Body:
         attrs = f'prefix = "{prefix}", count = {count} : i64'
         if first is not None:
             attrs += f", first = {first} : i64"
+        if instance_names is not None:
+            names = list(instance_names)
+            if len(names) != count or len(set(names)) != count or \
+                    any(not n or "." in n or " " in n or '"' in n or "\\" in n for n in names):
+                raise ValueError(f"instance_names {names!r}: {count} distinct names without dots, spaces, "
+                                 f"quotes or backslashes expected")
+            attrs += ", instance_names = [" + ", ".join(f'"{n}"' for n in names) + "]"
         operands = ", ".join(v.name for v in inputs)
         text = f"braid.repeat @{layer.name}({operands}) {{{attrs}}} : {_ftype(inputs, layer.result_types)}"
         if len(inputs) == 1:

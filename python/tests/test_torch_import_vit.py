@@ -2,13 +2,16 @@
 patch 8, 2 blocks, hidden 32, 10 classes, cross-entropy): braid-eval's loss
 equals PyTorch's, AdamW steps equal torch.optim.AdamW's (with
 nn.MultiheadAttention as one braid.attention and op by op), the encoder's
-nn.Sequential of blocks becomes one braid.layer + braid.repeat, weights
-trained in Braid export back under torchvision's keys, nn.MultiheadAttention
+nn.Sequential of blocks becomes one braid.layer + braid.repeat whose
+instance_names keep torchvision's child names (the weights file is keyed by
+state-dict keys), weights trained by braid-eval, and a checkpoint trained by
+a braidc program on 2 ranks, load back under those keys, nn.MultiheadAttention
 with a causal attn_mask is a causal braid.attention, and a convolution that
 is not a patch embedding is refused with its module and source line."""
 
 import re
 import shutil
+import subprocess
 
 import pytest
 import torch
@@ -17,7 +20,7 @@ import torch.nn.functional as F
 
 import vit_torch
 from braid import safetensors as st
-from braid.torch import UnsupportedError, export_state_dict, import_module
+from braid.torch import UnsupportedError, export_state_dict, import_module, read_checkpoint, start_checkpoint
 from test_torch_import import STEPS, TOLERANCE, _braid_adamw_losses, _eval_loss, _import, _torch_adamw_losses
 
 pytest.importorskip("torchvision")
@@ -50,14 +53,14 @@ def test_adamw_steps_match_torch(tmp_path, braid_opt, braid_eval, fuse):
 
 
 def test_trained_weights_load_back(tmp_path, braid_opt, braid_eval):
-    """Braid's names for the folded encoder (encoder.layers.i.NAME) go back to torchvision's keys."""
+    """Braid's names for the folded encoder are torchvision's keys (encoder.layers.encoder_layer_i.NAME)."""
     model, batch = vit_torch.make(seed=2), vit_torch.batch(3)
     _import(tmp_path, model, batch, loss=vit_torch.loss)
     _braid_adamw_losses(tmp_path, braid_opt, braid_eval)  # writes train.mlir
     braid_eval.run(tmp_path / "train.mlir", "--steps", STEPS, "--weights", tmp_path / "w.st",
                    "--inputs", tmp_path / "in.st", "--save-weights", tmp_path / "trained.st")
     trained = {n: st.to_numpy(t) for n, t in st.load(tmp_path / "trained.st").items()}
-    assert "encoder.layers.1.mlp.3.weight" in trained
+    assert set(trained) == {n for n, _ in model.named_parameters()}
     fresh = vit_torch.make(seed=7)
     fresh.load_state_dict(export_state_dict(trained, fresh))  # strict: every key, every shape
     shutil.copy(tmp_path / "trained.st", tmp_path / "w.st")
@@ -73,10 +76,11 @@ def test_encoder_layers_become_one_repeated_layer():
     text = imported.mlir
     assert imported.layers == ["encoder.layers"]
     assert len(re.findall(r"^braid\.layer @", text, re.M)) == 1
-    repeats = re.findall(r'braid\.repeat @(\w+)\(.*prefix = "([\w.]+)", count = (\d+) : i64', text)
-    assert repeats == [("encoder_layers", "encoder.layers", "2")]
+    repeats = re.findall(r'braid\.repeat @(\w+)\(.*prefix = "([\w.]+)", count = (\d+) : i64, '
+                         r'instance_names = \[(.*)\]', text)
+    assert repeats == [("encoder_layers", "encoder.layers", "2", '"encoder_layer_0", "encoder_layer_1"')]
     layer, forward = text.split("func.func")
-    assert '"self_attention.in_proj_weight"' in layer and "encoder_layer_" not in text
+    assert '"self_attention.in_proj_weight"' in layer and "encoder_layer_" not in layer
     # nn.MultiheadAttention: one non-causal braid.attention over [B, T, H, D] with 1/sqrt(16).
     assert re.search(r"braid\.attention %\w+, %\w+, %\w+ \{scale = 0\.25 : f64\} : "
                      r"\(tensor<2x17x2x16xf32>", layer), layer
@@ -88,15 +92,52 @@ def test_encoder_layers_become_one_repeated_layer():
     # The class token: broadcast over the batch and concatenated before the patches.
     assert re.search(r"braid\.concat %\w+, %\w+ \{axis = 1 : i64\} : \(tensor<2x1x32xf32>, tensor<2x16x32xf32>\)",
                      forward)
-    # braid.repeat names instance i encoder.layers.i.NAME; torchvision's keys say encoder_layer_i.
-    names = imported.state_dict_names
-    assert set(names.values()) == {n for n, _ in model.named_parameters()}
-    assert set(names) == set(imported.weights)
-    assert names["encoder.layers.1.mlp.3.weight"] == "encoder.layers.encoder_layer_1.mlp.3.weight"
-    assert names["conv_proj.weight"] == "conv_proj.weight"
+
+
+
+def test_weights_file_has_state_dict_keys(tmp_path, braid_eval):
+    """The weights file is keyed by model.state_dict()'s keys (the ViT has no tied aliases or buffers),
+    and braid-eval reads every one of them under that name: it writes back the same keys."""
+    model, batch = vit_torch.make(seed=0), vit_torch.batch(size=2)
+    _import(tmp_path, model, batch, loss=vit_torch.loss)
     state = model.state_dict()
-    for braid_name, key in names.items():
-        assert torch.equal(imported.weights[braid_name], state[key]), braid_name
+    weights = {n: st.to_numpy(t) for n, t in st.load(tmp_path / "w.st").items()}
+    assert set(weights) == set(state) and "encoder.layers.encoder_layer_1.mlp.3.weight" in weights
+    for key, value in weights.items():
+        assert torch.equal(torch.from_numpy(value), state[key]), key
+    braid_eval.run(tmp_path / "model.mlir", "--weights", tmp_path / "w.st", "--inputs", tmp_path / "in.st",
+                   "--save-weights", tmp_path / "used.st")
+    assert set(st.load(tmp_path / "used.st")) == set(state)
+
+
+def test_braidc_checkpoint_loads_by_state_dict_names(tmp_path, braid_eval):
+    """A checkpoint that a braidc program writes after training the ViT on 2 ranks (dp=2) from the
+    module's weights is keyed by state-dict names: its parameters load into a fresh module with
+    load_state_dict (strict), no renaming, and give braid-eval's loss on those weights (1e-5)."""
+    model, batch = vit_torch.make(seed=2), vit_torch.batch(size=4)
+    imported = _import(tmp_path, model, batch, loss=vit_torch.loss)
+    start_checkpoint(imported.weights, tmp_path / "start")
+    bin_dir = braid_eval.path.parent
+    _run_tool(bin_dir / "braidc", tmp_path / "model.mlir", "--mesh", "dp=2", "--lr", "3e-3", "-o", tmp_path / "prog")
+    _run_tool(bin_dir / "braid-run", "-n", 2, tmp_path / "prog", "--resume", tmp_path / "start", "--steps", 3,
+              "--save", tmp_path / "ckpt")
+    tensors, metadata = read_checkpoint(tmp_path / "ckpt")
+    assert metadata["step"] == "3"
+    params = {n: t for n, t in tensors.items() if not n.endswith((".adamw.m", ".adamw.v"))}
+    assert set(params) == set(model.state_dict())
+    fresh = vit_torch.make(seed=7)
+    fresh.load_state_dict({n: torch.from_numpy(t) for n, t in params.items()})  # strict
+    st.save(tmp_path / "w.st", {n: st.from_numpy(t) for n, t in params.items()})
+    loss = _eval_loss(tmp_path, braid_eval)
+    expected = vit_torch.loss(fresh(batch["x"]), batch).item()
+    assert _close(loss, expected), f"braid {loss!r}, torch {expected!r}"
+    assert abs(expected - vit_torch.loss(model(batch["x"]), batch).item()) > 1e-3, "the weights were trained"
+
+
+def _run_tool(*command):
+    proc = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{' '.join(map(str, command))}: status {proc.returncode}\n{proc.stderr}"
+    return proc
 
 
 class CausalMHA(nn.Module):

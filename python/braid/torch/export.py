@@ -4,8 +4,9 @@ A braidc program's `--save DIR` writes DIR/checkpoint.safetensors: whole
 (global) tensors keyed by global parameter names, whatever mesh wrote it
 (docs/checkpoints.md). An imported module's parameters keep their
 named_parameters() names, and braid.repeat's instance i of prefix P names
-its parameter N P.i.N, which is the state-dict key; so export is a
-renaming only where PyTorch has aliases:
+its parameter N P.i.N, or P.C.N for a Sequential child named C
+(instance_names), which is the state-dict key; so export is a renaming
+only where PyTorch has aliases:
 
 - tied weights (one nn.Parameter under two keys, e.g. nanoGPT's
   lm_head.weight = transformer.wte.weight) are one tensor in Braid under the
@@ -137,20 +138,6 @@ def _parameter_names(module: torch.nn.Module) -> Tuple[Dict[str, str], Dict[str,
     return names, buffers
 
 
-def _indexed(module: torch.nn.Module, name: str) -> str:
-    """NAME with each child of an nn.ModuleList or nn.Sequential named by its index, as braid.repeat
-    names a folded container's instances (PATH.i.NAME; torchvision's encoder_layer_i -> i)."""
-    parts, m = name.split("."), module
-    for i, part in enumerate(parts[:-1]):
-        child = m._modules.get(part)
-        if child is None:
-            return name
-        if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)):
-            parts[i] = str(list(m._modules).index(part))
-        m = child
-    return ".".join(parts)
-
-
 def export_state_dict(checkpoint: Union[str, os.PathLike, Mapping[str, np.ndarray]], module: torch.nn.Module,
                       verify: bool = True, allow_missing: Iterable[str] = ()) -> Dict[str, torch.Tensor]:
     """A state dict for `module.load_state_dict` from a Braid checkpoint.
@@ -168,9 +155,6 @@ def export_state_dict(checkpoint: Union[str, os.PathLike, Mapping[str, np.ndarra
         where = checkpoint_path(checkpoint)
         tensors, _ = read_checkpoint(checkpoint, verify=verify)
     names, buffers = _parameter_names(module)
-    for key, name in names.items():  # Imported.state_dict_names: a folded Sequential's instances
-        if name not in tensors and _indexed(module, name) in tensors:
-            names[key] = _indexed(module, name)
     own = module.state_dict(keep_vars=True)
     params = set(names.values())
     stray = sorted(n for n in tensors if n not in params and not (

@@ -16,9 +16,10 @@ folded by PyTorch at trace time and written as a braid.constant.
 Layers: the children of an nn.ModuleList (or of an nn.Sequential with two or
 more) that run once each, in order, each taking and returning one tensor of
 the same type, with identical op sequences, become one braid.layer applied by
-braid.repeat with the container's path as prefix (so instance i's parameters
-are PATH.i.NAME, the state-dict keys; Imported.state_dict_names maps them back
-where a Sequential names its children, as torchvision's encoder_layer_i).
+braid.repeat with the container's path as prefix and, where a Sequential
+names its children other than by their index (torchvision's encoder_layer_i),
+those names as instance_names, so that every instance's parameters are
+PATH.CHILD.NAME, the state-dict keys.
 Anything else is emitted inline, which is the same model.
 
 Patterns: nn.Linear's view/addmm/view is one matmul on [..., K]; torch.matmul's
@@ -88,9 +89,6 @@ class Imported(NamedTuple):
     mlir: str
     weights: Dict[str, torch.Tensor]
     layers: List[str]  # the ModuleList/Sequential paths that became braid.repeat
-    # braid name -> state-dict key of every weight; they differ only for folded Sequential children
-    # named other than by their index (braid.repeat names instance i PATH.i.NAME).
-    state_dict_names: Dict[str, str] = {}
 
     def save_weights(self, path: str) -> None:
         from braid import safetensors as st
@@ -1152,26 +1150,13 @@ class _Importer:
                     return e.emit(node)
                 group["layer"] = layer
                 self.layers.append(path)
-            return e.body.repeat(group["layer"], [x], prefix=path, count=len(group["calls"]))
+            # Instance i's parameters are PATH.CHILD.NAME, the state-dict keys: the children's
+            # names are instance_names unless they are the indices 0, 1, ... (nn.ModuleList).
+            children = [c["child"] for c in group["calls"]]
+            names = None if children == [str(i) for i in range(len(children))] else children
+            return e.body.repeat(group["layer"], [x], prefix=path, count=len(children), instance_names=names)
 
         return emit
-
-    def renamed(self) -> Dict[str, str]:
-        """{state-dict key: braid name} for parameters of folded Sequential children whose names are
-        not their indices (torchvision's encoder_layer_0): braid.repeat names instance i PATH.i.NAME."""
-        names: Dict[str, str] = {}
-        for group in self.groups.values():
-            if "layer" not in group:
-                continue
-            for c in group["calls"]:
-                if c["child"] == str(c["index"]):
-                    continue
-                old, new = f"{group['list']}.{c['child']}.", f"{group['list']}.{c['index']}."
-                for n in self.tracer.order[c["start"]:c["end"]]:
-                    for a in _flatten(list(n.args)):
-                        if isinstance(a, Ref) and a.node.kind == "param" and a.node.name.startswith(old):
-                            names[a.node.name] = new + a.node.name[len(old):]
-        return names
 
     def build(self, arg_specs: List[Arg]) -> str:
         self.module = Module()
@@ -1262,8 +1247,5 @@ def import_module(module: torch.nn.Module, example_inputs, loss: Optional[Callab
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     text = importer.build(arg_specs)
     used = {n.name for n in tracer.order if n.kind == "param"}
-    renamed = importer.renamed()
-    weights = {renamed.get(name, name): p.detach().clone() for name, p in module.named_parameters()
-               if name in used}
-    names = {renamed.get(name, name): name for name in used}
-    return Imported(text, weights, importer.layers, names)
+    weights = {name: p.detach().clone() for name, p in module.named_parameters() if name in used}
+    return Imported(text, weights, importer.layers)
