@@ -1251,6 +1251,38 @@ static LogicalResult evaluateOp(AllSliceOp op, EvalContext &ctx,
   return success();
 }
 
+/// The body op by op, each result rounded as the evaluator rounds an op's
+/// (to f32, or not at all under --f64, which the operands' dtype tells:
+/// fused values are all f32), so a fused module evaluates as before.
+static LogicalResult evaluateOp(FusedOp op, EvalContext &ctx,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  bool f64 = llvm::any_of(
+      ops, [](const Tensor *t) { return t->dtype() == DType::F64; });
+  Block &body = op.getBody().front();
+  DenseMap<Value, Tensor> values;
+  for (auto [arg, t] : llvm::zip_equal(body.getArguments(), ops))
+    values[arg] = *t;
+  for (Operation &inner : body.without_terminator()) {
+    auto evaluable = dyn_cast<EvalOpInterface>(inner);
+    if (!evaluable)
+      return inner.emitOpError("has no reference semantics (EvalOpInterface)");
+    SmallVector<const Tensor *> operands;
+    for (Value v : inner.getOperands())
+      operands.push_back(&values[v]);
+    SmallVector<Tensor> outs;
+    if (failed(evaluable.evaluate(ctx, operands, outs)))
+      return failure();
+    Tensor &t = outs.front();
+    t.setDType(f64 ? DType::F64 : DType::F32);
+    t.roundToDType();
+    values[inner.getResult(0)] = std::move(t);
+  }
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(values[v]);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // External models
 //===----------------------------------------------------------------------===//
@@ -1289,7 +1321,7 @@ void mlir::braid::registerEvalInterfaceExternalModels(
         SgdUpdateOp, ShardOp, AllReduceOp, AllReduceStartOp, AllGatherOp,
         AllGatherStartOp, ReduceScatterOp, ReduceScatterStartOp, AllToAllOp,
         AllToAllStartOp, BroadcastFromOp, BroadcastFromStartOp, WaitOp,
-        AllSliceOp>(ctx);
+        AllSliceOp, FusedOp>(ctx);
   });
 }
 

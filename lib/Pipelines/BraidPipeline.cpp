@@ -122,6 +122,10 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
                                        const CodegenOptions &options) {
   if (options.train)
     buildTrainingPipeline(pm, options.training);
+  // Last: sharding, pipelining and the reports never see braid.fused, and
+  // regions never span collectives or pipeline pieces.
+  if (options.fuse)
+    pm.addPass(createFuseElementwisePass());
   ConvertBraidToEmitCPassOptions lowerOptions;
   lowerOptions.entry = options.train ? "train_step" : options.entry;
   lowerOptions.spmd = options.train || options.spmd;
@@ -143,6 +147,12 @@ struct CodegenPipelineOptions
       *this, "target",
       llvm::cl::desc("cpu or cuda (what braid-lower-to-emitc emits for)."),
       llvm::cl::init("cpu")};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse elementwise chains into braid.fused regions "
+                     "before lowering (braid-fuse-elementwise; braidc "
+                     "--no-fuse turns it off)."),
+      llvm::cl::init(true)};
   Option<bool> spmd{*this, "spmd",
                     llvm::cl::desc("Run on the runtime's context even without "
                                    "a mesh (implied by train; braidc sets it "
@@ -168,6 +178,7 @@ void mlir::braid::registerCodegenPipeline() {
         options.train = opts.train;
         options.spmd = opts.spmd;
         options.target = opts.target;
+        options.fuse = opts.fuse;
         TrainingOptions &t = options.training;
 #define BRAID_MESH_OPTION(NAME, FLAG, DESC) t.NAME = opts.NAME;
 #define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \

@@ -37,7 +37,7 @@
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // CHECK: {{^}}    braid_rt_sum_squares_f32(
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
-// CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.add");
+// CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.{{add|fused}}");
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // CHECK: {{^}}    braid_rt_adamw_update_f32_i64(
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}

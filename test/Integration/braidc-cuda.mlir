@@ -20,9 +20,18 @@
 // CU: int main(
 //
 // The same model compiled for the CPU is the same program but for the
-// constants' upload (this model has none) and the stream: the code agrees.
-// RUN: braidc %t.mlir --lr 1e-3 --emit cpp -o %t.cpp
-// RUN: diff %t.cpp %t.cu
+// constants' upload (this model has none), the stream and the fused
+// regions (a __global__ kernel each on CUDA, compiled into the executables
+// above; cpu: loops on the kernels' threads): without fusion the code
+// agrees.
+// RUN: FileCheck %s --check-prefix=FUSED < %t.cu
+// FUSED: #include "braid/rt/cuda.h"
+// FUSED: __global__ static void braid_fused_{{[0-9]+}}_kernel(
+// FUSED: braid_rt_cuda::geluOf(
+// FUSED: <<<(unsigned)blocks, (unsigned)threads, 0, braid_rt_cuda_stream(braid_rt_program_stream())>>>
+// RUN: braidc %t.mlir --target cuda --lr 1e-3 --no-fuse --emit cu -o %t.plain.cu
+// RUN: braidc %t.mlir --lr 1e-3 --no-fuse --emit cpp -o %t.cpp
+// RUN: diff %t.cpp %t.plain.cu
 //
 // A training program creates the runtime's context, which finds no GPU; a
 // forward program fails at its first allocation.

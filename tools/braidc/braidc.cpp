@@ -101,6 +101,14 @@ static cl::opt<std::string>
                     "compiled and host-tested, not yet run on a GPU)"),
            cl::init("cpu"), cl::cat(braidcCategory));
 
+static cl::opt<bool>
+    noFuse("no-fuse",
+           cl::desc("Keep every op its own kernel: skip braid-fuse-elementwise, "
+                    "which computes chains of elementwise ops (bias add, GELU, "
+                    "residual add, scaling, activation gradients) in one loop "
+                    "nest each (same results, bit for bit)"),
+           cl::cat(braidcCategory));
+
 /// Whether a training option was given (training is implied).
 static bool trainingRequested() {
   if (train)
@@ -282,6 +290,7 @@ int main(int argc, char **argv) {
   options.entry = entry;
   options.spmd = isStep;
   options.target = target;
+  options.fuse = !noFuse;
   braid::buildCodegenPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;

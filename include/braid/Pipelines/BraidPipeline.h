@@ -42,6 +42,9 @@ struct CodegenOptions {
   bool spmd = false;
   /// The target: "cpu" or "cuda" (braid-lower-to-emitc's `target`).
   std::string target = "cpu";
+  /// Group elementwise chains into braid.fused regions before lowering
+  /// (braid-fuse-elementwise; braidc --no-fuse clears it).
+  bool fuse = true;
   TrainingOptions training;
 };
 

@@ -3,7 +3,8 @@
 // Lowers a braid program (single-device or per-device) to EmitC: tensors
 // become buffers, compute ops become calls of the runtime's kernels
 // (braid/rt/kernels.h), parameters become slots of a global table,
-// braid.repeat becomes a loop calling the layer's function. This file holds
+// braid.repeat becomes a loop calling the layer's function, braid.fused one
+// loop nest. This file holds
 // the pass; Lowering.h says where the rest is. See docs/codegen.md.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +35,7 @@ static void populateLowerings(LoweringTable &t) {
   populateComputeLowerings(t);
   populateCollectiveLowerings(t);
   populatePipelineLowerings(t);
+  populateFusedLowerings(t);
 }
 
 //===----------------------------------------------------------------------===//

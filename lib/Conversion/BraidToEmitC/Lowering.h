@@ -4,7 +4,8 @@
 // tables and globals (ModuleLowering.cpp), a function's buffers and calls
 // (FunctionLowering.cpp), parameters and layer repeats (Params.cpp),
 // compute ops (ComputeOps.cpp), collectives (Collectives.cpp), pipelines
-// (Pipelines.cpp) and the pass (BraidToEmitC.cpp). Internal to the library.
+// (Pipelines.cpp), fused regions (FusedOps.cpp) and the pass
+// (BraidToEmitC.cpp). Internal to the library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -183,6 +184,8 @@ public:
   bool claimSlots(Operation *op, int64_t stage);
   /// The slots of `repeat`'s instances and of the repeats in its layer.
   SmallVector<int64_t> getAllRepeatSlots(RepeatOp repeat);
+  /// The braid.fused regions emitted so far (their functions' numbers).
+  unsigned numFused = 0;
 
 private:
   LogicalResult collectParams(ArrayRef<func::FuncOp> functions,
@@ -364,6 +367,7 @@ void populateParamLowerings(LoweringTable &t);
 void populateComputeLowerings(LoweringTable &t);
 void populateCollectiveLowerings(LoweringTable &t);
 void populatePipelineLowerings(LoweringTable &t);
+void populateFusedLowerings(LoweringTable &t);
 
 } // namespace mlir::braid::lowering
 

@@ -137,7 +137,7 @@ braid.layer @wrong_yield(%x: tensor<2xf32>) -> tensor<2xf32> {
 // -----
 
 func.func @yield_outside(%x: tensor<2xf32>) {
-  // expected-error@+1 {{expects parent op 'braid.layer'}}
+  // expected-error@+1 {{expects parent op to be one of 'braid.layer, braid.fused'}}
   braid.yield %x : tensor<2xf32>
 }
 
@@ -1006,4 +1006,70 @@ func.func @pipeline_schedule(%x: tensor<3x2xf32>) -> tensor<f32> {
   // expected-error@+1 {{runs 3 micro-batches, but the schedule of @g has 4}}
   %0 = braid.pipeline @g(%x) : (tensor<3x2xf32>) -> tensor<f32>
   return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that a fused region holds elementwise ops only.
+func.func @fused_matmul(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %0 = braid.fused (%x) : (tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>):
+    // expected-error@+1 {{cannot be in a braid.fused region: only f32 elementwise ops}}
+    %m = braid.matmul %a, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+    braid.yield %m : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that exact GELU stays out of fused regions.
+func.func @fused_exact_gelu(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %0 = braid.fused (%x) : (tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>):
+    // expected-error@+1 {{cannot be in a braid.fused region}}
+    %g = braid.gelu exact %a : tensor<2x2xf32>
+    braid.yield %g : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that every value of a region has the iteration shape.
+func.func @fused_shapes(%x: tensor<2x2xf32>, %y: tensor<2xf32>) -> tensor<2x2xf32> {
+  %0 = braid.fused (%x, %y) : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>, %b: tensor<2xf32>):
+    // expected-error@+1 {{has result type 'tensor<2xf32>' but the fused region iterates over the shape of 'tensor<2x2xf32>'}}
+    %n = braid.neg %b : tensor<2xf32>
+    %s = braid.add %a, %n : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+    braid.yield %s : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that operands broadcast to the iteration shape.
+func.func @fused_broadcast(%x: tensor<2x2xf32>, %y: tensor<3xf32>) -> tensor<2x2xf32> {
+  // expected-error@+1 {{operand #1 of type 'tensor<3xf32>' does not broadcast to the iteration shape 'tensor<2x2xf32>'}}
+  %0 = braid.fused (%x, %y) : (tensor<2x2xf32>, tensor<3xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>, %b: tensor<3xf32>):
+    %n = braid.neg %a : tensor<2x2xf32>
+    braid.yield %n : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that the body's arguments are the operands'.
+func.func @fused_args(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error@+1 {{has 1 operands but its body takes 2 arguments}}
+  %0 = braid.fused (%x) : (tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>):
+    %n = braid.neg %a : tensor<2x2xf32>
+    braid.yield %n : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
 }

@@ -215,3 +215,18 @@ func.func @squares(%a: tensor<4xf32>, %b: tensor<2x2xf32>) -> tensor<f32> {
   %0 = braid.sum_squares %a, %b : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// Tests that a fused region prints and parses with its body.
+// CHECK-LABEL: func.func @fused
+// CHECK: %{{.*}}:2 = braid.fused(%{{.*}}, %{{.*}}) : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+// CHECK-NEXT: ^bb0(%{{.*}}: tensor<2x8xf32>, %{{.*}}: tensor<8xf32>):
+// CHECK: braid.yield %{{.*}}, %{{.*}} : tensor<2x8xf32>, tensor<2x8xf32>
+func.func @fused(%x: tensor<2x8xf32>, %b: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %0:2 = braid.fused (%x, %b) : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  ^bb0(%a: tensor<2x8xf32>, %c: tensor<8xf32>):
+    %s = braid.add %a, %c : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+    %g = braid.gelu tanh %s : tensor<2x8xf32>
+    braid.yield %s, %g : tensor<2x8xf32>, tensor<2x8xf32>
+  }
+  return %0#0, %0#1 : tensor<2x8xf32>, tensor<2x8xf32>
+}

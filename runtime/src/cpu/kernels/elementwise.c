@@ -6,8 +6,12 @@
  * in double, and the tanh GELU and SiLU through a logistic function written
  * so that nothing cancels (1 + tanh(u) = 2 sigmoid(2u)), in f32, which is
  * several times faster than double tanh (they were a third of a GPT step).
+ * The per-element formulas are those of braid/rt/elementwise_math.h, which
+ * the fused loops of generated programs call too.
  */
 #include "internal.h"
+
+#include "braid/rt/elementwise_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -106,43 +110,15 @@ DEFINE_BINARY(div, x / y)
     }                                                                          \
   }
 
-DEFINE_UNARY(neg, -x)
-DEFINE_UNARY(exp, expf(x))
-DEFINE_UNARY(sqrt, sqrtf(x))
-DEFINE_UNARY(rsqrt, (float)(1.0 / sqrt((double)x)))
-DEFINE_UNARY(relu, x > 0.0f ? x : 0.0f)
-/* sigmoid(z) and 1 - sigmoid(z) without overflow or cancellation, and
-   without branches, so that loops vectorize (expf through libmvec). Beyond
-   |z| = 88, exp(-z) would overflow: sigmoid is then 0 or 1 to within
-   1e-38. */
-static inline void sigmoid_pair(float z, float *s, float *one_minus_s) {
-  z = z < -88.0f ? -88.0f : z > 88.0f ? 88.0f : z;
-  float e = expf(-z);
-  *s = 1.0f / (1.0f + e);
-  *one_minus_s = e * *s;
-}
-
-static inline float silu(float x) {
-  float s, oms;
-  sigmoid_pair(x, &s, &oms);
-  return x * s;
-}
-
-DEFINE_UNARY(silu, silu(x))
+DEFINE_UNARY(neg, braid_rt_neg_of(x))
+DEFINE_UNARY(exp, braid_rt_exp_of(x))
+DEFINE_UNARY(sqrt, braid_rt_sqrt_of(x))
+DEFINE_UNARY(rsqrt, braid_rt_rsqrt_of(x))
+DEFINE_UNARY(relu, braid_rt_relu_of(x))
+DEFINE_UNARY(silu, braid_rt_silu_of(x))
 
 static inline double gelu_exact(double x) {
   return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-}
-/* The tanh GELU's u = sqrt(2/pi) (x + 0.044715 x^3), doubled. */
-static inline float gelu_tanh_2u(float x) {
-  const float c2 = 1.5957691216057308f; /* 2 sqrt(2/pi) */
-  return c2 * (x + 0.044715f * x * x * x);
-}
-/* 0.5 x (1 + tanh(u)) = x sigmoid(2u). */
-static inline float gelu_tanh(float x) {
-  float s, oms;
-  sigmoid_pair(gelu_tanh_2u(x), &s, &oms);
-  return x * s;
 }
 
 void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
@@ -150,7 +126,7 @@ void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
   if (approximate == BRAID_RT_GELU_TANH) {
     BRAID_RT_PARALLEL_FOR(count)
     for (int64_t i = 0; i < count; ++i)
-      y[i] = gelu_tanh(x[i]);
+      y[i] = braid_rt_gelu_tanh_of(x[i]);
   } else {
     BRAID_RT_PARALLEL_FOR(count)
     for (int64_t i = 0; i < count; ++i)
@@ -162,17 +138,14 @@ void braid_rt_relu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             const float *dy, int64_t count, float *dx) {
   BRAID_RT_PARALLEL_FOR(count)
   for (int64_t i = 0; i < count; ++i)
-    dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    dx[i] = braid_rt_relu_grad_of(x[i], dy[i]);
 }
 
 void braid_rt_silu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             const float *dy, int64_t count, float *dx) {
   BRAID_RT_PARALLEL_FOR(count)
-  for (int64_t i = 0; i < count; ++i) {
-    float s, oms;
-    sigmoid_pair(x[i], &s, &oms);
-    dx[i] = dy[i] * s * (1.0f + x[i] * oms);
-  }
+  for (int64_t i = 0; i < count; ++i)
+    dx[i] = braid_rt_silu_grad_of(x[i], dy[i]);
 }
 
 void braid_rt_gelu_grad_f32(braid_rt_stream_t *stream, const float *x,
@@ -180,14 +153,9 @@ void braid_rt_gelu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             braid_rt_gelu_approximation_t approximate,
                             float *dx) {
   if (approximate == BRAID_RT_GELU_TANH) {
-    /* With s = sigmoid(2u): 0.5 (1 + t) = s and 0.5 (1 - t^2) = 2 s (1 - s). */
-    const float c = 0.7978845608028654f, a = 0.044715f; /* sqrt(2/pi) */
     BRAID_RT_PARALLEL_FOR(count)
-    for (int64_t i = 0; i < count; ++i) {
-      float xi = x[i], s, oms;
-      sigmoid_pair(gelu_tanh_2u(xi), &s, &oms);
-      dx[i] = dy[i] * (s + 2.0f * xi * s * oms * c * (1.0f + 3.0f * a * xi * xi));
-    }
+    for (int64_t i = 0; i < count; ++i)
+      dx[i] = braid_rt_gelu_tanh_grad_of(x[i], dy[i]);
   } else {
     const double inv_sqrt2pi = 1.0 / sqrt(2.0 * M_PI);
     BRAID_RT_PARALLEL_FOR(count)

@@ -151,9 +151,9 @@ def Braid_LayerOp : Braid_Op<"layer", [IsolatedFromAbove, Symbol,
   }];
 }
 
-def Braid_YieldOp : Braid_Op<"yield", [Pure, HasParent<"LayerOp">,
+def Braid_YieldOp : Braid_Op<"yield", [Pure, ParentOneOf<["LayerOp", "FusedOp"]>,
     ReturnLike, Terminator]> {
-  let summary = "Returns a layer's outputs.";
+  let summary = "Returns a layer's (or a fused region's) outputs.";
   let arguments = (ins Variadic<AnyType>:$operands);
   let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
@@ -1035,6 +1035,57 @@ def Braid_SgdUpdateOp : Braid_ModelOp<"sgd_update"> {
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
+    Braid_StaticShapes]> {
+  let summary = "Elementwise ops computed in one loop nest.";
+  let description = [{
+    A region of elementwise ops (`braid.add`, `sub`, `mul`, `div` with
+    broadcasting, `neg`, `exp`, `sqrt`, `rsqrt`, `relu`, `silu`, tanh
+    `gelu`, and the gradients `relu_grad`, `silu_grad`, tanh `gelu_grad`)
+    whose results all have one shape, the region's iteration space. The
+    entry block's arguments are the operands (each broadcasts to that
+    shape); `braid.yield` returns the values used outside. It means exactly
+    what its body means, op by op: code generation computes every element
+    of every value in one loop nest over the iteration space, rounding each
+    op's result to f32 as the op would, so a program with fused regions
+    computes the same bits as without. Made by `braid-fuse-elementwise`,
+    last before `braid-lower-to-emitc` (in braidc's pipeline unless
+    `--no-fuse`).
+
+    ```mlir
+    %fc, %gelu = braid.fused (%xw, %bias) : (tensor<2x8x128xf32>, tensor<128xf32>)
+        -> (tensor<2x8x128xf32>, tensor<2x8x128xf32>) {
+    ^bb0(%a: tensor<2x8x128xf32>, %b: tensor<128xf32>):
+      %0 = braid.add %a, %b : (tensor<2x8x128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+      %1 = braid.gelu tanh %0 : tensor<2x8x128xf32>
+      braid.yield %0, %1 : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Braid_FloatTensor>:$inputs);
+  let results = (outs Variadic<Braid_FloatTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether `op` may be in a fused region: an f32 elementwise op of the
+    /// list above (tanh GELU only: exact GELU's erf in double is not the
+    /// same bits in every loop, see braid/rt/elementwise_math.h).
+    static bool isFusible(::mlir::Operation *op);
+    /// The shape every value of the region has.
+    ::llvm::ArrayRef<int64_t> getIterationShape() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getResult(0).getType())
+          .getShape();
+    }
+  }];
 }
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

@@ -525,4 +525,53 @@ def PipelineSchedulePass : Pass<"braid-pipeline-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseElementwisePass : Pass<"braid-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Groups chains of elementwise ops into braid.fused regions.";
+  let description = [{
+    Each run of elementwise ops that feed each other and share one result
+    shape (a bias add and GELU, a residual add, a scaling, the activation
+    gradients of the backward pass) becomes one `braid.fused` op, which
+    code generation computes in one loop nest (one `__global__` kernel on
+    CUDA) instead of one kernel per op, each reading and writing the whole
+    tensor. Results used after the region are the fused op's results; the
+    others never reach memory.
+
+    Ops join greedily in program order, within one block (a function, a
+    layer, a pipeline piece): an op joins the region of an operand's
+    producer when their result shapes agree, unless an op outside the
+    region already uses one of the region's values (the fused op stands
+    where its last op was, so such a use would come before its definition).
+    The fused program computes the same bits: each op keeps its formula and
+    its rounding to f32 (the CPU kernels and the fused loops share
+    braid/rt/elementwise_math.h).
+
+    braidc runs it last, just before `braid-lower-to-emitc` (after
+    `braid-partition`, pipeline outlining and scheduling, bucketing and
+    async collectives): sharding, partitioning, pipelining and the cost and
+    communication reports then see only the dialect's ordinary ops, and
+    regions never span pipeline pieces or collectives. `braidc --no-fuse`
+    skips it. `braid-eval` evaluates `braid.fused` op by op, so a module
+    after this pass evaluates as before.
+
+    ```mlir
+    %fc = braid.add %xw, %bias : (tensor<2x8x128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+    %gelu = braid.gelu tanh %fc : tensor<2x8x128xf32>
+    // becomes (%fc is used later, by the backward pass)
+    %fc, %gelu = braid.fused (%xw, %bias) : (tensor<2x8x128xf32>, tensor<128xf32>)
+        -> (tensor<2x8x128xf32>, tensor<2x8x128xf32>) {
+    ^bb0(%a: tensor<2x8x128xf32>, %b: tensor<128xf32>):
+      %0 = braid.add %a, %b : (tensor<2x8x128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+      %1 = braid.gelu tanh %0 : tensor<2x8x128xf32>
+      braid.yield %0, %1 : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "int64_t", /*default=*/"2",
+           "Fuse only runs of at least this many ops (2; 1 makes every "
+           "fusible op a region of its own).">,
+  ];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

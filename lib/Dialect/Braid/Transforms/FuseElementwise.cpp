@@ -1,0 +1,156 @@
+//===- FuseElementwise.cpp - Elementwise chains into braid.fused ----------===//
+//
+// Groups runs of elementwise ops that feed each other and share a result
+// shape into braid.fused regions, which code generation computes in one
+// loop nest each. Greedy, in program order, one block at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "braid-fuse-elementwise"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// A region being built: its ops in program order, and whether an op
+/// outside it has used one of its values (then nothing may join it: the
+/// fused op replaces its last op, after that use).
+struct Group {
+  SmallVector<Operation *> ops;
+  bool sealed = false;
+};
+
+static ArrayRef<int64_t> resultShape(Operation *op) {
+  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+}
+
+/// Replaces the ops of `group` by one braid.fused op where the last one
+/// was.
+static void fuse(ArrayRef<Operation *> ops) {
+  llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
+  llvm::SetVector<Value> inputs;
+  SmallVector<Value> outputs;
+  for (Operation *op : ops) {
+    for (Value v : op->getOperands())
+      if (!members.contains(v.getDefiningOp()))
+        inputs.insert(v);
+    Value r = op->getResult(0);
+    if (llvm::any_of(r.getUsers(),
+                     [&](Operation *user) { return !members.contains(user); }))
+      outputs.push_back(r);
+  }
+  // Every op feeds another or is used: the last one's value at least is.
+  Operation *last = ops.back();
+  OpBuilder b(last);
+  SmallVector<Type> resultTypes;
+  for (Value v : outputs)
+    resultTypes.push_back(v.getType());
+  // The last op's value first: it has the iteration shape, as all do.
+  auto fused =
+      FusedOp::create(b, last->getLoc(), resultTypes, inputs.getArrayRef());
+  Block *body = b.createBlock(&fused.getBody());
+  IRMapping map;
+  for (Value v : inputs)
+    map.map(v, body->addArgument(v.getType(), v.getLoc()));
+  b.setInsertionPointToEnd(body);
+  for (Operation *op : ops)
+    b.clone(*op, map);
+  SmallVector<Value> yielded;
+  for (Value v : outputs)
+    yielded.push_back(map.lookup(v));
+  YieldOp::create(b, last->getLoc(), yielded);
+  for (auto [v, r] : llvm::zip(outputs, fused.getResults()))
+    v.replaceAllUsesWith(r);
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+}
+
+static void fuseBlock(Block &block, int64_t minOps) {
+  // The group of each op that is in one (index into `groups`).
+  std::vector<Group> groups;
+  DenseMap<Operation *, unsigned> groupOf;
+  for (Operation &op : block) {
+    // The groups whose values `op` reads.
+    llvm::SmallSetVector<unsigned, 4> producers;
+    for (Value v : op.getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (auto it = groupOf.find(def); it != groupOf.end())
+          producers.insert(it->second);
+    std::optional<unsigned> joined;
+    if (FusedOp::isFusible(&op)) {
+      // Join (and merge) the open groups of producers of the same shape.
+      for (unsigned g : producers) {
+        Group &group = groups[g];
+        if (group.sealed || resultShape(group.ops.front()) != resultShape(&op))
+          continue;
+        if (!joined) {
+          joined = g;
+          continue;
+        }
+        // Two regions meet at `op`: the later-built one moves into the
+        // first (program order is kept when fusing, below).
+        for (Operation *member : group.ops) {
+          groups[*joined].ops.push_back(member);
+          groupOf[member] = *joined;
+        }
+        group.ops.clear();
+        group.sealed = true;
+      }
+      if (!joined) {
+        joined = groups.size();
+        groups.emplace_back();
+      }
+      groups[*joined].ops.push_back(&op);
+      groupOf[&op] = *joined;
+    }
+    // A use from outside a group closes it.
+    for (unsigned g : producers)
+      if (!joined || g != *joined)
+        groups[g].sealed = true;
+  }
+  for (Group &group : groups) {
+    if ((int64_t)group.ops.size() < std::max<int64_t>(1, minOps))
+      continue;
+    llvm::sort(group.ops, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    LLVM_DEBUG(llvm::dbgs() << "fusing " << group.ops.size()
+                            << " ops ending in " << *group.ops.back() << "\n");
+    fuse(group.ops);
+  }
+}
+
+struct FuseElementwisePass
+    : public braid::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<Block *> blocks;
+    getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<FusedOp>(op))
+        return WalkResult::skip();
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          blocks.push_back(&block);
+      return WalkResult::advance();
+    });
+    for (Block *block : blocks)
+      fuseBlock(*block, minOps);
+  }
+};
+
+} // namespace
