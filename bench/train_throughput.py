@@ -17,13 +17,17 @@ of two runs' wall times, used before, was lost in the noise of starting the
 program on small models). PyTorch runs one warm-up step, then S timed ones.
 Each is the best of --repeats runs.
 
+With --unfused, the same step compiled with `braidc --no-fuse` (every op
+its own kernel, as before braid-fuse-elementwise) is timed too, in the same
+run, with its own ratio and the fused program's speed-up over it.
+
 With --check (ctest's bench-train-throughput), the script exits 1 unless
 both sides ran at every thread count, Braid's program printed a finite loss
 for each of its 1 + S steps and its summary, every time is finite and
 positive and the ratio is finite; a side that fails ends the script with
 its command and status.
 
-    bench/train_throughput.py [--steps S] [--threads 1,2] [--csv] [--check]
+    bench/train_throughput.py [--steps S] [--threads 1,2] [--unfused] [--csv] [--check]
 """
 
 import math
@@ -161,6 +165,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10, help="timed steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (best taken)")
     parser.add_argument("--threads", default="1,2", help="thread counts to try")
+    parser.add_argument("--unfused", action="store_true",
+                        help="also time the program compiled with braidc --no-fuse")
     parser.add_argument("--csv", action="store_true", help="print CSV")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless both sides ran and every time and the ratio are finite")
@@ -199,15 +205,20 @@ def measure(args):
                              "--braid-train-step=lr=3e-4"))
         program = tmp / "train"
         run(bin_dir / "braidc", train, "--entry", "train_step", "-o", program)
+        unfused = tmp / "train-unfused"
+        if args.unfused:
+            run(bin_dir / "braidc", train, "--entry", "train_step", "--no-fuse", "-o", unfused)
         flops = step_flops(bin_dir, model)
         rows = []
         for t in threads:
             rows.append(("braid", t, time_braid(program, args.steps, t, args.repeats)))
+            if args.unfused:
+                rows.append(("unfused", t, time_braid(unfused, args.steps, t, args.repeats)))
             rows.append(("pytorch", t, time_torch(args, t)))
         sgemm = max(sgemm_gflops(t) for t in threads)
 
     best = {side: min((r[2] for r in rows if r[0] == side and math.isfinite(r[2])),
-                      default=float("nan")) for side in ("braid", "pytorch")}
+                      default=float("nan")) for side in ("braid", "unfused", "pytorch")}
     ratio = best["pytorch"] / best["braid"]
     failures = [f"{side} at {t} thread(s): {sec!r} s per step" for side, t, sec in rows
                 if not (math.isfinite(sec) and sec > 0)]
@@ -219,6 +230,9 @@ def measure(args):
             print(f"{side},{t},{sec * 1e3:.3f},{tokens / sec:.1f},{flops / sec / 1e9:.3f},"
                   f"{flops / sec / 1e9 / sgemm:.4f}")
         print(f"ratio_braid_over_pytorch,{ratio:.3f}")
+        if args.unfused:
+            print(f"ratio_unfused_over_pytorch,{best['pytorch'] / best['unfused']:.3f}")
+            print(f"ratio_braid_over_unfused,{best['unfused'] / best['braid']:.3f}")
         return check(args, failures)
     print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
           f"sequence {args.seq}, vocabulary {args.vocab}, batch {args.batch} ({tokens} tokens); "
@@ -230,6 +244,9 @@ def measure(args):
         print(f"{side:8} {t:>7} {sec * 1e3:>10.2f} {tokens / sec:>10.0f} {flops / sec / 1e9:>9.2f} "
               f"{flops / sec / 1e9 / sgemm:>9.3f}{mark}")
     print(f"braid / pytorch throughput at each side's best thread count (*): {ratio:.2f}x")
+    if args.unfused:
+        print(f"braid --no-fuse / pytorch: {best['pytorch'] / best['unfused']:.2f}x; "
+              f"fused / unfused: {best['unfused'] / best['braid']:.2f}x")
     return check(args, failures)
 
 
