@@ -113,7 +113,8 @@ def test_weights_file_has_state_dict_keys(tmp_path, braid_eval):
 def test_braidc_checkpoint_loads_by_state_dict_names(tmp_path, braid_eval):
     """A checkpoint that a braidc program writes after training the ViT on 2 ranks (dp=2) from the
     module's weights is keyed by state-dict names: its parameters load into a fresh module with
-    load_state_dict (strict), no renaming, and give braid-eval's loss on those weights (1e-5)."""
+    load_state_dict (strict), no renaming, and give braid-eval's loss on those weights (1e-5); a
+    1-rank program resumes from it."""
     model, batch = vit_torch.make(seed=2), vit_torch.batch(size=4)
     imported = _import(tmp_path, model, batch, loss=vit_torch.loss)
     start_checkpoint(imported.weights, tmp_path / "start")
@@ -130,8 +131,14 @@ def test_braidc_checkpoint_loads_by_state_dict_names(tmp_path, braid_eval):
     st.save(tmp_path / "w.st", {n: st.from_numpy(t) for n, t in params.items()})
     loss = _eval_loss(tmp_path, braid_eval)
     expected = vit_torch.loss(fresh(batch["x"]), batch).item()
+    print(f"dp=2 checkpoint: torch {expected!r}, braid {loss!r}, relative {abs(loss - expected) / abs(expected):.2g}")
     assert _close(loss, expected), f"braid {loss!r}, torch {expected!r}"
     assert abs(expected - vit_torch.loss(model(batch["x"]), batch).item()) > 1e-3, "the weights were trained"
+    # Another mesh resumes it: a 1-rank program finds every parameter under the same names.
+    _run_tool(bin_dir / "braidc", tmp_path / "model.mlir", "--train", "--lr", "3e-3", "-o", tmp_path / "serial")
+    _run_tool(tmp_path / "serial", "--resume", tmp_path / "ckpt", "--steps", 1, "--save", tmp_path / "ckpt1")
+    resumed, metadata = read_checkpoint(tmp_path / "ckpt1")
+    assert metadata["step"] == "4" and set(resumed) == set(tensors)
 
 
 def _run_tool(*command):
