@@ -312,7 +312,10 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       cost.ppTransferTime = std::max(cost.ppTransferTime, t);
       cost.ppCommBytes = std::max(cost.ppCommBytes, 2.0 * m * bytes);
     }
-    sched::Schedule schedule;
+    // The automatic schedule depends on the stage times; the others are
+    // cached and simulated in place.
+    sched::Schedule autoSchedule;
+    const sched::Schedule *schedule = &autoSchedule;
     if (plan.schedule == sched::ScheduleKind::Auto) {
       sched::ScheduleRequest request;
       request.kind = plan.schedule;
@@ -323,7 +326,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       llvm::Expected<sched::Schedule> s = sched::generateSchedule(request);
       if (!s)
         return s.takeError();
-      schedule = std::move(*s);
+      autoSchedule = std::move(*s);
     } else {
       auto key = std::make_tuple((int)plan.schedule, plan.pp, m, chunks);
       auto it = cache->schedules.find(key);
@@ -338,10 +341,10 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
           return s.takeError();
         it = cache->schedules.emplace(key, std::move(*s)).first;
       }
-      schedule = it->second;
+      schedule = &it->second;
     }
     llvm::Expected<sched::SimulationResult> sim =
-        sched::simulate(schedule, costs);
+        sched::simulate(*schedule, costs);
     if (!sim)
       return sim.takeError();
     cost.pipelineTime = sim->makespan;

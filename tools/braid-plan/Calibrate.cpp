@@ -171,12 +171,6 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
     return llvm::createStringError(
         "calibrate: '%s' not found (install openmpi-bin or pass --mpirun)",
         mpirun.c_str());
-  llvm::SmallString<128> outPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("braid-plan-comm", "txt", outPath))
-    return llvm::createStringError("calibrate: cannot create a temporary "
-                                   "file: %s",
-                                   ec.message().c_str());
   std::string ranks = std::to_string(options.ranks);
   std::vector<llvm::StringRef> args = {*mpirunPath, "-n", ranks};
   // Root in containers, and more ranks than cores where asked.
@@ -186,44 +180,79 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   args.push_back("--calibrate-comm-worker");
   if (options.quick)
     args.push_back("--quick");
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath.str(),
-                                                std::nullopt};
-  std::string errMsg;
-  log << "calibrate: " << llvm::join(args, " ") << "\n";
-  int rc = llvm::sys::ExecuteAndWait(*mpirunPath, args, std::nullopt, redirects,
-                                     /*SecondsToWait=*/600, 0, &errMsg);
-  auto buffer = llvm::MemoryBuffer::getFile(outPath);
-  llvm::sys::fs::remove(outPath);
-  if (rc != 0)
-    return llvm::createStringError(
-        "calibrate: the collective timings failed (exit %d%s%s)", rc,
-        errMsg.empty() ? "" : ": ", errMsg.c_str());
-  if (!buffer)
-    return llvm::createStringError("calibrate: no collective timings");
-  std::map<std::string, std::vector<TimingSample>> samples;
-  llvm::SmallVector<llvm::StringRef> lines;
-  (*buffer)->getBuffer().split(lines, '\n');
-  for (llvm::StringRef line : lines) {
-    llvm::SmallVector<llvm::StringRef> f;
-    line.trim().split(f, ' ', -1, false);
-    double bytes, seconds;
-    if (f.size() != 3 || f[1].getAsDouble(bytes) || f[2].getAsDouble(seconds))
-      continue;
-    samples[f[0].str()].push_back({bytes, seconds});
-  }
+
+  // Per kind and size, the fastest time of any attempt. On a busy machine
+  // one run's timings can be noise (time falling with size); another run
+  // of the workers then gives each size more chances.
+  std::map<std::string, std::map<double, double>> best;
   LinkLevel level;
+  std::string fitFailure;
+  const int attempts = 3;
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    fitFailure.clear();
+    llvm::SmallString<128> outPath;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "braid-plan-comm", "txt", outPath))
+      return llvm::createStringError("calibrate: cannot create a temporary "
+                                     "file: %s",
+                                     ec.message().c_str());
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath.str(),
+                                                  std::nullopt};
+    std::string errMsg;
+    log << "calibrate: " << llvm::join(args, " ") << "\n";
+    int rc =
+        llvm::sys::ExecuteAndWait(*mpirunPath, args, std::nullopt, redirects,
+                                  /*SecondsToWait=*/600, 0, &errMsg);
+    auto buffer = llvm::MemoryBuffer::getFile(outPath);
+    llvm::sys::fs::remove(outPath);
+    if (rc != 0)
+      return llvm::createStringError(
+          "calibrate: the collective timings failed (exit %d%s%s)", rc,
+          errMsg.empty() ? "" : ": ", errMsg.c_str());
+    if (!buffer)
+      return llvm::createStringError("calibrate: no collective timings");
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*buffer)->getBuffer().split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      llvm::SmallVector<llvm::StringRef> f;
+      line.trim().split(f, ' ', -1, false);
+      double bytes, seconds;
+      if (f.size() != 3 || f[1].getAsDouble(bytes) || f[2].getAsDouble(seconds))
+        continue;
+      auto [it, inserted] = best[f[0].str()].try_emplace(bytes, seconds);
+      if (!inserted)
+        it->second = std::min(it->second, seconds);
+    }
+    for (int k = 0; k < kNumCollectiveKinds; ++k) {
+      CollectiveKind kind = CollectiveKind(k);
+      std::string name = getCollectiveKindName(kind).str();
+      std::vector<TimingSample> samples;
+      for (auto &[bytes, seconds] : best[name])
+        samples.push_back({bytes, seconds});
+      llvm::Expected<LinkCost> fit = fitLinkCost(kind, options.ranks, samples);
+      if (!fit) {
+        fitFailure = llvm::toString(fit.takeError());
+        break;
+      }
+      level.costs[k] = *fit;
+    }
+    if (fitFailure.empty())
+      break;
+    if (attempt < attempts)
+      log << "calibrate: " << fitFailure << "; timing again\n";
+  }
+  if (!fitFailure.empty())
+    return llvm::createStringError(
+        llvm::formatv("calibrate: {0} (after {1} runs; is the machine very "
+                      "busy?)",
+                      fitFailure, attempts)
+            .str());
   for (int k = 0; k < kNumCollectiveKinds; ++k) {
-    CollectiveKind kind = CollectiveKind(k);
-    std::string name = getCollectiveKindName(kind).str();
-    llvm::Expected<LinkCost> fit =
-        fitLinkCost(kind, options.ranks, samples[name]);
-    if (!fit)
-      return fit.takeError();
-    level.costs[k] = *fit;
+    std::string name = getCollectiveKindName(CollectiveKind(k)).str();
     log << formatv("calibrate: {0} on {1} ranks: alpha {2:F2} us, beta "
-                   "{3:F2} GB/s ({4} timings)\n",
-                   name, options.ranks, fit->alpha * 1e6, fit->beta / 1e9,
-                   samples[name].size());
+                   "{3:F2} GB/s ({4} sizes)\n",
+                   name, options.ranks, level.costs[k].alpha * 1e6,
+                   level.costs[k].beta / 1e9, best[name].size());
   }
   hw.intraNode = level;
   hw.intraNode.name = "intra_node";

@@ -31,6 +31,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
+
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::plan;
@@ -107,6 +109,11 @@ static cl::opt<bool> overlapGradReduce(
     cl::desc("Overlap the data-parallel gradient reduction with the "
              "backward (default: after the pipeline, as Megatron-LM 2021)"),
     cl::cat(planCategory));
+static cl::opt<int> repeat(
+    "repeat",
+    cl::desc("Evaluate the plan this many times and print the mean time of "
+             "one evaluation (the cost a search pays per plan)"),
+    cl::init(1), cl::cat(planCategory));
 static cl::opt<bool> printModelCosts("model-costs",
                                      cl::desc("Also print the per-segment "
                                               "costs read from the model"),
@@ -321,9 +328,24 @@ int main(int argc, char **argv) {
   config.optimizerBytes = optimizerBytes;
   config.overlapGradientReduce = overlapGradReduce;
   PlanCostModel costModel(*model, *hw, config);
+  auto start = std::chrono::steady_clock::now();
   Expected<PlanCost> cost = costModel.evaluate(*plan);
   if (!cost)
     return fail(toString(cost.takeError()));
+  double first =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (repeat > 1) {
+    start = std::chrono::steady_clock::now();
+    for (int i = 1; i < repeat; ++i)
+      cantFail(costModel.evaluate(*plan).takeError());
+    double rest =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    errs() << formatv("braid-plan: first evaluation {0:F3} ms (generates "
+                      "the schedule), then {1:F3} ms each over {2}\n",
+                      first * 1e3, rest / (repeat - 1) * 1e3, repeat - 1);
+  }
   if (jsonOutput) {
     outs() << formatv("{0:2}", toJson(*cost)) << "\n";
     return 0;

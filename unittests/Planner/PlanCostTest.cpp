@@ -198,4 +198,21 @@ TEST_F(PlanCostTest, MoreMicrobatchesShrinkTheBubble) {
   EXPECT_GT(large, 0);
 }
 
+TEST_F(PlanCostTest, CachedSchedulesAndTheAutomaticOne) {
+  Plan plan;
+  plan.pp = 2;
+  plan.microbatches = 8;
+  plan.schedule = sched::ScheduleKind::ZBH1;
+  PlanCost first = evaluate(plan), again = evaluate(plan);
+  EXPECT_EQ(first.stepTime, again.stepTime);
+  plan.schedule = sched::ScheduleKind::OneFOneB;
+  PlanCost oneF = evaluate(plan);
+  // The automatic scheduler searches for the shortest schedule under the
+  // default memory limit (p, as 1F1B's), so it is no slower than 1F1B.
+  plan.schedule = sched::ScheduleKind::Auto;
+  PlanCost automatic = evaluate(plan);
+  EXPECT_LE(automatic.pipelineTime, oneF.pipelineTime * (1 + 1e-9));
+  EXPECT_LT(first.pipelineTime, oneF.pipelineTime);
+}
+
 } // namespace
