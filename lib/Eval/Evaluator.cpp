@@ -501,17 +501,43 @@ SmallVector<int64_t> mlir::braid::getDeviceCoords(MeshOp mesh, int64_t rank) {
 
 /// For each dimension: the number of blocks it is split into, and the
 /// index of the block the device at `coords` holds.
-static void blockIndex(ShardingAttr sharding, MeshOp mesh,
-                       ArrayRef<int64_t> coords, unsigned dim,
-                       int64_t &count, int64_t &index) {
+static void blockIndex(ArrayRef<StringRef> axes, MeshOp mesh,
+                       ArrayRef<int64_t> coords, int64_t &count,
+                       int64_t &index) {
   count = 1;
   index = 0;
-  for (StringRef a : sharding.getDimAxes(dim)) {
+  for (StringRef a : axes) {
     unsigned i = *mesh.getAxisIndex(a);
     count *= mesh.getShape()[i];
     index = index * mesh.getShape()[i] + coords[i];
   }
 }
+static void blockIndex(ShardingAttr sharding, MeshOp mesh,
+                       ArrayRef<int64_t> coords, unsigned dim, int64_t &count,
+                       int64_t &index) {
+  blockIndex(sharding.getDimAxes(dim), mesh, coords, count, index);
+}
+
+namespace {
+/// The block the device at `coords` holds, as a box in the view of the
+/// whole tensor where strided splits are plain (ShardingAttr::getView):
+/// row-major, the view's flat indices are the tensor's, and the box's are
+/// the device's local tensor's.
+struct ViewBlock {
+  SmallVector<int64_t> global, local, offsets;
+  ViewBlock(ShardingAttr sharding, MeshOp mesh, ArrayRef<int64_t> coords,
+            ArrayRef<int64_t> shape) {
+    SmallVector<SmallVector<StringRef>> axes;
+    sharding.getView(shape, global, axes);
+    for (auto [n, dimAxes] : llvm::zip(global, axes)) {
+      int64_t count, index;
+      blockIndex(dimAxes, mesh, coords, count, index);
+      local.push_back(n / count);
+      offsets.push_back(index * local.back());
+    }
+  }
+};
+} // namespace
 
 SmallVector<int64_t> mlir::braid::getGlobalShape(ArrayRef<int64_t> local,
                                                  ShardingAttr sharding,
@@ -550,15 +576,15 @@ static void forEachInBlock(ArrayRef<int64_t> global, ArrayRef<int64_t> local,
 
 Tensor mlir::braid::extractShard(const Tensor &global, ShardingAttr sharding,
                                  MeshOp mesh, ArrayRef<int64_t> coords) {
-  SmallVector<int64_t> local(global.shape()), offsets;
+  SmallVector<int64_t> local(global.shape());
   for (unsigned d = 0; d < local.size(); ++d) {
     int64_t count, index;
     blockIndex(sharding, mesh, coords, d, count, index);
     local[d] /= count;
-    offsets.push_back(index * local[d]);
   }
   Tensor out(local, global.dtype());
-  forEachInBlock(global.shape(), local, offsets,
+  ViewBlock view(sharding, mesh, coords, global.shape());
+  forEachInBlock(view.global, view.local, view.offsets,
                  [&](int64_t g, int64_t l) { out[l] = global[g]; });
   return out;
 }
@@ -581,12 +607,7 @@ FailureOr<Tensor> mlir::braid::assembleShards(ArrayRef<Tensor> blocks,
   SmallVector<int64_t> ranks;
   for (int64_t r = 0, n = blocks.size(); r < n; ++r) {
     SmallVector<int64_t> coords = getDeviceCoords(mesh, r);
-    SmallVector<int64_t> offsets;
-    for (unsigned d = 0; d < local.size(); ++d) {
-      int64_t count, index;
-      blockIndex(sharding, mesh, coords, d, count, index);
-      offsets.push_back(index * local[d]);
-    }
+    ViewBlock view(sharding, mesh, coords, shape);
     bool primary = true;
     SmallVector<int64_t> source(coords);
     for (unsigned i = 0; i < coords.size(); ++i)
@@ -595,9 +616,8 @@ FailureOr<Tensor> mlir::braid::assembleShards(ArrayRef<Tensor> blocks,
         source[i] = 0;
       }
     if (primary) {
-      forEachInBlock(shape, local, offsets, [&](int64_t g, int64_t l) {
-        global[g] += blocks[r][l];
-      });
+      forEachInBlock(view.global, view.local, view.offsets,
+                     [&](int64_t g, int64_t l) { global[g] += blocks[r][l]; });
       continue;
     }
     // A replica: compare with the primary copy.

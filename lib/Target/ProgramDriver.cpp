@@ -111,12 +111,13 @@ FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
     if (auto block =
             fn.getArgAttrOfType<braid::ShardingAttr>(i, "braid.block_of")) {
       if (!mesh || block.getMesh().getValue() != mesh.getSymName() ||
-          !block.getPartialAxes().empty() || info.isStep ||
-          info.type.getRank() > 16)
+          !block.getPartialAxes().empty() || !block.getBlocks().empty() ||
+          info.isStep || info.type.getRank() > 16)
         return fn.emitError() << "argument '" << info.name
                               << "' has a block_of that braidc cannot "
                                  "generate (another mesh, a partial sum, "
-                                 "the step or a rank above 16)";
+                                 "a split strided over blocks, the step or "
+                                 "a rank above 16)";
       info.sharded = true;
       for (unsigned d = 0; d < info.type.getRank(); ++d) {
         SmallVector<StringRef> axes = block.getDimAxes(d);

@@ -178,8 +178,8 @@ static void test_checkpoint(void) {
   char dir[256];
   snprintf(dir, sizeof dir, "%s/braid-program-spmd-test-%lld",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long long)pid);
-  braid_rt_program_slot_t slots[2] = {{"w", 2, global, spec, -1},
-                                      {"r", 1, global1, spec1, -1}};
+  braid_rt_program_slot_t slots[2] = {{"w", 2, global, spec, -1, NULL},
+                                      {"r", 1, global1, spec1, -1, NULL}};
   float *params[2] = {block, rep};
   braid_rt_program_save(dir, 17, 2, slots, params, 0);
 

@@ -204,7 +204,7 @@ static void test_mesh(void) {
   char dir[256];
   snprintf(dir, sizeof dir, "%s/braid-staging-test-%lld",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long long)pid);
-  braid_rt_program_slot_t slots[1] = {{"w", 2, global, spec, -1}};
+  braid_rt_program_slot_t slots[1] = {{"w", 2, global, spec, -1, NULL}};
   float *params[1] = {block};
   braid_rt_program_save(dir, 9, 1, slots, params, 0);
   float *resumed = braid_rt_program_alloc_f32(count);

@@ -4,14 +4,14 @@
 // Tests that `spmd` lowers a module without a mesh as a per-rank program of
 // one rank: it includes program_spmd.h and describes its parameter slots for
 // checkpoints (name, rank, whole shape, block spec: replicated; owner: every
-// rank; no pipeline), which a
+// rank; no strided blocks; no pipeline), which a
 // program without it does not.
 
 // CHECK-DAG: emitc.include "braid/rt/program_spmd.h"
 // CHECK-LABEL: emitc.func @braid_program_init(
 // CHECK: emitc.verbatim "static const int64_t braid_slot_shape_0[] = {4, 3, 0};
 // CHECK-SAME: static const int64_t braid_slot_spec_0[] = {0, 0, 0};
-// CHECK-SAME: {\22w\22, 2, braid_slot_shape_0, braid_slot_spec_0, -1},
+// CHECK-SAME: {\22w\22, 2, braid_slot_shape_0, braid_slot_spec_0, -1, 0},
 // CHECK-SAME: static const int64_t braid_num_slots = 1;
 // CHECK-SAME: static const int64_t braid_pipeline_mask = 0;"
 

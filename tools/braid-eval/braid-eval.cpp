@@ -345,7 +345,8 @@ private:
     MLIRContext *ctx = mesh.getContext();
     SmallVector<Attribute> dims(rank, ArrayAttr::get(ctx, {}));
     return ShardingAttr::get(ctx, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-                             ArrayAttr::get(ctx, dims), nullptr);
+                             ArrayAttr::get(ctx, dims), nullptr,
+                             ArrayRef<int64_t>());
   }
 
   MeshOp mesh;

@@ -146,11 +146,15 @@ public:
                               ArrayAttr axes, int64_t *size = nullptr);
   /// For a sharded parameter or argument: the whole shape and the spec of
   /// braid_rt_program_block (per dimension: the number of axes, their
-  /// indices).
+  /// indices). With `view`, a split strided over blocks is described as a
+  /// plain split of the view [b, n / b] (row-major, the same elements), as
+  /// braid_rt_program_block takes it; without, `blocks` gets each
+  /// dimension's count, as checkpoint slots take it.
   LogicalResult getBlockSpec(Operation *op, ShardingAttr sharding,
                              ArrayRef<int64_t> local,
                              SmallVectorImpl<int64_t> &global,
-                             SmallVectorImpl<int64_t> &spec);
+                             SmallVectorImpl<int64_t> &spec, bool view = true,
+                             SmallVectorImpl<int64_t> *blocks = nullptr);
 
   const LoweringTable &table;
   const TargetDescription &target;

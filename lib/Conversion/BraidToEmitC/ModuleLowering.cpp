@@ -195,11 +195,12 @@ FailureOr<int64_t> ModuleLowering::getGroup(Operation *op,
   return mask;
 }
 
-LogicalResult ModuleLowering::getBlockSpec(Operation *op,
-                                           ShardingAttr sharding,
+LogicalResult ModuleLowering::getBlockSpec(Operation *op, ShardingAttr sharding,
                                            ArrayRef<int64_t> local,
                                            SmallVectorImpl<int64_t> &global,
-                                           SmallVectorImpl<int64_t> &spec) {
+                                           SmallVectorImpl<int64_t> &spec,
+                                           bool view,
+                                           SmallVectorImpl<int64_t> *blocks) {
   if (!mesh || sharding.getMesh().getValue() != mesh.getSymName())
     return op->emitOpError() << "holds a block on mesh " << sharding.getMesh()
                              << "; generated code runs on the module's one "
@@ -207,12 +208,24 @@ LogicalResult ModuleLowering::getBlockSpec(Operation *op,
   if (!sharding.getPartialAxes().empty())
     return op->emitOpError() << "holds a partial sum; generated code takes "
                                 "blocks of whole tensors only";
-  if (local.size() > 16) // braid_rt_program_block_runs
-    return op->emitOpError() << "holds a block of a rank-" << local.size()
-                             << " tensor; generated code takes blocks of "
-                                "rank 16 at most";
+  int64_t strided =
+      llvm::count_if(sharding.getBlocks(), [](int64_t b) { return b > 1; });
+  if (local.size() + strided > 16) // braid_rt_program_block_runs
+    return op->emitOpError()
+           << "holds a block of a rank-" << local.size() << " tensor"
+           << (strided ? " strided over blocks" : "")
+           << "; generated code takes blocks of rank 16 at "
+              "most (a strided dimension counts twice)";
   for (unsigned d = 0; d < local.size(); ++d) {
     SmallVector<StringRef> axes = sharding.getDimAxes(d);
+    int64_t b = sharding.getDimBlocks(d);
+    if (blocks)
+      blocks->push_back(b);
+    if (view && b > 1) {
+      // The view's block index: whole on every device.
+      spec.push_back(0);
+      global.push_back(b);
+    }
     spec.push_back(axes.size());
     int64_t count = 1;
     for (StringRef a : axes) {
@@ -223,7 +236,7 @@ LogicalResult ModuleLowering::getBlockSpec(Operation *op,
       spec.push_back(*index);
       count *= mesh.getShape()[*index];
     }
-    global.push_back(local[d] * count);
+    global.push_back(local[d] * count / (view ? b : 1));
   }
   return success();
 }
@@ -377,7 +390,7 @@ void ModuleLowering::emitInitFunction(Location loc) {
       (void)getBlockSpec(module, param.blockOf, param.type.getShape(), global,
                          spec); // checked in getSlot
       Value rank = emitc::ConstantOp::create(
-          b, loc, b.getI64Type(), b.getI64IntegerAttr(param.type.getRank()));
+          b, loc, b.getI64Type(), b.getI64IntegerAttr((int64_t)global.size()));
       emitc::CallOpaqueOp::create(
           b, loc, TypeRange{}, "braid_rt_program_init_block_f32",
           ValueRange{seed, name, kind, a, bArg, rank,
@@ -412,10 +425,10 @@ void ModuleLowering::emitInitFunction(Location loc) {
     os << "0}";
   };
   for (auto [slot, param] : llvm::enumerate(slots)) {
-    SmallVector<int64_t> global, spec;
+    SmallVector<int64_t> global, spec, blocks;
     if (param.blockOf) {
       (void)getBlockSpec(module, param.blockOf, param.type.getShape(), global,
-                         spec);
+                         spec, /*view=*/false, &blocks);
     } else {
       global.assign(param.type.getShape().begin(), param.type.getShape().end());
       spec.assign(global.size(), 0);
@@ -425,15 +438,24 @@ void ModuleLowering::emitInitFunction(Location loc) {
     os << ";\nstatic const int64_t braid_slot_spec_" << slot << "[] = ";
     list(spec);
     os << ";\n";
+    if (llvm::any_of(blocks, [](int64_t b) { return b > 1; })) {
+      os << "static const int64_t braid_slot_blocks_" << slot << "[] = ";
+      list(blocks);
+      os << ";\n";
+    }
   }
   os << "static const braid_rt_program_slot_t braid_slots[] = {";
   for (auto [slot, param] : llvm::enumerate(slots))
     os << "\n    {" << quote(param.name) << ", " << param.type.getRank()
-       << ", braid_slot_shape_" << slot << ", braid_slot_spec_" << slot
-       << ", " << param.owner << "},";
-  os << "\n    {0, 0, 0, 0, 0}};\nstatic const int64_t braid_num_slots = "
-     << slots.size() << ";\nstatic const int64_t braid_pipeline_mask = "
-     << pipelineMask << ";";
+       << ", braid_slot_shape_" << slot << ", braid_slot_spec_" << slot << ", "
+       << param.owner << ", "
+       << (param.blockOf && !param.blockOf.getBlocks().empty()
+               ? "braid_slot_blocks_" + std::to_string(slot)
+               : std::string("0"))
+       << "},";
+  os << "\n    {0, 0, 0, 0, 0, 0}};\nstatic const int64_t braid_num_slots = "
+     << slots.size()
+     << ";\nstatic const int64_t braid_pipeline_mask = " << pipelineMask << ";";
   OpBuilder after(ctx);
   after.setInsertionPointAfter(fn);
   emitc::VerbatimOp::create(after, loc, after.getStringAttr(text),

@@ -76,6 +76,93 @@ static braid_rt_status_t host_buffer(float *device, int64_t count, int copy,
   return status == BRAID_RT_OK ? braid_rt_memory_synchronize(stream) : status;
 }
 
+/* A slot's block as boxes of its whole tensor. A plain split is one box;
+   one strided over blocks (slot->blocks) is one box per combination of
+   block indices, each a strided part of the rank's buffer (whose flat
+   order is that of the view [b, n / b] of each strided dimension), packed
+   one after another for the checkpoint writer and reader. */
+typedef struct {
+  const braid_rt_program_slot_t *slot;
+  int64_t boxes, box_count;
+  int64_t local[16];
+  /* The view: its rank, this rank's block of it, and for each view
+     dimension whether it is a block index (the major half of a strided
+     dimension). */
+  int64_t view_rank, view_local[32], view_offsets[32], is_block[32];
+} slot_boxes_t;
+
+static void slot_boxes(const braid_rt_program_slot_t *slot, slot_boxes_t *b) {
+  int64_t view_global[32], view_spec[32 * 17];
+  int64_t rank = slot->rank, v = 0, q = 0;
+  const int64_t *p = slot->spec;
+  b->slot = slot;
+  b->boxes = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t count = slot->blocks ? slot->blocks[d] : 1;
+    if (count > 1) {
+      view_global[v] = count;
+      b->is_block[v++] = 1;
+      view_spec[q++] = 0;
+      b->boxes *= count;
+    }
+    view_global[v] = slot->global[d] / count;
+    b->is_block[v++] = 0;
+    int64_t axes = *p++;
+    view_spec[q++] = axes;
+    for (int64_t k = 0; k < axes; ++k)
+      view_spec[q++] = *p++;
+  }
+  b->view_rank = v;
+  braid_rt_program_block(v, view_global, view_spec, b->view_local,
+                         b->view_offsets);
+  for (int64_t d = 0, w = 0; d < rank; ++d, ++w) {
+    w += slot->blocks && slot->blocks[d] > 1;
+    b->local[d] = b->view_local[w];
+  }
+  b->box_count = num_elements(rank, b->local);
+}
+
+/* The offsets of box c: block index j_d of each strided dimension d (mixed
+   radix, d major) and the rank's share within the block. */
+static void box_offsets(const slot_boxes_t *b, int64_t c, int64_t *offsets) {
+  const braid_rt_program_slot_t *slot = b->slot;
+  for (int64_t d = slot->rank - 1, w = b->view_rank - 1; d >= 0; --d, --w) {
+    int64_t count = slot->blocks ? slot->blocks[d] : 1, j = 0;
+    if (count > 1) {
+      j = c % count;
+      c /= count;
+    }
+    offsets[d] = j * (slot->global[d] / count) + b->view_offsets[w];
+    w -= count > 1;
+  }
+}
+
+/* Copies between a rank's buffer (the view's flat order) and its boxes
+   packed one after another: to the boxes when `pack`, back otherwise. */
+static void slot_pack(const slot_boxes_t *b, float *buffer, float *boxes,
+                      int pack) {
+  int64_t idx[32] = {0}, count = num_elements(b->view_rank, b->view_local);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t box = 0, inner = 0;
+    for (int64_t w = 0; w < b->view_rank; ++w) {
+      if (b->is_block[w])
+        box = box * b->view_local[w] + idx[w];
+      else
+        inner = inner * b->view_local[w] + idx[w];
+    }
+    float *packed = boxes + box * b->box_count + inner;
+    if (pack)
+      *packed = buffer[flat];
+    else
+      buffer[flat] = *packed;
+    for (int64_t w = b->view_rank - 1; w >= 0; --w) {
+      if (++idx[w] < b->view_local[w])
+        break;
+      idx[w] = 0;
+    }
+  }
+}
+
 void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
                            const braid_rt_program_slot_t *slots,
                            float *const *params, int64_t pipeline_mask) {
@@ -88,7 +175,7 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
   braid_rt_checkpoint_writer_t *w = NULL;
   braid_rt_status_t status = braid_rt_checkpoint_writer_create(
       s->ctx, braid_rt_program_comm(braid_rt_program_world_mask()), path, &w);
-  int64_t local[16], offsets[16];
+  int64_t offsets[16];
   int64_t stage =
       pipeline_mask ? braid_rt_program_group_position(pipeline_mask) : -1;
   /* The writer reads the blocks at commit: host copies live until then. */
@@ -98,16 +185,29 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
     if (!params[i] || (slots[i].owner >= 0 && slots[i].owner != stage))
       continue; /* not held here, or a stale copy: another stage updates it */
-    braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
-                           local, offsets);
+    slot_boxes_t boxes;
+    slot_boxes(&slots[i], &boxes);
     float *owned, *host;
-    status = host_buffer(params[i], num_elements(slots[i].rank, local),
+    status = host_buffer(params[i], boxes.boxes * boxes.box_count,
                          /*copy=*/1, &owned, &host);
     staged[i] = owned;
-    if (status == BRAID_RT_OK)
+    if (status == BRAID_RT_OK && boxes.boxes > 1) {
+      /* Strided: the boxes are packed apart, and live until the commit. */
+      float *packed = (float *)malloc(
+          (size_t)(boxes.boxes * boxes.box_count) * sizeof(float) + 1);
+      if (!packed)
+        status = BRAID_RT_OUT_OF_MEMORY;
+      else
+        slot_pack(&boxes, host, packed, /*pack=*/1);
+      free(owned);
+      staged[i] = host = packed;
+    }
+    for (int64_t c = 0; status == BRAID_RT_OK && c < boxes.boxes; ++c) {
+      box_offsets(&boxes, c, offsets);
       status = braid_rt_checkpoint_writer_add_f32(
           w, slots[i].name, (int)slots[i].rank, slots[i].global, offsets,
-          local, host);
+          boxes.local, host + c * boxes.box_count);
+    }
   }
   char step[32];
   snprintf(step, sizeof step, "%lld", (long long)next_step);
@@ -243,19 +343,32 @@ int64_t braid_rt_program_resume(const char *dir, int64_t n,
   snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
   braid_rt_checkpoint_reader_t *r = NULL;
   braid_rt_status_t status = braid_rt_checkpoint_open(s->ctx, path, &r);
-  int64_t local[16], offsets[16], step = -1;
+  int64_t offsets[16], step = -1;
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
     if (!params[i])
       continue; /* a slot another pipeline stage holds */
-    braid_rt_program_block(slots[i].rank, slots[i].global, slots[i].spec,
-                           local, offsets);
-    int64_t count = num_elements(slots[i].rank, local);
+    slot_boxes_t boxes;
+    slot_boxes(&slots[i], &boxes);
+    int64_t count = boxes.boxes * boxes.box_count;
     float *owned, *host;
     status = host_buffer(params[i], count, /*copy=*/0, &owned, &host);
-    if (status == BRAID_RT_OK)
+    float *packed = host;
+    if (status == BRAID_RT_OK && boxes.boxes > 1) {
+      packed = (float *)malloc((size_t)count * sizeof(float) + 1);
+      if (!packed)
+        status = BRAID_RT_OUT_OF_MEMORY;
+    }
+    for (int64_t c = 0; status == BRAID_RT_OK && c < boxes.boxes; ++c) {
+      box_offsets(&boxes, c, offsets);
       status = braid_rt_checkpoint_read_block_f32(
           r, slots[i].name, (int)slots[i].rank, slots[i].global, offsets,
-          local, host);
+          boxes.local, packed + c * boxes.box_count);
+    }
+    if (packed != host) {
+      if (status == BRAID_RT_OK)
+        slot_pack(&boxes, host, packed, /*pack=*/0);
+      free(packed);
+    }
     if (status == BRAID_RT_OK && owned) {
       braid_rt_stream_t *stream = braid_rt_program_stream();
       status = braid_rt_memory_copy_to_device(stream, params[i], owned,

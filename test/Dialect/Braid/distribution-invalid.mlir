@@ -249,3 +249,39 @@ func.func @vocab_mesh(%ids: tensor<3xi32>, %g: tensor<3x4xf32>) -> tensor<8x4xf3
   %0 = braid.embedding_grad %ids, %g {mesh = @nomesh, vocab_axes = ["tp"]} : (tensor<3xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
+
+// -----
+
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 4>}
+func.func @strided_not_divisible(%x: tensor<6x4xf32>) {
+  // expected-error@+1 {{dimension 0 of size 6 of the value ('tensor<6x4xf32>') is not divisible by 3 blocks times mesh axes 'tp' (size 4)}}
+  %0 = braid.shard %x : tensor<6x4xf32> to #braid.sharding<@mesh, [["tp"], []], blocks = [3, 1]>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["tp"], shape = array<i64: 2>}
+func.func @blocks_unsplit(%x: tensor<6x4xf32>) {
+  // expected-error@+1 {{dimension 1 has 2 blocks but is not split over any axis}}
+  %0 = braid.shard %x : tensor<6x4xf32> to #braid.sharding<@mesh, [["tp"], []], blocks = [3, 2]>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["tp"], shape = array<i64: 2>}
+func.func @blocks_count(%x: tensor<6x4xf32>) {
+  // expected-error@+1 {{blocks lists 1 counts for 2 dimensions}}
+  %0 = braid.shard %x : tensor<6x4xf32> to #braid.sharding<@mesh, [["tp"], []], blocks = [3]>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["tp"], shape = array<i64: 2>}
+func.func @blocks_ones(%x: tensor<6x4xf32>) {
+  // expected-error@+1 {{blocks of 1 everywhere: omit them}}
+  %0 = braid.shard %x : tensor<6x4xf32> to #braid.sharding<@mesh, [["tp"], []], blocks = [1, 1]>
+  return
+}

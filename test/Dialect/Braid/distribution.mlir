@@ -16,7 +16,10 @@ func.func @annotate(%x: tensor<8x16xf32> {braid.sharding = #braid.sharding<@mesh
   %1 = braid.shard %0 : tensor<8x16xf32> to #braid.sharding<@mesh, [[], []], partial = ["tp"]>
   // CHECK: braid.shard %{{.*}} : tensor<8x16xf32> to #braid.sharding<@mesh, {{\[}}["dp", "tp"], []]>
   %2 = braid.shard %1 : tensor<8x16xf32> to #braid.sharding<@mesh, [["dp", "tp"], []]>
-  return %2 : tensor<8x16xf32>
+  // A split strided over blocks (rows viewed as [2, 4], each block split).
+  // CHECK: braid.shard %{{.*}} : tensor<8x16xf32> to #braid.sharding<@mesh, {{\[}}["dp"], []], blocks = [2, 1]>
+  %3 = braid.shard %2 : tensor<8x16xf32> to #braid.sharding<@mesh, [["dp"], []], blocks = [2, 1]>
+  return %3 : tensor<8x16xf32>
 }
 
 // CHECK-LABEL: func.func @device

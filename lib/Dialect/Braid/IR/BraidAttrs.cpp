@@ -11,6 +11,41 @@ using namespace mlir::braid;
 
 #include "braid/Dialect/Braid/IR/BraidEnums.cpp.inc"
 
+// The optional parts of #braid.sharding after its dimensions:
+// `, partial = ["tp"]` and `, blocks = [3, 1]`, in that order.
+static ParseResult parseShardingTail(AsmParser &parser, ArrayAttr &partial,
+                                     SmallVector<int64_t> &blocks) {
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalKeyword("partial"))) {
+      if (partial || !blocks.empty())
+        return parser.emitError(parser.getCurrentLocation(),
+                                "'partial' comes once, before 'blocks'");
+      if (parser.parseEqual() || parser.parseAttribute(partial))
+        return failure();
+      continue;
+    }
+    if (!blocks.empty() ||
+        parser.parseKeyword("blocks", "or 'partial' after a comma") ||
+        parser.parseEqual() ||
+        parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+          return parser.parseInteger(blocks.emplace_back());
+        }))
+      return failure();
+  }
+  return success();
+}
+
+static void printShardingTail(AsmPrinter &printer, ArrayAttr partial,
+                              ArrayRef<int64_t> blocks) {
+  if (partial)
+    printer << ", partial = " << partial;
+  if (!blocks.empty()) {
+    printer << ", blocks = [";
+    llvm::interleaveComma(blocks, printer);
+    printer << "]";
+  }
+}
+
 #define GET_ATTRDEF_CLASSES
 #include "braid/Dialect/Braid/IR/BraidAttrs.cpp.inc"
 
@@ -110,7 +145,8 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh, ArrayAttr dims,
-                                   ArrayAttr partial) {
+                                   ArrayAttr partial,
+                                   ArrayRef<int64_t> blocks) {
   llvm::SmallSet<StringRef, 4> seen;
   auto checkAxis = [&](Attribute a) -> LogicalResult {
     auto name = dyn_cast<StringAttr>(a);
@@ -134,7 +170,40 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     for (Attribute a : partial)
       if (failed(checkAxis(a)))
         return failure();
+  if (blocks.empty())
+    return success();
+  if (blocks.size() != dims.size())
+    return emitError() << "blocks lists " << blocks.size() << " counts for "
+                       << dims.size() << " dimensions";
+  for (auto [d, b] : llvm::enumerate(blocks)) {
+    if (b < 1)
+      return emitError() << "dimension " << d << " has " << b
+                         << " blocks; a count is at least 1";
+    if (b > 1 && cast<ArrayAttr>(dims[d]).empty())
+      return emitError() << "dimension " << d << " has " << b
+                         << " blocks but is not split over any axis";
+  }
+  if (llvm::all_of(blocks, [](int64_t b) { return b == 1; }))
+    return emitError() << "blocks of 1 everywhere: omit them";
   return success();
+}
+
+int64_t ShardingAttr::getDimBlocks(unsigned dim) const {
+  return getBlocks().empty() ? 1 : getBlocks()[dim];
+}
+
+void ShardingAttr::getView(
+    ArrayRef<int64_t> shape, SmallVectorImpl<int64_t> &viewShape,
+    SmallVectorImpl<SmallVector<StringRef>> &axes) const {
+  for (unsigned d = 0; d < shape.size(); ++d) {
+    int64_t b = getDimBlocks(d);
+    if (b > 1) {
+      viewShape.push_back(b);
+      axes.emplace_back();
+    }
+    viewShape.push_back(shape[d] / b);
+    axes.push_back(getDimAxes(d));
+  }
 }
 
 SmallVector<StringRef> ShardingAttr::getDimAxes(unsigned dim) const {

@@ -1024,16 +1024,23 @@ LogicalResult mlir::braid::verifyShardingFor(Operation *op,
     FailureOr<int64_t> n = axesSize(op, *mesh, axes);
     if (failed(n))
       return failure();
-    if (!local && tensor.getDimSize(d) % *n != 0) {
+    // A strided split cuts each of its blocks: the dimension (whole, or
+    // this device's share) holds a whole number of rows of every block.
+    int64_t blocks = sharding.getDimBlocks(d);
+    if (tensor.getDimSize(d) % (local ? blocks : *n * blocks) != 0) {
       InFlightDiagnostic diag = op->emitOpError()
                                 << "dimension " << d << " of size "
                                 << tensor.getDimSize(d) << " of " << what
-                                << " (" << type
-                                << ") is not divisible by mesh axes ";
-      llvm::interleaveComma(axes, diag, [&](StringRef a) {
-        diag << "'" << a << "' (size "
-             << mesh->getShape()[*mesh->getAxisIndex(a)] << ")";
-      });
+                                << " (" << type << ") is not divisible by ";
+      if (blocks > 1)
+        diag << blocks << " blocks" << (local ? "" : " times ");
+      if (!local)
+        diag << "mesh axes ";
+      if (!local)
+        llvm::interleaveComma(axes, diag, [&](StringRef a) {
+          diag << "'" << a << "' (size "
+               << mesh->getShape()[*mesh->getAxisIndex(a)] << ")";
+        });
       return diag;
     }
   }

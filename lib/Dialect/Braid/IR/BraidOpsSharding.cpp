@@ -262,17 +262,83 @@ ShardingRule ReduceOp::getShardingRule() {
 
 ShardingRule BroadcastOp::getShardingRule() { return elementwiseRule(*this); }
 
-ShardingRule SliceOp::getShardingRule() {
-  // Blocked: a sharded dimension would need its limit rewritten to the
-  // local size, which the partitioner does not do yet.
+/// The rule of a slice of `whole` into `part` (or of its gradient, the
+/// other way): a dimension taken whole is parallel; one taken as block j of
+/// b equal blocks (start j * size, unit stride) is parallel over the
+/// block's rows, the whole tensor's dimension viewed as [b, size], so that
+/// a strided split with b blocks (a fused q/k/v projection's output under
+/// tensor parallelism) slices locally into plain splits (localize divides
+/// start and limit by the split). Other slices keep the dimension whole.
+static ShardingRule sliceRule(ArrayRef<int64_t> whole, ArrayRef<int64_t> part,
+                              ArrayRef<int64_t> start,
+                              std::optional<ArrayRef<int64_t>> stride,
+                              bool gradient) {
   ShardingRule rule;
-  ArrayRef<int64_t> in = shapeOf(getInput());
-  SmallVector<int64_t> factors;
-  for (int64_t a : in)
-    factors.push_back(rule.addFactor(a, Kind::Blocked));
-  rule.operands.push_back(factors);
-  rule.results.push_back(factors);
+  SmallVector<int64_t> factors, blocks;
+  for (auto [d, n] : llvm::enumerate(whole)) {
+    int64_t size = part[d];
+    bool unit = !stride || (*stride)[d] == 1;
+    if (unit && size == n) {
+      factors.push_back(rule.addFactor(n, Kind::Parallel));
+      blocks.push_back(1);
+    } else if (unit && size > 0 && n % size == 0 && start[d] % size == 0) {
+      factors.push_back(rule.addFactor(size, Kind::Parallel));
+      blocks.push_back(n / size);
+    } else {
+      factors.push_back(rule.addFactor(n, Kind::Blocked));
+      blocks.push_back(1);
+    }
+  }
+  // The sliced dimensions of the part map to the block-sized factors.
+  SmallVector<int64_t> partFactors;
+  for (auto [d, f] : llvm::enumerate(factors))
+    partFactors.push_back(
+        rule.factors[f].kind == Kind::Blocked && part[d] != whole[d] ? -1 : f);
+  rule.operands.push_back(gradient ? partFactors : factors);
+  rule.results.push_back(gradient ? factors : partFactors);
+  (gradient ? rule.resultBlocks : rule.operandBlocks).push_back(blocks);
   return rule;
+}
+
+ShardingRule SliceOp::getShardingRule() {
+  return sliceRule(shapeOf(getInput()), getType().getShape(), getStart(),
+                   getStride(), /*gradient=*/false);
+}
+
+/// Start and limit of a per-device slice (or slice gradient) whose
+/// dimensions are split as `factorAxes` says: every sharded dimension is
+/// taken whole or as an aligned block (sliceRule), so both divide by the
+/// split.
+static void localizeSlice(Operation *global, Operation *local,
+                          const ShardingRule &rule, unsigned wholeIndex,
+                          bool wholeIsResult,
+                          ArrayRef<SmallVector<StringRef>> factorAxes,
+                          FlatSymbolRefAttr meshName) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(global, meshName);
+  const auto &map =
+      wholeIsResult ? rule.results[wholeIndex] : rule.operands[wholeIndex];
+  SmallVector<int64_t> start(
+      cast<DenseI64ArrayAttr>(local->getAttr("start")).asArrayRef());
+  SmallVector<int64_t> limit(
+      cast<DenseI64ArrayAttr>(local->getAttr("limit")).asArrayRef());
+  for (auto [d, f] : llvm::enumerate(map)) {
+    if (f < 0 || factorAxes[f].empty())
+      continue;
+    int64_t n = 1;
+    for (StringRef a : factorAxes[f])
+      n *= mesh.getShape()[*mesh.getAxisIndex(a)];
+    start[d] /= n;
+    limit[d] /= n;
+  }
+  Builder b(local->getContext());
+  local->setAttr("start", b.getDenseI64ArrayAttr(start));
+  local->setAttr("limit", b.getDenseI64ArrayAttr(limit));
+}
+
+void SliceOp::localize(Operation *local,
+                       ArrayRef<SmallVector<StringRef>> factorAxes,
+                       FlatSymbolRefAttr mesh) {
+  localizeSlice(*this, local, getShardingRule(), 0, false, factorAxes, mesh);
 }
 
 ShardingRule ConcatOp::getShardingRule() {
@@ -365,15 +431,14 @@ ShardingRule ReduceMaxGradOp::getShardingRule() {
 }
 
 ShardingRule SliceGradOp::getShardingRule() {
-  ShardingRule rule;
-  SmallVector<int64_t> in, out;
-  for (int64_t d : shapeOf(getGrad()))
-    in.push_back(rule.addFactor(d, Kind::Blocked));
-  for (int64_t d : getType().getShape())
-    out.push_back(rule.addFactor(d, Kind::Blocked));
-  rule.operands.push_back(in);
-  rule.results.push_back(out);
-  return rule;
+  return sliceRule(getType().getShape(), shapeOf(getGrad()), getStart(),
+                   getStride(), /*gradient=*/true);
+}
+
+void SliceGradOp::localize(Operation *local,
+                           ArrayRef<SmallVector<StringRef>> factorAxes,
+                           FlatSymbolRefAttr mesh) {
+  localizeSlice(*this, local, getShardingRule(), 0, true, factorAxes, mesh);
 }
 
 //===----------------------------------------------------------------------===//

@@ -143,12 +143,32 @@ Value Partitioner::reshardUncached(OpBuilder &b, Location loc, Local v,
     shape[d] = size;
     return RankedTensorType::get(shape, type(x).getElementType());
   };
+  // A split strided over b blocks is a plain split of the dimension's
+  // minor part in the view [b, n / b]: `collective` is applied to
+  // dimension d + 1 of that view (local reshapes around it).
+  auto viaBlocks = [&](Value x, int64_t d, int64_t blocks,
+                       function_ref<Value(Value, int64_t)> collective) {
+    if (blocks == 1)
+      return collective(x, d);
+    SmallVector<int64_t> shape(type(x).getShape());
+    shape[d] /= blocks;
+    shape.insert(shape.begin() + d, blocks);
+    Value view = ReshapeOp::create(
+        b, loc, RankedTensorType::get(shape, type(x).getElementType()), x);
+    Value y = collective(view, d + 1);
+    SmallVector<int64_t> back(type(y).getShape());
+    back[d] *= back[d + 1];
+    back.erase(back.begin() + d + 1);
+    return (Value)ReshapeOp::create(
+        b, loc, RankedTensorType::get(back, type(y).getElementType()), y);
+  };
   // 1. Pending sums: a reduce_scatter if the target splits one dimension
   //    over exactly the summed axes, an all_reduce otherwise.
   if (!from.partial.empty() && from.partial != to.partial) {
     std::optional<unsigned> scatterDim;
     for (unsigned d = 0; d < to.dims.size(); ++d)
-      if (to.dims[d] == from.partial && from.dims[d].empty())
+      if (to.dims[d] == from.partial && from.dims[d].empty() &&
+          to.getBlocks(d) == 1)
         scatterDim = d;
     if (scatterDim) {
       int64_t n = axesSize(mesh, from.partial);
@@ -170,48 +190,63 @@ Value Partitioner::reshardUncached(OpBuilder &b, Location loc, Local v,
     from.partial.clear();
   }
   // 2. Dimensions split differently: gather them whole.
+  auto same = [&](unsigned d) {
+    return from.dims[d] == to.dims[d] && from.getBlocks(d) == to.getBlocks(d);
+  };
   for (unsigned d = 0; d < from.dims.size(); ++d) {
-    if (from.dims[d] == to.dims[d] || from.dims[d].empty())
+    if (same(d) || from.dims[d].empty())
       continue;
     int64_t n = axesSize(mesh, from.dims[d]);
-    value = AllGatherOp::create(
-        b, loc, withDim(value, d, type(value).getDimSize(d) * n), value,
-        mesh.getSymName(), axesAttr(from.dims[d]), d);
-    from.dims[d].clear();
+    value = viaBlocks(value, d, from.getBlocks(d), [&](Value x, int64_t vd) {
+      return AllGatherOp::create(b, loc,
+                                 withDim(x, vd, type(x).getDimSize(vd) * n), x,
+                                 mesh.getSymName(), axesAttr(from.dims[d]), vd);
+    });
+    from.setDim(d, {});
   }
   // 3. Dimensions the target splits: keep this device's block.
   for (unsigned d = 0; d < to.dims.size(); ++d) {
-    if (from.dims[d] == to.dims[d] || to.dims[d].empty())
+    if (same(d) || to.dims[d].empty())
       continue;
     int64_t n = axesSize(mesh, to.dims[d]);
-    value = AllSliceOp::create(
-        b, loc, withDim(value, d, type(value).getDimSize(d) / n), value,
-        mesh.getSymName(), axesAttr(to.dims[d]), d);
-    from.dims[d] = to.dims[d];
+    value = viaBlocks(value, d, to.getBlocks(d), [&](Value x, int64_t vd) {
+      return AllSliceOp::create(b, loc,
+                                withDim(x, vd, type(x).getDimSize(vd) / n), x,
+                                mesh.getSymName(), axesAttr(to.dims[d]), vd);
+    });
+    from.setDim(d, to.dims[d], to.getBlocks(d));
   }
   return value;
 }
 
 /// The factor shardings of `op` implied by its results' shardings (parallel
-/// factors) and its operands' propagated shardings (reduction factors).
+/// factors) and its operands' propagated shardings (reduction factors), and
+/// the blocks each factor's split is strided over (`blocks`).
 static SmallVector<SmallVector<StringRef>>
 factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
                 ArrayRef<Sharding> results, MeshOp mesh,
                 ArrayRef<ArrayRef<int64_t>> operandShapes,
-                ArrayRef<ArrayRef<int64_t>> resultShapes) {
+                ArrayRef<ArrayRef<int64_t>> resultShapes,
+                SmallVectorImpl<int64_t> &blocks) {
   SmallVector<SmallVector<StringRef>> factors(rule.factors.size());
+  blocks.assign(rule.factors.size(), 1);
   SmallVector<bool> set(rule.factors.size(), false);
   llvm::SmallSet<StringRef, 4> used;
-  auto take = [&](int64_t f, ArrayRef<StringRef> axes) {
-    if (f < 0 || set[f] || axes.empty())
+  // Dimension d of a tensor sharded `s` that the rule views as `rb` blocks
+  // gives its factor s's split with s.blocks / rb blocks, if that divides.
+  auto take = [&](int64_t f, const Sharding &s, unsigned d, int64_t rb) {
+    ArrayRef<StringRef> axes = s.dims[d];
+    if (f < 0 || set[f] || axes.empty() || s.getBlocks(d) % rb != 0)
       return;
     set[f] = true;
+    int64_t count = s.getBlocks(d) / rb;
     if (rule.factors[f].kind == ShardingRule::Kind::Blocked ||
-        !rule.isDivisible(f, axesSize(mesh, axes), operandShapes,
+        !rule.isDivisible(f, axesSize(mesh, axes) * count, operandShapes,
                           resultShapes) ||
         llvm::any_of(axes, [&](StringRef a) { return used.contains(a); }))
       return;
     factors[f].assign(axes.begin(), axes.end());
+    blocks[f] = count;
     for (StringRef a : axes)
       used.insert(a);
   };
@@ -229,37 +264,45 @@ factorShardings(const ShardingRule &rule, ArrayRef<Sharding> operands,
   for (int64_t f = 0, e = rule.factors.size(); f < e; ++f) {
     if (!isReduction(f))
       continue;
-    std::optional<SmallVector<StringRef>> agreed;
+    std::optional<std::pair<SmallVector<StringRef>, int64_t>> agreed;
+    std::optional<std::tuple<const Sharding *, unsigned, int64_t>> first;
     bool alike = true;
-    for (auto [map, s] : llvm::zip(rule.operands, operands))
+    for (auto [i, map, s] : llvm::enumerate(rule.operands, operands))
       for (auto [d, g] : llvm::enumerate(map)) {
         if (g != f)
           continue;
-        if (!agreed)
-          agreed = s.dims[d];
-        else if (*agreed != s.dims[d])
+        int64_t rb = rule.getOperandBlocks(i, d);
+        std::pair<SmallVector<StringRef>, int64_t> split{
+            s.dims[d], s.getBlocks(d) % rb ? -1 : s.getBlocks(d) / rb};
+        if (!agreed) {
+          agreed = split;
+          first = {&s, (unsigned)d, rb};
+        } else if (*agreed != split) {
           alike = false;
+        }
       }
-    if (alike && agreed)
-      take(f, *agreed);
+    if (alike && first)
+      take(f, *std::get<0>(*first), std::get<1>(*first), std::get<2>(*first));
   }
-  for (auto [map, s] : llvm::zip(rule.results, results))
+  for (auto [i, map, s] : llvm::enumerate(rule.results, results))
     for (auto [d, f] : llvm::enumerate(map))
-      take(f, s.dims[d]);
-  for (auto [map, s] : llvm::zip(rule.operands, operands))
+      take(f, s, d, rule.getResultBlocks(i, d));
+  for (auto [i, map, s] : llvm::enumerate(rule.operands, operands))
     for (auto [d, f] : llvm::enumerate(map))
       if (f >= 0 && (rule.results.empty() || isReduction(f)))
-        take(f, s.dims[d]);
+        take(f, s, d, rule.getOperandBlocks(i, d));
   return factors;
 }
 
-/// The sharding of a tensor whose dimensions map to `map`.
-static Sharding shardingFromFactors(ArrayRef<int64_t> map,
-                                    ArrayRef<SmallVector<StringRef>> factors) {
+/// The sharding of a tensor whose dimensions map to `map` and are viewed as
+/// `ruleBlocks(d)` blocks by the rule.
+static Sharding shardingFromFactors(
+    ArrayRef<int64_t> map, ArrayRef<SmallVector<StringRef>> factors,
+    ArrayRef<int64_t> blocks, function_ref<int64_t(unsigned)> ruleBlocks) {
   Sharding s = Sharding::replicated(map.size());
   for (auto [d, f] : llvm::enumerate(map))
     if (f >= 0)
-      s.dims[d] = factors[f];
+      s.setDim(d, factors[f], blocks[f] * ruleBlocks(d));
   return s;
 }
 
@@ -327,8 +370,9 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     operandShapes.push_back(s);
   for (const auto &s : infoIt->second.resultShapes)
     resultShapes.push_back(s);
+  SmallVector<int64_t> factorBlocks;
   auto factors = factorShardings(rule, operandShardings, *targets, mesh,
-                                 operandShapes, resultShapes);
+                                 operandShapes, resultShapes, factorBlocks);
 
   // Constants cannot be cut by device at compile time: keep them whole.
   if (isa<ConstantOp>(op))
@@ -351,9 +395,12 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
         passed.clear();
   }
   IRMapping mapping;
-  for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands)) {
+  for (auto [i, v, map] : llvm::enumerate(op->getOperands(), rule.operands)) {
     Local in = locals.lookup(v);
-    Sharding want = shardingFromFactors(map, factors);
+    Sharding want =
+        shardingFromFactors(map, factors, factorBlocks, [&](unsigned d) {
+          return rule.getOperandBlocks(i, d);
+        });
     want.partial = passed;
     mapping.map(v, reshard(b, loc, in, want));
   }
@@ -377,8 +424,11 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
         !factors[f].empty())
       meanCount *= axesSize(mesh, factors[f]);
   }
-  for (auto [r, map] : llvm::zip(local->getResults(), rule.results)) {
-    Sharding s = shardingFromFactors(map, factors);
+  for (auto [i, r, map] : llvm::enumerate(local->getResults(), rule.results)) {
+    Sharding s =
+        shardingFromFactors(map, factors, factorBlocks, [&](unsigned d) {
+          return rule.getResultBlocks(i, d);
+        });
     s.partial = partial;
     r.setType(s.localType(mesh, cast<RankedTensorType>(r.getType())));
     Value value = r;
@@ -468,7 +518,7 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat, OpBuilder &b) {
     }
   }
   auto stacked = [](Sharding s) {
-    s.dims.insert(s.dims.begin(), SmallVector<StringRef>());
+    s.insertDim(0);
     return s;
   };
   SmallVector<Value> operands;
@@ -518,7 +568,7 @@ LogicalResult Partitioner::partitionPipeline(PipelineOp op, OpBuilder &b) {
   SmallVector<Value> operands;
   for (auto [i, v] : llvm::enumerate(op.getInputs())) {
     Sharding s = interfaceSharding(callee, i, /*result=*/false);
-    s.dims.insert(s.dims.begin(), SmallVector<StringRef>());
+    s.insertDim(0);
     operands.push_back(reshard(b, op.getLoc(), locals.lookup(v), s));
   }
   SmallVector<Type> types;

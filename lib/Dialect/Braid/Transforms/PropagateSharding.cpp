@@ -96,14 +96,22 @@ void Propagator::visit(Operation *op, bool &changed) {
     tensors.push_back(v);
     maps.push_back(map);
   }
+  unsigned numOperands = tensors.size();
   for (auto [v, map] : llvm::zip(op->getResults(), rule.results)) {
     tensors.push_back(v);
     maps.push_back(map);
   }
+  // The blocks the rule views dimension d of tensor `index` as.
+  auto ruleBlocks = [&](unsigned index, unsigned d) {
+    return index < numOperands ? rule.getOperandBlocks(index, d)
+                               : rule.getResultBlocks(index - numOperands, d);
+  };
 
   // The best candidate sharding of each factor.
   struct Candidate {
     SmallVector<StringRef> axes;
+    /// The blocks the factor's split is strided over.
+    int64_t blocks;
     int64_t priority;
     double bytes;
     unsigned index;
@@ -117,8 +125,15 @@ void Propagator::visit(Operation *op, bool &changed) {
     for (auto [d, f] : llvm::enumerate(maps[index])) {
       if (f < 0)
         continue;
-      Candidate c{it->second.sharding.dims[d], it->second.priority,
-                  bytesOf(v), (unsigned)index, it->second.why};
+      const Sharding &s = it->second.sharding;
+      // A split strided otherwise than the rule views the dimension is no
+      // split of the factor.
+      int64_t rb = ruleBlocks(index, d), blocks = s.getBlocks(d);
+      Candidate c{s.dims[d],           blocks % rb == 0 ? blocks / rb : 1,
+                  it->second.priority, bytesOf(v),
+                  (unsigned)index,     it->second.why};
+      if (blocks % rb != 0)
+        c.axes.clear();
       // An unsplit dimension is open: it informs a factor only if no
       // tensor asks to split it (so a weak split still reaches values that
       // merely happen to be whole, like ZeRO's split of a gradient).
@@ -152,7 +167,7 @@ void Propagator::visit(Operation *op, bool &changed) {
   for (int64_t f : order) {
     Candidate &c = *chosen[f];
     if (rule.factors[f].kind == ShardingRule::Kind::Blocked ||
-        !rule.isDivisible(f, axesSize(mesh, c.axes), operandShapes,
+        !rule.isDivisible(f, axesSize(mesh, c.axes) * c.blocks, operandShapes,
                           resultShapes) ||
         llvm::any_of(c.axes, [&](StringRef a) { return used.contains(a); }))
       c.axes.clear();
@@ -174,12 +189,14 @@ void Propagator::visit(Operation *op, bool &changed) {
         continue;
       informed = true;
       Candidate &c = *chosen[f];
-      if (c.axes.empty() || type.getDimSize(d) % axesSize(mesh, c.axes) != 0 ||
+      int64_t blocks = c.blocks * ruleBlocks(index, d);
+      if (c.axes.empty() ||
+          type.getDimSize(d) % (axesSize(mesh, c.axes) * blocks) != 0 ||
           llvm::any_of(c.axes, [&](StringRef a) { return taken.contains(a); }))
         continue;
       for (StringRef a : c.axes)
         taken.insert(a);
-      k.sharding.dims[d] = c.axes;
+      k.sharding.setDim(d, c.axes, blocks);
       // Only splits carry weight: a value that is merely whole stays open
       // to any split that reaches it later.
       if (c.priority > k.priority) {
@@ -208,12 +225,12 @@ void Propagator::visit(Operation *op, bool &changed) {
 /// `s` with a leading (stacked) dimension added or removed.
 static Sharding stack(const Sharding &s) {
   Sharding out = s;
-  out.dims.insert(out.dims.begin(), SmallVector<StringRef>());
+  out.insertDim(0);
   return out;
 }
 static Sharding unstack(const Sharding &s) {
   Sharding out = s;
-  out.dims.erase(out.dims.begin());
+  out.eraseDim(0);
   return out;
 }
 

@@ -100,11 +100,12 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
       if (plan)
         decision = plan->lookup(param);
       auto type = cast<RankedTensorType>(param.getType());
-      int64_t dim = decision.dim;
+      int64_t dim = decision.dim, blocks = decision.blocks;
       bool split = decision.role != TensorParallelDecision::Role::None &&
                    dim >= 0 && dim < type.getRank();
       // The vocabulary stays whole where tp does not divide it.
-      bool dropped = split && decision.optional && type.getDimSize(dim) % tp;
+      bool dropped =
+          split && decision.optional && type.getDimSize(dim) % (tp * blocks);
       if (dropped)
         split = false;
       if (explain && plan && !param.getState() &&
@@ -112,8 +113,12 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
         InFlightDiagnostic remark = param.emitRemark()
                                     << "'" << plan->fullNames(param).front()
                                     << "': " << stringifyRole(decision.role);
-        if (decision.role != TensorParallelDecision::Role::None)
-          remark << " (dimension " << dim << " over tp)";
+        if (decision.role != TensorParallelDecision::Role::None) {
+          remark << " (dimension " << dim;
+          if (blocks > 1)
+            remark << " in " << blocks << " blocks, each";
+          remark << " over tp)";
+        }
         remark << ": " << decision.reason;
         if (dropped)
           remark << "; kept whole: dimension " << dim << " of size "
@@ -127,14 +132,20 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
         return WalkResult::advance();
       Sharding s = Sharding::replicated(type.getRank());
       if (split) {
-        if (type.getDimSize(dim) % tp != 0) {
-          param.emitOpError()
-              << "parameter '" << param.getName() << "' has dimension " << dim
-              << " of size " << type.getDimSize(dim)
-              << ", not divisible by tp = " << (int64_t)tp;
+        if (type.getDimSize(dim) % (tp * blocks) != 0) {
+          InFlightDiagnostic diag = param.emitOpError()
+                                    << "parameter '" << param.getName()
+                                    << "' has dimension " << dim << " of size "
+                                    << type.getDimSize(dim);
+          if (blocks > 1)
+            diag << " in " << blocks << " blocks of "
+                 << type.getDimSize(dim) / blocks << ", each";
+          else
+            diag << ",";
+          diag << " not divisible by tp = " << (int64_t)tp;
           return WalkResult::interrupt();
         }
-        s.dims[dim] = {"tp"};
+        s.setDim(dim, {"tp"}, blocks);
       }
       if (zeroSplit) {
         // The first dimension dp divides that tp does not split; a tensor

@@ -10,7 +10,30 @@ Sharding Sharding::fromAttr(ShardingAttr attr) {
   for (unsigned d = 0; d < attr.getDims().size(); ++d)
     s.dims.push_back(attr.getDimAxes(d));
   s.partial = attr.getPartialAxes();
+  s.blocks.assign(attr.getBlocks().begin(), attr.getBlocks().end());
   return s;
+}
+
+void Sharding::setDim(unsigned d, ArrayRef<StringRef> axes, int64_t count) {
+  dims[d].assign(axes.begin(), axes.end());
+  if (axes.empty())
+    count = 1;
+  if (count == 1 && blocks.empty())
+    return;
+  blocks.resize(dims.size(), 1);
+  blocks[d] = count;
+}
+
+void Sharding::insertDim(unsigned d) {
+  dims.insert(dims.begin() + d, SmallVector<StringRef>());
+  if (!blocks.empty())
+    blocks.insert(blocks.begin() + d, 1);
+}
+
+void Sharding::eraseDim(unsigned d) {
+  dims.erase(dims.begin() + d);
+  if (!blocks.empty())
+    blocks.erase(blocks.begin() + d);
 }
 
 ShardingAttr Sharding::toAttr(MeshOp mesh) const {
@@ -24,9 +47,16 @@ ShardingAttr Sharding::toAttr(MeshOp mesh) const {
   SmallVector<Attribute> dimAttrs;
   for (const auto &axes : dims)
     dimAttrs.push_back(strings(axes));
+  // Counts of 1 everywhere are written as none.
+  SmallVector<int64_t> counts;
+  for (unsigned d = 0; d < dims.size(); ++d)
+    counts.push_back(dims[d].empty() ? 1 : getBlocks(d));
+  if (llvm::all_of(counts, [](int64_t b) { return b == 1; }))
+    counts.clear();
   return ShardingAttr::get(ctx, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
                            ArrayAttr::get(ctx, dimAttrs),
-                           partial.empty() ? ArrayAttr() : strings(partial));
+                           partial.empty() ? ArrayAttr() : strings(partial),
+                           counts);
 }
 
 bool Sharding::isReplicated() const {

@@ -10,6 +10,17 @@
 // is the embedding. Nothing here reads a parameter's name except to tell
 // which `braid.param` ops read the same tensor.
 //
+// A fused projection (PyTorch's `nn.Linear(h, 3h)` then `.split(h)`, or
+// MultiheadAttention's `in_proj_weight`) reaches the second matmul through
+// slices that each take one of b equal blocks of the split dimension (the
+// slice's sharding rule views it as [b, n / b]). Splitting it contiguously
+// would give a device all of q and half of k; the split is instead strided
+// over the b blocks (#braid.sharding's `blocks`), so each device holds its
+// heads of q, of k and of v, as Megatron-LM does, and the slices, the
+// attention and the row-parallel matmul stay local. The parameter keeps
+// its layout: only how devices hold it changes, so checkpoints and
+// --weights stay mesh-independent.
+//
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/Transforms/TensorParallelPlan.h"
@@ -19,6 +30,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -92,11 +105,22 @@ struct Weight {
 
 /// Where a split of a matmul's output features goes.
 struct Trace {
+  /// A parameter's dimension reached by the split, and the divisor of the
+  /// blocks it is split in: a dimension reached after slices taking one of
+  /// b blocks holds b times fewer blocks than the first matmul's output.
+  struct Reached {
+    ParamOp param;
+    int64_t dim, divisor;
+  };
   /// Weights of matmuls that sum over the split dimension (row partners),
   /// with the dimension summed over.
-  SmallVector<std::pair<ParamOp, int64_t>> rows;
+  SmallVector<Reached> rows;
   /// Parameters applied along the split dimension on the way (biases).
-  SmallVector<std::pair<ParamOp, int64_t>> biases;
+  SmallVector<Reached> biases;
+  /// The blocks the first matmul's output dimension must be split in so
+  /// that every value reached holds a whole number of them: the least
+  /// common multiple of the divisors.
+  int64_t blocks = 1;
   /// A loss that splits the dimension cooperatively (the vocabulary).
   Operation *vocabulary = nullptr;
   /// The first op that needs the dimension whole or reduces it otherwise.
@@ -166,12 +190,24 @@ static std::optional<int64_t> asTable(Operation *op, unsigned operand,
 /// Follows dimension `dim` of `start` through the forward ops of its block.
 static Trace traceSplit(Value start, int64_t dim, ParamOp self) {
   Trace t;
-  SmallVector<std::pair<Value, int64_t>> work{{start, dim}};
-  llvm::DenseSet<std::pair<Value, int64_t>> seen;
+  struct Item {
+    Value value;
+    int64_t dim, divisor;
+  };
+  SmallVector<Item> work{{start, dim, 1}};
+  llvm::DenseMap<std::pair<Value, int64_t>, int64_t> seen;
   while (!work.empty()) {
-    auto [value, d] = work.pop_back_val();
-    if (!seen.insert({value, d}).second)
+    auto [value, d, divisor] = work.pop_back_val();
+    auto [it, inserted] = seen.try_emplace({value, d}, divisor);
+    if (!inserted) {
+      if (it->second != divisor && !t.mixedAt) {
+        t.mixedAt = value.getDefiningOp() ? value.getDefiningOp()
+                                          : start.getDefiningOp();
+        t.mixedWhy = "is reached in blocks of two different sizes";
+      }
       continue;
+    }
+    t.blocks = std::lcm(t.blocks, divisor);
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       if (!isForward(user))
@@ -198,6 +234,10 @@ static Trace traceSplit(Value start, int64_t dim, ParamOp self) {
         mixed("does not carry it as a factor");
         continue;
       }
+      // The factor's blocks divide this dimension's by the rule's view of
+      // it (a slice of one block of b).
+      int64_t inBlocks = rule.getOperandBlocks(n, d);
+      int64_t factorDivisor = divisor * inBlocks;
       switch (rule.factors[f].kind) {
       case Kind::Cooperative:
         if (!t.vocabulary)
@@ -211,7 +251,10 @@ static Trace traceSplit(Value start, int64_t dim, ParamOp self) {
                              ? paramOf(user->getOperand(others[0].first))
                              : ParamOp();
         if (weight && weight != self)
-          t.rows.push_back({weight, others[0].second});
+          t.rows.push_back(
+              {weight, others[0].second,
+               factorDivisor /
+                   rule.getOperandBlocks(others[0].first, others[0].second)});
         else
           mixed("sums over it against an activation");
         continue;
@@ -226,13 +269,24 @@ static Trace traceSplit(Value start, int64_t dim, ParamOp self) {
       case Kind::ParallelMean:
         break;
       }
+      // A rule viewing a dimension as more blocks than the factor has
+      // (a slice's gradient) would need fractions of a block.
+      auto divisorOf = [&](int64_t b) -> std::optional<int64_t> {
+        if (factorDivisor % b != 0) {
+          mixed("would hold a fraction of a block of it");
+          return std::nullopt;
+        }
+        return factorDivisor / b;
+      };
       for (auto [o, od] : carriers(rule, f, n))
         if (ParamOp p = paramOf(user->getOperand(o)))
-          t.biases.push_back({p, od});
+          if (auto q = divisorOf(rule.getOperandBlocks(o, od)))
+            t.biases.push_back({p, od, *q});
       for (auto [r, map] : llvm::enumerate(rule.results))
         for (auto [rd, g] : llvm::enumerate(map))
           if (g == f && r < user->getNumResults())
-            work.push_back({user->getResult(r), (int64_t)rd});
+            if (auto q = divisorOf(rule.getResultBlocks(r, rd)))
+              work.push_back({user->getResult(r), (int64_t)rd, *q});
     }
   }
   return t;
@@ -323,12 +377,15 @@ void TensorParallelPlan::record(ParamOp param, TensorParallelDecision d) {
       continue;
     if (old.role == Role::None) {
       old = d;
-    } else if (old.dim != d.dim) {
+    } else if (old.dim != d.dim || old.blocks != d.blocks) {
       // Tied uses that disagree: keep it whole rather than guess.
-      std::string reason = ("split along dimension " + Twine(old.dim) + " as " +
-                            stringifyRole(old.role) + " and along dimension " +
-                            Twine(d.dim) + " as " + stringifyRole(d.role))
-                               .str();
+      auto how = [](const TensorParallelDecision &x) {
+        std::string s = ("dimension " + Twine(x.dim)).str();
+        if (x.blocks > 1)
+          s += (" in " + Twine(x.blocks) + " blocks").str();
+        return s + " as " + stringifyRole(x.role).str();
+      };
+      std::string reason = "split along " + how(old) + " and along " + how(d);
       old = TensorParallelDecision();
       old.reason = reason;
       conflicts.insert(name);
@@ -379,7 +436,7 @@ void TensorParallelPlan::analyse(Block &block) {
   // Pairs in program order; a weight is one or the other, not both.
   llvm::DenseSet<ParamOp> columns;
   llvm::MapVector<ParamOp, SmallVector<std::string>> rows;
-  llvm::DenseMap<ParamOp, int64_t> rowDims;
+  llvm::DenseMap<ParamOp, int64_t> rowDims, rowBlocks;
   for (Candidate &c : candidates) {
     Trace &t = c.trace;
     StringRef op = c.op->getName().getStringRef();
@@ -394,40 +451,47 @@ void TensorParallelPlan::analyse(Block &block) {
     }
     if (rows.contains(c.weight))
       continue;
-    SmallVector<std::pair<ParamOp, int64_t>> partners;
+    SmallVector<Trace::Reached> partners;
     for (auto &row : t.rows)
-      if (!columns.contains(row.first))
+      if (!columns.contains(row.param))
         partners.push_back(row);
     if (!partners.empty()) {
       columns.insert(c.weight);
       std::string names;
-      for (auto [p, dim] : partners) {
+      for (const Trace::Reached &p : partners) {
         if (!names.empty())
           names += ", ";
-        names += quote(p);
-        rows[p].push_back(quote(c.weight));
-        rowDims[p] = dim;
+        names += quote(p.param);
+        rows[p.param].push_back(quote(c.weight));
+        rowDims[p.param] = p.dim;
+        rowBlocks[p.param] = t.blocks / p.divisor;
       }
       d = {Role::Column, c.w.outDim, false,
            ("the output of its " + op + " reaches the matmul with " + names +
             " only through ops that keep dimension " + Twine(c.w.outDim) +
             " parallel")
-               .str()};
+               .str(),
+           t.blocks};
+      if (t.blocks > 1)
+        d.reason += (", cut by slices into " + Twine(t.blocks) +
+                     " blocks, each split (a fused projection)")
+                        .str();
       record(c.weight, d);
-      for (auto [bias, dim] : t.biases)
-        record(bias, {Role::ColumnBias, dim, false,
-                      "applied along the dimension that " + quote(c.weight) +
-                          " splits"});
-    } else if (t.vocabulary) {
+      for (const Trace::Reached &bias : t.biases)
+        record(bias.param, {Role::ColumnBias, bias.dim, false,
+                            "applied along the dimension that " +
+                                quote(c.weight) + " splits",
+                            t.blocks / bias.divisor});
+    } else if (t.vocabulary && t.blocks == 1) {
       d = {Role::Head, c.w.outDim, /*optional=*/true,
            ("the output of its " + op + " is the vocabulary of " +
             t.vocabulary->getName().getStringRef() + ", which splits it")
                .str()};
       record(c.weight, d);
-      for (auto [bias, dim] : t.biases)
-        record(bias, {Role::Head, dim, /*optional=*/true,
-                      "applied along the vocabulary that " + quote(c.weight) +
-                          " splits"});
+      for (const Trace::Reached &bias : t.biases)
+        record(bias.param, {Role::Head, bias.dim, /*optional=*/true,
+                            "applied along the vocabulary that " +
+                                quote(c.weight) + " splits"});
     } else {
       d.reason = ("no second matmul sums over the output of its " + op +
                   " along dimension " + Twine(c.w.outDim))
@@ -442,7 +506,8 @@ void TensorParallelPlan::analyse(Block &block) {
   for (auto &[param, names] : rows)
     record(param, {Role::Row, rowDims[param], false,
                    "its matmul sums over the dimension that " +
-                       llvm::join(names, ", ") + " split"});
+                       llvm::join(names, ", ") + " split",
+                   rowBlocks[param]});
 }
 
 const TensorParallelDecision &TensorParallelPlan::lookup(ParamOp param) {

@@ -115,15 +115,20 @@ void braid_rt_program_extract_block(const void *whole, size_t size,
 
 /* One slot of the parameter table (parameters and optimizer state), as
    braid-lower-to-emitc describes it in `braid_slots`: the global name, the
-   rank, the whole shape, the block spec of braid_rt_program_block, and the
+   rank, the whole shape, the block spec of braid_rt_program_block, the
    pipeline stage whose ranks hold its current value (the stage that updates
-   it; -1: every rank). */
+   it; -1: every rank), and per dimension the blocks its split is strided
+   over (NULL: none). A dimension of size n split over b blocks is held as
+   the view [b, n / b] split along n / b (#braid.sharding's `blocks`: each
+   rank holds its share of every block, e.g. its heads of q, k and v of a
+   fused projection); checkpoints keep the slot's own shape. */
 typedef struct {
   const char *name;
   int64_t rank;
   const int64_t *global;
   const int64_t *spec;
   int64_t owner;
+  const int64_t *blocks;
 } braid_rt_program_slot_t;
 
 /* Every rank reports its own failure (if any); when any rank failed, all

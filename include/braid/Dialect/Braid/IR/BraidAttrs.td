@@ -90,12 +90,26 @@ def Braid_ShardingAttr : AttrDef<Braid_Dialect, "Sharding"> {
     entries, the blocks ordered by the device's coordinates along the axes,
     major to minor. Checking against a mesh and a type is done where the
     attribute is used.
+
+    `blocks` (one count per dimension, 1 where omitted) makes a split
+    strided: a dimension of size n with b blocks is viewed as [b, n / b],
+    and the axes split the minor part, so each device holds its share of
+    every block, the shares in block order. A fused projection's weight
+    [3h, h] (q, k and v stacked) split this way gives each device its heads
+    of q, of k and of v, as Megatron-LM lays them out, while the tensor
+    itself (checkpoints, `--weights`) keeps its layout:
+
+    ```mlir
+    // Rows viewed as [3, h]; each device holds rows of all three blocks:
+    #braid.sharding<@mesh, [["tp"], []], blocks = [3, 1]>
+    ```
   }];
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$dims,
-                        OptionalParameter<"::mlir::ArrayAttr">:$partial);
+                        OptionalParameter<"::mlir::ArrayAttr">:$partial,
+                        OptionalArrayRefParameter<"int64_t">:$blocks);
   let assemblyFormat = [{
-    `<` $mesh `,` $dims (`,` `partial` `=` $partial^)? `>`
+    `<` $mesh `,` $dims `` custom<ShardingTail>($partial, $blocks) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -103,6 +117,16 @@ def Braid_ShardingAttr : AttrDef<Braid_Dialect, "Sharding"> {
     ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
     /// The axes the value is a partial sum over.
     ::llvm::SmallVector<::llvm::StringRef> getPartialAxes() const;
+    /// The number of blocks dimension `dim` is split in (1: contiguous).
+    int64_t getDimBlocks(unsigned dim) const;
+    /// The plain sharding this one is of a view of the tensor: each
+    /// dimension with b > 1 blocks becomes two, [b, n / b], the axes on the
+    /// second. `shape` (whole or local) becomes the view's shape; `axes`
+    /// gets each view dimension's axes.
+    void getView(::llvm::ArrayRef<int64_t> shape,
+                 ::llvm::SmallVectorImpl<int64_t> &viewShape,
+                 ::llvm::SmallVectorImpl<::llvm::SmallVector<::llvm::StringRef>>
+                     &axes) const;
   }];
 }
 

@@ -504,7 +504,8 @@ def Braid_BroadcastOp : Braid_DiffOp<"broadcast", [Braid_MovesDataOnly, Braid_Li
   let hasVerifier = 1;
 }
 
-def Braid_SliceOp : Braid_DiffOp<"slice", [Braid_MovesDataOnly, Braid_Linear]> {
+def Braid_SliceOp : Braid_DiffOp<"slice", [Braid_MovesDataOnly, Braid_Linear,
+    DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface, ["localize"]>]> {
   let summary = "Strided slice [start, limit) with stride per dimension.";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start,
                        DenseI64ArrayAttr:$limit,
@@ -665,7 +666,8 @@ def Braid_ReduceMaxGradOp : Braid_ModelOp<"reduce_max_grad"> {
   let hasVerifier = 1;
 }
 
-def Braid_SliceGradOp : Braid_ModelOp<"slice_grad"> {
+def Braid_SliceGradOp : Braid_ModelOp<"slice_grad", [DeclareOpInterfaceMethods<
+    Braid_ShardingRuleOpInterface, ["localize"]>]> {
   let summary = "Input gradient of slice: scatters into zeros.";
   let description = [{
     The result has the sliced tensor's shape; the elements selected by

@@ -50,6 +50,24 @@ struct ShardingRule {
   /// or -1 (a broadcast dimension, or an integer operand's dimension the
   /// rule leaves free).
   llvm::SmallVector<llvm::SmallVector<int64_t>> operands, results;
+  /// For each operand and result, for each dimension, the blocks b it is
+  /// viewed as ([b, n / b]) with the factor indexing the minor part: a
+  /// slice taking block j of b along a dimension maps it to a factor of
+  /// size n / b. A tensor whose dimension is split over b * c blocks
+  /// (#braid.sharding's `blocks`) gives its factor c blocks. Empty, or a
+  /// dimension missing: 1.
+  llvm::SmallVector<llvm::SmallVector<int64_t>> operandBlocks, resultBlocks;
+
+  int64_t getOperandBlocks(unsigned i, unsigned d) const {
+    return i < operandBlocks.size() && d < operandBlocks[i].size()
+               ? operandBlocks[i][d]
+               : 1;
+  }
+  int64_t getResultBlocks(unsigned i, unsigned d) const {
+    return i < resultBlocks.size() && d < resultBlocks[i].size()
+               ? resultBlocks[i][d]
+               : 1;
+  }
 
   /// Whether every dimension mapped to factor `f` (sizes from `operandShapes`
   /// and `resultShapes`) is divisible by `n`: a factor can only be split n

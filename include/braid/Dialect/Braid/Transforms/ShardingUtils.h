@@ -20,6 +20,9 @@ struct Sharding {
   SmallVector<SmallVector<StringRef>> dims;
   /// Axes over which the value is a pending partial sum.
   SmallVector<StringRef> partial;
+  /// Per dimension, the blocks a split is strided over (#braid.sharding's
+  /// `blocks`); empty when every count is 1.
+  SmallVector<int64_t> blocks;
 
   static Sharding replicated(int64_t rank) {
     Sharding s;
@@ -31,13 +34,28 @@ struct Sharding {
 
   bool isReplicated() const;
   bool operator==(const Sharding &other) const {
-    return dims == other.dims && partial == other.partial;
+    if (dims != other.dims || partial != other.partial)
+      return false;
+    for (unsigned d = 0; d < dims.size(); ++d)
+      if (getBlocks(d) != other.getBlocks(d))
+        return false;
+    return true;
   }
   bool operator!=(const Sharding &other) const { return !(*this == other); }
   /// The product of the sizes of the axes dimension `d` is split over.
   int64_t splitCount(MeshOp mesh, unsigned d) const;
   /// The local shape of a tensor of `type` under this sharding.
   RankedTensorType localType(MeshOp mesh, RankedTensorType type) const;
+
+  /// The blocks dimension `d` is split in (1 where not strided).
+  int64_t getBlocks(unsigned d) const {
+    return d < blocks.size() ? blocks[d] : 1;
+  }
+  /// Sets dimension `d`'s split: `axes` over `count` blocks.
+  void setDim(unsigned d, ArrayRef<StringRef> axes, int64_t count = 1);
+  /// Inserts an unsplit dimension at `d` (a stacked one), or removes one.
+  void insertDim(unsigned d);
+  void eraseDim(unsigned d);
 };
 
 /// The product of the sizes of `axes` of `mesh`.

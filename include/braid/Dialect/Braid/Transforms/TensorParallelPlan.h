@@ -49,6 +49,11 @@ struct TensorParallelDecision {
   bool optional = false;
   /// Why, in words (braid-shard's `explain`).
   std::string reason;
+  /// The blocks the split is strided over: a fused projection whose output
+  /// braid.slice cuts into b equal parts (q, k and v) is split within each
+  /// part, so every device gets its heads of each (#braid.sharding's
+  /// `blocks`).
+  int64_t blocks = 1;
 };
 
 /// One word for a role: "column", "row", ...
