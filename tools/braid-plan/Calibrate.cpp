@@ -29,6 +29,7 @@
 #include "llvm/Support/Program.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -87,15 +88,39 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
     log << formatv("calibrate: sgemm {0}^3: {1:F2} GFLOP/s\n", n,
                    rates[n] / 1e9);
   }
-  // The sizes of the models trained here (hidden 64-256).
-  double small = 0;
-  int count = 0;
-  for (int64_t n : {64, 128, 256})
-    if (rates.count(n)) {
-      small += rates[n];
-      ++count;
+  // The products of a training step of the models trained here (256
+  // tokens, hidden 128, MLP 512): forward X W, input gradient dY W^T and
+  // weight gradient X^T dY, for both MLP matrices.
+  double stepRate = 0;
+  int stepShapes = 0;
+  for (auto [m, k, n] : {std::array<int64_t, 3>{256, 128, 512},
+                         std::array<int64_t, 3>{256, 512, 128}}) {
+    std::vector<float> x(m * k, 0.5f), w(k * n, 0.25f), dy(m * n, 0.1f),
+        out(std::max({m * n, m * k, k * n}));
+    int64_t xs[2] = {m, k}, ws[2] = {k, n}, dys[2] = {m, n};
+    double flops = 2.0 * m * k * n;
+    double fwd = bestOf(reps, [&] {
+      braid_rt_matmul_f32(nullptr, x.data(), w.data(), 2, xs, 2, ws, 0, 0,
+                          out.data());
+    });
+    double bwd = bestOf(reps, [&] {
+      braid_rt_matmul_f32(nullptr, dy.data(), w.data(), 2, dys, 2, ws, 0, 1,
+                          out.data());
+    });
+    double wgt = bestOf(reps, [&] {
+      braid_rt_matmul_f32(nullptr, x.data(), dy.data(), 2, xs, 2, dys, 1, 0,
+                          out.data());
+    });
+    for (double t : {fwd, bwd, wgt}) {
+      stepRate += flops / t;
+      ++stepShapes;
     }
-  double matmulEff = std::min(1.0, small / count / peak);
+    log << formatv("calibrate: matmul {0}x{1}x{2} (F, B, W): {3:F2}, {4:F2}, "
+                   "{5:F2} GFLOP/s\n",
+                   m, k, n, flops / fwd / 1e9, flops / bwd / 1e9,
+                   flops / wgt / 1e9);
+  }
+  double matmulEff = std::min(1.0, stepRate / stepShapes / peak);
 
   // Attention: batch 1, 4 heads of 64, causal, counted dense.
   int64_t s = options.quick ? 128 : 256, h = 4, d = 64;
@@ -117,16 +142,32 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   double copyTime = bestOf(
       reps, [&] { std::memcpy(out.data(), x.data(), elems * sizeof(float)); });
   double copyBw = 2.0 * elems * sizeof(float) / copyTime;
+  // Memory-bound kernels of a training step over the same arrays: add,
+  // GELU (tanh) and layer norm over rows of 128, each its bytes (inputs
+  // and output) over its time; their (harmonic) mean over memcpy's
+  // bandwidth.
   int64_t shape[1] = {elems};
   double addTime = bestOf(reps, [&] {
     braid_rt_add_f32(nullptr, x.data(), z.data(), 1, shape, 1, shape,
                      out.data());
   });
-  double addBw = 3.0 * elems * sizeof(float) / addTime;
-  double memEff = std::min(1.0, addBw / copyBw);
-  log << formatv("calibrate: memcpy {0:F2} GB/s, add kernel {1:F2} GB/s "
-                 "({2:F3})\n",
-                 copyBw / 1e9, addBw / 1e9, memEff);
+  double geluTime = bestOf(reps, [&] {
+    braid_rt_gelu_f32(nullptr, x.data(), elems, BRAID_RT_GELU_TANH, out.data());
+  });
+  std::vector<float> ones(128, 1.0f), zeros(128, 0.0f);
+  double normTime = bestOf(reps, [&] {
+    braid_rt_layer_norm_f32(nullptr, x.data(), ones.data(), zeros.data(),
+                            elems / 128, 128, 1e-5, out.data());
+  });
+  double bytes = elems * sizeof(float);
+  double addBw = 3 * bytes / addTime, geluBw = 2 * bytes / geluTime,
+         normBw = 2 * bytes / normTime;
+  // Equal bytes through each kernel: the harmonic mean is their bandwidth.
+  double memEff =
+      std::min(1.0, 3 / (1 / addBw + 1 / geluBw + 1 / normBw) / copyBw);
+  log << formatv("calibrate: memcpy {0:F2} GB/s; add {1:F2}, gelu {2:F2}, "
+                 "layer_norm {3:F2} GB/s (memory efficiency {4:F3})\n",
+                 copyBw / 1e9, addBw / 1e9, geluBw / 1e9, normBw / 1e9, memEff);
 
   hw.peakFlops["f32"] = peak;
   hw.efficiency[(int)OpClass::Matmul] = matmulEff;
@@ -267,10 +308,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
           .str();
   hw.source =
       "peak_flops.f32: the best sgemm rate (runtime matmul kernel, square "
-      "64..2048); efficiency.matmul: the mean rate at 64, 128 and 256 over "
+      "64..2048); efficiency.matmul: the mean rate of a training step's "
+      "products (256 tokens, hidden 128, MLP 512; F, B and W forms) over "
       "it; efficiency.attention: the attention kernel's dense-counted rate "
       "over it; memory_bandwidth: memcpy (read + write); efficiency.memory: "
-      "the add kernel's bandwidth over memcpy's; links: least-squares fits "
+      "the harmonic mean bandwidth of the add, GELU and layer-norm kernels "
+      "over memcpy's; links: least-squares fits "
       "of the ring model to MPI collectives on this machine (both levels "
       "alike); devices_per_node: cores / threads per rank; device_memory: "
       "MemTotal / devices_per_node; workspace: 64 MiB (an estimate)";
