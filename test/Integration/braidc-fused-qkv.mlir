@@ -21,7 +21,22 @@
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.to1 %t.full --rtol 1e-5 --steps 3:5 | FileCheck %s --check-prefix=RESUMED
 // RUN: braid-run -n 2 %t.tp2 --steps 2 --seed 1 --resume %t.d/tp1 > %t.to2
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.to2 %t.full --rtol 1e-5 --steps 3:5 | FileCheck %s --check-prefix=RESUMED
+//
+// The same round trip for the [h, 3h] layout, whose strided dimension (1)
+// makes each rank's boxes non-contiguous in its buffer.
+// RUN: braidc %S/../Transforms/Inputs/fused-in-proj.mlir --mesh tp=2 --lr 1e-2 -o %t.in2
+// RUN: braidc %S/../Transforms/Inputs/fused-in-proj.mlir --lr 1e-2 -o %t.in1
+// RUN: braid-run -n 1 %t.in1 --steps 5 --seed 1 > %t.in.full
+// RUN: braid-run -n 2 %t.in2 --steps 3 --seed 1 --save %t.d/in2 > %t.in.first
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.in.first %t.in.full --rtol 1e-5 --steps 0:3 | FileCheck %s --check-prefix=FIRST
+// RUN: braid-run -n 1 %t.in1 --steps 3 --seed 1 --save %t.d/in1 > /dev/null
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.d/in2/checkpoint.safetensors %t.d/in1/checkpoint.safetensors --rtol 1e-4 | FileCheck %s --check-prefix=INSAVED
+// RUN: braid-run -n 1 %t.in1 --steps 2 --seed 1 --resume %t.d/in2 > %t.in.to1
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.in.to1 %t.in.full --rtol 1e-5 --steps 3:5 | FileCheck %s --check-prefix=RESUMED
+// RUN: braid-run -n 2 %t.in2 --steps 2 --seed 1 --resume %t.d/in1 > %t.in.to2
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.in.to2 %t.in.full --rtol 1e-5 --steps 3:5 | FileCheck %s --check-prefix=RESUMED
 
 // FIRST: ok: 3 losses within 1e-05
 // SAVED: ok: 84 tensors
+// INSAVED: ok: 12 tensors
 // RESUMED: ok: 2 losses within 1e-05

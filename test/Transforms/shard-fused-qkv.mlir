@@ -46,6 +46,26 @@
 // RUN: braid-eval %t.z3.mlir --mesh mesh --steps 3 --f64 --seed 1 --save-weights %t.z3.w.safetensors > %t.z3.out
 // RUN: %PYTHON %S/../Integration/Inputs/compare-results.py %t.z3.out %t.serial --rtol 1e-12 | FileCheck %s --check-prefix=LOSS
 // RUN: %PYTHON %S/../Integration/Inputs/compare-checkpoint.py %t.z3.w.safetensors %t.w.safetensors --rtol 1e-10 --atol 1e-10 | FileCheck %s --check-prefix=WEIGHTS
+//
+// The same for a fused weight in the [h, 3h] layout (strided dimension 1):
+// the plan, and tp2 and dp2 x tp2 with ZeRO-3 equal to serial.
+// RUN: braid-opt %S/Inputs/fused-in-proj.mlir --braid-shard="tp=2" | FileCheck %s --check-prefix=INPROJ
+// RUN: braid-opt %S/Inputs/fused-in-proj.mlir --braid-autodiff --braid-train-step="lr=1e-2" -o %t.in.mlir
+// RUN: braid-eval %t.in.mlir --steps 3 --f64 --seed 1 --save-weights %t.in.w.safetensors > %t.in.serial
+// RUN: braid-opt %t.in.mlir --braid-shard="tp=2" --braid-propagate-sharding --braid-partition -o %t.in.tp2.mlir
+// RUN: braid-eval %t.in.tp2.mlir --mesh mesh --steps 3 --f64 --seed 1 --save-weights %t.in.tp2.w.safetensors > %t.in.tp2.out
+// RUN: %PYTHON %S/../Integration/Inputs/compare-results.py %t.in.tp2.out %t.in.serial --rtol 1e-12 | FileCheck %s --check-prefix=LOSS
+// RUN: %PYTHON %S/../Integration/Inputs/compare-checkpoint.py %t.in.tp2.w.safetensors %t.in.w.safetensors --rtol 1e-10 | FileCheck %s --check-prefix=INWEIGHTS
+// RUN: braid-opt %t.in.mlir --braid-shard="dp=2 tp=2 zero=3" --braid-propagate-sharding --braid-partition -o %t.in.z3.mlir
+// RUN: braid-eval %t.in.z3.mlir --mesh mesh --steps 3 --f64 --seed 1 --save-weights %t.in.z3.w.safetensors > %t.in.z3.out
+// RUN: %PYTHON %S/../Integration/Inputs/compare-results.py %t.in.z3.out %t.in.serial --rtol 1e-12 | FileCheck %s --check-prefix=LOSS
+// RUN: %PYTHON %S/../Integration/Inputs/compare-checkpoint.py %t.in.z3.w.safetensors %t.in.w.safetensors --rtol 1e-10 | FileCheck %s --check-prefix=INWEIGHTS
+
+// INPROJ: braid.param "in_proj"
+// INPROJ-NEXT: braid.shard %{{.*}} : tensor<16x48xf32> to #braid.sharding<@mesh, {{\[}}[], ["tp"]], blocks = [1, 3]> {priority = -1 : i64}
+// INPROJ: braid.param "out_proj"
+// INPROJ-NEXT: braid.shard %{{.*}} : tensor<16x16xf32> to #braid.sharding<@mesh, {{\[}}["tp"], []]> {priority = -1 : i64}
+// INWEIGHTS: ok: 4 tensors
 
 // The fused weight and its bias are strided over the three blocks; c_proj
 // is row-parallel (PyTorch's [out, in] layout: dimension 1), the MLP a
