@@ -3,9 +3,9 @@
 For each model factory (MODELS: the nanoGPT-style and Llama-style modules
 and torchvision's VisionTransformer; a model is one entry): braid.torch imports the module,
 start_checkpoint writes its weights with zero AdamW state, and braidc
-compiles the training step for 1 rank and for dp2 x tp2, dp2 x pp2 and
-tp2 x pp2 (1F1B) on 4 ranks, all with M micro-batches (KNOWN_FAILURES: the
-plans that fail today, as strict xfails).
+compiles the training step for 1 rank and for dp2 x tp2 and dp2 x pp2
+(1F1B) on 4 ranks, all with M micro-batches (KNOWN_FAILURES: the
+plans that fail, as strict xfails; none today).
 Every program resumes the start checkpoint and runs STEPS + 1 steps on its
 fixed seeded batch with --save-every STEPS, so DIR/step-<STEPS> holds the
 weights after STEPS updates and the printed loss of step STEPS is Braid's
@@ -94,16 +94,9 @@ MODELS = {
 PLANS = {
     "dp2xtp2": (4, ["--mesh", "dp=2,tp=2"]),
     "dp2xpp2-1f1b": (4, ["--mesh", "dp=2,pp=2", "--schedule", "1f1b"]),
-    "tp2xpp2-1f1b": (4, ["--mesh", "tp=2,pp=2", "--schedule", "1f1b"]),
 }
 # (model, plan) that fail today, and why; strict, so a fix shows.
-KNOWN_FAILURES = {
-    ("vit", "dp2xpp2-1f1b"):
-        "braid-pipeline-outline: the pieces of @forward_grad depend on each other in a cycle: c0.B c0.W. "
-        "The class-token concat's gradient slices are partitioned with their operand whole, so an all_gather "
-        "over dp of the incoming gradient is inserted, in phase W, and the B-phase slice of the patch part "
-        "reads it",
-}
+KNOWN_FAILURES: dict = {}
 
 
 def _run(*command, timeout=300):
@@ -354,12 +347,14 @@ TENSOR_PARALLEL = {
         "transformer.h.*.mlp.c_proj.weight": "row-parallel",
         "transformer.wte.weight": "vocabulary-parallel table",  # also the tied LM head
         "transformer.wpe.weight": "vocabulary-parallel table",
-        # Attention stays whole: the fused c_attn output reaches the q/k/v braid.slice.
-        "transformer.h.*.attn.c_attn.weight": "whole",
-        "transformer.h.*.attn.c_proj.weight": "whole",
+        # The fused [3h, h] c_attn splits strided over its 3 blocks (each device its heads of
+        # q, k and v; 07c5ca5), so attn.c_proj is its row-parallel pair.
+        "transformer.h.*.attn.c_attn.weight": "column-parallel",
+        "transformer.h.*.attn.c_attn.bias": "column-parallel bias",
+        "transformer.h.*.attn.c_proj.weight": "row-parallel",
     }, {
         ("@forward", "all_reduce", "tp"): 1,  # the summed token and position lookups
-        ("@transformer_h", "all_reduce", "tp"): 2,  # per block: after the MLP's row-parallel c_proj
+        ("@transformer_h", "all_reduce", "tp"): 4,  # per block: after attn.c_proj and after mlp.c_proj
     }),
     "llama": ({
         # Separate q, k, v Linears: attention is a column/row-parallel pair too.
@@ -390,7 +385,6 @@ TENSOR_PARALLEL = {
 }
 # Plans that gather a dp-split activation whole (and slice it back) today.
 DATA_PARALLEL_GATHERS = {
-    "nanogpt": "the q/k/v braid.slice of the fused c_attn output is partitioned with its operand whole",
     "vit": "the attention's reshapes of the fused in_proj output are partitioned with their operand whole",
 }
 
