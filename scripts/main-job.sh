@@ -28,7 +28,7 @@ echo "   $out/nanogpt.mlir: parameters under their state-dict names, the blocks 
 grep -o 'braid.repeat @[a-z_]*(.*prefix = "[a-z.]*", count = [0-9]*' "$out/nanogpt.mlir" | sed 's/^/   /'
 echo "== Its loss in braid-eval on the module's weights (PyTorch's within 1e-5, python/tests/test_torch_import.py)"
 build/bin/braid-eval "$out/nanogpt.mlir" --weights "$out/nanogpt.safetensors"
-echo "== Compiling it for 4 CPU ranks: dp2 x tp2 (the MLP and embeddings split over tp), 2 micro-batches"
+echo "== Compiling it for 4 CPU ranks: dp2 x tp2 (attention heads, MLP and embeddings split over tp), 2 micro-batches"
 build/bin/braidc "$out/nanogpt.mlir" --mesh dp=2,tp=2 --microbatches 2 --lr 3e-3 --clip-norm 1.0 \
   -o "$out/nanogpt-dptp"
 echo "== Training it 10 steps on 4 ranks from the module's weights (--resume the start checkpoint)"
