@@ -159,7 +159,7 @@ namespace {
 struct SplitAnalysis {
   llvm::DenseSet<Value> splitValues;
   llvm::DenseSet<Operation *> splitWork;
-  llvm::DenseSet<Value> matmulParams;
+  llvm::DenseSet<Value> dividedParams;
   /// Column-parallel matmuls and their replicated input: one all_reduce of
   /// each distinct input's gradient in B.
   llvm::MapVector<Operation *, Value> columnParallel;
@@ -177,18 +177,23 @@ struct SplitAnalysis {
   bool isSplit(Value v) const { return splitValues.contains(v); }
 
   void run(llvm::ArrayRef<Operation *> ops) {
-    for (Operation *op : ops)
+    // Parameters read by a matmul are divided, and embedding tables
+    // (vocabulary parallel, tied to the head or not).
+    for (Operation *op : ops) {
       if (isa<MatmulOp>(op))
         for (Value v : op->getOperands())
           if (v.getDefiningOp<ParamOp>())
-            matmulParams.insert(v);
+            dividedParams.insert(v);
+      if (isa<EmbeddingOp>(op) && op->getOperand(0).getDefiningOp<ParamOp>())
+        dividedParams.insert(op->getOperand(0));
+    }
     for (Operation *op : ops)
       visit(op);
-    // A parameter no matmul reads is divided where its users' results are
-    // (biases of column-parallel matmuls).
+    // Another parameter is divided where its users' results are (biases of
+    // column-parallel matmuls).
     for (Operation *op : ops) {
       auto param = dyn_cast<ParamOp>(op);
-      if (!param || matmulParams.contains(param.getResult()))
+      if (!param || dividedParams.contains(param.getResult()))
         continue;
       for (Operation *user : param->getUsers())
         if (llvm::any_of(user->getResults(),
@@ -199,7 +204,7 @@ struct SplitAnalysis {
 
   void visit(Operation *op) {
     if (auto param = dyn_cast<ParamOp>(op)) {
-      if (matmulParams.contains(param.getResult()))
+      if (dividedParams.contains(param.getResult()))
         splitValues.insert(param.getResult());
       return;
     }
@@ -207,8 +212,8 @@ struct SplitAnalysis {
       return;
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       Value lhs = mm.getLhs(), rhs = mm.getRhs();
-      bool lhsParam = matmulParams.contains(lhs);
-      bool rhsParam = matmulParams.contains(rhs);
+      bool lhsParam = dividedParams.contains(lhs);
+      bool rhsParam = dividedParams.contains(rhs);
       splitWork.insert(op);
       if (lhsParam != rhsParam) {
         Value x = lhsParam ? rhs : lhs;

@@ -18,9 +18,10 @@
 // shape of the segment's carried activation (batch x seq x hidden) is
 // replicated over the tp group (divided with sequence parallelism); every
 // other value (attention heads, MLP intermediates, vocabulary logits) and
-// every matrix product is divided. Parameters used by a matrix product, and
-// those whose size differs from the hidden size, are divided; the rest
-// (norm scales, biases of row-parallel products) are replicated. A matmul
+// every matrix product is divided. Parameters used by a matrix product or
+// as an embedding table (vocabulary parallel), and those added to divided
+// values (biases of column-parallel products), are divided; the rest (norm
+// scales, biases of row-parallel products) are replicated. A matmul
 // from a replicated input to a divided result (column parallel) needs one
 // all_reduce of its input gradient in B per distinct input; one from a
 // divided input to a replicated result (row parallel) needs one all_reduce
