@@ -19,7 +19,10 @@ Each is the best of --repeats runs.
 
 With --unfused, the same step compiled with `braidc --no-fuse` (every op
 its own kernel, as before braid-fuse-elementwise) is timed too, in the same
-run, with its own ratio and the fused program's speed-up over it.
+run, with its own ratio and the fused program's speed-up over it. With
+--portable, the step compiled with `braidc --portable` (the compiler's
+default target and the portable kernels, instead of -march=native and the
+kernels built for this CPU) likewise, with native / portable.
 
 With --check (ctest's bench-train-throughput), the script exits 1 unless
 both sides ran at every thread count, Braid's program printed a finite loss
@@ -27,7 +30,8 @@ for each of its 1 + S steps and its summary, every time is finite and
 positive and the ratio is finite; a side that fails ends the script with
 its command and status.
 
-    bench/train_throughput.py [--steps S] [--threads 1,2] [--unfused] [--csv] [--check]
+    bench/train_throughput.py [--steps S] [--threads 1,2] [--unfused] [--portable] [--csv]
+                              [--check]
 """
 
 import math
@@ -167,6 +171,8 @@ def main():
     parser.add_argument("--threads", default="1,2", help="thread counts to try")
     parser.add_argument("--unfused", action="store_true",
                         help="also time the program compiled with braidc --no-fuse")
+    parser.add_argument("--portable", action="store_true",
+                        help="also time the program compiled with braidc --portable")
     parser.add_argument("--csv", action="store_true", help="print CSV")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless both sides ran and every time and the ratio are finite")
@@ -208,17 +214,22 @@ def measure(args):
         unfused = tmp / "train-unfused"
         if args.unfused:
             run(bin_dir / "braidc", train, "--entry", "train_step", "--no-fuse", "-o", unfused)
+        portable = tmp / "train-portable"
+        if args.portable:
+            run(bin_dir / "braidc", train, "--entry", "train_step", "--portable", "-o", portable)
         flops = step_flops(bin_dir, model)
         rows = []
         for t in threads:
             rows.append(("braid", t, time_braid(program, args.steps, t, args.repeats)))
             if args.unfused:
                 rows.append(("unfused", t, time_braid(unfused, args.steps, t, args.repeats)))
+            if args.portable:
+                rows.append(("portable", t, time_braid(portable, args.steps, t, args.repeats)))
             rows.append(("pytorch", t, time_torch(args, t)))
         sgemm = max(sgemm_gflops(t) for t in threads)
 
     best = {side: min((r[2] for r in rows if r[0] == side and math.isfinite(r[2])),
-                      default=float("nan")) for side in ("braid", "unfused", "pytorch")}
+                      default=float("nan")) for side in ("braid", "unfused", "portable", "pytorch")}
     ratio = best["pytorch"] / best["braid"]
     failures = [f"{side} at {t} thread(s): {sec!r} s per step" for side, t, sec in rows
                 if not (math.isfinite(sec) and sec > 0)]
@@ -233,6 +244,8 @@ def measure(args):
         if args.unfused:
             print(f"ratio_unfused_over_pytorch,{best['pytorch'] / best['unfused']:.3f}")
             print(f"ratio_braid_over_unfused,{best['unfused'] / best['braid']:.3f}")
+        if args.portable:
+            print(f"ratio_native_over_portable,{best['portable'] / best['braid']:.3f}")
         return check(args, failures)
     print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
           f"sequence {args.seq}, vocabulary {args.vocab}, batch {args.batch} ({tokens} tokens); "
@@ -247,6 +260,9 @@ def measure(args):
     if args.unfused:
         print(f"braid --no-fuse / pytorch: {best['pytorch'] / best['unfused']:.2f}x; "
               f"fused / unfused: {best['unfused'] / best['braid']:.2f}x")
+    if args.portable:
+        print(f"native (default) / --portable throughput: "
+              f"{best['portable'] / best['braid']:.2f}x")
     return check(args, failures)
 
 

@@ -29,3 +29,7 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # programs; none runs one (no GPU is assumed).
 if getattr(config, "braid_cuda", False):
     config.available_features.add("cuda-toolkit")
+# The kernels are also built for this machine's CPU (BRAID_NATIVE): braidc
+# compiles for it unless --portable.
+if getattr(config, "braid_native", False):
+    config.available_features.add("braid-native")

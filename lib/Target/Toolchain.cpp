@@ -54,9 +54,13 @@ static std::vector<std::string> splitLibs(StringRef libs) {
 }
 
 CpuToolchain::Options CpuToolchain::getBuildOptions() {
-  return {BRAID_CXX, BRAID_RT_INCLUDE_DIR, splitLibs(BRAID_RT_LINK_LIBS),
+  return {BRAID_CXX,
+          BRAID_RT_INCLUDE_DIR,
+          splitLibs(BRAID_RT_LINK_LIBS),
           splitLibs(BRAID_RT_SPMD_LINK_LIBS),
-          splitLibs(BRAID_PROGRAM_FLAGS)};
+          splitLibs(BRAID_PROGRAM_FLAGS),
+          splitLibs(BRAID_RT_NATIVE_LINK_LIBS),
+          splitLibs(BRAID_NATIVE_FLAGS)};
 }
 
 Expected<std::vector<std::string>>
@@ -68,15 +72,22 @@ CpuToolchain::getCommand(const CompileJob &job) const {
   if (job.singleProcess)
     return createStringError("a single-process program (without MPI) is a "
                              "CUDA target option");
-  std::vector<std::string> argv = {
-      *cxx,       "-O2", "-std=c++17", "-w", "-I" + options.includeDir,
-      job.source, "-o",  job.output};
+  // The kernels round without FMA contraction; so does the program (fused
+  // loops give the kernels' results wherever the operations are theirs).
+  std::vector<std::string> argv = {*cxx, "-O2", "-std=c++17", "-w",
+                                   "-ffp-contract=off"};
+  bool native = !job.portable && !options.nativeLibs.empty();
+  if (native)
+    llvm::append_range(argv, options.nativeFlags);
+  llvm::append_range(argv,
+                     std::vector<std::string>{"-I" + options.includeDir,
+                                              job.source, "-o", job.output});
   llvm::append_range(argv, options.flags);
   // The communication layer before the libraries it uses (braid_rt_common).
   std::vector<std::string> libs;
   if (job.spmd)
     libs = options.spmdLibs;
-  llvm::append_range(libs, options.libs);
+  llvm::append_range(libs, native ? options.nativeLibs : options.libs);
   for (StringRef lib : libs) {
     argv.push_back(lib.str());
     // Shared libraries outside the default paths (libomp) need an rpath.

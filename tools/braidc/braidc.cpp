@@ -100,6 +100,13 @@ static cl::opt<std::string>
                     "(CUDA C++ over cuBLAS and NCCL, compiled by nvcc; "
                     "compiled and host-tested, not yet run on a GPU)"),
            cl::init("cpu"), cl::cat(braidcCategory));
+static cl::opt<bool> portable(
+    "portable",
+    cl::desc("CPU target: compile for any machine of this architecture (the "
+             "compiler's default target and the portable kernels). Default: "
+             "for this machine's CPU (-march=native and the kernels built "
+             "for it), unless Braid was built with BRAID_NATIVE=OFF"),
+    cl::cat(braidcCategory));
 
 static cl::opt<bool>
     noFuse("no-fuse",
@@ -220,6 +227,10 @@ int main(int argc, char **argv) {
   if (singleProcess && target != "cuda") {
     errs() << "braidc: --single-process is a CUDA target option (a CPU "
               "program on one rank runs without a launcher already)\n";
+    return 1;
+  }
+  if (portable && target != "cpu") {
+    errs() << "braidc: --portable is a CPU target option\n";
     return 1;
   }
   if (emit == "cu" && target != "cuda") {
@@ -348,6 +359,7 @@ int main(int argc, char **argv) {
   braid::CompileJob job{cppPath.str().str(), outputFile,
                         signature->mesh.present};
   job.singleProcess = singleProcess;
+  job.portable = portable;
   Error compiled = (*toolchain)->compile(job, commandPath);
   if (dumpDir.empty())
     sys::fs::remove(cppPath);

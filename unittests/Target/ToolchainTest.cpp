@@ -41,6 +41,7 @@ TEST(CpuToolchainTest, SingleDeviceCommand) {
                                        "-O2",
                                        "-std=c++17",
                                        "-w",
+                                       "-ffp-contract=off",
                                        "-I/rt/include",
                                        "prog.cpp",
                                        "-o",
@@ -62,6 +63,7 @@ TEST(CpuToolchainTest, SpmdCommand) {
                                        "-O2",
                                        "-std=c++17",
                                        "-w",
+                                       "-ffp-contract=off",
                                        "-I/rt/include",
                                        "prog.cpp",
                                        "-o",
@@ -76,6 +78,42 @@ TEST(CpuToolchainTest, SpmdCommand) {
                                        "-Wl,-rpath,/o",
                                        "-lm"};
   EXPECT_EQ(command(toolchain, {"prog.cpp", "prog", /*spmd=*/true}), expected);
+}
+
+// Tests that with native kernels a program is compiled for this machine's
+// CPU and links them, and that a portable job or a build without them gets
+// neither.
+TEST(CpuToolchainTest, NativeUnlessPortable) {
+  CpuToolchain::Options options = testOptions("/bin/sh");
+  options.nativeLibs = {"/k/libkernels_native.a", "/b/libopenblas.so"};
+  options.nativeFlags = {"-march=native"};
+  CpuToolchain toolchain(options);
+  std::vector<std::string> native = {"/bin/sh",
+                                     "-O2",
+                                     "-std=c++17",
+                                     "-w",
+                                     "-ffp-contract=off",
+                                     "-march=native",
+                                     "-I/rt/include",
+                                     "prog.cpp",
+                                     "-o",
+                                     "prog",
+                                     "/i/libio.a",
+                                     "/m/libmpi.so",
+                                     "-Wl,-rpath,/m",
+                                     "/k/libkernels_native.a",
+                                     "/b/libopenblas.so",
+                                     "-Wl,-rpath,/b",
+                                     "-lm"};
+  EXPECT_EQ(command(toolchain, {"prog.cpp", "prog", /*spmd=*/true}), native);
+
+  CompileJob portable{"prog.cpp", "prog", /*spmd=*/true};
+  portable.portable = true;
+  std::vector<std::string> expected =
+      command(CpuToolchain(testOptions("/bin/sh")), {"prog.cpp", "prog", true});
+  EXPECT_EQ(command(toolchain, portable), expected);
+  EXPECT_FALSE(llvm::is_contained(expected, "-march=native"));
+  EXPECT_TRUE(llvm::is_contained(expected, "/k/libkernels.a"));
 }
 
 // Tests that a missing compiler is an error naming it and braidc's flag.
@@ -101,14 +139,16 @@ TEST(CpuToolchainTest, CompileWritesAndRunsTheCommand) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> written = MemoryBuffer::getFile(path);
   ASSERT_TRUE(written);
   EXPECT_EQ((*written)->getBuffer().str(),
-            "/bin/true -O2 -std=c++17 -w -I/rt/include prog.cpp -o prog "
+            "/bin/true -O2 -std=c++17 -w -ffp-contract=off -I/rt/include "
+            "prog.cpp -o prog "
             "/k/libkernels.a /b/libopenblas.so -Wl,-rpath,/b /o/libomp.so.5 "
             "-Wl,-rpath,/o -lm \n");
 
   CpuToolchain failing(testOptions("/bin/false"));
   EXPECT_EQ(toString(failing.compile(job)),
             "compiling the generated program failed (1):\n  /bin/false -O2 "
-            "-std=c++17 -w -I/rt/include prog.cpp -o prog /k/libkernels.a "
+            "-std=c++17 -w -ffp-contract=off -I/rt/include prog.cpp -o prog "
+            "/k/libkernels.a "
             "/b/libopenblas.so -Wl,-rpath,/b /o/libomp.so.5 -Wl,-rpath,/o "
             "-lm ");
   sys::fs::remove_directories(dir);
@@ -124,8 +164,16 @@ TEST(CpuToolchainTest, BuildOptionsExist) {
   EXPECT_TRUE(sys::fs::exists(header)) << header.str().str();
   ASSERT_FALSE(options.libs.empty());
   ASSERT_FALSE(options.spmdLibs.empty());
+  // The native kernels come with their flags, in place of the portable ones.
+  EXPECT_EQ(options.nativeLibs.empty(), options.nativeFlags.empty());
+  if (!options.nativeLibs.empty()) {
+    EXPECT_EQ(options.nativeLibs.size(), options.libs.size());
+    EXPECT_TRUE(llvm::any_of(options.nativeLibs, [](const std::string &lib) {
+      return StringRef(lib).contains("libbraid_rt_kernels_native.");
+    }));
+  }
   for (const std::vector<std::string> *libs :
-       {&options.libs, &options.spmdLibs})
+       {&options.libs, &options.spmdLibs, &options.nativeLibs})
     for (const std::string &lib : *libs)
       if (sys::path::is_absolute(lib))
         EXPECT_TRUE(sys::fs::exists(lib)) << lib;

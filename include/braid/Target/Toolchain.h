@@ -30,6 +30,10 @@ struct CompileJob {
   /// communication layer's single-process variant instead of MPI (CUDA
   /// target only; the program runs without a launcher).
   bool singleProcess = false;
+  /// For the CPU target: compile for any machine of the architecture (the
+  /// compiler's default target, the portable kernels) instead of this
+  /// machine's CPU.
+  bool portable = false;
 };
 
 /// How a target turns a generated program into an executable.
@@ -53,7 +57,9 @@ public:
 
 /// The CPU target: the host C++ compiler, linking the runtime's kernels and
 /// their dependencies (OpenBLAS, OpenMP), and for a program on the runtime's
-/// context the communication layer and MPI before them.
+/// context the communication layer and MPI before them. Programs are for
+/// this machine's CPU (-march=native, the native kernels) unless the job is
+/// portable; either way without FMA contraction, as the kernels.
 class CpuToolchain : public Toolchain {
 public:
   struct Options {
@@ -67,6 +73,11 @@ public:
     /// Compile and link flags the runtime was built with and every program
     /// must share, e.g. the sanitizers of scripts/sanitize.sh.
     std::vector<std::string> flags;
+    /// A program for this machine's CPU: `libs` with the kernels built for
+    /// it, and the flags that compile for it (-march=native). Empty when
+    /// Braid was built without them (BRAID_NATIVE off): every program is
+    /// portable.
+    std::vector<std::string> nativeLibs, nativeFlags;
   };
 
   /// The compiler and libraries Braid was built with.
