@@ -249,6 +249,11 @@ def ShardPass : Pass<"braid-shard", "::mlir::ModuleOp"> {
       contracted dimension over `tp`, its bias whole). GPT's
       `attn.{q,k,v}`/`attn.proj` and `mlp.fc`/`mlp.proj`, Llama's
       `q,k,v_proj`/`o_proj` and `gate,up_proj`/`down_proj` are such pairs;
+    - if the way to the second matmul goes through slices that each take
+      one of b equal blocks of them (a fused q/k/v projection: nanoGPT's
+      `c_attn`, `nn.MultiheadAttention`'s `in_proj`), the first weight and
+      its bias are split strided over the b blocks (`#braid.sharding`'s
+      `blocks`), so that each device holds its heads of q, of k and of v;
     - if they reach a loss that splits its vocabulary cooperatively
       (`braid.cross_entropy`), the weight is the LM head: vocabulary
       parallel, with its bias;
