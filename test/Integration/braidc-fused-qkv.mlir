@@ -22,6 +22,16 @@
 // RUN: braid-run -n 2 %t.tp2 --steps 2 --seed 1 --resume %t.d/tp1 > %t.to2
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.to2 %t.full --rtol 1e-5 --steps 3:5 | FileCheck %s --check-prefix=RESUMED
 //
+// In a pipeline: tp2 x pp2 (2 micro-batches) trains as pp2 does, and its
+// checkpoint (each stage writing the slots it updates) resumes under pp2.
+// RUN: braidc %S/../Transforms/Inputs/nanogpt-fused-qkv.mlir --mesh tp=2,pp=2 --microbatches 2 --lr 1e-2 -o %t.tp2pp2
+// RUN: braidc %S/../Transforms/Inputs/nanogpt-fused-qkv.mlir --mesh pp=2 --microbatches 2 --lr 1e-2 -o %t.pp2
+// RUN: braid-run -n 2 %t.pp2 --steps 5 --seed 1 > %t.pp.full
+// RUN: braid-run -n 4 %t.tp2pp2 --steps 3 --seed 1 --save %t.d/tp2pp2 > %t.pp.first
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.pp.first %t.pp.full --rtol 1e-5 --steps 0:3 | FileCheck %s --check-prefix=FIRST
+// RUN: braid-run -n 2 %t.pp2 --steps 2 --seed 1 --resume %t.d/tp2pp2 > %t.pp.resumed
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.pp.resumed %t.pp.full --rtol 1e-5 --steps 3:5 | FileCheck %s --check-prefix=RESUMED
+//
 // The same round trip for the [h, 3h] layout, whose strided dimension (1)
 // makes each rank's boxes non-contiguous in its buffer.
 // RUN: braidc %S/../Transforms/Inputs/fused-in-proj.mlir --mesh tp=2 --lr 1e-2 -o %t.in2
