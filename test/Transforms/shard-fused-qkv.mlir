@@ -14,6 +14,9 @@
 // RUN: braid-opt %S/Inputs/nanogpt-fused-qkv.mlir --braid-shard="tp=2" | FileCheck %s --check-prefix=PLAN
 // RUN: braid-opt %S/Inputs/nanogpt-fused-qkv.mlir --braid-shard="tp=2 explain" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
 // RUN: braid-opt %S/Inputs/nanogpt-fused-qkv.mlir --braid-shard="tp=2" --braid-propagate-sharding --braid-partition | FileCheck %s --check-prefix=SPMD
+// A tp that divides the fused dimension but not each block is refused:
+// RUN: not braid-opt %S/Inputs/nanogpt-fused-qkv.mlir --braid-shard="tp=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TP3
+// TP3: nanogpt-fused-qkv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'braid.param' op parameter 'attn.c_attn.weight' has dimension 0 of size 96 in 3 blocks of 32, each not divisible by tp = 3
 //
 // The training step: one all_reduce per attention and per MLP block in F
 // and in B (and one for the vocabulary-parallel embedding in each), none in
