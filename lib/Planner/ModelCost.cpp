@@ -423,6 +423,13 @@ private:
     seg.passes[r][(int)PassKind::Forward] = acc.work;
     int fwd = split.forwardCollectiveOps.size();
     int bwd = split.getNumBackwardAllReduces();
+    // A carried value that leaves the layer divided (a layer ending in a
+    // column-parallel product) is gathered for the next instance, which
+    // expects it whole: counted as one more collective in F.
+    Operation *terminator = layer.getBody().front().getTerminator();
+    for (Value v : terminator->getOperands().take_front(repeat.getNumCarried()))
+      if (split.isSplit(v))
+        ++fwd;
     seg.tpAllReduces[r][(int)PassKind::Forward] = fwd;
     // Full recomputation re-runs the forward, collectives included, in B.
     seg.tpAllReduces[r][(int)PassKind::Backward] =
@@ -494,6 +501,10 @@ llvm::Expected<ModelCost> mlir::braid::plan::extractModelCost(ModuleOp module,
         model.elementBytes = (p.getType().getElementTypeBitWidth() + 7) / 8;
       }
     });
+  if (model.dtype.empty())
+    return llvm::createStringError(
+        "@%s has no floating-point parameters or activations to cost",
+        entry.str().c_str());
   model.pre.paramElementBytes = model.post.paramElementBytes =
       model.elementBytes;
 
