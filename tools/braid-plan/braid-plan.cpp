@@ -47,7 +47,7 @@ static cl::opt<std::string> inputFile(cl::Positional,
 static cl::opt<std::string>
     hardwareName("hardware",
                  cl::desc("Hardware description: a shipped name (see "
-                          "--list-hardware) or a JSON file"),
+                          "--list-hardware) or a JSON file (default a100-80g)"),
                  cl::init("a100-80g"), cl::cat(planCategory));
 static cl::opt<bool> listHardwareFlag("list-hardware",
                                       cl::desc("List the shipped hardware "
