@@ -36,8 +36,16 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.chunks < 0)
     return optionError("chunks must be positive (0 picks the schedule's), "
                        "got " + Twine(o.chunks));
-  if (o.pp == 1)
+  llvm::Expected<llvm::SmallVector<int64_t>> stageLayers =
+      parseStageLayers(o.stageLayers);
+  if (!stageLayers)
+    return stageLayers.takeError();
+  if (o.pp == 1) {
+    if (!stageLayers->empty())
+      return optionError("stage-layers places layers on pipeline stages, but "
+                         "pp=1: give the mesh a pp axis or drop stage-layers");
     return llvm::Error::success();
+  }
   std::optional<sched::ScheduleKind> kind =
       sched::parseScheduleKind(o.schedule);
   if (!kind)
@@ -45,7 +53,29 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   llvm::Expected<int> chunks = sched::resolveNumChunks(*kind, o.chunks);
   if (!chunks)
     return chunks.takeError();
+  if (!stageLayers->empty() && (int64_t)stageLayers->size() != o.pp * *chunks)
+    return optionError("stage-layers gives " + Twine(stageLayers->size()) +
+                       " numbers, but pp x chunks = " + Twine(o.pp * *chunks) +
+                       " chunks need one each");
   return llvm::Error::success();
+}
+
+llvm::Expected<llvm::SmallVector<int64_t>>
+mlir::braid::parseStageLayers(llvm::StringRef text) {
+  llvm::SmallVector<int64_t> layers;
+  if (text.trim().empty())
+    return layers;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',', -1, /*KeepEmpty=*/true);
+  for (llvm::StringRef part : parts) {
+    int64_t n = 0;
+    if (part.trim().getAsInteger(10, n) || n < 1)
+      return optionError("stage-layers: expected positive layer counts "
+                         "separated by commas, got '" +
+                         part + "' in '" + text + "'");
+    layers.push_back(n);
+  }
+  return layers;
 }
 
 int64_t mlir::braid::getPipelineChunks(const TrainingOptions &options) {
@@ -72,6 +102,12 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     split.chunks = getPipelineChunks(options);
     if (options.schedule == "zb-v")
       split.placement = "v";
+    // Checked by verifyTrainingOptions.
+    if (llvm::Expected<llvm::SmallVector<int64_t>> layers =
+            parseStageLayers(options.stageLayers))
+      split.layers = *layers;
+    else
+      llvm::consumeError(layers.takeError());
     pm.addPass(createPipelineSplitPass(split));
   }
   AutodiffPassOptions autodiff;

@@ -223,6 +223,41 @@ private:
   std::map<std::tuple<int, int, int, int>, std::vector<double>> peaks;
 };
 
+/// A lower bound on the pipeline's time under any schedule: on rank r,
+/// whose first stage is f, micro-batch 0 must pass the F of stages 0..f-1
+/// before r starts (lead); r's F and B run one after another; and after
+/// its last B, that micro-batch's B runs through stages f-1..0 (tail). So
+/// the makespan is at least lead + all of r's work, and lead + r's F and B
+/// + tail (W may overlap the tail).
+double getPipelineBound(const Plan &plan,
+                        const std::vector<StageCost> &stages) {
+  int m = plan.microbatches;
+  std::vector<double> work(plan.pp, 0.0), fb(plan.pp, 0.0);
+  std::vector<int> first(plan.pp, (int)stages.size());
+  for (size_t s = 0; s < stages.size(); ++s) {
+    int r = rankOfStage(plan, s);
+    const StageCost &st = stages[s];
+    work[r] += m * (st.forward + st.backward + st.weight);
+    fb[r] += m * (st.forward + st.backward);
+    first[r] = std::min(first[r], (int)s);
+  }
+  double bound = 0, lead = 0, tail = 0;
+  // Ranks in the order of their first stage.
+  std::vector<int> ranks(plan.pp);
+  for (int r = 0; r < plan.pp; ++r)
+    ranks[r] = r;
+  llvm::sort(ranks, [&](int a, int b) { return first[a] < first[b]; });
+  int next = 0;
+  for (int r : ranks) {
+    for (; next < first[r]; ++next) {
+      lead += stages[next].forward;
+      tail += stages[next].backward;
+    }
+    bound = std::max({bound, lead + work[r], lead + fb[r] + tail});
+  }
+  return bound;
+}
+
 /// Times equal within this relative tolerance are ties (ZeRO-1's
 /// reduce_scatter + all_gather and an all_reduce cost the same).
 constexpr double kTie = 1e-9;
@@ -461,15 +496,9 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
                   double staticMemory = 0;
                   for (const RankMemory &r : memory)
                     staticMemory = std::max(staticMemory, r.getTotal());
-                  std::vector<double> work(pp, 0.0);
-                  for (size_t s = 0; s < stageCosts->size(); ++s) {
-                    const StageCost &st = (*stageCosts)[s];
-                    work[rankOfStage(plan, s)] +=
-                        m * (st.forward + st.backward + st.weight);
-                  }
                   Candidate c;
                   c.plan = plan;
-                  c.bound = *std::max_element(work.begin(), work.end());
+                  c.bound = getPipelineBound(plan, *stageCosts);
                   c.staticMemory = staticMemory;
                   c.overStatic = staticMemory > budget;
                   c.index = candidates.size();
@@ -528,77 +557,86 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
       total = std::max(total, r.getTotal());
     return total;
   };
-  size_t i = 0;
-  for (; i < candidates.size(); ++i) {
-    const Candidate &c = candidates[i];
-    MeshSummary &mesh = result.meshes[c.mesh];
-    if (c.overStatic) {
-      ++result.overMemory;
-      continue;
-    }
-    if ((int)top.size() == k &&
-        c.bound > top.back().first.stepTime * (1 + kTie))
-      break;
-    llvm::Expected<double> memory = checkMemory(c);
-    if (!memory) {
-      llvm::consumeError(memory.takeError());
-      ++result.invalid;
-      continue;
-    }
-    exactMemory[i] = *memory;
-    if (*memory > budget) {
-      ++result.overMemory;
-      if (*memory < result.minMemory) {
-        result.minMemory = *memory;
+  // Two passes: the automatic scheduler searches per plan, so its plans go
+  // after the others have set a k-th best that prunes most of them.
+  for (int pass = 0; pass < 2; ++pass) {
+    bool autoPass = pass == 1;
+    size_t i = 0;
+    for (; i < candidates.size(); ++i) {
+      const Candidate &c = candidates[i];
+      if ((c.plan.schedule == ScheduleKind::Auto && c.plan.pp > 1) != autoPass)
+        continue;
+      MeshSummary &mesh = result.meshes[c.mesh];
+      if (c.overStatic) {
+        ++result.overMemory;
+        continue;
+      }
+      if ((int)top.size() == k &&
+          c.bound > top.back().first.stepTime * (1 + kTie))
+        break;
+      llvm::Expected<double> memory = checkMemory(c);
+      if (!memory) {
+        llvm::consumeError(memory.takeError());
+        ++result.invalid;
+        continue;
+      }
+      exactMemory[i] = *memory;
+      if (*memory > budget) {
+        ++result.overMemory;
+        if (*memory < result.minMemory) {
+          result.minMemory = *memory;
+          result.minMemoryPlan = c.plan;
+        }
+        continue;
+      }
+      llvm::Expected<PlanCost> cost = costModel.evaluate(c.plan);
+      ++result.simulated;
+      if (!cost) {
+        llvm::consumeError(cost.takeError());
+        ++result.invalid;
+        continue;
+      }
+      // The simulated schedule's memory decides (the automatic scheduler's
+      // may be below the limit assumed above).
+      double peak = cost->getPeakMemory();
+      if (peak > budget) {
+        ++result.overMemory;
+        continue;
+      }
+      if (peak < result.minMemory) {
+        result.minMemory = peak;
         result.minMemoryPlan = c.plan;
       }
-      continue;
+      if (cost->stepTime < mesh.bestTime) {
+        mesh.bestTime = cost->stepTime;
+        mesh.bounded = false;
+        mesh.plan = c.plan;
+      }
+      auto pos = llvm::find_if(top, [&](const std::pair<PlanCost, size_t> &t) {
+        return faster(*cost, c.index, t.first, t.second);
+      });
+      if (pos - top.begin() < k) {
+        top.insert(pos, {std::move(*cost), c.index});
+        if ((int)top.size() > k)
+          top.pop_back();
+      }
     }
-    llvm::Expected<PlanCost> cost = costModel.evaluate(c.plan);
-    ++result.simulated;
-    if (!cost) {
-      llvm::consumeError(cost.takeError());
-      ++result.invalid;
-      continue;
-    }
-    // The simulated schedule's memory decides (the automatic scheduler's
-    // may be below the limit assumed above).
-    double peak = cost->getPeakMemory();
-    if (peak > budget) {
-      ++result.overMemory;
-      continue;
-    }
-    if (peak < result.minMemory) {
-      result.minMemory = peak;
-      result.minMemoryPlan = c.plan;
-    }
-    if (cost->stepTime < mesh.bestTime) {
-      mesh.bestTime = cost->stepTime;
-      mesh.bounded = false;
-      mesh.plan = c.plan;
-    }
-    auto pos = llvm::find_if(top, [&](const std::pair<PlanCost, size_t> &t) {
-      return faster(*cost, c.index, t.first, t.second);
-    });
-    if (pos - top.begin() < k) {
-      top.insert(pos, {std::move(*cost), c.index});
-      if ((int)top.size() > k)
-        top.pop_back();
-    }
-  }
-  for (; i < candidates.size(); ++i) {
-    const Candidate &c = candidates[i];
-    if (c.overStatic) {
-      ++result.overMemory;
-      continue;
-    }
-    ++result.pruned;
-    MeshSummary &mesh = result.meshes[c.mesh];
-    if (mesh.plan == std::nullopt ||
-        (mesh.bounded && c.bound < mesh.bestTime)) {
-      mesh.bestTime = c.bound;
-      mesh.bounded = true;
-      mesh.plan = c.plan;
+    for (; i < candidates.size(); ++i) {
+      const Candidate &c = candidates[i];
+      if ((c.plan.schedule == ScheduleKind::Auto && c.plan.pp > 1) != autoPass)
+        continue;
+      if (c.overStatic) {
+        ++result.overMemory;
+        continue;
+      }
+      ++result.pruned;
+      MeshSummary &mesh = result.meshes[c.mesh];
+      if (mesh.plan == std::nullopt ||
+          (mesh.bounded && c.bound < mesh.bestTime)) {
+        mesh.bestTime = c.bound;
+        mesh.bounded = true;
+        mesh.plan = c.plan;
+      }
     }
   }
   // Nothing fits: the smallest requirement, exactly, over candidates whose
@@ -699,7 +737,8 @@ static std::string stageSizes(const PlanCost &cost) {
 void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
                                           const SearchResult &result,
                                           const PlanCostModel &model,
-                                          bool explain) {
+                                          bool explain,
+                                          double tokensPerSample) {
   const Hardware &hw = model.getHardware();
   const ModelCost &mc = model.getModel();
   os << llvm::formatv("searched {0} candidates in {1:F2} s: {2} over the "
@@ -712,9 +751,11 @@ void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
     return;
   os << llvm::formatv("{0,-3} {1,-46} {2,11} {3,11} {4,6} {5,11} {6,6} {7,10} "
                       "{8,10} {9,10}\n",
-                      "#", "plan", "step", "tokens/s", "MFU", "memory",
-                      "bubble", "tp comm", "pp comm", "dp comm");
-  double tokensPerSample = 1;
+                      "#", "plan", "step",
+                      tokensPerSample > 0 ? "tokens/s" : "samples/s", "MFU",
+                      "memory", "bubble", "tp comm", "pp comm", "dp comm");
+  if (tokensPerSample <= 0)
+    tokensPerSample = 1;
   (void)mc;
   for (size_t i = 0; i < result.top.size(); ++i) {
     const PlanCost &c = result.top[i];
@@ -745,18 +786,29 @@ void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
                         formatMemory(c.ppCommBytes),
                         formatMemory(c.dpCommBytes));
   }
-  os << "(tokens/s: samples/s; step: predicted on " << hw.name
-     << "; memory: the largest rank's; comm: bytes per rank per step)\n";
-  // Why the winner wins: the parts of the step against the runner-up.
+  os << "(step: predicted on " << hw.name
+     << "; memory: the largest rank's; comm: bytes per rank per step; "
+        "[layers per stage])\n";
+  // Why the winner wins: the parts of the step against the best plan of
+  // another mesh or schedule (or else the runner-up).
   if (result.top.size() >= 2) {
-    const PlanCost &a = result.top[0], &b = result.top[1];
-    os << llvm::formatv(
-        "why #1: {0} faster than #2",
-        b.stepTime > 0
-            ? llvm::formatv("{0:F1}%",
-                            100 * (b.stepTime - a.stepTime) / b.stepTime)
-                  .str()
-            : std::string("0%"));
+    const PlanCost &a = result.top[0];
+    size_t other = 1;
+    auto shape = [](const Plan &p) {
+      return std::make_tuple(p.dp, p.tp, p.pp, (int)p.schedule, chunksOf(p));
+    };
+    for (size_t i = 1; i < result.top.size(); ++i)
+      if (shape(result.top[i].plan) != shape(a.plan)) {
+        other = i;
+        break;
+      }
+    const PlanCost &b = result.top[other];
+    double gain = b.stepTime > 0 ? (b.stepTime - a.stepTime) / b.stepTime : 0;
+    if (gain > kTie)
+      os << llvm::formatv("why #1: {0:F1}% faster than #{1}", 100 * gain,
+                          other + 1);
+    else
+      os << llvm::formatv("why #1: as fast as #{0}", other + 1);
     struct Part {
       const char *name;
       double a, b;
@@ -775,8 +827,12 @@ void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
       sep = ", ";
     }
     if (std::string(sep) == ": ")
-      os << ": the same time, listed first (simpler: fewer stages, less tp, "
-            "no ZeRO/sp/recomputation first)";
+      os << ", listed first (ties go to fewer stages, less tp, then less "
+            "ZeRO/sp/recomputation)";
+    if (a.getPeakMemory() != b.getPeakMemory())
+      os << llvm::formatv("; memory {0} against {1}",
+                          formatMemory(a.getPeakMemory()),
+                          formatMemory(b.getPeakMemory()));
     os << "\n";
   }
   if (!explain)

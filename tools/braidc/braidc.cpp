@@ -10,11 +10,14 @@
 // runtime with the target's toolchain (braid/Target/Toolchain.h, paths fixed
 // at build time, see docs/codegen.md). Single-device, per-device (a mesh) and
 // pipelined (a scheduled braid.pipeline: an extra axis "pp") programs.
+// `--mesh auto --devices N` chooses the training options with the planner's
+// search (braid/Planner/Search.h) and compiles as if they had been given.
 //
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Pipelines/BraidPipeline.h"
+#include "braid/Planner/Search.h"
 #include "braid/Target/ProgramDriver.h"
 #include "braid/Target/Toolchain.h"
 
@@ -32,6 +35,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -44,8 +48,10 @@ using namespace llvm;
 static cl::OptionCategory braidcCategory("braidc options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
                                       cl::Required, cl::cat(braidcCategory));
-static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
-                                       cl::value_desc("PROG"), cl::Required,
+static cl::opt<std::string> outputFile("o",
+                                       cl::desc("Output file (required "
+                                                "unless --plan-only)"),
+                                       cl::value_desc("PROG"),
                                        cl::cat(braidcCategory));
 static cl::opt<std::string> entry("entry",
                                   cl::desc("The function the program runs "
@@ -81,14 +87,70 @@ static cl::opt<bool> train("train",
 static cl::opt<std::string>
     meshSpec("mesh",
              cl::desc("Mesh degrees, e.g. dp=2,tp=2,pp=2 (each defaults to "
-                      "1); the program runs on dp*tp*pp ranks"),
-             cl::value_desc("dp=D,tp=T,pp=P"), cl::cat(trainCategory));
+                      "1); the program runs on dp*tp*pp ranks. auto: the "
+                      "planner chooses the mesh and the other training "
+                      "options for --devices N"),
+             cl::value_desc("dp=D,tp=T,pp=P|auto"), cl::cat(trainCategory));
 // Every other training option, as TrainingOptions.def declares it (the
 // same flag, default and help as braid-opt's --braid-codegen-pipeline).
 #define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
   static cl::opt<TYPE> NAME##Flag(FLAG, cl::desc(DESC), cl::init(DEFAULT),     \
                                   cl::cat(trainCategory));
 #include "braid/Pipelines/TrainingOptions.def"
+
+// Planning: --mesh auto.
+static cl::OptionCategory planCategory(
+    "braidc planning options (with --mesh auto: the planner searches dp x "
+    "tp x pp, chunks, micro-batches, schedule, ZeRO, sp, recomputation and "
+    "stage boundaries for the fastest predicted plan that fits, prints it "
+    "with its braidc flags and compiles it; any training option given as "
+    "well is kept fixed; docs/planner.md)");
+static cl::opt<int> devices("devices",
+                            cl::desc("Devices (ranks) the plan uses: dp x "
+                                     "tp x pp = N"),
+                            cl::value_desc("N"), cl::init(0),
+                            cl::cat(planCategory));
+static cl::opt<int> nodes("nodes",
+                          cl::desc("Nodes the devices are spread over "
+                                   "(default: as the hardware file's "
+                                   "devices per node)"),
+                          cl::value_desc("K"), cl::init(0),
+                          cl::cat(planCategory));
+static cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("Memory per device, e.g. 80GiB, 512MiB, 2GB or bytes (default: "
+             "the hardware file's)"),
+    cl::value_desc("SIZE"), cl::cat(planCategory));
+static cl::opt<std::string> hardwareFile(
+    "hardware",
+    cl::desc("Hardware description: a JSON file or a shipped name (a100-80g, "
+             "h100-80g, h200, cpu-local; default cpu-local, this machine as "
+             "braid-plan --calibrate measured it)"),
+    cl::value_desc("FILE|NAME"), cl::cat(planCategory));
+static cl::opt<int64_t> globalBatch(
+    "global-batch",
+    cl::desc("Samples per step (default: the model's batch times "
+             "--microbatches, or the model's batch): a multiple of the "
+             "model's batch, which is one micro-batch over all dp ranks"),
+    cl::value_desc("B"), cl::init(0), cl::cat(planCategory));
+static cl::opt<bool> explainPlan(
+    "explain",
+    cl::desc("Print the ranked top plans, why the first wins, and every "
+             "mesh not chosen with the reason (memory, divisibility, time)"),
+    cl::cat(planCategory));
+static cl::opt<bool> planOnly("plan-only",
+                              cl::desc("Print the ranked plans and stop "
+                                       "(no -o needed)"),
+                              cl::cat(planCategory));
+static cl::opt<bool> freeMicroBatch(
+    "free-micro-batch",
+    cl::desc("With --plan-only: also plan micro-batch sizes of 1, 2, 4 and 8 "
+             "samples per dp rank, not only the program's batch / dp (such a "
+             "plan compiles from a model written with batch dp x size)"),
+    cl::cat(planCategory));
+static cl::opt<int> topPlans("top", cl::desc("Plans ranked (default 5)"),
+                             cl::init(5), cl::cat(planCategory));
+
 static cl::opt<bool> singleProcess(
     "single-process",
     cl::desc("With --target cuda: a program for one GPU that runs without "
@@ -135,7 +197,7 @@ static bool trainingRequested() {
 static FailureOr<braid::TrainingOptions> trainingOptions() {
   braid::TrainingOptions t;
   SmallVector<StringRef> parts;
-  if (meshSpec.getNumOccurrences())
+  if (meshSpec.getNumOccurrences() && meshSpec != "auto")
     StringRef(meshSpec).split(parts, ',', -1, /*KeepEmpty=*/true);
   llvm::StringSet<> seen;
   for (StringRef part : parts) {
@@ -170,7 +232,8 @@ static FailureOr<braid::TrainingOptions> trainingOptions() {
     errs() << "braidc: --chunks must be positive, got " << chunksFlag << "\n";
     return failure();
   }
-  if (chunksFlag.getNumOccurrences() && t.pp == 1) {
+  bool autoMesh = meshSpec.getNumOccurrences() && meshSpec == "auto";
+  if (chunksFlag.getNumOccurrences() && t.pp == 1 && !autoMesh) {
     errs() << "braidc: --chunks splits pipeline stages, but the mesh has no "
               "pp axis\n";
     return failure();
@@ -178,11 +241,239 @@ static FailureOr<braid::TrainingOptions> trainingOptions() {
 #define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
   t.NAME = NAME##Flag;
 #include "braid/Pipelines/TrainingOptions.def"
+  // With --mesh auto the degrees are not known yet: checked on the plan.
+  if (autoMesh) {
+    if (llvm::Expected<SmallVector<int64_t>> layers =
+            braid::parseStageLayers(t.stageLayers);
+        !layers) {
+      errs() << "braidc: " << llvm::toString(layers.takeError()) << "\n";
+      return failure();
+    }
+    return t;
+  }
   if (llvm::Error error = braid::verifyTrainingOptions(t)) {
     errs() << "braidc: " << llvm::toString(std::move(error)) << "\n";
     return failure();
   }
   return t;
+}
+
+/// The planning flags without --mesh auto, or --mesh auto without
+/// --devices, are mistakes.
+static LogicalResult checkPlanningFlags(bool autoMesh) {
+  if (autoMesh) {
+    if (devices.getNumOccurrences() == 0) {
+      errs() << "braidc: --mesh auto needs --devices N (the ranks the plan "
+                "uses)\n";
+      return failure();
+    }
+    if (devices < 1) {
+      errs() << "braidc: --devices must be positive, got " << devices << "\n";
+      return failure();
+    }
+    if (nodes.getNumOccurrences() && (nodes < 1 || devices % nodes != 0)) {
+      errs() << "braidc: --nodes " << nodes << " must be positive and divide "
+             << "--devices " << devices << "\n";
+      return failure();
+    }
+    if (globalBatch.getNumOccurrences() && globalBatch < 1) {
+      errs() << "braidc: --global-batch must be positive, got " << globalBatch
+             << "\n";
+      return failure();
+    }
+    if (freeMicroBatch && !planOnly) {
+      errs() << "braidc: --free-micro-batch plans micro-batches the program "
+                "cannot run: it needs --plan-only\n";
+      return failure();
+    }
+    if (topPlans < 1) {
+      errs() << "braidc: --top must be positive, got " << topPlans << "\n";
+      return failure();
+    }
+    return success();
+  }
+  for (cl::Option *o : std::initializer_list<cl::Option *>{
+           &devices, &nodes, &deviceMemory, &hardwareFile, &globalBatch,
+           &explainPlan, &planOnly, &freeMicroBatch, &topPlans})
+    if (o->getNumOccurrences()) {
+      errs() << "braidc: --" << o->ArgStr
+             << " is a planning option: it needs --mesh auto\n";
+      return failure();
+    }
+  return success();
+}
+
+/// "80GiB", "512MiB", "2GB", "1e9" -> bytes.
+static std::optional<double> parseSize(StringRef text) {
+  text = text.trim();
+  struct Unit {
+    const char *suffix;
+    double scale;
+  } units[] = {{"TiB", 1024.0 * 1024 * 1024 * 1024},
+               {"GiB", 1024.0 * 1024 * 1024},
+               {"MiB", 1024.0 * 1024},
+               {"KiB", 1024.0},
+               {"TB", 1e12},
+               {"GB", 1e9},
+               {"MB", 1e6},
+               {"KB", 1e3},
+               {"B", 1}};
+  double scale = 1;
+  for (const Unit &u : units)
+    if (text.consume_back(u.suffix)) {
+      scale = u.scale;
+      break;
+    }
+  double value = 0;
+  if (text.trim().getAsDouble(value) || !(value > 0))
+    return std::nullopt;
+  return value * scale;
+}
+
+/// --mesh auto: searches the plan and sets `options` to it (as if its flags
+/// had been given). Returns an exit status when braidc should stop (an
+/// error, or --plan-only).
+static std::optional<int> planMesh(ModuleOp module,
+                                   braid::TrainingOptions &options) {
+  using namespace mlir::braid::plan;
+  auto fail = [](const Twine &message) {
+    errs() << "braidc: --mesh auto: " << message << "\n";
+    return std::optional<int>(1);
+  };
+  std::string hwName = hardwareFile.getNumOccurrences()
+                           ? std::string(hardwareFile)
+                           : std::string("cpu-local");
+  if (!hardwareFile.getNumOccurrences() && target == "cuda")
+    return fail("--target cuda: give the GPU's --hardware (a100-80g, "
+                "h100-80g, h200 or a file)");
+  Expected<Hardware> hw = loadHardware(hwName);
+  if (!hw) {
+    std::string message = toString(hw.takeError());
+    if (!hardwareFile.getNumOccurrences())
+      message += " (the default for CPU programs; write it with braid-plan "
+                 "--calibrate, or give --hardware)";
+    return fail("--hardware: " + message);
+  }
+  if (nodes.getNumOccurrences())
+    hw->devicesPerNode = devices / nodes;
+  if (deviceMemory.getNumOccurrences()) {
+    std::optional<double> bytes = parseSize(deviceMemory);
+    if (!bytes)
+      return fail("--device-memory: expected a size such as 80GiB, 512MiB, "
+                  "2GB or a number of bytes, got '" +
+                  deviceMemory + "'");
+    hw->deviceMemory = *bytes;
+  }
+  Expected<ModelCost> model = extractModelCost(module, "forward");
+  if (!model)
+    return fail(toString(model.takeError()));
+  // AdamW's two f32 moments, plus an f32 master copy of 16-bit parameters
+  // (mixed precision, as Megatron-LM); SGD's momentum.
+  TrainingConfig config;
+  config.optimizerBytes = model->elementBytes < 4 ? 12 : 8;
+  if (options.optimizer == "sgd")
+    config.optimizerBytes = model->elementBytes < 4 ? 8 : 4;
+  PlanCostModel costModel(*model, *hw, config);
+
+  ParallelismLimits limits = getParallelismLimits(module, "forward", devices);
+  SearchOptions search;
+  search.devices = devices;
+  search.microBatchSamples = freeMicroBatch ? 0 : model->batch;
+  search.tpDegrees = limits.tpDegrees;
+  search.sequenceParallelTpDegrees = limits.sequenceParallelTpDegrees;
+  search.illegalTp = limits.illegalTp;
+  search.topK = topPlans;
+  if (globalBatch.getNumOccurrences())
+    search.globalBatch = globalBatch;
+  else if (microbatchesFlag.getNumOccurrences())
+    search.globalBatch = model->batch * microbatchesFlag;
+  else
+    search.globalBatch = model->batch;
+  // Training options given with --mesh auto stay as given.
+  if (microbatchesFlag.getNumOccurrences())
+    search.microbatches = microbatchesFlag;
+  if (scheduleFlag.getNumOccurrences()) {
+    std::optional<braid::sched::ScheduleKind> kind =
+        braid::sched::parseScheduleKind(scheduleFlag);
+    if (!kind)
+      return fail("unknown --schedule '" + scheduleFlag + "'");
+    search.schedule = *kind;
+  }
+  if (chunksFlag.getNumOccurrences())
+    search.chunks = chunksFlag;
+  if (zeroFlag.getNumOccurrences())
+    search.zero = zeroFlag;
+  if (spFlag.getNumOccurrences())
+    search.sequenceParallel = spFlag;
+  if (recomputeFlag.getNumOccurrences()) {
+    std::optional<Recompute> r = parseRecompute(recomputeFlag);
+    if (!r)
+      return fail("unknown --recompute '" + recomputeFlag + "'");
+    search.recompute = *r;
+  }
+  if (stageLayersFlag.getNumOccurrences()) {
+    Expected<SmallVector<int64_t>> layers =
+        braid::parseStageLayers(stageLayersFlag);
+    if (!layers)
+      return fail(toString(layers.takeError()));
+    search.stageLayers = std::vector<int>(layers->begin(), layers->end());
+  }
+
+  Expected<SearchResult> result = searchPlans(costModel, search);
+  if (!result)
+    return fail(toString(result.takeError()));
+  if (result->top.empty()) {
+    std::string message =
+        formatv("no plan fits in {0} per device on {1} devices; the smallest "
+                "requirement found is {2}",
+                formatMemory(result->memoryBudget), devices,
+                formatMemory(result->minMemory))
+            .str();
+    if (result->minMemoryPlan)
+      message += " (" + getPlanFlags(*result->minMemoryPlan) + ")";
+    message += ": give more --devices or a larger --device-memory";
+    return fail(message);
+  }
+  const PlanCost &best = result->top.front();
+  std::string flags = getPlanFlags(best.plan);
+  outs() << formatv("braidc: plan for {0} devices ({1}, global batch {2}): "
+                    "{3:F2} ms per step predicted, {4} per device\n",
+                    devices, hw->name, result->globalBatch, best.stepTime * 1e3,
+                    formatMemory(best.getPeakMemory()));
+  outs() << "flags: " << flags << "\n";
+  if (explainPlan || planOnly) {
+    printSearchResult(outs(), *result, costModel, explainPlan, limits.sequence);
+    if (explainPlan) {
+      outs() << "the chosen plan:\n";
+      printPlanCost(outs(), best, *hw);
+    }
+  }
+  outs().flush();
+  if (planOnly)
+    return 0;
+
+  // As if the flags had been typed.
+  const Plan &p = best.plan;
+  options.dp = p.dp;
+  options.tp = p.tp;
+  options.pp = p.pp;
+  options.microbatches = p.microbatches;
+  options.zero = p.zero;
+  options.sp = p.sequenceParallel;
+  options.recompute = getRecomputeName(p.recompute).str();
+  if (p.pp > 1) {
+    options.schedule = braid::sched::getScheduleKindName(p.schedule).str();
+    options.chunks = p.schedule == braid::sched::ScheduleKind::Interleaved1F1B
+                         ? p.chunks
+                         : 0;
+    std::string layers;
+    for (size_t i = 0; i < p.stageLayers.size(); ++i)
+      layers += (i ? "," : "") + std::to_string(p.stageLayers[i]);
+    options.stageLayers = layers;
+  }
+  if (Error error = braid::verifyTrainingOptions(options))
+    return fail("the chosen plan: " + toString(std::move(error)));
+  return std::nullopt;
 }
 
 static LogicalResult writeFile(StringRef path, StringRef contents) {
@@ -199,7 +490,7 @@ static LogicalResult writeFile(StringRef path, StringRef contents) {
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions({&braidcCategory, &trainCategory});
+  cl::HideUnrelatedOptions({&braidcCategory, &trainCategory, &planCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "braidc: compile a braid model to a native executable (single device, "
@@ -215,6 +506,14 @@ int main(int argc, char **argv) {
       "runtime's context takes --timeout S: a collective or transfer that "
       "does not complete within S seconds (default 300, 0: none) ends every "
       "rank with an error naming it.\n");
+  bool autoMesh = meshSpec.getNumOccurrences() && meshSpec == "auto";
+  if (failed(checkPlanningFlags(autoMesh)))
+    return 1;
+  if (outputFile.empty() && !(autoMesh && planOnly)) {
+    errs() << "braidc: -o PROG is required (only --mesh auto --plan-only "
+              "writes nothing)\n";
+    return 1;
+  }
   if (emit != "exe" && emit != "mlir" && emit != "cpp" && emit != "cu") {
     errs() << "braidc: --emit must be exe, mlir, cpp or cu\n";
     return 1;
@@ -282,6 +581,11 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
+  if (autoMesh) {
+    std::optional<int> status = planMesh(*module, *trainOpts);
+    if (status)
+      return *status;
+  }
   if (training) {
     // The training step first: the program's signature is train_step's.
     PassManager trainPm(&context);

@@ -12,6 +12,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -53,6 +54,11 @@ struct CodegenOptions {
 /// (ZeRO without dp, sequence parallelism without tp). The message names the
 /// option, as a command line spells it.
 llvm::Error verifyTrainingOptions(const TrainingOptions &options);
+
+/// The layer counts of a stage-layers option ("2,3,3,2"; empty: none), or
+/// an error naming the malformed part.
+llvm::Expected<llvm::SmallVector<int64_t>>
+parseStageLayers(llvm::StringRef text);
 
 /// The chunks per rank that `options` runs: `chunks`, or the schedule's
 /// default when 0 (as given when the schedule is unknown or refuses it:

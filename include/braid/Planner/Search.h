@@ -161,9 +161,11 @@ std::string getPlanFlags(const Plan &plan);
 
 /// Prints the ranked plans (step time, tokens and TFLOP/s, MFU, memory per
 /// rank, bubble, communication per axis), why the first won over the
-/// second, and with `explain`, the meshes not chosen and why.
+/// second, and with `explain`, the meshes not chosen and why. Throughput is
+/// in tokens/s with `tokensPerSample` (the sequence length), else samples/s.
 void printSearchResult(llvm::raw_ostream &os, const SearchResult &result,
-                       const PlanCostModel &model, bool explain);
+                       const PlanCostModel &model, bool explain,
+                       double tokensPerSample = 0);
 
 /// "12.50 GiB".
 std::string formatMemory(double bytes);
