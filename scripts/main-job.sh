@@ -8,8 +8,9 @@
 # reference evaluator, derive its training step and train it on one batch,
 # with the loss falling; split it into a 4-stage pipeline with a verified
 # ZB-H1 schedule, and compile it with braidc for 8 CPU ranks as
-# dp2 x tp2 x pp2 (ZB-H1) and train it with braid-run. Sets up everything it
-# needs first.
+# dp2 x tp2 x pp2 (ZB-H1) and train it with braid-run; last, let the planner
+# choose the plan for 8 ranks (braidc --mesh auto --devices 8), print it and
+# train it. Sets up everything it needs first.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -79,3 +80,10 @@ build/bin/braid-sched --schedule zb-h1 -p 2 -m 4 --svg "$out/gpt-3d.schedule.svg
 echo "   schedule picture: $out/gpt-3d.schedule.svg"
 echo "== Training it 20 steps on 8 ranks (braid-run -n 8; rank 0 prints)"
 build/bin/braid-run -n 8 "$out/gpt-3d" --steps 20 --seed 0
+
+echo "== Planning it automatically for 8 ranks: braidc --mesh auto --devices 8 (global batch 16;"
+echo "   the cost model on this machine's description, share/braid/hardware/cpu-local.json; docs/planner.md)"
+build/bin/braidc "$out/gpt.mlir" --mesh auto --devices 8 --global-batch 16 --explain \
+  --lr 3e-3 --warmup-steps 2 --total-steps 20 --decay cosine --clip-norm 1.0 -o "$out/gpt-auto"
+echo "== Training the plan it chose 10 steps on 8 ranks"
+build/bin/braid-run -n 8 "$out/gpt-auto" --steps 10 --seed 0
