@@ -76,7 +76,7 @@
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}    braid_rt_sum_squares_f32(
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
-// GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}, {{v[0-9]+}}, {{v[0-9]+}}, {{.*}}: braid.add");
+// GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}, {{v[0-9]+}}, {{v[0-9]+}}, {{.*}}: braid.{{add|fused}}");
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}    braid_rt_adamw_update_f32_i64(
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
