@@ -376,16 +376,20 @@ TENSOR_PARALLEL = {
         "encoder.layers.*.mlp.0.bias": "column-parallel bias",
         "encoder.layers.*.mlp.3.weight": "row-parallel",
         "heads.head.weight": "vocabulary-parallel head",  # the classes, into cross-entropy
-        # nn.MultiheadAttention's fused in_proj output reaches the q/k/v braid.slice.
-        "encoder.layers.*.self_attention.in_proj_weight": "whole",
-        "encoder.layers.*.self_attention.out_proj.weight": "whole",
+        # nn.MultiheadAttention's fused in_proj splits strided over its q/k/v blocks; the heads,
+        # merged with the batch ([T, B*H, D], B blocks of heads), reach out_proj split.
+        "encoder.layers.*.self_attention.in_proj_weight": "column-parallel",
+        "encoder.layers.*.self_attention.in_proj_bias": "column-parallel bias",
+        "encoder.layers.*.self_attention.out_proj.weight": "row-parallel",
     }, {
-        ("@encoder_layers", "all_reduce", "tp"): 2,  # per block: after the MLP's row-parallel mlp.3
+        ("@encoder_layers", "all_reduce", "tp"): 4,  # per block: after out_proj and after mlp.3
     }),
 }
 # Plans that gather a dp-split activation whole (and slice it back) today.
 DATA_PARALLEL_GATHERS = {
-    "vit": "the attention's reshapes of the fused in_proj output are partitioned with their operand whole",
+    # [T, B*H, D] -> [T*B, H*D] after attention: a dimension carries one factor (the heads), and
+    # T*B has T major, so each block all_gathers the batch over dp and all_slices it after out_proj.
+    "vit": "the attention's output is gathered over dp for the reshapes that merge the batch with the heads",
 }
 
 

@@ -176,27 +176,21 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   return rule;
 }
 
-ShardingRule ReshapeOp::getShardingRule() {
-  // Groups of dimensions with equal products correspond. A group of one
-  // input and one output dimension is a parallel factor; within a group
-  // that splits or merges dimensions, only the major dimension can carry a
-  // sharding (a block of the major dimension is contiguous in both).
-  ShardingRule rule;
-  ArrayRef<int64_t> in = shapeOf(getInput()), out = getType().getShape();
-  SmallVector<int64_t> inMap(in.size(), -1), outMap(out.size(), -1);
+/// The groups of a reshape from `in` to `out`: runs of dimensions with
+/// equal products (size-1 dimensions join none), as [i0, i1) x [j0, j1).
+static SmallVector<std::array<size_t, 4>> reshapeGroups(ArrayRef<int64_t> in,
+                                                        ArrayRef<int64_t> out) {
+  SmallVector<std::array<size_t, 4>> groups;
   size_t i = 0, j = 0;
-  while (i < in.size() || j < out.size()) {
-    // Size-1 dimensions join no group.
-    if (i < in.size() && in[i] == 1) {
+  while (i < in.size() && j < out.size()) {
+    if (in[i] == 1) {
       ++i;
       continue;
     }
-    if (j < out.size() && out[j] == 1) {
+    if (out[j] == 1) {
       ++j;
       continue;
     }
-    if (i == in.size() || j == out.size())
-      break;
     size_t i0 = i, j0 = j;
     int64_t pi = in[i++], pj = out[j++];
     while (pi != pj) {
@@ -205,24 +199,99 @@ ShardingRule ReshapeOp::getShardingRule() {
       else
         pj *= out[j++];
     }
-    if (i - i0 == 1 && j - j0 == 1) {
-      int64_t f = rule.addFactor(in[i0], Kind::Parallel);
-      inMap[i0] = outMap[j0] = f;
-    } else if (in[i0] == out[j0]) {
-      // Same major dimension: it can carry the group's sharding.
-      int64_t f = rule.addFactor(in[i0], Kind::Parallel);
-      inMap[i0] = outMap[j0] = f;
-    } else if (in[i0] % out[j0] == 0 || out[j0] % in[i0] == 0) {
-      // Splitting [H] into [A, D] (or merging back): a block of the major
-      // dimension is contiguous in both, so the two major dimensions share
-      // a factor of the smaller one's size (A): sharding H over t devices
-      // is sharding A over them when t divides A.
-      int64_t f = rule.addFactor(std::min(in[i0], out[j0]), Kind::Parallel);
-      inMap[i0] = outMap[j0] = f;
+    groups.push_back({i0, i, j0, j});
+  }
+  return groups;
+}
+
+ShardingRule ReshapeOp::getShardingRule() {
+  // Groups of dimensions with equal products correspond. Within a group,
+  // each dimension is a range of mixed-radix digits of the group's index;
+  // an input and an output dimension whose ranges overlap share a factor
+  // over the overlap, which each views as the minor part of [b, n / b]
+  // blocks (its major digits outside the overlap) and may follow with
+  // minor digits of its own: a block of heads is then a block of heads on
+  // both sides. The group's two major dimensions are paired first (a
+  // block of the major dimension is contiguous in both); the others pair
+  // major first.
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = getType().getShape();
+  SmallVector<int64_t> inMap(in.size(), -1), outMap(out.size(), -1);
+  SmallVector<int64_t> inBlocks(in.size(), 1), outBlocks(out.size(), 1);
+  // A reshape merging dimensions that its only user, a reshape, splits
+  // apart again (nn.MultiheadAttention's [T, B, H, D] -> [T, B*H, D] ->
+  // [T*B, H*D]) carries, within a merged group, the dimension that leads a
+  // group of the composed reshape: the one the pair keeps separable. So
+  // does, within a split group, a reshape of a reshape (the gradient's
+  // [T*B, H*D] -> [T, B*H, D] -> [T, B, H, D]).
+  SmallVector<bool> leads, outLeads;
+  if (getResult().hasOneUse())
+    if (auto next = dyn_cast<ReshapeOp>(*getResult().getUsers().begin())) {
+      leads.assign(in.size(), false);
+      for (auto g : reshapeGroups(in, shapeOf(next.getResult())))
+        leads[g[0]] = true;
     }
+  if (auto prev = getInput().getDefiningOp<ReshapeOp>()) {
+    outLeads.assign(out.size(), false);
+    for (auto g : reshapeGroups(shapeOf(prev.getInput()), out))
+      outLeads[g[2]] = true;
+  }
+  for (std::array<size_t, 4> group : reshapeGroups(in, out)) {
+    size_t i0 = group[0], i1 = group[1], j0 = group[2], j1 = group[3];
+    // Digit ranges [lo, hi) of each dimension within the group.
+    auto ranges = [](ArrayRef<int64_t> dims) {
+      SmallVector<std::pair<int64_t, int64_t>> r(dims.size());
+      int64_t lo = 1;
+      for (size_t k = dims.size(); k-- > 0;) {
+        r[k] = {lo, lo * dims[k]};
+        lo *= dims[k];
+      }
+      return r;
+    };
+    auto inR = ranges(in.slice(i0, i1 - i0)),
+         outR = ranges(out.slice(j0, j1 - j0));
+    // Pairs input dimension a with output dimension b if their overlap is
+    // a factor both can view as blocks (blocks or minor digits, not both).
+    auto pair = [&](size_t a, size_t b) {
+      if (inMap[i0 + a] >= 0 || outMap[j0 + b] >= 0 || in[i0 + a] == 1 ||
+          out[j0 + b] == 1)
+        return false;
+      auto [ilo, ihi] = inR[a];
+      auto [jlo, jhi] = outR[b];
+      int64_t lo = std::max(ilo, jlo), hi = std::min(ihi, jhi);
+      if (hi <= lo || hi % lo || ihi % hi || jhi % hi || lo % ilo || lo % jlo)
+        return false;
+      int64_t ib = ihi / hi, jb = jhi / hi;
+      if ((ib > 1 && lo > ilo) || (jb > 1 && lo > jlo))
+        return false;
+      int64_t f = rule.addFactor(hi / lo, Kind::Parallel);
+      inMap[i0 + a] = outMap[j0 + b] = f;
+      inBlocks[i0 + a] = ib;
+      outBlocks[j0 + b] = jb;
+      return true;
+    };
+    size_t first = 0;
+    if (!leads.empty() && j1 - j0 == 1)
+      while (first + 1 < i1 - i0 && !leads[i0 + first])
+        ++first;
+    if (first + 1 == i1 - i0 && !leads.empty() && !leads[i0 + first])
+      first = 0;
+    size_t firstOut = 0;
+    if (!outLeads.empty() && i1 - i0 == 1 && j1 - j0 > 1) {
+      while (firstOut + 1 < j1 - j0 && !outLeads[j0 + firstOut])
+        ++firstOut;
+      if (!outLeads[j0 + firstOut])
+        firstOut = 0;
+    }
+    pair(first, firstOut);
+    for (size_t a = 0; a < i1 - i0; ++a)
+      for (size_t b = 0; b < j1 - j0; ++b)
+        pair(a, b);
   }
   rule.operands.push_back(inMap);
   rule.results.push_back(outMap);
+  rule.operandBlocks.push_back(inBlocks);
+  rule.resultBlocks.push_back(outBlocks);
   return rule;
 }
 

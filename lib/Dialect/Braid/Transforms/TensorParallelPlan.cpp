@@ -236,7 +236,10 @@ static Trace traceSplit(Value start, int64_t dim, ParamOp self) {
       }
       // The factor's blocks divide this dimension's by the rule's view of
       // it (a slice of one block of b).
-      int64_t inBlocks = rule.getOperandBlocks(n, d);
+      // A reshape's blocks are other dimensions merged around the factor
+      // (heads merged with the batch), not blocks of the weight's dimension.
+      bool reshape = isa<ReshapeOp>(user);
+      int64_t inBlocks = reshape ? 1 : rule.getOperandBlocks(n, d);
       int64_t factorDivisor = divisor * inBlocks;
       switch (rule.factors[f].kind) {
       case Kind::Cooperative:
@@ -285,7 +288,7 @@ static Trace traceSplit(Value start, int64_t dim, ParamOp self) {
       for (auto [r, map] : llvm::enumerate(rule.results))
         for (auto [rd, g] : llvm::enumerate(map))
           if (g == f && r < user->getNumResults())
-            if (auto q = divisorOf(rule.getResultBlocks(r, rd)))
+            if (auto q = divisorOf(reshape ? 1 : rule.getResultBlocks(r, rd)))
               work.push_back({user->getResult(r), (int64_t)rd, *q});
     }
   }
