@@ -58,9 +58,9 @@
 // CHECK-NEXT: if ([[HOLDS1]]) {
 // CHECK: braid_rt_program_init_f32({{v[0-9]+}}, "w_out",
 //
-// CHECK: {"w_in", 2, braid_slot_shape_0, braid_slot_spec_0, 0},
-// CHECK: {"w_out", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1},
-// CHECK: {"w_out.adamw.m", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1},
+// CHECK: {"w_in", 2, braid_slot_shape_0, braid_slot_spec_0, 0, 0},
+// CHECK: {"w_out", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1, 0},
+// CHECK: {"w_out.adamw.m", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1, 0},
 // CHECK: static const int64_t braid_pipeline_mask = 1;
 
 braid.layer @block(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {

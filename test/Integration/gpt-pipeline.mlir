@@ -83,10 +83,10 @@
 // GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.store_param");
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: func.return");
-// GUARD: {"wte.weight", 2, braid_slot_shape_0, braid_slot_spec_0, -1},
-// GUARD: {"wpe.weight", 2, braid_slot_shape_1, braid_slot_spec_1, 0},
-// GUARD: {"ln_f.weight", 1, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1},
-// GUARD: {"wte.weight.adamw.m", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 0},
+// GUARD: {"wte.weight", 2, braid_slot_shape_0, braid_slot_spec_0, -1, 0},
+// GUARD: {"wpe.weight", 2, braid_slot_shape_1, braid_slot_spec_1, 0, 0},
+// GUARD: {"ln_f.weight", 1, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1, 0},
+// GUARD: {"wte.weight.adamw.m", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 0, 0},
 // GUARD: static const int64_t braid_pipeline_mask = 1;
 
 // OUT: step 0 loss
