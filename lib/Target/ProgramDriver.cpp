@@ -420,6 +420,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
                  wholes[tokensIndex].first +
                  ", " + wholes[labelsIndex].first + ");\n" +
                  extracts[tokensIndex] + extracts[labelsIndex] + "    }\n";
+      frees += "  braid_rt_data_close(braid_data);\n";
     } else {
       os << "  (void)token_bytes;\n  if (data_source) {\n"
          << "    fprintf(stderr, \"error: --data needs a training step "
