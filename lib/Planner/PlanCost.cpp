@@ -457,7 +457,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   return cost;
 }
 
-static std::string formatBytes(double b) {
+std::string mlir::braid::plan::formatMemory(double b) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (b >= 1024 && u < 4) {
@@ -467,7 +467,7 @@ static std::string formatBytes(double b) {
   return llvm::formatv("{0:F2} {1}", b, units[u]).str();
 }
 
-static std::string formatTime(double s) {
+std::string mlir::braid::plan::formatSeconds(double s) {
   if (s >= 1)
     return llvm::formatv("{0:F3} s", s).str();
   if (s >= 1e-3)
@@ -486,20 +486,20 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
   os << llvm::formatv("devices: {0} ({1}), global batch {2}\n",
                       plan.getNumDevices(), hardware.name,
                       plan.getGlobalBatch());
-  os << llvm::formatv("step time: {0}\n", formatTime(cost.stepTime));
+  os << llvm::formatv("step time: {0}\n", formatSeconds(cost.stepTime));
   os << llvm::formatv("  compute      {0,12}  {1,5:F1}%  (busiest pipeline "
                       "rank)\n",
-                      formatTime(cost.computeTime), pct(cost.computeTime));
+                      formatSeconds(cost.computeTime), pct(cost.computeTime));
   os << llvm::formatv("  tp comm      {0,12}  {1,5:F1}%\n",
-                      formatTime(cost.tpCommTime), pct(cost.tpCommTime));
+                      formatSeconds(cost.tpCommTime), pct(cost.tpCommTime));
   os << llvm::formatv("  bubble       {0,12}  {1,5:F1}%  (bubble rate {2:F4}, "
                       "pp transfer {3} each)\n",
-                      formatTime(cost.bubbleTime), pct(cost.bubbleTime),
-                      cost.bubbleRate, formatTime(cost.ppTransferTime));
+                      formatSeconds(cost.bubbleTime), pct(cost.bubbleTime),
+                      cost.bubbleRate, formatSeconds(cost.ppTransferTime));
   os << llvm::formatv("  dp comm      {0,12}  {1,5:F1}%\n",
-                      formatTime(cost.dpCommTime), pct(cost.dpCommTime));
+                      formatSeconds(cost.dpCommTime), pct(cost.dpCommTime));
   os << llvm::formatv("  optimizer    {0,12}  {1,5:F1}%\n",
-                      formatTime(cost.optimizerTime), pct(cost.optimizerTime));
+                      formatSeconds(cost.optimizerTime), pct(cost.optimizerTime));
   os << llvm::formatv("throughput: {0:F1} samples/s, {1:F2} TFLOP/s per "
                       "device (model FLOPs), MFU {2:F1}%\n",
                       cost.samplesPerSecond, cost.flopsPerDevice / 1e12,
@@ -509,9 +509,9 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
                       cost.modelFlops, cost.executedFlops);
   os << llvm::formatv("communication per rank per step: tp {0}, pp {1}, dp "
                       "{2}\n",
-                      formatBytes(cost.tpCommBytes),
-                      formatBytes(cost.ppCommBytes),
-                      formatBytes(cost.dpCommBytes));
+                      formatMemory(cost.tpCommBytes),
+                      formatMemory(cost.ppCommBytes),
+                      formatMemory(cost.dpCommBytes));
   os << "stages (per micro-batch):\n";
   os << llvm::formatv("  {0,5} {1,9} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
                       "stage", "layers", "F", "B", "W", "tp comm",
@@ -522,21 +522,21 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
                         llvm::formatv("{0}-{1}", st.firstLayer,
                                       st.firstLayer + st.numLayers - 1)
                             .str(),
-                        formatTime(st.forward), formatTime(st.backward),
-                        formatTime(st.weight), formatTime(st.tpComm),
-                        formatBytes(st.activationBytes));
+                        formatSeconds(st.forward), formatSeconds(st.backward),
+                        formatSeconds(st.weight), formatSeconds(st.tpComm),
+                        formatMemory(st.activationBytes));
   }
   os << llvm::formatv("memory per rank (device: {0}):\n",
-                      formatBytes(hardware.deviceMemory));
+                      formatMemory(hardware.deviceMemory));
   os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
                       "rank", "params", "grads", "optimizer", "activations",
                       "workspace", "total");
   for (size_t r = 0; r < cost.memory.size(); ++r) {
     const RankMemory &m = cost.memory[r];
     os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
-                        r, formatBytes(m.params), formatBytes(m.grads),
-                        formatBytes(m.optimizer), formatBytes(m.activations),
-                        formatBytes(m.workspace), formatBytes(m.getTotal()));
+                        r, formatMemory(m.params), formatMemory(m.grads),
+                        formatMemory(m.optimizer), formatMemory(m.activations),
+                        formatMemory(m.workspace), formatMemory(m.getTotal()));
   }
   os << (cost.fits ? "fits in device memory\n"
                    : "does NOT fit in device memory\n");

@@ -21,24 +21,6 @@ using namespace mlir::braid;
 using namespace mlir::braid::plan;
 using sched::ScheduleKind;
 
-std::string mlir::braid::plan::formatMemory(double b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return llvm::formatv("{0:F2} {1}", b, units[u]).str();
-}
-
-static std::string formatSeconds(double s) {
-  if (s >= 1)
-    return llvm::formatv("{0:F3} s", s).str();
-  if (s >= 1e-3)
-    return llvm::formatv("{0:F3} ms", s * 1e3).str();
-  return llvm::formatv("{0:F3} us", s * 1e6).str();
-}
-
 static std::vector<int> divisors(int n) {
   std::vector<int> d;
   for (int i = 1; i <= n; ++i)

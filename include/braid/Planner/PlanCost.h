@@ -198,6 +198,11 @@ private:
 void printPlanCost(llvm::raw_ostream &os, const PlanCost &cost,
                    const Hardware &hardware);
 
+/// "1.50 GiB", "12.00 KiB": bytes for reports and errors.
+std::string formatMemory(double bytes);
+/// "1.234 s", "12.345 ms", "5.000 us".
+std::string formatSeconds(double seconds);
+
 } // namespace mlir::braid::plan
 
 #endif // BRAID_PLANNER_PLANCOST_H

@@ -167,9 +167,6 @@ void printSearchResult(llvm::raw_ostream &os, const SearchResult &result,
                        const PlanCostModel &model, bool explain,
                        double tokensPerSample = 0);
 
-/// "12.50 GiB".
-std::string formatMemory(double bytes);
-
 } // namespace mlir::braid::plan
 
 #endif // BRAID_PLANNER_SEARCH_H
