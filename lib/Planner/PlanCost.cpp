@@ -499,7 +499,8 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
   os << llvm::formatv("  dp comm      {0,12}  {1,5:F1}%\n",
                       formatSeconds(cost.dpCommTime), pct(cost.dpCommTime));
   os << llvm::formatv("  optimizer    {0,12}  {1,5:F1}%\n",
-                      formatSeconds(cost.optimizerTime), pct(cost.optimizerTime));
+                      formatSeconds(cost.optimizerTime),
+                      pct(cost.optimizerTime));
   os << llvm::formatv("throughput: {0:F1} samples/s, {1:F2} TFLOP/s per "
                       "device (model FLOPs), MFU {2:F1}%\n",
                       cost.samplesPerSecond, cost.flopsPerDevice / 1e12,
