@@ -2,8 +2,11 @@
 
 #include "braid/Planner/Calibration.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <vector>
 
 using namespace mlir::braid::plan;
 
@@ -26,6 +29,22 @@ mlir::braid::plan::fitLinkCost(CollectiveKind kind, int n,
   if (n < 2 && kind != CollectiveKind::SendRecv)
     return llvm::createStringError("fitting %s: need at least 2 ranks",
                                    getCollectiveKindName(kind).str().c_str());
+  // A message is never faster than a larger one, so the fastest time of
+  // any larger size bounds each size's: on a busy machine one slow small
+  // size would otherwise tilt the fit (even to a negative slope).
+  std::map<double, double> fastest;
+  for (const TimingSample &s : samples) {
+    auto [it, inserted] = fastest.try_emplace(s.bytes, s.seconds);
+    if (!inserted)
+      it->second = std::min(it->second, s.seconds);
+  }
+  std::vector<TimingSample> bounded;
+  double bound = INFINITY;
+  for (auto it = fastest.rbegin(); it != fastest.rend(); ++it) {
+    bound = std::min(bound, it->second);
+    bounded.push_back({it->first, bound});
+  }
+  samples = bounded;
   // t = a + slope * bytes, least squares in relative error (weights
   // 1 / t^2): timings span four orders of magnitude, and plain least
   // squares would let the largest sizes (and their noise) decide the

@@ -121,6 +121,14 @@ TEST(HardwareTest, FitRecoversAlphaBeta) {
   ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
   EXPECT_NEAR(fit->alpha, 3e-6, 1e-12);
   EXPECT_NEAR(fit->beta, 5e9, 1e-3);
+  // Small sizes slowed by a busy machine (time falling with size up to
+  // 1e5 bytes): bounded by the larger sizes' times, the fit still sees time
+  // growing with size; plain least squares would give a negative slope.
+  llvm::Expected<LinkCost> noisy =
+      fitLinkCost(CollectiveKind::AllReduce, 4,
+                  {{1e3, 200e-6}, {1e4, 100e-6}, {1e5, 50e-6}, {1e6, 60e-6}});
+  ASSERT_TRUE(bool(noisy)) << llvm::toString(noisy.takeError());
+  EXPECT_GT(noisy->beta, 0);
   llvm::Expected<LinkCost> flat =
       fitLinkCost(CollectiveKind::SendRecv, 2, {{1e3, 1e-3}, {1e6, 1e-3}});
   ASSERT_FALSE(bool(flat));

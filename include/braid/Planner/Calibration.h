@@ -25,7 +25,9 @@ struct TimingSample {
 /// Fit of the ring model of getCollectiveTime (alpha per ring step, beta
 /// the bus bandwidth) to timings of `kind` on `n` ranks, by least squares
 /// in relative error (each timing weighted by 1 / t^2, so that small sizes
-/// fix the latency and large ones the bandwidth). Fails with fewer than
+/// fix the latency and large ones the bandwidth), after bounding each
+/// size's time by the fastest time of any larger size (noise on a busy
+/// machine only ever adds time). Fails with fewer than
 /// two distinct sizes, a time that is not positive, or if the fit gives a
 /// bandwidth that is not positive (timings that do not grow with size). A
 /// negative intercept is clamped to zero latency.
