@@ -28,6 +28,8 @@
 
 #include "braid/rt/mesh.h"
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -175,6 +177,37 @@ braid_rt_status_t braid_rt_recv_f64_start(braid_rt_comm_t *comm, double *buf,
                                           size_t count, int peer, int tag,
                                           braid_rt_stream_t *stream,
                                           braid_rt_request_t **out_request);
+
+/*--- Compressed gradient reduction -----------------------------------------*/
+/* Sums of f32 tensors that travel as 16-bit values (bf16 or IEEE fp16) and
+   are accumulated in f32 where they are received: a ring over `comm` in
+   which every hop rounds the partial sum it sends to 16 bits (to nearest,
+   ties to even) and the receiver adds it to its own f32 values. The
+   all_reduce then rounds each fully reduced chunk once more, on its owner
+   too, and circulates it, so every rank gets the same bits. A group of one
+   sends nothing and rounds nothing. fp16 overflows to infinity above 65504.
+   Blocking only; half the bytes of the f32 forms on the wire. */
+braid_rt_status_t braid_rt_all_reduce_sum_f32_as_bf16(braid_rt_comm_t *comm,
+                                                      float *buf, size_t count,
+                                                      braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_all_reduce_sum_f32_as_f16(braid_rt_comm_t *comm,
+                                                     float *buf, size_t count,
+                                                     braid_rt_stream_t *stream);
+/* As braid_rt_reduce_scatter_sum_f32; the block a rank keeps is its f32
+   accumulation (not rounded again). */
+braid_rt_status_t braid_rt_reduce_scatter_sum_f32_as_bf16(
+    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
+    braid_rt_stream_t *stream);
+braid_rt_status_t braid_rt_reduce_scatter_sum_f32_as_f16(
+    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
+    braid_rt_stream_t *stream);
+
+/* The wire formats' conversions, rounding to nearest even (NaN stays NaN,
+   overflow goes to infinity); exact back to f32. */
+uint16_t braid_rt_f32_to_bf16(float x);
+float braid_rt_bf16_to_f32(uint16_t h);
+uint16_t braid_rt_f32_to_f16(float x);
+float braid_rt_f16_to_f32(uint16_t h);
 
 /* Blocks until every rank of `comm` has entered the barrier. */
 braid_rt_status_t braid_rt_barrier(braid_rt_comm_t *comm,
