@@ -437,7 +437,10 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
       os << "    if (trace_file) {\n      char name[32];\n"
          << "      snprintf(name, sizeof name, \"step %lld\", (long long)s);\n"
          << "      braid_rt_program_trace_begin(name, \"step\");\n    }\n";
-    os << "    " << call << ");\n";
+    // Ids checked on a device (braid_rt_check_ids) are reported here, once
+    // per step; on the CPU a bad id has already ended the program.
+    os << "    " << call << ");\n"
+       << "    braid_rt_program_poll_bad_ids();\n";
     if (mesh.present)
       os << "    if (trace_file)\n      braid_rt_program_trace_end();\n";
     os << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
@@ -519,7 +522,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     os << "  return 0;\n}\n";
     return;
   }
-  os << "  " << call << ");\n";
+  os << "  " << call << ");\n  braid_rt_program_poll_bad_ids();\n";
   // As braid-eval prints results: a scalar's value; a tensor's sum and L2
   // norm, and with --dump every value (tests compare them one by one).
   for (auto [i, result] : llvm::enumerate(results)) {

@@ -9,8 +9,9 @@
  * memory: init values exactly, printed text byte for byte.
  *
  * Run on 2 ranks (a mesh 1 x 2). With `bad-id` it checks ids in device
- * memory that hold an id out of range, without MPI; ctest checks that the
- * message names that id and its position.
+ * memory that hold an id out of range, without MPI, as a device backend
+ * does (recorded, reported by the poll after the step); ctest checks that
+ * the message names that id, its position and its site.
  */
 
 #include "braid/rt/program_spmd.h"
@@ -224,9 +225,15 @@ static void test_mesh(void) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "bad-id") == 0) {
-    int32_t ids[5] = {0, 1, 2, 9, 1};
+    /* A device backend only records the bad id; the poll after the step
+       names it and its site, as the host backend would at once. Another
+       site's good ids first, so that the site table is exercised. */
+    int32_t good[2] = {0, 1}, ids[5] = {0, 1, 2, 9, 1};
+    void *device_good = upload(good, sizeof good);
     void *device = upload(ids, sizeof ids);
+    braid_rt_program_check_ids("id", device_good, 0, 2, 4, "loc(\"t\":2:1)");
     braid_rt_program_check_ids("label", device, 0, 5, 4, "loc(\"t\":3:4)");
+    braid_rt_program_poll_bad_ids();
     return 0; /* not reached */
   }
   const char *size = getenv("OMPI_COMM_WORLD_SIZE");

@@ -207,3 +207,45 @@ braid_rt_status_t __wrap_braid_rt_all_reduce_sum_f32(braid_rt_comm_t *comm,
   protect_all(PROT_NONE);
   return status;
 }
+
+/* Id checks as a device backend makes them: the check runs (on the device's
+   memory) but a bad id is only recorded, and braid_rt_poll_bad_ids, which
+   the real CPU backend never needs, reports it. */
+braid_rt_status_t __real_braid_rt_check_ids(braid_rt_stream_t *stream,
+                                            const void *ids, int ids_i64,
+                                            int64_t count, int64_t range,
+                                            int64_t site,
+                                            braid_rt_bad_id_t *bad);
+static braid_rt_bad_id_t recorded_bad_id;
+static int have_bad_id;
+braid_rt_status_t __wrap_braid_rt_check_ids(braid_rt_stream_t *stream,
+                                            const void *ids, int ids_i64,
+                                            int64_t count, int64_t range,
+                                            int64_t site,
+                                            braid_rt_bad_id_t *bad) {
+  (void)bad;
+  require_device(ids, "braid_rt_check_ids");
+  drain();
+  protect_all(PROT_READ | PROT_WRITE);
+  braid_rt_bad_id_t found;
+  braid_rt_status_t status = __real_braid_rt_check_ids(
+      stream, ids, ids_i64, count, range, site, &found);
+  protect_all(PROT_NONE);
+  if (status == BRAID_RT_INVALID_ARGUMENT && !have_bad_id) {
+    recorded_bad_id = found;
+    have_bad_id = 1;
+  }
+  return status == BRAID_RT_INVALID_ARGUMENT ? BRAID_RT_OK : status;
+}
+
+braid_rt_status_t __wrap_braid_rt_poll_bad_ids(braid_rt_stream_t *stream,
+                                               braid_rt_bad_id_t *bad) {
+  (void)stream;
+  drain();
+  if (!have_bad_id)
+    return BRAID_RT_OK;
+  have_bad_id = 0;
+  if (bad)
+    *bad = recorded_bad_id;
+  return BRAID_RT_INVALID_ARGUMENT;
+}

@@ -2,6 +2,8 @@
 
 #include "internal.h"
 
+#include "braid/rt/kernels.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,11 +15,6 @@ void braid_rt_program_exit_error(void) {
   if (braid_rt_program_end_all)
     braid_rt_program_end_all(1);
   exit(1);
-}
-
-int64_t braid_rt_program_id(const void *ids, int ids_i64, int64_t i) {
-  return ids_i64 ? ((const int64_t *)ids)[i]
-                 : (int64_t)((const int32_t *)ids)[i];
 }
 
 void braid_rt_program_bad_id(const char *what, int64_t id, int64_t i,
@@ -37,17 +34,51 @@ void braid_rt_program_bad_id(const char *what, int64_t id, int64_t i,
   braid_rt_program_exit_error();
 }
 
+/* The places that check ids, so that a check a device backend reports at the
+   next poll is named as the host backend names it at once. The strings are
+   the generated program's literals (or the program runtime's): one entry per
+   call site. */
+enum { kMaxIdSites = 1024 };
+static struct { const char *what, *where; } id_sites[kMaxIdSites];
+static int64_t num_id_sites;
+
+static int64_t id_site(const char *what, const char *where) {
+  for (int64_t i = 0; i < num_id_sites; ++i)
+    if (id_sites[i].what == what && id_sites[i].where == where)
+      return i;
+  if (num_id_sites == kMaxIdSites)
+    return -1;
+  id_sites[num_id_sites].what = what;
+  id_sites[num_id_sites].where = where;
+  return num_id_sites++;
+}
+
+static void report_bad_id(const braid_rt_bad_id_t *bad) {
+  int known = bad->site >= 0 && bad->site < num_id_sites;
+  braid_rt_program_bad_id(known ? id_sites[bad->site].what : "id", bad->id,
+                          bad->position, bad->count, bad->range,
+                          known ? id_sites[bad->site].where : "a checked op");
+}
+
 void braid_rt_program_check_ids(const char *what, const void *ids,
                                 int ids_i64, int64_t count, int64_t range,
                                 const char *where) {
-  size_t bytes = (size_t)count * (ids_i64 ? sizeof(int64_t) : sizeof(int32_t));
-  const void *host = braid_rt_program_map(ids, bytes, /*read=*/1, what);
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t id = braid_rt_program_id(host, ids_i64, i);
-    if (id < 0 || id >= range)
-      braid_rt_program_bad_id(what, id, i, count, range, where);
-  }
-  braid_rt_program_unmap((void *)host, (void *)ids, bytes, /*write=*/0, what);
+  braid_rt_bad_id_t bad;
+  braid_rt_status_t status =
+      braid_rt_check_ids(braid_rt_program_stream(), ids, ids_i64, count, range,
+                         id_site(what, where), &bad);
+  if (status == BRAID_RT_INVALID_ARGUMENT)
+    report_bad_id(&bad);
+  braid_rt_program_check(status, where);
+}
+
+void braid_rt_program_poll_bad_ids(void) {
+  braid_rt_bad_id_t bad;
+  braid_rt_status_t status =
+      braid_rt_poll_bad_ids(braid_rt_program_stream(), &bad);
+  if (status == BRAID_RT_INVALID_ARGUMENT)
+    report_bad_id(&bad);
+  braid_rt_program_check(status, "checking ids");
 }
 
 void braid_rt_program_check(braid_rt_status_t status, const char *where) {

@@ -168,6 +168,33 @@ braid_rt_status_t braid_rt_embedding_f32_i64(braid_rt_stream_t *stream,
                                              int64_t hidden, int64_t num_ids,
                                              float *y);
 
+/* The first id found outside its range by braid_rt_check_ids. */
+typedef struct braid_rt_bad_id {
+  int64_t site;     /* the caller's tag for the check */
+  int64_t id;       /* the id */
+  int64_t position; /* its index among the `count` checked */
+  int64_t count;
+  int64_t range;    /* ids must lie in [0, range) */
+} braid_rt_bad_id_t;
+
+/* Checks that the `count` ids (i32, or i64 when `ids_i64`) lie in
+   [0, range), before a kernel whose own INVALID_ARGUMENT would name neither
+   the id nor its position. `site` is the caller's tag, returned with a bad
+   id. Host backends check now: INVALID_ARGUMENT with *bad set to the first
+   bad id. Device backends enqueue the check on `stream` and return OK, so
+   that ids never travel to the host; braid_rt_poll_bad_ids then returns a
+   bad id of any check enqueued since the previous poll. */
+braid_rt_status_t braid_rt_check_ids(braid_rt_stream_t *stream,
+                                     const void *ids, int ids_i64,
+                                     int64_t count, int64_t range,
+                                     int64_t site, braid_rt_bad_id_t *bad);
+/* Waits for `stream` (NULL: the default stream) on device backends and
+   returns INVALID_ARGUMENT with *bad set when a check enqueued since the
+   previous poll found a bad id (the first to be recorded), OK otherwise;
+   clears the record. Host backends return OK: their checks fail at once. */
+braid_rt_status_t braid_rt_poll_bad_ids(braid_rt_stream_t *stream,
+                                        braid_rt_bad_id_t *bad);
+
 /* braid.rotary: x and y are [batch, seq, heads, dim] (dim even); `base` and
    `inverse` are the attributes (base default 10000). */
 void braid_rt_rotary_f32(braid_rt_stream_t *stream, const float *x,

@@ -46,9 +46,6 @@ braid_rt_stream_t *braid_rt_program_stream(void);
 /* Ends the program, every rank of it, with status 1 after an error. */
 void braid_rt_program_exit_error(void);
 
-/* Element `i` of an array of i32 or i64 ids (host memory). */
-int64_t braid_rt_program_id(const void *ids, int ids_i64, int64_t i);
-
 /* Ends the program with "error: [rank R: ]<where>: <what> <id> is outside
    [0, <range>) at position <i> of <count>[ on this rank]", as braid-eval
    names a bad id. */
@@ -56,10 +53,20 @@ void braid_rt_program_bad_id(const char *what, int64_t id, int64_t i,
                              int64_t count, int64_t range, const char *where);
 
 /* Checks `count` i32 or i64 ids (labels, token ids) against [0, range)
-   before a kernel that would only say INVALID_ARGUMENT. */
+   before a kernel that would only say INVALID_ARGUMENT (braid_rt_check_ids):
+   on a host backend now, on a device backend on the program's stream, the
+   ids staying on the device; a bad id ends the program there, or at the
+   next braid_rt_program_poll_bad_ids, with braid_rt_program_bad_id's
+   message. `what` and `where` must be string literals (they name the
+   site). */
 void braid_rt_program_check_ids(const char *what, const void *ids,
                                 int ids_i64, int64_t count, int64_t range,
                                 const char *where);
+
+/* Ends the program as braid_rt_program_check_ids would if a check enqueued
+   on a device backend found a bad id; waits for the program's stream there.
+   The generated main() calls it after every step. */
+void braid_rt_program_poll_bad_ids(void);
 
 /* Ends the program with a message if `status` is not BRAID_RT_OK; `where`
    names the op (its location in the compiled module). */
