@@ -225,6 +225,20 @@ static LogicalResult evaluateOp(NegOp op, EvalContext &,
                                 SmallVectorImpl<Tensor> &results) {
   return evalUnary(op.getResult(), ops, results, [](double x) { return -x; });
 }
+// The evaluator rounds the result to its element type (ties to even), which
+// is the conversion.
+static LogicalResult evaluateOp(ConvertOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  return evalUnary(op.getResult(), ops, results, [](double x) { return x; });
+}
+static LogicalResult evaluateOp(RoundOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  DType to = *getDType(op.getElementType());
+  return evalUnary(op.getResult(), ops, results,
+                   [to](double x) { return roundToDType(x, to); });
+}
 static LogicalResult evaluateOp(ExpOp op, EvalContext &,
                                 ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
@@ -1311,7 +1325,8 @@ void mlir::braid::registerEvalInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, BraidDialect *) {
     attachEvalModels<
         ParamOp, StoreParamOp, PipelineOp, RepeatOp, MatmulOp, AddOp, SubOp,
-        MulOp, DivOp, NegOp, ExpOp, SqrtOp, RsqrtOp, ReluOp, SiluOp, GeluOp,
+        MulOp, DivOp, NegOp, ConvertOp, RoundOp, ExpOp, SqrtOp, RsqrtOp,
+        ReluOp, SiluOp, GeluOp,
         SoftmaxOp, LayerNormOp, RmsNormOp, EmbeddingOp, RotaryOp, AttentionOp,
         CrossEntropyOp, ReshapeOp, TransposeOp, ReduceOp, BroadcastOp, SliceOp,
         ConcatOp, ConstantOp, ReluGradOp, SiluGradOp, GeluGradOp,

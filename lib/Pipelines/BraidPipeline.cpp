@@ -30,6 +30,9 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.microbatches < 0)
     return optionError("microbatches must be positive (0 picks the "
                        "default), got " + Twine(o.microbatches));
+  if (o.precision != "f32" && o.precision != "bf16-mixed")
+    return optionError("unknown precision '" + o.precision +
+                       "'; expected f32 or bf16-mixed");
   if (o.bucketMb < 0)
     return optionError("bucket-mb must be non-negative (0: no buckets), got " +
                        Twine(std::to_string(o.bucketMb)));
@@ -107,6 +110,12 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
             parseStageLayers(options.stageLayers))
       split.layers = *layers;
     else
+  // First: the forward program's precision, which the backward follows.
+  if (options.precision != "f32") {
+    MixedPrecisionPassOptions precision;
+    precision.precision = options.precision;
+    pm.addPass(createMixedPrecisionPass(precision));
+  }
       llvm::consumeError(layers.takeError());
     pm.addPass(createPipelineSplitPass(split));
   }
@@ -185,6 +194,9 @@ struct CodegenPipelineOptions
       llvm::cl::init("cpu")};
   Option<bool> fuse{
       *this, "fuse",
+  // bf16 values held in f32 and rounded, for the f32 kernels (a module
+  // without bf16 is unchanged); before fusion, which takes f32 ops.
+  pm.addPass(createLegalizeBF16Pass());
       llvm::cl::desc("Fuse elementwise chains into braid.fused regions "
                      "before lowering (braid-fuse-elementwise; braidc "
                      "--no-fuse turns it off)."),

@@ -418,6 +418,17 @@ void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
   addUnary<RsqrtOp>(t, "braid_rt_rsqrt_f32");
   addUnary<ReluOp>(t, "braid_rt_relu_f32");
   addUnary<SiluOp>(t, "braid_rt_silu_f32");
+  t.add<RoundOp>([](RoundOp op, FunctionLowering &l) -> LogicalResult {
+    if (!op.getElementType().isBF16() ||
+        !l.typeOf(op.getInput()).getElementType().isF32())
+      return op.emitOpError() << "rounds " << op.getInput().getType()
+                              << " to " << op.getElementType()
+                              << "; the kernels round f32 to bf16 only";
+    l.kernel("braid_rt_round_bf16_f32",
+             {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+              l.result(op.getResult())});
+    return success();
+  });
   t.add<GeluOp>([](GeluOp op, FunctionLowering &l) -> LogicalResult {
     l.kernel("braid_rt_gelu_f32",
              {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),

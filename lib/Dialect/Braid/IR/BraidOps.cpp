@@ -409,6 +409,25 @@ LogicalResult MulOp::verify() { return verifyBinary(*this); }
 LogicalResult DivOp::verify() { return verifyBinary(*this); }
 
 //===----------------------------------------------------------------------===//
+// ConvertOp, RoundOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertOp::verify() {
+  if (tensorType(getInput()).getShape() != tensorType(getResult()).getShape())
+    return emitOpError() << "changes the shape from " << getInput().getType()
+                         << " to " << getResult().getType()
+                         << "; a conversion keeps it";
+  return success();
+}
+
+LogicalResult RoundOp::verify() {
+  Type to = getElementType();
+  if (!to.isBF16() && !to.isF16())
+    return emitOpError() << "rounds to " << to << "; expected bf16 or f16";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Normalisation, embeddings, attention, loss
 //===----------------------------------------------------------------------===//
 

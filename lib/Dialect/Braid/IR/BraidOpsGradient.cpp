@@ -141,6 +141,12 @@ Value NegOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
   return NegOp::create(b, getLoc(), resultGrads[0]);
 }
 
+// The gradient goes back in the operand's type: a bf16 working copy's
+// gradient reaches its f32 master weight as f32.
+Value ConvertOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
+  return ConvertOp::create(b, getLoc(), getInput().getType(), resultGrads[0]);
+}
+
 Value ExpOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
   return MulOp::create(b, getLoc(), getType(), resultGrads[0], getResult());
 }

@@ -57,6 +57,8 @@ ShardingRule SubOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule MulOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule DivOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule NegOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ConvertOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule RoundOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule ExpOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SqrtOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule RsqrtOp::getShardingRule() { return elementwiseRule(*this); }

@@ -77,6 +77,20 @@ static inline void braid_rt_sigmoid_pair(float z, float *s,
 }
 
 static inline float braid_rt_neg_of(float x) { return -x; }
+/* The nearest bf16 value (ties to even), still as a float: adding 0x7fff
+   plus the kept lowest bit, then clearing the low 16 bits, rounds half an
+   ulp up unless that makes an even result odd; a carry into the exponent
+   rounds up to the next binade, or to infinity. NaN stays NaN. */
+static inline float braid_rt_round_bf16_of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof(u));
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return x;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  memcpy(&x, &u, sizeof(x));
+  return x;
+}
 static inline float braid_rt_exp_of(float x) { return braid_rt_expf(x); }
 static inline float braid_rt_sqrt_of(float x) { return sqrtf(x); }
 static inline float braid_rt_rsqrt_of(float x) {

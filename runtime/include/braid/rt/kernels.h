@@ -130,6 +130,11 @@ void braid_rt_relu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        float *y);
 void braid_rt_silu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        float *y);
+/* braid.round to bf16: each element to the nearest bf16 value (ties to
+   even), kept as a float; how bf16 programs run on the f32 kernels
+   (braid-legalize-bf16). */
+void braid_rt_round_bf16_f32(braid_rt_stream_t *stream, const float *x,
+                             int64_t count, float *y);
 /* braid.gelu with its `approximate` attribute. */
 void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        braid_rt_gelu_approximation_t approximate, float *y);

@@ -116,6 +116,7 @@ DEFINE_UNARY(sqrt, braid_rt_sqrt_of(x))
 DEFINE_UNARY(rsqrt, braid_rt_rsqrt_of(x))
 DEFINE_UNARY(relu, braid_rt_relu_of(x))
 DEFINE_UNARY(silu, braid_rt_silu_of(x))
+DEFINE_UNARY(round_bf16, braid_rt_round_bf16_of(x))
 
 static inline double gelu_exact(double x) {
   return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));

@@ -30,6 +30,7 @@ DEFINE_UNARY(sqrt, kSqrt)
 DEFINE_UNARY(rsqrt, kRsqrt)
 DEFINE_UNARY(relu, kRelu)
 DEFINE_UNARY(silu, kSilu)
+DEFINE_UNARY(round_bf16, kRoundBF16)
 
 void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        braid_rt_gelu_approximation_t approximate, float *y) {

@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define BRAID_HD __host__ __device__
@@ -90,7 +91,7 @@ template <typename T> BRAID_HD inline bool inRange(T id, int64_t bound) {
 constexpr double kPi = 3.14159265358979323846;
 
 enum BinaryKind : int { kAdd, kSub, kMul, kDiv };
-enum UnaryKind : int { kNeg, kExp, kSqrt, kRsqrt, kRelu, kSilu };
+enum UnaryKind : int { kNeg, kExp, kSqrt, kRsqrt, kRelu, kSilu, kRoundBF16 };
 
 BRAID_HD inline float negOf(float x) { return -x; }
 BRAID_HD inline float expOf(float x) { return expf(x); }
@@ -113,6 +114,18 @@ BRAID_HD inline float binaryOf(int kind, float x, float y) {
   }
 }
 
+// As braid_rt_round_bf16_of (braid/rt/elementwise_math.h).
+BRAID_HD inline float roundBF16Of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof(u));
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return x;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  memcpy(&x, &u, sizeof(x));
+  return x;
+}
+
 BRAID_HD inline float unaryOf(int kind, float x) {
   switch (kind) {
   case kNeg:
@@ -125,6 +138,8 @@ BRAID_HD inline float unaryOf(int kind, float x) {
     return rsqrtOf(x);
   case kRelu:
     return reluOf(x);
+  case kRoundBF16:
+    return roundBF16Of(x);
   default:
     return siluOf(x);
   }

@@ -324,6 +324,48 @@ def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+def Braid_ConvertOp : Braid_DiffOp<"convert"> {
+  let summary = "Elementwise conversion to another floating-point type.";
+  let description = [{
+    Each element rounded to the nearest value of the result's element type
+    (ties to even); the shape is unchanged. Its gradient converts the
+    result's gradient back to the operand's type. `braid-mixed-precision`
+    inserts it: f32 parameters to their bf16 working copies, bf16
+    activations into the f32 norms, softmax and cross-entropy.
+
+    ```mlir
+    %w16 = braid.convert %w : tensor<64x64xf32> to tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braid_RoundOp : Braid_ModelOp<"round", [SameOperandsAndResultType]> {
+  let summary = "Rounds each element to a narrower type, keeping its own.";
+  let description = [{
+    Each element becomes the nearest value of `element_type` (ties to
+    even; bf16 or f16), still stored in the operand's type. It is how
+    `braid-legalize-bf16` keeps bf16 arithmetic for targets whose kernels
+    are f32: a bf16 value becomes an f32 one rounded to bf16.
+
+    ```mlir
+    %r = braid.round %x to bf16 : tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, TypeAttr:$element_type);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `to` $element_type attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Normalisation, embeddings, attention, loss
 //===----------------------------------------------------------------------===//
 

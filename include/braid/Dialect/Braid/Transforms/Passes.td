@@ -580,3 +580,80 @@ def FuseElementwisePass : Pass<"braid-fuse-elementwise", "::mlir::ModuleOp"> {
 }
 
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
+def MixedPrecisionPass : Pass<"braid-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Makes a forward program bf16 mixed precision: bf16 "
+                "activations and matrix products, f32 master weights, norms, "
+                "softmax and loss.";
+  let description = [{
+    With `precision=bf16-mixed`, rewrites a model's forward program (every
+    function and layer, before `braid-autodiff`) so that:
+
+    - parameters stay f32 (the master weights the optimizer updates); each
+      parameter read that feeds a bf16 op gets one `braid.convert` to bf16
+      right after it (the step's working copy);
+    - matmul, attention, the elementwise ops and activations, rotary and
+      embedding compute in bf16: their floating-point operands are
+      converted to bf16 and their results are bf16 (a matmul's products
+      are summed in f32 and rounded once, as `braid-eval` and the kernels
+      do);
+    - layer_norm, rms_norm, softmax, cross_entropy, reduce (and any other
+      op) compute in f32: bf16 operands are converted to f32 first, so norm
+      statistics, softmax sums and the loss are f32;
+    - reshape, transpose, broadcast, slice and concat keep their operand's
+      type; every float argument and result of a layer is bf16 (the
+      activations between layers), a function's signature is unchanged
+      (its bf16 results are converted back to f32).
+
+    `braid-autodiff` then derives the backward pass from the ops' own
+    gradients: activation gradients are bf16, and each working copy's
+    gradient is converted back to f32 for its master weight, so the
+    training step's gradient norm, clipping and optimizer state stay f32.
+    `precision=f32` (the default) leaves the module unchanged.
+
+    Before:
+    ```mlir
+    %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<8x10xf32>
+    %l = braid.matmul %x, %w : (tensor<4x8xf32>, tensor<8x10xf32>) -> tensor<4x10xf32>
+    %loss = braid.cross_entropy %l, %y : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+    ```
+    After:
+    ```mlir
+    %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<8x10xf32>
+    %w16 = braid.convert %w : tensor<8x10xf32> to tensor<8x10xbf16>
+    %x16 = braid.convert %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    %l = braid.matmul %x16, %w16 : (tensor<4x8xbf16>, tensor<8x10xbf16>) -> tensor<4x10xbf16>
+    %l32 = braid.convert %l : tensor<4x10xbf16> to tensor<4x10xf32>
+    %loss = braid.cross_entropy %l32, %y : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
+           "f32 (leave the module unchanged) or bf16-mixed.">,
+  ];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
+def LegalizeBF16Pass : Pass<"braid-legalize-bf16", "::mlir::ModuleOp"> {
+  let summary = "Holds bf16 values in f32 with explicit rounding, for kernels "
+                "that compute in f32.";
+  let description = [{
+    Every bf16 tensor becomes an f32 tensor holding bf16 values: each op
+    that computed a bf16 result computes it in f32 and is followed by a
+    `braid.round` to bf16 (ties to even), so the program computes what the
+    bf16 one does, up to an op's own f32 rounding before the bf16 one.
+    Ops that only move data (reshape, transpose, broadcast, slice, concat)
+    need no rounding; a `braid.convert` to bf16 becomes a `braid.round`,
+    one from bf16 to f32 disappears. braidc runs it before lowering, so
+    `--precision bf16-mixed` programs run on the f32 kernels of both
+    targets; it changes nothing in a module without bf16.
+
+    ```mlir
+    %y = braid.gelu tanh %x : tensor<4x64xbf16>
+    // becomes
+    %0 = braid.gelu tanh %x : tensor<4x64xf32>
+    %y = braid.round %0 to bf16 : tensor<4x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
