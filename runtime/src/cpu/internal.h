@@ -30,6 +30,10 @@ struct braid_rt_context {
 
   int trace;
   braid_rt_trace_events_t trace_events;
+
+  /* Started operations not yet waited for, newest first: what
+     braid_rt_progress tests. */
+  struct braid_rt_request *active;
 };
 
 struct braid_rt_stream {
@@ -47,6 +51,8 @@ struct braid_rt_request {
   int tag;
   double start_s;
   int done;
+  /* Links in ctx->active while started and not waited for. */
+  struct braid_rt_request *active_prev, *active_next;
 };
 
 /* An element type as operations need it. */

@@ -33,6 +33,7 @@ braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
   req->tag = tag;
   req->start_s = braid_rt_now_seconds();
   req->done = 0;
+  req->active_prev = req->active_next = NULL;
   *out_req = req;
   return BRAID_RT_OK;
 }
@@ -49,8 +50,24 @@ braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
   }
   if (!out_request)
     return wait_in_place(req);
+  braid_rt_context_t *ctx = req->comm->ctx;
+  req->active_next = ctx->active;
+  if (ctx->active)
+    ctx->active->active_prev = req;
+  ctx->active = req;
   *out_request = req;
   return BRAID_RT_OK;
+}
+
+static void unlink_active(braid_rt_request_t *req) {
+  braid_rt_context_t *ctx = req->comm->ctx;
+  if (req->active_prev)
+    req->active_prev->active_next = req->active_next;
+  else if (ctx->active == req)
+    ctx->active = req->active_next;
+  if (req->active_next)
+    req->active_next->active_prev = req->active_prev;
+  req->active_prev = req->active_next = NULL;
 }
 
 /* "recv of 16 f32 from rank 0 (tag 7) over world (rank 1 of 2, world rank
@@ -108,6 +125,7 @@ braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
   if (!request)
     return BRAID_RT_OK;
   braid_rt_status_t status = wait_in_place(request);
+  unlink_active(request);
   /* After a failure the MPI request may still be active; freeing it is
      erroneous for collectives, so it is abandoned with its communicator. */
   free(request);
@@ -129,6 +147,32 @@ braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
     }
   }
   *out_done = request->done;
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx,
+                                    int *out_active) {
+  if (out_active)
+    *out_active = 0;
+  if (!ctx)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_progress: ctx is NULL");
+  /* OpenMPI moves a started collective or a large message only inside MPI
+     calls: testing gives its progress engine a turn. */
+  int active = 0;
+  for (braid_rt_request_t *req = ctx->active; req; req = req->active_next) {
+    if (req->done)
+      continue;
+    int code = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      char what[256];
+      describe(req, what, sizeof(what));
+      return braid_rt_fail_mpi(ctx, code, "MPI_Test", what);
+    }
+    active += !req->done;
+  }
+  if (out_active)
+    *out_active = active;
   return BRAID_RT_OK;
 }
 

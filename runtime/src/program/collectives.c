@@ -11,6 +11,11 @@
 #define BRAID_RT_PROGRAM_SPMD
 #include "internal.h"
 
+#include "braid/rt/trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
 void braid_rt_program_pack_f32(const float *in, int64_t outer, int64_t size,
                                int64_t chunk, float *tmp) {
   const int64_t shape[3] = {outer, size, chunk}, perm[3] = {1, 0, 2};
@@ -96,6 +101,26 @@ void braid_rt_program_wait(braid_rt_program_pending_t *p) {
   const int64_t shape[3] = {p->size, p->outer, p->chunk}, perm[3] = {1, 0, 2};
   braid_rt_transpose_f32(braid_rt_program_stream(), p->recv, 3, shape, perm,
                          p->out);
+}
+
+void braid_rt_program_progress(void) {
+  static int enabled = -1;
+  static double last_s;
+  if (enabled < 0) {
+    const char *env = getenv("BRAID_PROGRESS");
+    enabled = !(env && strcmp(env, "0") == 0);
+  }
+  braid_rt_context_t *ctx = braid_rt_program_context();
+  if (!enabled || !ctx)
+    return;
+  /* Each test is an MPI call per request in flight: often enough for a
+     transfer to move between kernels, not after every small op. */
+  double now = braid_rt_now_seconds();
+  if (now - last_s < 20e-6)
+    return;
+  last_s = now;
+  braid_rt_program_spmd_check(braid_rt_progress(ctx, NULL),
+                              "progress of started collectives");
 }
 
 void braid_rt_program_collective_f32(

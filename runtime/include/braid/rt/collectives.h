@@ -45,6 +45,16 @@ braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request);
 braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
                                         int *out_done);
 
+/* Gives every operation of `ctx` started by a _start call and not yet
+   waited for a turn to progress, without blocking, and sets *out_active
+   (may be NULL) to how many have not completed. On the CPU backend MPI
+   moves a started collective or a large message only inside MPI calls, so
+   a caller computing between a start and its wait calls this now and then
+   (generated programs do after each op); it is a pointer test when nothing
+   is in flight. CUDA backend: NCCL progresses on its own; only the count.
+   Thread-compatible, as the operations; the requests stay the caller's. */
+braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active);
+
 /* all_reduce: sums `count` elements of `buf` across the ranks of `comm`, in
    place. */
 braid_rt_status_t braid_rt_all_reduce_sum_f32(braid_rt_comm_t *comm, float *buf,

@@ -230,6 +230,12 @@ void braid_rt_program_collective_start_f32(
 /* Waits for the collective started on `p` and puts its result in place. */
 void braid_rt_program_wait(braid_rt_program_pending_t *p);
 
+/* Lets the collectives and transfers in flight progress (braid_rt_progress)
+   at most every 20 microseconds; a pointer test when none is in flight.
+   Generated code calls it after each op of a program with started
+   collectives. BRAID_PROGRESS=0 in the environment turns it off. */
+void braid_rt_program_progress(void);
+
 /* The blocking form: start, then wait. */
 void braid_rt_program_collective_f32(
     braid_rt_program_collective_t op, int64_t mask, const float *in,

@@ -510,6 +510,19 @@ braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
   return status;
 }
 
+braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx,
+                                    int *out_active) {
+  if (out_active)
+    *out_active = 0;
+  if (!ctx)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_progress: ctx is NULL");
+  /* NCCL and the copies progress on their streams by themselves. */
+  if (out_active)
+    *out_active = (int)(ctx->num_in_flight + ctx->num_pending);
+  return BRAID_RT_OK;
+}
+
 braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
                                         int *out_done) {
   if (!request || !out_done)
