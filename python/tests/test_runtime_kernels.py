@@ -64,6 +64,9 @@ SIGNATURES = {
     "embedding_grad_f32": "i ppqqqp", "embedding_grad_f32_i64": "i ppqqqp",
     "attention_grad_f32": "i ppppqqqqqqidqp",
     "attention_grad_all_f32": "i ppppqqqqqqidppp",
+    # Not in kernels.h: the untiled baseline (kernels/internal.h).
+    "cpu_attention_sgemm_f32": "i pppqqqqqqidp",
+    "cpu_attention_grad_all_sgemm_f32": "i ppppqqqqqqidppp",
     "cross_entropy_grad_f32": "i pppqqp", "cross_entropy_grad_f32_i64": "i pppqqp",
     "reduce_max_grad_f32": "i ppqpqpp",
     "slice_grad_f32": "v pqppppp",
@@ -391,6 +394,14 @@ ATTENTION_CASES = [
     (1, 9, 9, 6, 2, 16, True, 0.3),
     (3, 4, 3, 2, 1, 5, False, 1.7),
     (1, 64, 64, 4, 1, 32, True, None),
+    # More than one 64-row block (attention.c's kBlock), sizes not a
+    # multiple of it: the online softmax's rescaling across key blocks, the
+    # causal diagonal block and the skipped blocks above it.
+    (1, 130, 130, 2, 2, 16, False, None),
+    (2, 130, 130, 4, 2, 8, True, None),
+    (1, 200, 200, 6, 2, 24, True, 0.2),
+    (1, 70, 150, 3, 1, 20, False, None),
+    (1, 128, 128, 2, 1, 64, True, None),
 ]
 
 
@@ -415,6 +426,28 @@ def test_attention_and_grad(k, B, S, T, Hq, Hkv, D, causal, scale):
                                     dq, dk, dv) == OK
     for got, ref in zip((dq, dk, dv), refs):
         check(got, ref)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_tiled_vs_sgemm(k, causal):
+    # The tiled kernels against the SGEMM kernels they replaced (kept in the
+    # library as the baseline), on a size where scores span many blocks and
+    # the rows' maxima change between key blocks (scores of a wide range).
+    B, S, Hq, Hkv, D = 2, 300, 4, 2, 32
+    q, kk, v, dy = (normal(B, S, h, D) for h in (Hq, Hkv, Hkv, Hq))
+    q *= 3.0
+    eff = 1.0 / math.sqrt(D)
+    args = (B, S, S, Hq, Hkv, D, int(causal), eff)
+    y, y0 = out(B, S, Hq, D), out(B, S, Hq, D)
+    assert k.attention_f32(q, kk, v, *args, y) == OK
+    assert k.cpu_attention_sgemm_f32(q, kk, v, *args, y0) == OK
+    check(y, y0)
+    got = [out(*q.shape), out(*kk.shape), out(*v.shape)]
+    ref = [out(*q.shape), out(*kk.shape), out(*v.shape)]
+    assert k.attention_grad_all_f32(q, kk, v, dy, *args, *got) == OK
+    assert k.cpu_attention_grad_all_sgemm_f32(q, kk, v, dy, *args, *ref) == OK
+    for g, r in zip(got, ref):
+        check(g, r)
 
 
 def test_attention_grad_bad_operand(k):
@@ -814,9 +847,11 @@ def test_sgd_update(k, nesterov, momentum, wd):
 
 
 def header_kernels():
-    """Each kernel declared in kernels.h with its number of parameters."""
-    header = Path(__file__).resolve().parents[2] / "runtime/include/braid/rt/kernels.h"
-    text = header.read_text()
+    """Each kernel declared in kernels.h (and the CPU baselines of
+    kernels/internal.h) with its parameters."""
+    root = Path(__file__).resolve().parents[2]
+    text = "\n".join((root / path).read_text() for path in (
+        "runtime/include/braid/rt/kernels.h", "runtime/src/cpu/kernels/internal.h"))
     decls = {}
     for m in re.finditer(r"^(?:void|braid_rt_status_t)\s+braid_rt_(\w+)\(([^)]*)\)",
                          text, re.M):
@@ -833,7 +868,7 @@ def test_signatures_match_header():
         first = params.split(",")[0].split()
         assert first[:2] == ["braid_rt_stream_t", "*stream"], (name, params)
     for name, sig in SIGNATURES.items():
-        assert name in decls, f"{name} is not declared in kernels.h"
+        assert name in decls, f"{name} is not declared in kernels.h or internal.h"
         assert len(decls[name].split(",")) == 1 + len(sig.split(" ")[1]), (name, decls[name])
 
 

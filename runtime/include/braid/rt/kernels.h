@@ -54,8 +54,8 @@
  * prints or exits.
  *
  * Threading (CPU backend): every kernel is reentrant and thread-safe (no global
- * state); concurrent calls must not share result buffers. Matmul and attention
- * use OpenBLAS SGEMM (whose own threads follow OPENBLAS_NUM_THREADS); loops
+ * state); concurrent calls must not share result buffers. Matmul uses
+ * OpenBLAS SGEMM (whose own threads follow OPENBLAS_NUM_THREADS); loops
  * over enough elements run on OpenMP threads (OMP_NUM_THREADS) when the library
  * was built with OpenMP, small ones run on the calling thread only.
  */
@@ -210,7 +210,8 @@ void braid_rt_rotary_f32(braid_rt_stream_t *stream, const float *x,
    [batch, seq_kv, heads_kv, dim] with heads_q a multiple of heads_kv, y is
    [batch, seq_q, heads_q, dim]. `scale` is the effective scale: the `scale`
    attribute if present, else 1 / sqrt(dim). `causal` requires
-   seq_q == seq_kv. Uses seq_q * seq_kv floats of scratch (OUT_OF_MEMORY). */
+   seq_q == seq_kv. CPU: tiled (no [seq_q, seq_kv] scores), scratch of
+   O(64 * (64 + dim)) floats per thread (OUT_OF_MEMORY). */
 braid_rt_status_t braid_rt_attention_f32(
     braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
     int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
@@ -343,7 +344,8 @@ braid_rt_embedding_grad_f32_i64(braid_rt_stream_t *stream, const int64_t *ids,
    `operand` is the attribute (0: the result is dq, [batch, seq_q, heads_q,
    dim]; 1: dk; 2: dv, both [batch, seq_kv, heads_kv, dim]; any other
    value: INVALID_ARGUMENT); a KV head's gradient sums those of the query
-   heads sharing it. Scratch of 2 * seq_q * seq_kv floats. */
+   heads sharing it. CPU: tiled, scratch of O(64 * (64 + dim)) floats and 2
+   * seq_q * heads_q / heads_kv doubles per thread (OUT_OF_MEMORY). */
 braid_rt_status_t braid_rt_attention_grad_f32(
     braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
     const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,

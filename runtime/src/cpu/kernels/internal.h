@@ -26,6 +26,20 @@
 #define BRAID_RT_PARALLEL_FOR_SUM(work, var)
 #endif
 
+/* The attention kernels before tiling (attention.c): per (batch, query
+   head) a [seq_q, seq_kv] score matrix through OpenBLAS SGEMM. Exported, not
+   in kernels.h: the baseline that bench/attention.py and the kernel tests
+   compare the tiled kernels with. */
+braid_rt_status_t braid_rt_cpu_attention_sgemm_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
+    int64_t heads_kv, int64_t dim, int causal, double scale, float *y);
+braid_rt_status_t braid_rt_cpu_attention_grad_all_sgemm_f32(
+    braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
+    const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,
+    int64_t heads_q, int64_t heads_kv, int64_t dim, int causal, double scale,
+    float *dq, float *dk, float *dv);
+
 /* Dimension d of a rank-`rank` shape right-aligned in rank `out_rank`
    (1 where the shape has no such dimension), as NumPy broadcasting sees it. */
 static inline int64_t braid_rt_dim_at(const int64_t *shape, int64_t rank,
