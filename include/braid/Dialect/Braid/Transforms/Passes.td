@@ -335,6 +335,51 @@ def AsyncCollectivesPass : Pass<"braid-async-collectives", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
 
+def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::ModuleOp"> {
+  let summary = "Moves collective starts as early as their operands allow and "
+                "waits as late as their uses allow.";
+  let description = [{
+    `braid-async-collectives` starts each collective where it was, often
+    right after compute it does not depend on, so little overlaps. This pass
+    reorders every block (functions, layer bodies, pipeline pieces) as a
+    list schedule of its dataflow graph: a `<collective>_start` is placed as
+    soon as its operand is computed, pulling the pure ops (and parameter
+    reads) that produce it ahead of independent work, but never a
+    `braid.repeat`, a pipeline or a wait; a `braid.wait`, and the pure ops
+    that use its result, are placed only when an op that keeps its place (a
+    repeat, a `braid.store_param`, a collective, the terminator) needs them.
+    So a start crosses whole layers (`braid.repeat`) when its operand does
+    not depend on them: the head's gradient all_reduces overlap the layers'
+    backward. Ops that read or write parameters keep their order, and no
+    start or wait crosses an op that may write a parameter (a started
+    all_gather reads its operand until the wait). At most `max-in-flight`
+    collectives are started early and not yet waited for; a start beyond
+    that stays where it was. A future cannot leave its block, so a layer's
+    gradient bucket is still waited for at the end of its layer body.
+
+    Only the order changes, so results are bit-identical. Collectives are
+    recognised through `CollectiveOpInterface`.
+
+    ```mlir
+    %g = braid.reduce sum %dw ...
+    %y = braid.repeat @block.B(...)          // does not use %g
+    %f = braid.all_reduce_start sum %g ...
+    %n = braid.wait %f ...
+    // becomes
+    %g = braid.reduce sum %dw ...
+    %f = braid.all_reduce_start sum %g ...   // overlaps the layers
+    %y = braid.repeat @block.B(...)
+    %n = braid.wait %f ...
+    ```
+  }];
+  let options = [
+    Option<"maxInFlight", "max-in-flight", "int64_t", /*default=*/"8",
+           "Collectives started early and not yet waited for, at most "
+           "(a start beyond that stays where it was).">,
+  ];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
 def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp"> {
   let summary = "Fuses consecutive all_reduces of small tensors into buckets.";
   let description = [{
