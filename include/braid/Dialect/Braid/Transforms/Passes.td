@@ -335,6 +335,54 @@ def AsyncCollectivesPass : Pass<"braid-async-collectives", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
 
+def Zero3PrefetchPass : Pass<"braid-zero3-prefetch", "::mlir::ModuleOp"> {
+  let summary = "Starts ZeRO-3 parameter gathers ahead of their use.";
+  let description = [{
+    Under ZeRO-3 each parameter is stored as a share and all_gathered just
+    before the op that uses it, so the transfer hides behind nothing. In
+    every function and layer body, this pass groups the all_gathers of
+    parameter shares (`braid.param` results) by the op that first needs
+    them, in the order of need (a backward layer needs them in reverse
+    layer order, so it is prefetched in that order), and starts group k
+    right before the op that consumes group k - `depth` (the first `depth`
+    groups at the top of the block), waiting for each right before its
+    first use. So the next groups' parameters move while the current
+    group's op computes, and at most `depth` gathers of a block are in
+    flight at any point (each holding a whole parameter). Blocking gathers
+    become their started form; a read is not moved above a store of its
+    parameter. `depth = 0` changes nothing. The result computes exactly
+    what the input does. Run it on per-device programs, after
+    `braid-partition`.
+
+    ```mlir
+    %a = braid.param "ln.weight" {block_of = ...} : tensor<8xf32>
+    %ga = braid.all_gather %a on @mesh ["dp"] {dim = 0 : i64} ...
+    %x = braid.layer_norm %in, %ga, ...
+    %w = braid.param "fc.weight" {block_of = ...} : tensor<8x64xf32>
+    %gw = braid.all_gather %w on @mesh ["dp"] {dim = 0 : i64} ...
+    %y = braid.matmul %x, %gw ...
+    // becomes (depth = 1)
+    %a = braid.param "ln.weight" ...
+    %fa = braid.all_gather_start %a ...
+    %ga = braid.wait %fa ...
+    %w = braid.param "fc.weight" ...
+    %fw = braid.all_gather_start %w ...   // moves during the layer norm
+    %x = braid.layer_norm %in, %ga, ...
+    %gw = braid.wait %fw ...
+    %y = braid.matmul %x, %gw ...
+    ```
+
+    Gathers do not cross a block: a repeated layer's first gathers are
+    not started by the previous instance.
+  }];
+  let options = [
+    Option<"depth", "depth", "int64_t", /*default=*/"1",
+           "Parameter groups gathered ahead of the one in use (0: just in "
+           "time).">,
+  ];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
 def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::ModuleOp"> {
   let summary = "Moves collective starts as early as their operands allow and "
                 "waits as late as their uses allow.";
@@ -408,6 +456,39 @@ def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp">
   let options = [
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
            "Largest bucket, in megabytes (2^20 bytes); 0: no bucketing.">,
+  ];
+}
+
+def CompressGradientsPass : Pass<"braid-compress-gradients", "::mlir::ModuleOp"> {
+  let summary = "Sends data-parallel gradient reductions as bf16 or fp16, "
+                "accumulated in f32.";
+  let description = [{
+    Marks every `all_reduce` and `reduce_scatter` (blocking or started) that
+    sums an f32 tensor of rank 1 or more over data-parallel axes only (the
+    gradient reductions of a partitioned training step) with
+    `braid.compress = "bf16"` (or `"fp16"`):
+
+    ```mlir
+    %g = braid.all_reduce sum %x on @mesh ["dp"] {braid.compress = "bf16"} : tensor<64x32xf32>
+    ```
+
+    The lowering calls the runtime's `braid_rt_all_reduce_sum_f32_as_bf16`
+    (`reduce_scatter` likewise): a ring in which each hop rounds the partial
+    sum it sends to 16 bits, to nearest even, and the receiver adds it to
+    its own f32 values; the all_reduce rounds the finished sum once more so
+    that every device gets the same bits. Half the bytes on the wire;
+    `braid-comm-report` counts 2 bytes per element and prints the bytes
+    saved. Rank-0 sums (the loss, the norm's sums of squares) and
+    tensor-parallel collectives are left exact. `braid-eval` ignores the
+    attribute (it reduces exactly). Run it after `braid-partition` and
+    before `braid-bucket-collectives`, which buckets only collectives
+    marked alike.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"bf16\"",
+           "The wire format: bf16 or fp16.">,
+    ListOption<"axes", "axes", "std::string",
+               "The data-parallel mesh axes (default: dp).">,
   ];
 }
 
@@ -624,7 +705,6 @@ def FuseElementwisePass : Pass<"braid-fuse-elementwise", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
 
-#endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
 def MixedPrecisionPass : Pass<"braid-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Makes a forward program bf16 mixed precision: bf16 "
                 "activations and matrix products, f32 master weights, norms, "
@@ -702,3 +782,4 @@ def LegalizeBF16Pass : Pass<"braid-legalize-bf16", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
 
+#endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
