@@ -30,20 +30,12 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.sp && o.tp == 1)
     return optionError("sp splits the sequence over tensor parallelism, but "
                        "tp=1: give the mesh a tp axis or drop sp");
-  if (o.precision != "f32" && o.precision != "bf16-mixed")
-    return optionError("unknown precision '" + o.precision +
-                       "'; expected f32 or bf16-mixed");
   if (o.microbatches < 0)
     return optionError("microbatches must be positive (0 picks the "
                        "default), got " + Twine(o.microbatches));
-  if (o.gradCompression != "none" && o.gradCompression != "bf16" &&
-      o.gradCompression != "fp16")
-    return optionError("unknown grad-compression '" + o.gradCompression +
-                       "'; expected none, bf16 or fp16");
-  if (o.gradCompression != "none" && o.dp == 1)
-    return optionError("grad-compression " + o.gradCompression +
-                       " compresses data-parallel gradient reductions, but "
-                       "dp=1: give the mesh a dp axis or drop it");
+  if (o.precision != "f32" && o.precision != "bf16-mixed")
+    return optionError("unknown precision '" + o.precision +
+                       "'; expected f32 or bf16-mixed");
   if (o.bucketMb < 0)
     return optionError("bucket-mb must be non-negative (0: no buckets), got " +
                        Twine(std::to_string(o.bucketMb)));
@@ -110,12 +102,6 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   int64_t microbatches = options.microbatches;
   if (microbatches == 0)
     microbatches = options.pp > 1 ? options.pp : 1;
-  // First: the forward program's precision, which the backward follows.
-  if (options.precision != "f32") {
-    MixedPrecisionPassOptions precision;
-    precision.precision = options.precision;
-    pm.addPass(createMixedPrecisionPass(precision));
-  }
   if (options.pp > 1) {
     PipelineSplitPassOptions split;
     split.stages = options.pp;
@@ -127,6 +113,12 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
             parseStageLayers(options.stageLayers))
       split.layers = *layers;
     else
+  // First: the forward program's precision, which the backward follows.
+  if (options.precision != "f32") {
+    MixedPrecisionPassOptions precision;
+    precision.precision = options.precision;
+    pm.addPass(createMixedPrecisionPass(precision));
+  }
       llvm::consumeError(layers.takeError());
     pm.addPass(createPipelineSplitPass(split));
   }
@@ -163,13 +155,6 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     schedule.microbatches = microbatches;
     pm.addPass(createPipelineSchedulePass(schedule));
   }
-  // Before bucketing, which keeps compressed and exact reductions apart.
-  if (options.dp > 1 && options.gradCompression != "none") {
-    CompressGradientsPassOptions compress;
-    compress.format = options.gradCompression;
-    compress.axes = {"dp"};
-    pm.addPass(createCompressGradientsPass(compress));
-  }
   // Last: within the pieces of a pipeline, so a bucket never joins the
   // gradients of two pieces (which would make them depend on each other).
   if (options.dp * options.tp > 1 && options.bucketMb > 0) {
@@ -177,11 +162,8 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     bucket.bucketMb = options.bucketMb;
     pm.addPass(createBucketCollectivesPass(bucket));
   }
-  if (options.dp * options.tp > 1 && options.asyncCollectives) {
+  if (options.dp * options.tp > 1 && options.asyncCollectives)
     pm.addPass(createAsyncCollectivesPass());
-    if (options.scheduleCollectives)
-      pm.addPass(createScheduleCollectivesPass());
-  }
   // After any scheduling: it bounds how far ahead parameter gathers start.
   if (options.zero >= 3 && options.dp > 1 && options.zero3Prefetch > 0) {
     Zero3PrefetchPassOptions prefetch;
@@ -194,9 +176,6 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
                                        const CodegenOptions &options) {
   if (options.train)
     buildTrainingPipeline(pm, options.training);
-  // bf16 values held in f32 and rounded, for the f32 kernels (a module
-  // without bf16 is unchanged); before fusion, which takes f32 ops.
-  pm.addPass(createLegalizeBF16Pass());
   // Last: sharding, pipelining and the reports never see braid.fused, and
   // regions never span collectives or pipeline pieces.
   if (options.fuse)
@@ -205,7 +184,6 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
   lowerOptions.entry = options.train ? "train_step" : options.entry;
   lowerOptions.spmd = options.train || options.spmd;
   lowerOptions.target = options.target;
-  lowerOptions.reuseBuffers = options.bufferReuse;
   pm.addPass(createConvertBraidToEmitCPass(lowerOptions));
 }
 
@@ -225,15 +203,12 @@ struct CodegenPipelineOptions
       llvm::cl::init("cpu")};
   Option<bool> fuse{
       *this, "fuse",
+  // bf16 values held in f32 and rounded, for the f32 kernels (a module
+  // without bf16 is unchanged); before fusion, which takes f32 ops.
+  pm.addPass(createLegalizeBF16Pass());
       llvm::cl::desc("Fuse elementwise chains into braid.fused regions "
                      "before lowering (braid-fuse-elementwise; braidc "
                      "--no-fuse turns it off)."),
-      llvm::cl::init(true)};
-  Option<bool> bufferReuse{
-      *this, "buffer-reuse",
-      llvm::cl::desc("Share memory between buffers whose lifetimes do not "
-                     "overlap, and update in place (braid-lower-to-emitc's "
-                     "reuse-buffers; braidc --no-buffer-reuse turns it off)."),
       llvm::cl::init(true)};
   Option<bool> spmd{*this, "spmd",
                     llvm::cl::desc("Run on the runtime's context even without "
@@ -261,7 +236,6 @@ void mlir::braid::registerCodegenPipeline() {
         options.spmd = opts.spmd;
         options.target = opts.target;
         options.fuse = opts.fuse;
-        options.bufferReuse = opts.bufferReuse;
         TrainingOptions &t = options.training;
 #define BRAID_MESH_OPTION(NAME, FLAG, DESC) t.NAME = opts.NAME;
 #define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \
