@@ -29,6 +29,16 @@
 // FUSED: __global__ static void braid_fused_{{[0-9]+}}_kernel(
 // FUSED: braid_rt_cuda::geluOf(
 // FUSED: <<<(unsigned)blocks, (unsigned)threads, 0, braid_rt_cuda_stream(braid_rt_program_stream())>>>
+// Regions with row-wise ops (the residual add and layer_norm, the loss and
+// its gradient): one block per row, block-wide sums; every row-wise op
+// (fused-rowwise.mlir's regions) compiles and links.
+// RUN: FileCheck %s --check-prefix=ROWS < %t.cu
+// ROWS: row by row (1 row-wise)
+// ROWS: __device__ static double braid_fused_block_sum(double v) {
+// ROWS: braid_fused_block_sum(mean)
+// ROWS: <<<256, 256, 0, stream>>>
+// RUN: braidc %S/fused-rowwise.mlir --entry f --target cuda -o %t.rows
+// RUN: test -x %t.rows
 // RUN: braidc %t.mlir --target cuda --lr 1e-3 --no-fuse --emit cu -o %t.plain.cu
 // RUN: braidc %t.mlir --lr 1e-3 --no-fuse --emit cpp -o %t.cpp
 // RUN: diff %t.cpp %t.plain.cu

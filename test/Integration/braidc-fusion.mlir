@@ -7,9 +7,13 @@
 // so do a dp2 x tp2 program (fusion after braid-partition) on 4 ranks and a
 // 2-stage 1F1B pipeline (regions inside the pieces) on 2 ranks, 3 steps.
 // The fused loops call the kernels' per-element functions
-// (braid/rt/elementwise_math.h) in the ops' order, so nothing rounds
-// differently. The C++ has one function per region and no kernel call
-// for the fused ops.
+// (braid/rt/elementwise_math.h) in the ops' order, and the row-wise ops in
+// regions (the residual add with the layer_norm or rms_norm after it, the
+// norms' gradients, the loss with its gradient) reduce each row as their
+// kernels do, so nothing rounds differently (the loss, summed in row order,
+// is the kernel's on one thread; on two it was the same in every run
+// here). The C++ has one function per region and no kernel call for the
+// fused ops.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 4 --hidden 128 --heads 4 --seq 64 --vocab 256 --batch 16 -o %t.gpt.mlir
 // RUN: braidc %t.gpt.mlir --lr 3e-3 --clip-norm 1.0 -o %t.gpt.fused
@@ -61,5 +65,11 @@
 // CPP-NEXT: const float v1 = braid_rt_gelu_tanh_of(v0);
 // CPP: braid_rt_parallel_for(1024, 524288, braid_fused_{{[0-9]+}}_rows, &c);
 // CPP-NOT: braid_rt_gelu_f32(
+// RUN: FileCheck %s --check-prefix=ROWS < %t.fused.cpp
+// ROWS: braid.fused: 3 ops over [16x64x128] row by row (1 row-wise)
+// ROWS: { // braid.layer_norm
+// ROWS: braid.fused: 2 ops over [16x64x256] row by row (2 row-wise)
+// ROWS-NOT: braid_rt_cross_entropy
 // PLAIN-NOT: braid_fused_
 // PLAIN: braid_rt_gelu_f32(
+// PLAIN: braid_rt_cross_entropy_f32(

@@ -1,7 +1,8 @@
 // Tests that braid-eval evaluates fused regions op by op, as the unfused
 // program: the training steps of a GPT (bias add + tanh GELU, residual
-// adds, GELU gradient) and of a Llama (SiLU x up, SiLU gradient, residual
-// adds) print the same losses and gradient norms to the last digit with
+// adds with the layer_norm after them, GELU gradient, norm gradients, the
+// loss with its gradient) and of a Llama (SiLU x up, SiLU gradient,
+// residual adds with RMS norms and their gradients) print the same losses and gradient norms to the last digit with
 // and without braid-fuse-elementwise, rounding each op to f32 and (--f64)
 // not at all, and leave byte-identical weights and optimizer state; the
 // GPT's logits are the same, element by element.
@@ -34,7 +35,7 @@
 // RUN: cmp %t.llama.plain.w %t.llama.fused.w
 // RUN: FileCheck %s --check-prefix=STEPS < %t.llama.fused
 
-// GPT: {{^}}8{{$}}
-// LLAMA: {{^}}5{{$}}
+// GPT: {{^}}15{{$}}
+// LLAMA: {{^}}14{{$}}
 // STEPS: step 0 loss
 // STEPS: step 2 loss

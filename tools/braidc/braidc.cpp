@@ -174,8 +174,9 @@ static cl::opt<bool>
     noFuse("no-fuse",
            cl::desc("Keep every op its own kernel: skip braid-fuse-elementwise, "
                     "which computes chains of elementwise ops (bias add, GELU, "
-                    "residual add, scaling, activation gradients) in one loop "
-                    "nest each (same results, bit for bit)"),
+                    "residual add, scaling, activation gradients) and the "
+                    "norms, softmax and cross-entropy they feed in one loop "
+                    "nest each (same results, bit for bit on one thread)"),
            cl::cat(braidcCategory));
 
 /// Whether a training option was given (training is implied).

@@ -21,6 +21,18 @@
 // Operands broadcast: each keeps its own offset of the current row and a
 // stride of 0 or 1 along the last dimension.
 //
+// A region with row-wise ops (norms, softmax, cross-entropy) is computed a
+// row at a time instead: the elementwise ops before a row-wise op in a loop
+// over the row, their values that later stages read kept in row buffers
+// (the region's result rows, or per-thread scratch rows, still in cache),
+// then the row-wise op's statistics and result row exactly as its kernel
+// computes them (runtime/src/cpu/kernels/rowwise.c: the same formulas in
+// double, summed in the same order), then the elementwise ops after it.
+// The loss of cross-entropy is kept per row and summed in row order after
+// the loop; a loss and its gradient over the same logits share the row's
+// maximum, sum and exponentials. On CUDA: one block per row, the row loops
+// strided over the block's threads, sums and maxima through warp shuffles.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
@@ -50,6 +62,22 @@ public:
   FailureOr<std::string> emit(StringRef name);
 
 private:
+  /// emit() for a region with row-wise ops.
+  FailureOr<std::string> emitRows(StringRef name);
+  /// The statements computing one row (`r`) of a region with row-wise ops.
+  FailureOr<std::string> rowBody();
+  /// The C type of operand `i`'s elements.
+  std::string elementType(unsigned i) {
+    Type t = typeOf(i).getElementType();
+    return t.isF32() ? "float" : t.isInteger(64) ? "int64_t" : "int32_t";
+  }
+  /// The loop over the row's columns (cuda: strided over the block).
+  std::string rowLoop() const {
+    return cuda ? "for (int64_t j = threadIdx.x; j < " + std::to_string(cols) +
+                      "; j += blockDim.x)"
+                : "for (int64_t j = 0; j < " + std::to_string(cols) + "; ++j)";
+  }
+
   /// For operand `i`: the C expression of its offset at row `r`.
   std::string rowOffset(unsigned i);
   /// Whether operand `i` varies along the last dimension.
@@ -72,9 +100,19 @@ private:
   bool cuda;
   SmallVector<int64_t> shape;
   int64_t rows, cols;
+  /// Row regions: scratch rows per row, and the results holding a loss.
+  int64_t numScratch = 0;
+  SmallVector<unsigned> lossResults;
 };
 
 } // namespace
+
+/// `v` as a C++ double literal that reads back exactly.
+static std::string doubleLiteral(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
 
 std::string FusedEmitter::rowOffset(unsigned i) {
   ArrayRef<int64_t> in = typeOf(i).getShape();
@@ -184,6 +222,9 @@ FailureOr<std::string> FusedEmitter::body() {
 }
 
 FailureOr<std::string> FusedEmitter::emit(StringRef name) {
+  if (llvm::any_of(op.getBody().front().without_terminator(),
+                   [](Operation &o) { return FusedOp::isRowwise(&o); }))
+    return emitRows(name);
   unsigned numIn = op.getInputs().size(), numOut = op.getNumResults();
   std::string params;
   for (unsigned i = 0; i < numIn; ++i)
@@ -264,6 +305,444 @@ FailureOr<std::string> FusedEmitter::emit(StringRef name) {
   return text;
 }
 
+FailureOr<std::string> FusedEmitter::rowBody() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  Block &block = op.getBody().front();
+  Operation *yield = block.getTerminator();
+  std::string C = std::to_string(cols), R = std::to_string(rows);
+  StringRef in = "    ";
+  auto isRow = [&](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape() ==
+           ArrayRef<int64_t>(shape);
+  };
+  // The stage of each op: the number of row-wise ops before it.
+  DenseMap<Operation *, unsigned> stage;
+  unsigned numRowwise = 0;
+  for (Operation &inner : block.without_terminator()) {
+    stage[&inner] = numRowwise;
+    if (FusedOp::isRowwise(&inner))
+      ++numRowwise;
+  }
+  // Where each row value lives beyond its stage: the first result row
+  // yielding it (q<k>), else a scratch row (t<n>).
+  DenseMap<Value, std::string> rowBuffer;
+  SmallVector<std::pair<std::string, std::string>> copies;
+  for (auto [k, v] : llvm::enumerate(yield->getOperands())) {
+    if (!isRow(v))
+      continue;
+    std::string q = "q" + std::to_string(k);
+    if (!rowBuffer.count(v))
+      rowBuffer[v] = q;
+    else
+      copies.push_back({q, rowBuffer[v]});
+  }
+  auto scratchRow = [&]() { return "t" + std::to_string(numScratch++); };
+  for (Operation &inner : block.without_terminator()) {
+    Value v = inner.getResult(0);
+    if (rowBuffer.count(v) || !isRow(v))
+      continue;
+    bool later = FusedOp::isRowwise(&inner) ||
+                 llvm::any_of(v.getUsers(), [&](Operation *user) {
+                   return FusedOp::isRowwise(user) ||
+                          stage.lookup(user) != stage.lookup(&inner);
+                 });
+    if (later)
+      rowBuffer[v] = scratchRow();
+  }
+  // Logits whose exponentials a gradient reuses keep them in a row.
+  DenseMap<Value, std::string> expRow;
+  for (Operation &inner : block.without_terminator())
+    if (auto grad = dyn_cast<CrossEntropyGradOp>(inner))
+      if (!expRow.count(grad.getLogits()))
+        expRow[grad.getLogits()] = scratchRow();
+
+  // A row operand as a pointer to its row; an operand of the region read
+  // whole (scale, bias: offset 0; a rank-0 gradient) likewise.
+  auto pointer = [&](Value v) -> std::string {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return "p" + std::to_string(arg.getArgNumber());
+    return rowBuffer.lookup(v);
+  };
+  auto label = [&](Value v) {
+    unsigned i = cast<BlockArgument>(v).getArgNumber();
+    return (cuda ? "in" : "c.in") + std::to_string(i) + "[r]";
+  };
+  // Reductions: a thread's share on CUDA, then the block's.
+  auto sum = [&](StringRef var, StringRef term) {
+    os << in << "double " << var << " = 0.0;\n"
+       << in << rowLoop() << "\n"
+       << in << "  " << var << " += " << term << ";\n";
+    if (cuda)
+      os << in << var << " = braid_fused_block_sum(" << var << ");\n";
+  };
+  auto sync = [&]() {
+    if (cuda)
+      os << in << "__syncthreads();\n";
+  };
+  auto once = [&]() {
+    return cuda ? "if (threadIdx.x == 0)\n" + in.str() + "  " : std::string();
+  };
+
+  DenseMap<Value, unsigned> stats; // logits -> index of mx<s>, lse<s>
+  SmallVector<Operation *> pending;
+  unsigned next = 0;
+  // The elementwise ops of a stage, in one loop over the row.
+  auto flush = [&]() -> LogicalResult {
+    if (pending.empty())
+      return success();
+    os << in << rowLoop() << " {\n";
+    DenseMap<Value, std::string> names;
+    auto read = [&](Value v) -> std::string {
+      if (auto it = names.find(v); it != names.end())
+        return it->second;
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        unsigned i = arg.getArgNumber();
+        return "p" + std::to_string(i) + (variesInRow(i) ? "[j]" : "[0]");
+      }
+      return rowBuffer.lookup(v) + "[j]";
+    };
+    for (Operation *inner : pending) {
+      SmallVector<std::string> args;
+      for (Value v : inner->getOperands())
+        args.push_back(read(v));
+      FailureOr<std::string> expr = expression(*inner, args);
+      if (failed(expr))
+        return failure();
+      std::string name = "v" + std::to_string(next++);
+      names[inner->getResult(0)] = name;
+      os << in << "  const float " << name << " = " << *expr << ";\n";
+      if (std::string buf = rowBuffer.lookup(inner->getResult(0)); !buf.empty())
+        os << in << "  " << buf << "[j] = " << name << ";\n";
+    }
+    os << in << "}\n";
+    sync();
+    pending.clear();
+    return success();
+  };
+  // The maximum, sum of exponentials and logsumexp of logits `x`, once.
+  auto logSumExp = [&](Value logits) -> unsigned {
+    if (auto it = stats.find(logits); it != stats.end())
+      return it->second;
+    unsigned s = stats.size();
+    stats[logits] = s;
+    std::string X = pointer(logits), mx = "mx" + std::to_string(s),
+                e = expRow.lookup(logits);
+    os << in << "float " << mx << " = -INFINITY;\n"
+       << in << rowLoop() << "\n"
+       << in << "  " << mx << " = " << X << "[j] > " << mx << " ? " << X
+       << "[j] : " << mx << ";\n";
+    if (cuda)
+      os << in << mx << " = braid_fused_block_max(" << mx << ");\n";
+    os << in << "double sum" << s << " = 0.0;\n"
+       << in << rowLoop() << " {\n"
+       << in << "  const float e = expf(" << X << "[j] - " << mx << ");\n";
+    if (!e.empty())
+      os << in << "  " << e << "[j] = e;\n";
+    os << in << "  sum" << s << " += e;\n" << in << "}\n";
+    if (cuda)
+      os << in << "sum" << s << " = braid_fused_block_sum(sum" << s << ");\n";
+    os << in << "const double lse" << s << " = " << mx << " + log(sum" << s
+       << ");\n";
+    if (!e.empty())
+      sync();
+    return s;
+  };
+
+  for (Operation &inner : block.without_terminator()) {
+    if (!FusedOp::isRowwise(&inner)) {
+      pending.push_back(&inner);
+      continue;
+    }
+    if (failed(flush()))
+      return failure();
+    Value result = inner.getResult(0);
+    std::string Y = rowBuffer.lookup(result);
+    // The logits' statistics outlive the op: its gradient may share them.
+    unsigned s = 0;
+    if (auto ce = dyn_cast<CrossEntropyOp>(inner))
+      s = logSumExp(ce.getLogits());
+    if (auto grad = dyn_cast<CrossEntropyGradOp>(inner))
+      s = logSumExp(grad.getLogits());
+    os << in << "{ // " << inner.getName() << "\n";
+    if (auto ln = dyn_cast<LayerNormOp>(inner)) {
+      std::string X = pointer(ln.getInput()), S = pointer(ln.getScale()),
+                  B = pointer(ln.getBias());
+      sum("mean", X + "[j]");
+      os << in << "mean /= " << C << ";\n";
+      sum("var", "(" + X + "[j] - mean) * (" + X + "[j] - mean)");
+      os << in << "const double inv = 1.0 / sqrt(var / " << C << " + "
+         << doubleLiteral(ln.getEpsilon().convertToDouble()) << ");\n"
+         << in << rowLoop() << "\n"
+         << in << "  " << Y << "[j] = (float)((" << X << "[j] - mean) * inv * "
+         << S << "[j] + " << B << "[j]);\n";
+    } else if (auto rms = dyn_cast<RmsNormOp>(inner)) {
+      std::string X = pointer(rms.getInput()), S = pointer(rms.getScale());
+      sum("ms", "(double)" + X + "[j] * " + X + "[j]");
+      os << in << "const double inv = 1.0 / sqrt(ms / " << C << " + "
+         << doubleLiteral(rms.getEpsilon().convertToDouble()) << ");\n"
+         << in << rowLoop() << "\n"
+         << in << "  " << Y << "[j] = (float)(" << X << "[j] * inv * " << S
+         << "[j]);\n";
+    } else if (auto grad = dyn_cast<LayerNormGradOp>(inner)) {
+      std::string X = pointer(grad.getInput()), S = pointer(grad.getScale()),
+                  D = pointer(grad.getGrad());
+      sum("mean", X + "[j]");
+      os << in << "mean /= " << C << ";\n";
+      sum("var", "(" + X + "[j] - mean) * (" + X + "[j] - mean)");
+      os << in << "const double inv = 1.0 / sqrt(var / " << C << " + "
+         << doubleLiteral(grad.getEpsilon().convertToDouble()) << ");\n";
+      std::string xhat = "((" + X + "[j] - mean) * inv)",
+                  dxhat = "((double)" + D + "[j] * " + S + "[j])";
+      sum("mean_d", dxhat);
+      sum("mean_dx", dxhat + " * " + xhat);
+      os << in << "mean_d /= " << C << ";\n"
+         << in << "mean_dx /= " << C << ";\n"
+         << in << rowLoop() << " {\n"
+         << in << "  const double xhat = " << xhat << ", dxhat = " << dxhat
+         << ";\n"
+         << in << "  " << Y
+         << "[j] = (float)(inv * (dxhat - mean_d - xhat * mean_dx));\n"
+         << in << "}\n";
+    } else if (auto grad = dyn_cast<RmsNormGradOp>(inner)) {
+      std::string X = pointer(grad.getInput()), S = pointer(grad.getScale()),
+                  D = pointer(grad.getGrad());
+      sum("ms", "(double)" + X + "[j] * " + X + "[j]");
+      sum("dot", "(double)" + D + "[j] * " + S + "[j] * " + X + "[j]");
+      os << in << "const double inv = 1.0 / sqrt(ms / " << C << " + "
+         << doubleLiteral(grad.getEpsilon().convertToDouble()) << ");\n"
+         << in << "const double cf = inv * inv * inv * dot / " << C << ";\n"
+         << in << rowLoop() << "\n"
+         << in << "  " << Y << "[j] = (float)(inv * " << D << "[j] * " << S
+         << "[j] - " << X << "[j] * cf);\n";
+    } else if (auto softmax = dyn_cast<SoftmaxOp>(inner)) {
+      std::string X = pointer(softmax.getInput());
+      os << in << "float mx = -INFINITY;\n"
+         << in << rowLoop() << "\n"
+         << in << "  mx = " << X << "[j] > mx ? " << X << "[j] : mx;\n";
+      if (cuda)
+        os << in << "mx = braid_fused_block_max(mx);\n";
+      os << in << "double sum = 0.0;\n"
+         << in << rowLoop() << " {\n"
+         << in << "  const float e = expf(" << X << "[j] - mx);\n"
+         << in << "  " << Y << "[j] = e;\n"
+         << in << "  sum += e;\n"
+         << in << "}\n";
+      if (cuda)
+        os << in << "sum = braid_fused_block_sum(sum);\n";
+      os << in << "const float inv = (float)(1.0 / sum);\n"
+         << in << rowLoop() << "\n"
+         << in << "  " << Y << "[j] *= inv;\n";
+    } else if (auto ce = dyn_cast<CrossEntropyOp>(inner)) {
+      unsigned res = llvm::find(yield->getOperands(), result) -
+                     yield->getOperands().begin();
+      os << in << once() << (cuda ? "loss" : "c.loss") << res << "[r] = lse"
+         << s << " - " << pointer(ce.getLogits()) << "["
+         << label(ce.getLabels()) << "];\n";
+    } else if (auto grad = dyn_cast<CrossEntropyGradOp>(inner)) {
+      std::string e = expRow.lookup(grad.getLogits()), S = std::to_string(s);
+      os << in << "const double coeff = (double)" << pointer(grad.getGrad())
+         << "[0] / " << R << ";\n"
+         << in << "const double inv = exp(mx" << S << " - lse" << S << ");\n"
+         << in << rowLoop() << "\n"
+         << in << "  " << Y << "[j] = (float)(coeff * (" << e
+         << "[j] * inv));\n";
+      sync();
+      os << in << once() << "{\n"
+         << in << "  const int64_t l = " << label(grad.getLabels()) << ";\n"
+         << in << "  " << Y << "[l] = (float)(coeff * (" << e
+         << "[l] * inv - 1.0));\n"
+         << in << "}\n";
+    } else {
+      return inner.emitOpError("has no fused lowering");
+    }
+    os << in << "}\n";
+    sync();
+  }
+  if (failed(flush()))
+    return failure();
+  for (auto [to, from] : copies)
+    os << in << rowLoop() << "\n"
+       << in << "  " << to << "[j] = " << from << "[j];\n";
+  return text;
+}
+
+FailureOr<std::string> FusedEmitter::emitRows(StringRef name) {
+  unsigned numIn = op.getInputs().size(), numOut = op.getNumResults();
+  std::string C = std::to_string(cols), R = std::to_string(rows);
+  Block &block = op.getBody().front();
+  for (auto [k, v] : llvm::enumerate(block.getTerminator()->getOperands()))
+    if (cast<RankedTensorType>(v.getType()).getShape() !=
+        ArrayRef<int64_t>(shape))
+      lossResults.push_back(k);
+  auto isLoss = [&](unsigned k) { return llvm::is_contained(lossResults, k); };
+  FailureOr<std::string> body = rowBody();
+  if (failed(body))
+    return failure();
+  // params: the function's; args (and kparams, the CUDA kernel's): the
+  // operands and the result rows, without the losses.
+  std::string params, args, kparams;
+  for (unsigned i = 0; i < numIn; ++i) {
+    params += "const " + elementType(i) + " *in" + std::to_string(i) + ", ";
+    args += "in" + std::to_string(i) + ", ";
+  }
+  kparams = params;
+  for (unsigned i = 0; i < numOut; ++i) {
+    params += "float *out" + std::to_string(i) + (i + 1 < numOut ? ", " : "");
+    if (!isLoss(i)) {
+      args += "out" + std::to_string(i) + ", ";
+      kparams += "float *out" + std::to_string(i) + ", ";
+    }
+  }
+  kparams.resize(kparams.size() - 2);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  unsigned numRowwise =
+      llvm::count_if(block.without_terminator(),
+                     [](Operation &o) { return FusedOp::isRowwise(&o); });
+  os << "// " << describe(op) << ": " << block.getOperations().size() - 1
+     << " ops over [";
+  llvm::interleave(shape, os, "x");
+  os << "] row by row (" << numRowwise << " row-wise)\n";
+  // Pointers to row r of each operand and result.
+  auto rowPointers = [&](StringRef prefix, StringRef in) {
+    for (unsigned i = 0; i < numIn; ++i)
+      if (typeOf(i).getElementType().isF32())
+        os << in << "const float *p" << i << " = " << prefix << "in" << i
+           << " + " << rowOffset(i) << ";\n";
+    for (unsigned i = 0; i < numOut; ++i)
+      if (!isLoss(i))
+        os << in << "float *q" << i << " = " << prefix << "out" << i
+           << " + r * " << C << ";\n";
+  };
+  if (cuda) {
+    // Sums and maxima over a block (a multiple of 32 threads), every
+    // thread getting the result: warp shuffles, then one value per warp.
+    os << "#ifndef BRAID_FUSED_ROW_HELPERS\n"
+          "#define BRAID_FUSED_ROW_HELPERS\n"
+          "__device__ static double braid_fused_block_sum(double v) {\n"
+          "  __shared__ double part[32];\n"
+          "  for (int o = 16; o > 0; o /= 2)\n"
+          "    v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+          "  __syncthreads();\n"
+          "  if (threadIdx.x % 32 == 0)\n"
+          "    part[threadIdx.x / 32] = v;\n"
+          "  __syncthreads();\n"
+          "  double total = 0.0;\n"
+          "  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w)\n"
+          "    total += part[w];\n"
+          "  return total;\n"
+          "}\n"
+          "__device__ static float braid_fused_block_max(float v) {\n"
+          "  __shared__ float part[32];\n"
+          "  for (int o = 16; o > 0; o /= 2) {\n"
+          "    const float w = __shfl_xor_sync(0xffffffffu, v, o);\n"
+          "    v = w > v ? w : v;\n"
+          "  }\n"
+          "  __syncthreads();\n"
+          "  if (threadIdx.x % 32 == 0)\n"
+          "    part[threadIdx.x / 32] = v;\n"
+          "  __syncthreads();\n"
+          "  float m = -INFINITY;\n"
+          "  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w)\n"
+          "    m = part[w] > m ? part[w] : m;\n"
+          "  return m;\n"
+          "}\n"
+          "#endif\n";
+    if (numScratch)
+      kparams += ", float *scratch";
+    for (unsigned k : lossResults)
+      kparams += ", double *loss" + std::to_string(k);
+    os << "__global__ static void " << name << "_kernel(" << kparams << ") {\n";
+    os << "  const int64_t r = blockIdx.x;\n";
+    rowPointers("", "  ");
+    for (int64_t n = 0; n < numScratch; ++n)
+      os << "  float *t" << n << " = scratch + (r * " << numScratch << " + "
+         << n << ") * " << C << ";\n";
+    os << *body << "}\n";
+    for (unsigned k : lossResults)
+      os << "__global__ static void " << name << "_loss" << k
+         << "(const double *loss, float *out) {\n"
+         << "  double total = 0.0;\n"
+         << "  for (int64_t r = 0; r < " << R << "; ++r)\n"
+         << "    total += loss[r];\n"
+         << "  out[0] = " << R << " ? (float)(total / " << R
+         << ") : 0.0f;\n}\n";
+    os << "static void " << name << "(" << params << ") {\n";
+    os << "  cudaStream_t stream = "
+          "braid_rt_cuda_stream(braid_rt_program_stream());\n";
+    std::string kargs = args;
+    if (!kargs.empty())
+      kargs.resize(kargs.size() - 2);
+    if (numScratch) {
+      os << "  static float *scratch = nullptr;\n"
+         << "  braid_rt_program_buffer_f32(&scratch, "
+         << rows * cols * numScratch << ");\n";
+      kargs += ", scratch";
+    }
+    for (unsigned k : lossResults) {
+      // A double per row, in a float buffer twice the size.
+      os << "  static float *loss" << k << " = nullptr;\n"
+         << "  braid_rt_program_buffer_f32(&loss" << k << ", " << 2 * rows
+         << ");\n";
+      kargs += ", (double *)loss" + std::to_string(k);
+    }
+    os << "  if (" << R << " == 0)\n    return;\n";
+    os << "  " << name << "_kernel<<<" << R << ", 256, 0, stream>>>(" << kargs
+       << ");\n";
+    for (unsigned k : lossResults)
+      os << "  " << name << "_loss" << k
+         << "<<<1, 1, 0, stream>>>((double *)loss" << k << ", out" << k
+         << ");\n";
+    os << "}\n";
+    return text;
+  }
+  os << "struct " << name << "_args {\n";
+  for (unsigned i = 0; i < numIn; ++i)
+    os << "  const " << elementType(i) << " *in" << i << ";\n";
+  for (unsigned i = 0; i < numOut; ++i)
+    if (!isLoss(i))
+      os << "  float *out" << i << ";\n";
+  for (unsigned k : lossResults)
+    os << "  double *loss" << k << ";\n";
+  os << "};\n";
+  os << "static void " << name
+     << "_rows(void *ctx, int64_t begin, int64_t end) {\n";
+  os << "  const " << name << "_args &c = *static_cast<const " << name
+     << "_args *>(ctx);\n";
+  if (numScratch) {
+    // This thread's scratch rows, reused row after row.
+    os << "  std::vector<float> scratch(" << numScratch * cols << ");\n";
+    for (int64_t n = 0; n < numScratch; ++n)
+      os << "  float *t" << n << " = scratch.data() + " << n * cols << ";\n";
+  }
+  os << "  for (int64_t r = begin; r < end; ++r) {\n";
+  rowPointers("c.", "    ");
+  os << *body;
+  os << "  }\n}\n";
+  os << "static void " << name << "(" << params << ") {\n";
+  for (unsigned k : lossResults)
+    os << "  std::vector<double> loss" << k << "(" << R << ");\n";
+  os << "  " << name << "_args c = {" << args;
+  for (unsigned k : lossResults)
+    os << "loss" << k << ".data(), ";
+  os << "};\n";
+  os << "  braid_rt_parallel_for(" << R << ", " << rows * cols << ", " << name
+     << "_rows, &c);\n";
+  // The loss: the rows' terms summed in row order, as the kernel on one
+  // thread sums them.
+  for (unsigned k : lossResults)
+    os << "  {\n"
+       << "    double total = 0.0;\n"
+       << "    for (int64_t r = 0; r < " << R << "; ++r)\n"
+       << "      total += loss" << k << "[r];\n"
+       << "    out" << k << "[0] = " << R << " ? (float)(total / " << R
+       << ") : 0.0f;\n"
+       << "  }\n";
+  os << "}\n";
+  return text;
+}
+
 /// Adds the headers of the fused loops after the module's includes, once.
 static void addFusionIncludes(ModuleOp module, bool cuda) {
   StringRef first = cuda ? "braid/rt/cuda.h" : "braid/rt/elementwise_math.h";
@@ -290,6 +769,8 @@ static void addFusionIncludes(ModuleOp module, bool cuda) {
   emitc::IncludeOp::create(b, loc, b.getStringAttr(first), nullptr);
   emitc::IncludeOp::create(b, loc, b.getStringAttr("braid/rt/parallel.h"),
                            nullptr);
+  // Row regions' scratch rows and per-row losses.
+  emitc::IncludeOp::create(b, loc, b.getStringAttr("vector"), b.getUnitAttr());
 }
 
 void mlir::braid::lowering::populateFusedLowerings(LoweringTable &t) {
@@ -309,6 +790,23 @@ void mlir::braid::lowering::populateFusedLowerings(LoweringTable &t) {
     addFusionIncludes(module, cuda);
     OpBuilder before(fn);
     emitc::VerbatimOp::create(before, op.getLoc(), before.getStringAttr(*text));
+    // Labels are checked as the unfused kernels' callers check them, with
+    // the row-wise op's location.
+    for (Operation &inner : op.getBody().front()) {
+      Value labels;
+      if (auto ce = dyn_cast<CrossEntropyOp>(inner))
+        labels = ce.getLabels();
+      else if (auto grad = dyn_cast<CrossEntropyGradOp>(inner))
+        labels = grad.getLabels();
+      else
+        continue;
+      Value ids = op.getInputs()[cast<BlockArgument>(labels).getArgNumber()];
+      l.call("braid_rt_program_check_ids",
+             {l.text("label"), l.get(ids),
+              l.flag(l.typeOf(ids).getElementType().isInteger(64)),
+              l.i64(l.countOf(ids)), l.i64(l.colsOf(inner.getOperand(0))),
+              l.text(describe(&inner))});
+    }
     SmallVector<Value> args;
     for (Value input : op.getInputs())
       args.push_back(l.get(input));

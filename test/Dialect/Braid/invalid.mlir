@@ -1073,3 +1073,31 @@ func.func @fused_args(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
   }
   return %0 : tensor<2x2xf32>
 }
+
+// -----
+
+// Tests that an integer operand of a fused region is a row-wise op's labels,
+// one per row.
+func.func @fused_labels(%x: tensor<2x4xf32>, %l: tensor<2x4xi32>) -> tensor<2x4xf32> {
+  // expected-error@+1 {{operand #1 of type 'tensor<2x4xi32>' is an integer tensor, which only a row-wise op's labels may be: one per row of the iteration shape [2x4]}}
+  %0 = braid.fused (%x, %l) : (tensor<2x4xf32>, tensor<2x4xi32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<2x4xi32>):
+    %n = braid.neg %a : tensor<2x4xf32>
+    braid.yield %n : tensor<2x4xf32>
+  }
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// Tests that a loss, a mean over every row, only leaves a fused region.
+func.func @fused_loss_use(%x: tensor<2x4xf32>, %l: tensor<2xi32>) -> tensor<2x4xf32> {
+  %0 = braid.fused (%x, %l) : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<2xi32>):
+    // expected-error@+1 {{has a result of type 'tensor<f32>' (a mean over all rows) used by braid.mul inside the region; only braid.yield may use it}}
+    %loss = braid.cross_entropy %a, %b : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+    %m = braid.mul %a, %loss : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+    braid.yield %m : tensor<2x4xf32>
+  }
+  return %0 : tensor<2x4xf32>
+}

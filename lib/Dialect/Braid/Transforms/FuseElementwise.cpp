@@ -2,7 +2,11 @@
 //
 // Groups runs of elementwise ops that feed each other and share a result
 // shape into braid.fused regions, which code generation computes in one
-// loop nest each. Greedy, in program order, one block at a time.
+// loop nest each. Greedy, in program order, one block at a time. A
+// row-wise op (a norm, softmax, cross-entropy; FusedOp::isRowwise) joins the
+// region computing its rows, or one whose row-wise op reads the same rows
+// (the loss and its gradient share the logits' statistics), and the
+// elementwise ops using its result join it in turn.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,11 +36,21 @@ namespace {
 /// fused op replaces its last op, after that use).
 struct Group {
   SmallVector<Operation *> ops;
+  /// The iteration shape.
+  SmallVector<int64_t> shape;
   bool sealed = false;
 };
 
-static ArrayRef<int64_t> resultShape(Operation *op) {
-  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Whether row-wise ops `a` and `b` over the same rows compute the same
+/// statistics of them: a loss and its gradient (the rows' maxima, sums of
+/// exponentials and the exponentials themselves).
+static bool sharesStatistics(Operation *a, Operation *b) {
+  return isa<CrossEntropyOp, CrossEntropyGradOp>(a) &&
+         isa<CrossEntropyOp, CrossEntropyGradOp>(b);
 }
 
 /// Replaces the ops of `group` by one braid.fused op where the last one
@@ -84,6 +98,8 @@ static void fuseBlock(Block &block, int64_t minOps) {
   // The group of each op that is in one (index into `groups`).
   std::vector<Group> groups;
   DenseMap<Operation *, unsigned> groupOf;
+  // The row-wise ops in groups reading each value as their rows.
+  DenseMap<Value, SmallVector<Operation *>> rowReaders;
   for (Operation &op : block) {
     // The groups whose values `op` reads.
     llvm::SmallSetVector<unsigned, 4> producers;
@@ -91,12 +107,30 @@ static void fuseBlock(Block &block, int64_t minOps) {
       if (Operation *def = v.getDefiningOp())
         if (auto it = groupOf.find(def); it != groupOf.end())
           producers.insert(it->second);
+    bool rowwise = FusedOp::isRowwise(&op);
     std::optional<unsigned> joined;
-    if (FusedOp::isFusible(&op)) {
-      // Join (and merge) the open groups of producers of the same shape.
-      for (unsigned g : producers) {
+    if (rowwise || FusedOp::isFusible(&op)) {
+      ArrayRef<int64_t> shape = shapeOf(op.getOperand(0));
+      if (!rowwise)
+        shape = shapeOf(op.getResult(0));
+      // The open groups that may take `op`: those computing a value of the
+      // iteration shape that it reads (not a loss, which is known only
+      // after every row), and for a row-wise op those already reducing the
+      // same rows.
+      llvm::SmallSetVector<unsigned, 4> candidates, excluded;
+      for (Value v : op.getOperands())
+        if (Operation *def = v.getDefiningOp())
+          if (auto it = groupOf.find(def); it != groupOf.end())
+            (shapeOf(v) == shape ? candidates : excluded).insert(it->second);
+      if (rowwise)
+        for (Operation *reader : rowReaders.lookup(op.getOperand(0)))
+          if (sharesStatistics(reader, &op))
+            candidates.insert(groupOf.lookup(reader));
+      // Join (and merge) the open groups of the same shape.
+      for (unsigned g : candidates) {
         Group &group = groups[g];
-        if (group.sealed || resultShape(group.ops.front()) != resultShape(&op))
+        if (group.sealed || ArrayRef<int64_t>(group.shape) != shape ||
+            excluded.contains(g))
           continue;
         if (!joined) {
           joined = g;
@@ -114,9 +148,12 @@ static void fuseBlock(Block &block, int64_t minOps) {
       if (!joined) {
         joined = groups.size();
         groups.emplace_back();
+        groups.back().shape.assign(shape.begin(), shape.end());
       }
       groups[*joined].ops.push_back(&op);
       groupOf[&op] = *joined;
+      if (rowwise)
+        rowReaders[op.getOperand(0)].push_back(&op);
     }
     // A use from outside a group closes it.
     for (unsigned g : producers)

@@ -1028,6 +1028,28 @@ def Braid_ClipCoefficientOp : Braid_ModelOp<"clip_coefficient",
   let hasVerifier = 1;
 }
 
+def Braid_SelectOp : Braid_ModelOp<"select",
+    [AllTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "One of two tensors, chosen by a scalar.";
+  let description = [{
+    `on_true` where the rank-0 `condition` is not zero (NaN counts as not
+    zero, as in C), `on_false` where it is zero. braid-train-step's
+    `post-validate` uses it to keep an optimistic update or roll it back.
+
+    ```mlir
+    %p = braid.select %d, %redone, %optimistic : tensor<f32>, tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$condition,
+                       Braid_FloatTensor:$on_true, Braid_FloatTensor:$on_false);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update"> {
   let summary = "One AdamW step for one parameter.";
   let description = [{
@@ -1087,7 +1109,7 @@ def Braid_SgdUpdateOp : Braid_ModelOp<"sgd_update"> {
 
 def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
     Braid_StaticShapes]> {
-  let summary = "Elementwise ops computed in one loop nest.";
+  let summary = "Elementwise ops, and row-wise ops over their rows, in one loop nest.";
   let description = [{
     A region of elementwise ops (`braid.add`, `sub`, `mul`, `div` with
     broadcasting, `neg`, `exp`, `sqrt`, `rsqrt`, `relu`, `silu`, tanh
@@ -1102,6 +1124,17 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
     last before `braid-lower-to-emitc` (in braidc's pipeline unless
     `--no-fuse`).
 
+    Row-wise ops may be in the region too: `layer_norm`, `rms_norm`, their
+    input gradients, `softmax` over the last axis, and `cross_entropy` and
+    `cross_entropy_grad` (not vocabulary-parallel). The iteration shape is
+    then the shape of their first operand (the rows are all dimensions but
+    the last), every elementwise value has it, and each row is computed in
+    turn: the elementwise ops before a row-wise op, its statistics over the
+    row, its result, the elementwise ops after it. Their other operands
+    (scale, bias, labels of the leading shape, the loss gradient) are
+    operands of the region; `cross_entropy`'s rank-0 loss, a mean over all
+    rows, may only be yielded.
+
     ```mlir
     %fc, %gelu = braid.fused (%xw, %bias) : (tensor<2x8x128xf32>, tensor<128xf32>)
         -> (tensor<2x8x128xf32>, tensor<2x8x128xf32>) {
@@ -1112,7 +1145,7 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
     }
     ```
   }];
-  let arguments = (ins Variadic<Braid_FloatTensor>:$inputs);
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs);
   let results = (outs Variadic<Braid_FloatTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -1124,11 +1157,14 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
     /// list above (tanh GELU only: exact GELU's erf in double is not the
     /// same bits in every loop, see braid/rt/elementwise_math.h).
     static bool isFusible(::mlir::Operation *op);
-    /// The shape every value of the region has.
-    ::llvm::ArrayRef<int64_t> getIterationShape() {
-      return ::llvm::cast<::mlir::RankedTensorType>(getResult(0).getType())
-          .getShape();
-    }
+    /// Whether `op` may be in a fused region as a row-wise op: f32, static,
+    /// reducing over the last dimension of its first operand (the list
+    /// above; softmax over the last axis, cross-entropy not
+    /// vocabulary-parallel).
+    static bool isRowwise(::mlir::Operation *op);
+    /// The shape every elementwise value of the region has: the first
+    /// operand's of the first row-wise op, else result #0's.
+    ::llvm::ArrayRef<int64_t> getIterationShape();
   }];
 }
 

@@ -634,6 +634,16 @@ def FuseElementwisePass : Pass<"braid-fuse-elementwise", "::mlir::ModuleOp"> {
     tensor. Results used after the region are the fused op's results; the
     others never reach memory.
 
+    A row-wise op (`layer_norm`, `rms_norm`, their input gradients,
+    `softmax` over the last axis, `cross_entropy` and its gradient; see
+    `FusedOp::isRowwise`) joins the region computing its rows (the residual
+    add before a norm, the scaling before a softmax, the gradient sum
+    before a norm's gradient), or the region of a loss or loss gradient
+    over the same logits (they share the rows' statistics); the elementwise
+    ops reading its result join after it. Code generation computes such a
+    region a row at a time: the ops before the row-wise op, its reduction
+    over the row, its result, the ops after it.
+
     Ops join greedily in program order, within one block (a function, a
     layer, a pipeline piece): an op joins the region of an operand's
     producer when their result shapes agree, unless an op outside the
