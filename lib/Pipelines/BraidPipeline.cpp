@@ -36,6 +36,14 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.precision != "f32" && o.precision != "bf16-mixed")
     return optionError("unknown precision '" + o.precision +
                        "'; expected f32 or bf16-mixed");
+  if (o.gradCompression != "none" && o.gradCompression != "bf16" &&
+      o.gradCompression != "fp16")
+    return optionError("unknown grad-compression '" + o.gradCompression +
+                       "'; expected none, bf16 or fp16");
+  if (o.gradCompression != "none" && o.dp == 1)
+    return optionError("grad-compression " + o.gradCompression +
+                       " compresses data-parallel gradient reductions, but "
+                       "dp=1: give the mesh a dp axis or drop it");
   if (o.bucketMb < 0)
     return optionError("bucket-mb must be non-negative (0: no buckets), got " +
                        Twine(std::to_string(o.bucketMb)));
@@ -154,6 +162,13 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     schedule.schedule = options.schedule;
     schedule.microbatches = microbatches;
     pm.addPass(createPipelineSchedulePass(schedule));
+  }
+  // Before bucketing, which keeps compressed and exact reductions apart.
+  if (options.dp > 1 && options.gradCompression != "none") {
+    CompressGradientsPassOptions compress;
+    compress.format = options.gradCompression;
+    compress.axes = {"dp"};
+    pm.addPass(createCompressGradientsPass(compress));
   }
   // Last: within the pieces of a pipeline, so a bucket never joins the
   // gradients of two pieces (which would make them depend on each other).

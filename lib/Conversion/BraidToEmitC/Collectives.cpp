@@ -119,6 +119,27 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
   Value pending = l.module.getPendingSite(l.b, l.loc);
   if (op.isStarted())
     l.pendingOf[op->getResult(0)] = pending;
+  // braid-compress-gradients: a blocking 16-bit ring; a started one
+  // completes at its start, leaving its wait nothing to do.
+  if (auto compress = op->getAttrOfType<StringAttr>("braid.compress")) {
+    if (kind != CollectiveKind::all_reduce &&
+        kind != CollectiveKind::reduce_scatter)
+      return op->emitOpError() << "is marked braid.compress; only all_reduce "
+                                  "and reduce_scatter are compressed";
+    if (compress.getValue() != "bf16" && compress.getValue() != "fp16")
+      return op->emitOpError() << "braid.compress is '" << compress.getValue()
+                               << "'; generated code sends bf16 or fp16";
+    if (l.module.target.name != "cpu")
+      return op->emitOpError()
+             << "is compressed (braid.compress), which the "
+             << l.module.target.name << " target does not implement yet";
+    l.call("braid_rt_program_collective_compressed_f32",
+           {l.enumValue("braid_rt_program_collective_t", getRuntimeKind(kind)),
+            l.i64(*mask), from, l.i64(l.countOf(input)), l.i64(inView.first),
+            l.i64(inView.second), l.i64(compress.getValue() == "fp16"), result,
+            pending, l.whereText()});
+    return success();
+  }
   l.call(op.isStarted() ? "braid_rt_program_collective_start_f32"
                         : "braid_rt_program_collective_f32",
          {l.enumValue("braid_rt_program_collective_t", getRuntimeKind(kind)),

@@ -49,6 +49,19 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                            "collectives a collective fuses");
     return success();
   }
+  if (name == "braid.compress") {
+    auto format = dyn_cast<StringAttr>(attr.getValue());
+    if (!format || !llvm::is_contained({"bf16", "fp16"}, format.getValue()))
+      return op->emitError("braid.compress must be \"bf16\" or \"fp16\"");
+    // On a sum that braid-compress-gradients marked (and the wait of its
+    // started form).
+    auto collective = dyn_cast<CollectiveOpInterface>(op);
+    if (!isa<WaitOp>(op) &&
+        (!collective || collective.getReduction() != ReduceKind::sum))
+      return op->emitError("braid.compress marks an all_reduce or "
+                           "reduce_scatter that sums");
+    return success();
+  }
   if (name == "braid.chunk_stages") {
     auto stages = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!stages ||
@@ -94,8 +107,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitError() << "unknown braid attribute '" << name
                          << "'; known: braid.phase, braid.shardings, "
-                            "braid.cause, braid.bucket, braid.chunk, "
-                            "braid.chunk_stages, braid.schedule";
+                            "braid.cause, braid.bucket, braid.compress, "
+                            "braid.chunk, braid.chunk_stages, braid.schedule";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

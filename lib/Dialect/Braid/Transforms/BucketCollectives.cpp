@@ -33,11 +33,13 @@ static bool isBucketable(Operation *op) {
 }
 
 /// Whether `a` and `b` reduce the same way over the same group, in the same
-/// pipeline phase and chunk (the fused op keeps one of each).
+/// pipeline phase and chunk, compressed alike (the fused op keeps one of
+/// each).
 static bool sameGroup(AllReduceOp a, AllReduceOp b) {
   return a.getKind() == b.getKind() && a.getMeshAttr() == b.getMeshAttr() &&
          a.getAxesAttr() == b.getAxesAttr() &&
          a->getAttr("braid.phase") == b->getAttr("braid.phase") &&
+         a->getAttr("braid.compress") == b->getAttr("braid.compress") &&
          a->getAttr("braid.chunk") == b->getAttr("braid.chunk");
 }
 

@@ -42,6 +42,10 @@ struct CommReportPass
     double sent = 0, sentElements = 0, seconds = 0;
   };
 
+  /// Per function: the bytes compressed collectives (braid.compress) send,
+  /// and what they would send uncompressed.
+  double wireBytes = 0, fullBytes = 0;
+
   /// Reports the collectives of `block` (run `times` times, in `where`,
   /// phase `phase` for untagged ops), recursing into repeated layers.
   void report(Block &block, double times, StringRef where,
@@ -79,6 +83,14 @@ struct CommReportPass
       double factor = coll.getRingTraffic(n);
       double steps = coll.getRingSteps(n);
       double sent = factor * size;
+      // braid-compress-gradients: 16 bits per element on the wire.
+      auto compress = op.getAttrOfType<StringAttr>("braid.compress");
+      if (compress) {
+        double wire = factor * elements * 2;
+        wireBytes += times * wire;
+        fullBytes += times * sent;
+        sent = wire;
+      }
       double seconds = steps * alpha + sent / bandwidth;
       auto cause = op.getAttrOfType<StringAttr>("braid.cause");
       StringRef phaseName = p ? stringifyPhase(*p) : "-";
@@ -87,6 +99,7 @@ struct CommReportPass
                          kind.str().c_str(), axes.c_str(), (long long)n, size,
                          sent, seconds, times)
          << (async ? "[async] " : "")
+         << (compress ? "[" + compress.getValue().str() + "] " : "")
          << (cause ? cause.getValue() : StringRef("-")) << "\n";
       for (const std::string &key :
            {std::string("all"), "axis " + axes,
@@ -113,6 +126,7 @@ struct CommReportPass
                          "bytes/device", "sent/device", "time (s)", "times",
                          "cause");
       llvm::StringMap<Totals> totals;
+      wireBytes = fullBytes = 0;
       report(fn.getBody().front(), 1.0, ("@" + fn.getName()).str(),
              std::nullopt, os, totals);
       SmallVector<StringRef> keys;
@@ -126,6 +140,13 @@ struct CommReportPass
                            key.str().c_str(), t.sent, t.sentElements,
                            t.seconds);
       }
+      if (fullBytes > 0)
+        os << llvm::format("compressed gradient reductions: sent %.0f bytes "
+                           "instead of %.0f, saved %.0f bytes (%.1f%% of "
+                           "all sent)\n",
+                           wireBytes, fullBytes, fullBytes - wireBytes,
+                           100.0 * (fullBytes - wireBytes) /
+                               (totals["all"].sent + fullBytes - wireBytes));
     }
     markAllAnalysesPreserved();
   }

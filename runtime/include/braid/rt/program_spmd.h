@@ -243,6 +243,16 @@ void braid_rt_program_collective_f32(
     int64_t out_chunk, int64_t root, float *out, braid_rt_program_pending_t *p,
     const char *where);
 
+/* A data-parallel gradient reduction marked `braid.compress`
+   (compressed.c): all_reduce or reduce_scatter (`in` split as
+   [in_outer][size][in_chunk]) sent as 16 bits, format 0 bf16 or 1 fp16, and
+   summed in f32 (braid_rt_all_reduce_sum_f32_as_bf16, ...). Blocking: `p` is
+   left with nothing to wait for, so a started form completes here. */
+void braid_rt_program_collective_compressed_f32(
+    braid_rt_program_collective_t op, int64_t mask, const float *in,
+    int64_t count, int64_t in_outer, int64_t in_chunk, int64_t format,
+    float *out, braid_rt_program_pending_t *p, const char *where);
+
 /* all_slice: out[o][c] = in[o][position][c], no communication. */
 void braid_rt_program_all_slice_f32(int64_t mask, const float *in,
                                     int64_t outer, int64_t chunk, float *out);

@@ -459,6 +459,39 @@ def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp">
   ];
 }
 
+def CompressGradientsPass : Pass<"braid-compress-gradients", "::mlir::ModuleOp"> {
+  let summary = "Sends data-parallel gradient reductions as bf16 or fp16, "
+                "accumulated in f32.";
+  let description = [{
+    Marks every `all_reduce` and `reduce_scatter` (blocking or started) that
+    sums an f32 tensor of rank 1 or more over data-parallel axes only (the
+    gradient reductions of a partitioned training step) with
+    `braid.compress = "bf16"` (or `"fp16"`):
+
+    ```mlir
+    %g = braid.all_reduce sum %x on @mesh ["dp"] {braid.compress = "bf16"} : tensor<64x32xf32>
+    ```
+
+    The lowering calls the runtime's `braid_rt_all_reduce_sum_f32_as_bf16`
+    (`reduce_scatter` likewise): a ring in which each hop rounds the partial
+    sum it sends to 16 bits, to nearest even, and the receiver adds it to
+    its own f32 values; the all_reduce rounds the finished sum once more so
+    that every device gets the same bits. Half the bytes on the wire;
+    `braid-comm-report` counts 2 bytes per element and prints the bytes
+    saved. Rank-0 sums (the loss, the norm's sums of squares) and
+    tensor-parallel collectives are left exact. `braid-eval` ignores the
+    attribute (it reduces exactly). Run it after `braid-partition` and
+    before `braid-bucket-collectives`, which buckets only collectives
+    marked alike.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"bf16\"",
+           "The wire format: bf16 or fp16.">,
+    ListOption<"axes", "axes", "std::string",
+               "The data-parallel mesh axes (default: dp).">,
+  ];
+}
+
 def CommReportPass : Pass<"braid-comm-report", "::mlir::ModuleOp"> {
   let summary = "Lists every collective of a partitioned program with its "
                 "cause, volume and estimated time.";
