@@ -11,7 +11,9 @@ m = batch / d micro-batches, the interleaved 1F1B schedule with the
 smallest chunk count >= 2 that divides the layers per pipeline rank (the
 paper does not give it per row; p = 1 rows have no pipeline), full
 activation recomputation, gradients all-reduced in 16 bits after the
-pipeline, mixed-precision AdamW (12 bytes of optimizer state per
+pipeline, the tied embedding's gradient summed by one all_reduce at the end
+of the step as Megatron does (--tied-grad-at-step-end; Braid's own pipelines
+run the first stage's whole W after the schedule), mixed-precision AdamW (12 bytes of optimizer state per
 parameter). `braid-plan --hardware a100-80g --json` predicts the step
 time; throughput per GPU counts FLOPs as the paper's Eq. 3,
 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), so the comparison is like for like.
@@ -74,7 +76,8 @@ def predict(bin_dir, hardware, row, workdir):
     v = chunks_for(l, p)
     args = [str(bin_dir / "braid-plan"), str(model), "--hardware", hardware,
             "--mesh", f"dp={d},tp={t},pp={p}", "--microbatches", str(m), "--mbs", "1",
-            "--recompute", "full", "--optimizer-bytes", "12", "--json"]
+            "--recompute", "full", "--optimizer-bytes", "12", "--json",
+            "--tied-grad-at-step-end"]
     if p > 1:
         args += ["--schedule", "interleaved-1f1b", "--chunks", str(v)]
     start = time.monotonic()

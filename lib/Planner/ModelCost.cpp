@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 
@@ -356,10 +357,24 @@ public:
     // tied parameter read before the layers is divided by its use after.
     SplitAnalysis split;
     split.run(forwardOps);
+    // Parameters read on both sides of the layers: tied.
+    llvm::StringMap<std::pair<unsigned, double>> sidesOf;
     for (Operation *op : forwardOps) {
       SegmentCost *seg = segmentOf[op];
       forward[seg].add(op, split.splitWork.contains(op));
       if (auto param = dyn_cast<ParamOp>(op)) {
+        // The segments of the op and of its forward users (one param op
+        // may feed both the embedding and the head).
+        auto &sides = sidesOf[param.getName()];
+        auto side = [&](SegmentCost *s) {
+          return s == &model.pre ? 1u : s == &model.post ? 2u : 0u;
+        };
+        sides.first |= side(seg);
+        for (Operation *user : param->getUsers())
+          if (getPhase(user).value_or(Phase::F) == Phase::F)
+            if (SegmentCost *u = segmentOf.lookup(user))
+              sides.first |= side(u);
+        sides.second = cast<ShapedType>(param.getType()).getNumElements();
         if (r == 0 && paramNames.insert(param.getName()).second)
           (split.isSplit(param.getResult()) ? seg->splitParams
                                             : seg->replicatedParams) +=
@@ -375,6 +390,10 @@ public:
                             : seg->savedReplicatedBytes[r]) +=
               bytesOf(v.getType());
     }
+    if (r == 0)
+      for (auto &entry : sidesOf)
+        if (entry.second.first == 3)
+          model.tiedParams += entry.second.second;
     // The collectives of the outside ops, attributed to the segment of the
     // op that needs them.
     for (Operation *op : split.forwardCollectiveOps)

@@ -312,6 +312,36 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       cost.ppTransferTime = std::max(cost.ppTransferTime, t);
       cost.ppCommBytes = std::max(cost.ppCommBytes, 2.0 * m * bytes);
     }
+    // A tied parameter (GPT's wte) whose first and last stage are on two
+    // ranks: the program runs stage 0's weight-gradient pieces, all of
+    // them, after the schedule, once the last rank has sent its partial
+    // gradients (lib/Conversion/BraidToEmitC/Pipelines.cpp); out of the
+    // schedule, they are costed after it. (ZB-V holds both on rank 0.)
+    auto rankOf = [&](int s) {
+      if (plan.schedule == sched::ScheduleKind::ZBV)
+        return s < plan.pp ? s : 2 * plan.pp - 1 - s;
+      return s % plan.pp;
+    };
+    int firstRank = rankOf(0), lastRank = rankOf(numStages - 1);
+    bool tied = model.tiedParams > 0 && firstRank != lastRank;
+    bool deferTied = tied && !config.tiedGradientAtStepEnd;
+    double deferredWeight = 0, tiedTransfer = 0;
+    // Each tp rank's partial (the table is divided over tp).
+    double tiedBytes = model.tiedParams / plan.tp * model.elementBytes;
+    bool tiedCrosses = (firstRank * stride) / dpn != (lastRank * stride) / dpn;
+    const LinkLevel &tiedLevel = hardware.getLevel(tiedCrosses);
+    if (deferTied) {
+      deferredWeight = costs.weight[0];
+      costs.weight[0] = 0;
+      tiedTransfer = getCollectiveTime(tiedLevel.get(CollectiveKind::SendRecv),
+                                       CollectiveKind::SendRecv, tiedBytes, 2);
+      cost.ppCommBytes += m * tiedBytes;
+    } else if (tied) {
+      // Megatron-LM: one all_reduce of the summed gradient at step end.
+      tiedTransfer = getCollectiveTime(tiedLevel.get(CollectiveKind::AllReduce),
+                                       CollectiveKind::AllReduce, tiedBytes, 2);
+      cost.ppCommBytes += tiedBytes;
+    }
     // The automatic schedule depends on the stage times; the others are
     // cached and simulated in place.
     sched::Schedule autoSchedule;
@@ -350,6 +380,15 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     cost.pipelineTime = sim->makespan;
     rankWork = sim->rankWork;
     peakInFlight = sim->peakMemory;
+    if (deferTied) {
+      double start = std::max(sim->rankEnd[firstRank],
+                              sim->rankEnd[lastRank] + m * tiedTransfer);
+      cost.pipelineTime =
+          std::max(cost.pipelineTime, start + m * deferredWeight);
+      rankWork[firstRank] += m * deferredWeight;
+    } else if (tied) {
+      cost.pipelineTime += tiedTransfer;
+    }
   }
   for (int r = 0; r < plan.pp; ++r)
     if (rankWork[r] > rankWork[busiest])

@@ -250,7 +250,26 @@ bool faster(const PlanCost &a, size_t ia, const PlanCost &b, size_t ib) {
     return a.stepTime < b.stepTime;
   return ia < ib;
 }
+
+/// An entry of the top k: the first plan (in enumeration order) of its
+/// kind, and the plans alike to it.
+struct TopEntry {
+  PlanCost cost;
+  size_t index;
+  std::vector<std::pair<Plan, size_t>> alike;
+};
 } // namespace
+
+bool mlir::braid::plan::isAlikePlan(const PlanCost &a, const PlanCost &b) {
+  const Plan &p = a.plan, &q = b.plan;
+  double scale = std::max(a.stepTime, b.stepTime);
+  return p.dp == q.dp && p.tp == q.tp && p.pp == q.pp &&
+         p.microBatchSize == q.microBatchSize &&
+         p.microbatches == q.microbatches &&
+         p.sequenceParallel == q.sequenceParallel &&
+         p.recompute == q.recompute && p.stageLayers == q.stageLayers &&
+         std::fabs(a.stepTime - b.stepTime) <= kTie * scale;
+}
 
 llvm::Expected<SearchResult>
 mlir::braid::plan::searchPlans(PlanCostModel &costModel,
@@ -523,7 +542,7 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
     return a.index < b.index;
   });
   PeakCache peaks;
-  std::vector<std::pair<PlanCost, size_t>> top;
+  std::vector<TopEntry> top;
   int k = std::max(1, o.topK);
   std::vector<double> exactMemory(candidates.size(), -1);
   auto checkMemory = [&](const Candidate &c) -> llvm::Expected<double> {
@@ -554,7 +573,7 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
         continue;
       }
       if ((int)top.size() == k &&
-          c.bound > top.back().first.stepTime * (1 + kTie))
+          c.bound > top.back().cost.stepTime * (1 + kTie))
         break;
       llvm::Expected<double> memory = checkMemory(c);
       if (!memory) {
@@ -594,11 +613,31 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
         mesh.bounded = false;
         mesh.plan = c.plan;
       }
-      auto pos = llvm::find_if(top, [&](const std::pair<PlanCost, size_t> &t) {
-        return faster(*cost, c.index, t.first, t.second);
+      // A plan alike to one of the top k is folded into it (the first of
+      // the kind in enumeration order stays the entry).
+      auto same = llvm::find_if(
+          top, [&](const TopEntry &t) { return isAlikePlan(*cost, t.cost); });
+      if (same != top.end()) {
+        if (c.index < same->index) {
+          same->alike.push_back({same->cost.plan, same->index});
+          same->cost = std::move(*cost);
+          same->index = c.index;
+        } else {
+          same->alike.push_back({c.plan, c.index});
+        }
+        llvm::sort(same->alike, [](const auto &a, const auto &b) {
+          return a.second < b.second;
+        });
+        llvm::stable_sort(top, [](const TopEntry &a, const TopEntry &b) {
+          return faster(a.cost, a.index, b.cost, b.index);
+        });
+        continue;
+      }
+      auto pos = llvm::find_if(top, [&](const TopEntry &t) {
+        return faster(*cost, c.index, t.cost, t.index);
       });
       if (pos - top.begin() < k) {
-        top.insert(pos, {std::move(*cost), c.index});
+        top.insert(pos, TopEntry{std::move(*cost), c.index, {}});
         if ((int)top.size() > k)
           top.pop_back();
       }
@@ -655,7 +694,7 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
     mesh.minMemory = std::min(mesh.minMemory, mem);
   }
   for (size_t t = 0; t < top.size(); ++t) {
-    const Plan &p = top[t].first.plan;
+    const Plan &p = top[t].cost.plan;
     for (MeshSummary &mesh : result.meshes)
       if (mesh.dp == p.dp && mesh.tp == p.tp && mesh.pp == p.pp &&
           mesh.status == MeshSummary::Status::Illegal)
@@ -670,8 +709,12 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
     else
       mesh.status = MeshSummary::Status::Memory;
   }
-  for (auto &[cost, index] : top)
-    result.top.push_back(std::move(cost));
+  for (TopEntry &t : top) {
+    result.top.push_back(std::move(t.cost));
+    std::vector<Plan> &alike = result.alike.emplace_back();
+    for (auto &[plan, index] : t.alike)
+      alike.push_back(std::move(plan));
+  }
   if (result.minMemory == inf)
     result.minMemory = 0;
   result.seconds =
@@ -767,10 +810,28 @@ void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
                         formatMemory(c.tpCommBytes),
                         formatMemory(c.ppCommBytes),
                         formatMemory(c.dpCommBytes));
+    if (i < result.alike.size() && !result.alike[i].empty()) {
+      // What the folded plans change: the schedule, the ZeRO stage.
+      os << "      same time:";
+      const char *sep = " ";
+      for (const Plan &q : result.alike[i]) {
+        std::string d;
+        if (q.schedule != p.schedule || chunksOf(q) != chunksOf(p))
+          d += sched::getScheduleKindName(q.schedule).str() +
+               (chunksOf(q) > 1 ? llvm::formatv("/v{0}", chunksOf(q)).str()
+                                : std::string());
+        if (q.zero != p.zero)
+          d += (d.empty() ? "z" : " z") + std::to_string(q.zero);
+        os << sep << d;
+        sep = ", ";
+      }
+      os << "\n";
+    }
   }
   os << "(step: predicted on " << hw.name
      << "; memory: the largest rank's; comm: bytes per rank per step; "
-        "[layers per stage])\n";
+        "[layers per stage]; same time: plans predicted alike but for the "
+        "schedule or ZeRO stage, folded into the row above)\n";
   // Why the winner wins: the parts of the step against the best plan of
   // another mesh or schedule (or else the runner-up).
   if (result.top.size() >= 2) {

@@ -109,6 +109,13 @@ static cl::opt<bool> overlapGradReduce(
     cl::desc("Overlap the data-parallel gradient reduction with the "
              "backward (default: after the pipeline, as Megatron-LM 2021)"),
     cl::cat(planCategory));
+static cl::opt<bool> tiedSumAtEnd(
+    "tied-grad-at-step-end",
+    cl::desc("Cost a tied parameter's gradient (GPT's wte) as Megatron-LM "
+             "reduces it: the first stage's W in the schedule, one all_reduce "
+             "of the tied gradient after it (default: as Braid's pipelines "
+             "run it, the first stage's whole W after the schedule)"),
+    cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",
     cl::desc("Evaluate the plan this many times and print the mean time of "
@@ -327,6 +334,7 @@ int main(int argc, char **argv) {
   config.gradBytes = gradBytes;
   config.optimizerBytes = optimizerBytes;
   config.overlapGradientReduce = overlapGradReduce;
+  config.tiedGradientAtStepEnd = tiedSumAtEnd;
   PlanCostModel costModel(*model, *hw, config);
   auto start = std::chrono::steady_clock::now();
   Expected<PlanCost> cost = costModel.evaluate(*plan);

@@ -10,6 +10,7 @@
 #include "braid/Planner/PlanCost.h"
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Schedule/Simulator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -212,7 +213,92 @@ TEST_F(PlanCostTest, CachedSchedulesAndTheAutomaticOne) {
   plan.schedule = sched::ScheduleKind::Auto;
   PlanCost automatic = evaluate(plan);
   EXPECT_LE(automatic.pipelineTime, oneF.pipelineTime * (1 + 1e-9));
-  EXPECT_LT(first.pipelineTime, oneF.pipelineTime);
+  // ZB-H1 fills 1F1B's bubbles with W: shorter, where stage 0's W is in
+  // the schedule (without the tied embedding, see below; with it, GPT's
+  // stage 0 runs its W after the schedule and ZB-H1 gains nothing on 2
+  // ranks).
+  EXPECT_LE(first.pipelineTime, oneF.pipelineTime * (1 + 1e-9));
+  ModelCost untiedModel = costs->getModel();
+  untiedModel.tiedParams = 0;
+  PlanCostModel untied(untiedModel, testHardware());
+  plan.schedule = sched::ScheduleKind::OneFOneB;
+  llvm::Expected<PlanCost> oneFUntied = untied.evaluate(plan);
+  plan.schedule = sched::ScheduleKind::ZBH1;
+  llvm::Expected<PlanCost> zbUntied = untied.evaluate(plan);
+  ASSERT_TRUE(oneFUntied && zbUntied);
+  EXPECT_LT(zbUntied->pipelineTime, oneFUntied->pipelineTime);
+}
+
+// GPT's wte is read by the embedding (stage 0) and the head (the last
+// stage): tied. Where the two stages are on different ranks, the compiled
+// pipeline runs stage 0's weight-gradient pieces after the schedule, once
+// the last rank's partial gradients have arrived; ZB-V holds both stages on
+// rank 0 and runs them in the schedule.
+TEST_F(PlanCostTest, TiedEmbeddingWeightGradientAfterTheSchedule) {
+  const ModelCost &model = costs->getModel();
+  EXPECT_EQ(model.tiedParams, 128.0 * 64); // wte: vocabulary x hidden
+  ModelCost untiedModel = model;
+  untiedModel.tiedParams = 0;
+  PlanCostModel untied(untiedModel, testHardware());
+  struct Case {
+    sched::ScheduleKind kind;
+    int chunks;
+  } cases[] = {{sched::ScheduleKind::OneFOneB, 0},
+               {sched::ScheduleKind::ZBH1, 0},
+               {sched::ScheduleKind::Interleaved1F1B, 2},
+               {sched::ScheduleKind::ZBV, 0}};
+  for (const Case &k : cases) {
+    Plan plan;
+    plan.pp = 2;
+    plan.microbatches = 4;
+    plan.schedule = k.kind;
+    plan.chunks = k.chunks;
+    PlanCost tied = evaluate(plan);
+    llvm::Expected<PlanCost> free = untied.evaluate(plan);
+    ASSERT_TRUE(bool(free));
+    std::string name = sched::getScheduleKindName(k.kind).str();
+    if (k.kind == sched::ScheduleKind::ZBV) {
+      EXPECT_EQ(tied.stepTime, free->stepTime) << name;
+      continue;
+    }
+    // The schedule without stage 0's W, then its 4 micro-batches' W on rank
+    // 0 after both ranks' schedules and the 4 partials (128 x 64 floats,
+    // intra-node: alpha 1 us, beta 10 GB/s).
+    sched::CostModel c;
+    for (const StageCost &s : tied.stages) {
+      c.forward.push_back(s.forward);
+      c.backward.push_back(s.backward);
+      c.weight.push_back(s.weight);
+    }
+    c.weight[0] = 0;
+    c.comm.assign(tied.stages.size() - 1, tied.ppTransferTime);
+    sched::ScheduleRequest request;
+    request.kind = k.kind;
+    request.numRanks = 2;
+    request.numMicrobatches = 4;
+    request.numChunks = k.chunks;
+    llvm::Expected<sched::Schedule> schedule = sched::generateSchedule(request);
+    ASSERT_TRUE(bool(schedule));
+    llvm::Expected<sched::SimulationResult> sim = sched::simulate(*schedule, c);
+    ASSERT_TRUE(bool(sim));
+    double transfer = 1e-6 + 128 * 64 * 4 / 1e10;
+    double start = std::max(sim->rankEnd[0], sim->rankEnd[1] + 4 * transfer);
+    double expected =
+        std::max(sim->makespan, start + 4 * tied.stages[0].weight);
+    EXPECT_NEAR(tied.pipelineTime, expected, 1e-12 * expected) << name;
+    EXPECT_GT(tied.stepTime, free->stepTime) << name;
+    // Megatron-LM's way: W in the schedule, one all_reduce of the tied
+    // gradient on 2 ranks (2 alpha + bytes / beta) after it.
+    TrainingConfig megatron;
+    megatron.tiedGradientAtStepEnd = true;
+    PlanCostModel atEnd(model, testHardware(), megatron);
+    llvm::Expected<PlanCost> end = atEnd.evaluate(plan);
+    ASSERT_TRUE(bool(end));
+    EXPECT_NEAR(end->pipelineTime,
+                free->pipelineTime + 2e-6 + 128 * 64 * 4 / 1e10,
+                1e-12 * end->pipelineTime)
+        << name;
+  }
 }
 
 } // namespace

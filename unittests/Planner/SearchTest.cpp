@@ -254,15 +254,28 @@ TEST(SearchTest, MatchesExhaustiveEvaluation) {
       unconstrainedPlan = r.top[0].plan.str();
     }
     double budget = budgetOf(o, cm);
-    std::vector<double> fitting;
+    std::vector<PlanCost> fits;
     bool someOver = false;
     for (const PlanCost &c : all) {
       if (c.getPeakMemory() <= budget)
-        fitting.push_back(c.stepTime);
+        fits.push_back(c);
       else
         someOver = true;
     }
-    std::sort(fitting.begin(), fitting.end());
+    // One time per kind: the search folds alike plans (only the schedule or
+    // ZeRO stage differ, same time) into one entry.
+    std::stable_sort(fits.begin(), fits.end(),
+                     [](const PlanCost &a, const PlanCost &b) {
+                       return a.stepTime < b.stepTime;
+                     });
+    std::vector<PlanCost> kinds;
+    for (const PlanCost &c : fits)
+      if (llvm::none_of(kinds,
+                        [&](const PlanCost &k) { return isAlikePlan(c, k); }))
+        kinds.push_back(c);
+    std::vector<double> fitting;
+    for (const PlanCost &c : kinds)
+      fitting.push_back(c.stepTime);
     ASSERT_GE(fitting.size(), 6u);
     ASSERT_EQ(r.top.size(), 6u);
     for (size_t i = 0; i < r.top.size(); ++i)
@@ -282,6 +295,60 @@ TEST(SearchTest, MatchesExhaustiveEvaluation) {
     EXPECT_GT(r.pruned, 0);
     EXPECT_LT(r.simulated, (int64_t)all.size());
   }
+}
+
+// Plans that differ only in what the prediction does not see (ZeRO-1 and
+// ZeRO-2 cost the same time; so do ZeRO-0's all_reduce and ZeRO-1's
+// reduce_scatter + all_gather on rings of equal links) are one entry of the
+// top k, with the others listed under it: the k entries are k kinds.
+TEST(SearchTest, FoldsAlikePlans) {
+  ModelCost model = edgeModel(8, 1.5);
+  PlanCostModel cm(model, toyHardware());
+  SearchOptions o;
+  o.devices = 8;
+  o.globalBatch = 32;
+  o.topK = 10;
+  SearchResult r = search(cm, o);
+  ASSERT_EQ(r.top.size(), 10u);
+  ASSERT_EQ(r.alike.size(), r.top.size());
+  size_t folded = 0;
+  bool zeroFolded = false;
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      EXPECT_FALSE(isAlikePlan(r.top[i], r.top[j]))
+          << "#" << j + 1 << " " << r.top[j].plan.str() << " and #" << i + 1
+          << " " << r.top[i].plan.str();
+    for (const Plan &q : r.alike[i]) {
+      PlanCostModel cm2(model, toyHardware());
+      llvm::Expected<PlanCost> c = cm2.evaluate(q);
+      ASSERT_TRUE(bool(c));
+      EXPECT_TRUE(isAlikePlan(*c, r.top[i])) << q.str();
+      zeroFolded |= q.zero != r.top[i].plan.zero;
+      ++folded;
+    }
+  }
+  EXPECT_GT(folded, 0u);
+  EXPECT_TRUE(zeroFolded);
+  // Alike: only the ZeRO stage or the schedule differ, and the time.
+  PlanCostModel cm3(model, toyHardware());
+  Plan a;
+  a.dp = 2;
+  a.pp = 2;
+  a.microbatches = 4;
+  a.schedule = ScheduleKind::ZBH1;
+  a.zero = 1;
+  Plan b = a;
+  b.zero = 2;
+  Plan c = a;
+  c.recompute = Recompute::Full;
+  llvm::Expected<PlanCost> ca = cm3.evaluate(a), cb = cm3.evaluate(b),
+                           cc = cm3.evaluate(c);
+  ASSERT_TRUE(ca && cb && cc);
+  EXPECT_TRUE(isAlikePlan(*ca, *cb));
+  EXPECT_FALSE(isAlikePlan(*ca, *cc));
+  PlanCost slower = *cb;
+  slower.stepTime *= 1.001;
+  EXPECT_FALSE(isAlikePlan(*ca, slower));
 }
 
 TEST(SearchTest, NothingOverBudgetAndTopKInOrder) {

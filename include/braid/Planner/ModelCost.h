@@ -131,6 +131,13 @@ struct ModelCost {
   /// One entry per braid.repeat of the entry function, in program order.
   std::vector<SegmentCost> layers;
   SegmentCost post;
+  /// Elements of the parameters read both before and after the layers (a
+  /// GPT's wte, tied with the head). Their gradient sums the first and the
+  /// last stage's partial gradients, and the compiled pipeline runs the
+  /// first stage's weight-gradient piece, all of it, after the schedule,
+  /// once the last stage's partials have arrived (docs/codegen.md,
+  /// "Tied parameters"); PlanCostModel::evaluate costs it there.
+  double tiedParams = 0;
 
   /// Layer instances over all repeats.
   int64_t getNumLayers() const;

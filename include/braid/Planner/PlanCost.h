@@ -77,6 +77,12 @@ struct TrainingConfig {
   /// is hidden except what exceeds the last stage's backward. Off: after the
   /// pipeline flush, as Megatron-LM (2021) does.
   bool overlapGradientReduce = false;
+  /// A tied parameter's gradient (GPT's wte, on the first and the last
+  /// stage) reduced as Megatron-LM does: the first stage's W runs in the
+  /// schedule and one all_reduce of the tied gradient between the two
+  /// stages follows the pipeline. Off: as Braid's compiled pipelines run it,
+  /// the first stage's whole W after the schedule (ModelCost::tiedParams).
+  bool tiedGradientAtStepEnd = false;
 };
 
 /// One model stage (a chunk of one pipeline rank), per micro-batch.

@@ -103,9 +103,13 @@ struct MeshSummary {
 };
 
 struct SearchResult {
-  /// The best plans, fastest first (ties: less memory, then the order of
-  /// enumeration).
+  /// The best plans, fastest first (ties: the order of enumeration), each
+  /// one of a kind: plans alike to one of them (isAlikePlan) are folded into
+  /// it, so the k plans differ in something the prediction sees.
   std::vector<PlanCost> top;
+  /// Per entry of `top`, the plans folded into it, in the order of
+  /// enumeration (the entry itself is the first of its kind).
+  std::vector<std::vector<Plan>> alike;
   /// One row per dp x tp x pp factorisation of the devices.
   std::vector<MeshSummary> meshes;
   /// Over all candidates that could run: the smallest peak memory per
@@ -123,6 +127,14 @@ struct SearchResult {
   int64_t simulated = 0;
   double seconds = 0;
 };
+
+/// True if two predicted plans differ only in knobs the prediction does not
+/// tell apart: the same dp, tp, pp, micro-batch size and count, sp,
+/// recomputation and layers per stage, and step times equal within 1e-9
+/// (relative); so only the ZeRO stage or the schedule and its chunks
+/// differ (ZeRO-1 and ZeRO-2, or ZB-H1, ZB-H2 and the automatic schedule,
+/// often cost the same).
+bool isAlikePlan(const PlanCost &a, const PlanCost &b);
 
 /// Searches plans of the model `costModel` holds on `options.devices`
 /// devices of its hardware. Fails with a message when no plan can run at
