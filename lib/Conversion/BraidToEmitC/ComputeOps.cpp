@@ -71,6 +71,27 @@ template <typename OpT> static double attentionScale(OpT op, int64_t dim) {
   return 1.0 / std::sqrt(static_cast<double>(dim));
 }
 
+/// `op` and the attention_grad ops right after it of the same operands and
+/// attributes, one per gradient operand: the gradients of one attention,
+/// which braid_rt_attention_grad_all_f32 computes in one call. Only
+/// adjacent ops join, so that writing the later ops' results at the first
+/// changes no buffer's lifetime.
+static SmallVector<AttentionGradOp, 3> attentionGradGroup(AttentionGradOp op) {
+  SmallVector<AttentionGradOp, 3> group = {op};
+  unsigned seen = 1u << op.getOperand();
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    auto other = dyn_cast<AttentionGradOp>(next);
+    if (!other || other->getOperands() != op->getOperands() ||
+        other.getCausal() != op.getCausal() ||
+        other.getScaleAttr() != op.getScaleAttr() ||
+        (seen & (1u << other.getOperand()))) // operand: 0-2 (verifier)
+      break;
+    seen |= 1u << other.getOperand();
+    group.push_back(other);
+  }
+  return group;
+}
+
 /// A local `float *inputs[n]` holding the buffers of `values`, and the
 /// static array of their element counts, for the kernels over lists.
 static std::pair<Value, Value> bufferList(FunctionLowering &l,
@@ -276,8 +297,30 @@ static void populateTrainingLowerings(LoweringTable &t) {
       });
   t.add<AttentionGradOp>(
       [](AttentionGradOp op, FunctionLowering &l) -> LogicalResult {
+        // Computed by the combined call of the first op of its group.
+        if (l.get(op.getResult()))
+          return success();
         ArrayRef<int64_t> q = l.typeOf(op.getQuery()).getShape();
         ArrayRef<int64_t> k = l.typeOf(op.getKey()).getShape();
+        SmallVector<AttentionGradOp, 3> group = attentionGradGroup(op);
+        if (group.size() > 1) {
+          std::array<Value, 3> outs;
+          for (AttentionGradOp g : group)
+            outs[g.getOperand()] = l.result(g.getResult());
+          for (Value &out : outs)
+            if (!out)
+              out = emitc::LiteralOp::create(
+                  l.b, l.loc, emitc::PointerType::get(l.b.getF32Type()),
+                  l.b.getStringAttr("nullptr"));
+          l.kernelChecked("braid_rt_attention_grad_all_f32",
+                          {l.get(op.getQuery()), l.get(op.getKey()),
+                           l.get(op.getValue()), l.get(op.getGrad()),
+                           l.i64(q[0]), l.i64(q[1]), l.i64(k[1]), l.i64(q[2]),
+                           l.i64(k[2]), l.i64(q[3]), l.flag(op.getCausal()),
+                           l.f64(attentionScale(op, q[3])), outs[0], outs[1],
+                           outs[2]});
+          return success();
+        }
         l.kernelChecked("braid_rt_attention_grad_f32",
                         {l.get(op.getQuery()), l.get(op.getKey()),
                          l.get(op.getValue()), l.get(op.getGrad()), l.i64(q[0]),

@@ -353,7 +353,8 @@ braid_rt_status_t braid_rt_attention_grad_f32(
     int64_t operand, float *out);
 /* The three gradients at once (one recomputation of the probabilities), for
    a lowering that fuses the three attention_grad ops of one attention; any
-   of dq, dk, dv may be NULL. */
+   of dq, dk, dv may be NULL. braid-lower-to-emitc calls it for the adjacent
+   attention_grad ops of one attention. */
 braid_rt_status_t braid_rt_attention_grad_all_f32(
     braid_rt_stream_t *stream, const float *q, const float *k, const float *v,
     const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,
