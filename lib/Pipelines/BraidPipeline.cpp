@@ -199,6 +199,7 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
   lowerOptions.entry = options.train ? "train_step" : options.entry;
   lowerOptions.spmd = options.train || options.spmd;
   lowerOptions.target = options.target;
+  lowerOptions.reuseBuffers = options.bufferReuse;
   pm.addPass(createConvertBraidToEmitCPass(lowerOptions));
 }
 
@@ -218,12 +219,15 @@ struct CodegenPipelineOptions
       llvm::cl::init("cpu")};
   Option<bool> fuse{
       *this, "fuse",
-  // bf16 values held in f32 and rounded, for the f32 kernels (a module
-  // without bf16 is unchanged); before fusion, which takes f32 ops.
-  pm.addPass(createLegalizeBF16Pass());
       llvm::cl::desc("Fuse elementwise chains into braid.fused regions "
                      "before lowering (braid-fuse-elementwise; braidc "
                      "--no-fuse turns it off)."),
+      llvm::cl::init(true)};
+  Option<bool> bufferReuse{
+      *this, "buffer-reuse",
+      llvm::cl::desc("Share memory between buffers whose lifetimes do not "
+                     "overlap, and update in place (braid-lower-to-emitc's "
+                     "reuse-buffers; braidc --no-buffer-reuse turns it off)."),
       llvm::cl::init(true)};
   Option<bool> spmd{*this, "spmd",
                     llvm::cl::desc("Run on the runtime's context even without "
@@ -251,6 +255,7 @@ void mlir::braid::registerCodegenPipeline() {
         options.spmd = opts.spmd;
         options.target = opts.target;
         options.fuse = opts.fuse;
+        options.bufferReuse = opts.bufferReuse;
         TrainingOptions &t = options.training;
 #define BRAID_MESH_OPTION(NAME, FLAG, DESC) t.NAME = opts.NAME;
 #define BRAID_TRAINING_OPTION(TYPE, NAME, FLAG, DEFAULT, DESC)                 \

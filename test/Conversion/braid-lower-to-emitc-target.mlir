@@ -1,6 +1,6 @@
-// RUN: braid-opt %s --braid-lower-to-emitc | FileCheck %s --check-prefix=CPU
-// RUN: braid-opt %s --braid-lower-to-emitc=target=cpu | FileCheck %s --check-prefix=CPU
-// RUN: braid-opt %s --braid-lower-to-emitc=target=cuda | FileCheck %s --check-prefix=CUDA
+// RUN: braid-opt %s --braid-lower-to-emitc=reuse-buffers=false | FileCheck %s --check-prefix=CPU
+// RUN: braid-opt %s --braid-lower-to-emitc="target=cpu reuse-buffers=false" | FileCheck %s --check-prefix=CPU
+// RUN: braid-opt %s --braid-lower-to-emitc="target=cuda reuse-buffers=false" | FileCheck %s --check-prefix=CUDA
 // RUN: not braid-opt %s --braid-lower-to-emitc=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Tests what the target changes: kernels run on the program's stream on

@@ -1,4 +1,4 @@
-// RUN: braid-opt %s --split-input-file --braid-lower-to-emitc | FileCheck %s
+// RUN: braid-opt %s --split-input-file --braid-lower-to-emitc=reuse-buffers=false | FileCheck %s
 
 // Tests that parameters become slots of the global table, that matmul and add
 // become kernel calls with their ranks and static shape arrays, each result

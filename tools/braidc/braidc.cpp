@@ -35,6 +35,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -178,6 +179,52 @@ static cl::opt<bool>
                     "norms, softmax and cross-entropy they feed in one loop "
                     "nest each (same results, bit for bit on one thread)"),
            cl::cat(braidcCategory));
+
+static cl::opt<bool> noBufferReuse(
+    "no-buffer-reuse",
+    cl::desc("Give every allocation site of the generated code its own buffer, "
+             "kept for the whole run. Default: each function's buffers share "
+             "one arena, planned at compile time from the values' lifetimes, "
+             "and elementwise ops and optimizer updates write in place where "
+             "an operand dies (same results, bit for bit)"),
+    cl::cat(braidcCategory));
+
+static cl::opt<bool> memoryReport(
+    "memory-report",
+    cl::desc("Print the memory plan: the bytes each rank's program holds "
+             "(parameters, gradients, optimizer state, activations, "
+             "workspace, total; per pipeline stage) and its arenas"),
+    cl::cat(braidcCategory));
+
+/// Prints the memory plan braid-lower-to-emitc attached to `module`.
+static void printMemoryReport(ModuleOp module, raw_ostream &os) {
+  auto stages = module->getAttrOfType<ArrayAttr>("braidc.memory_plan");
+  auto reuse = module->getAttrOfType<BoolAttr>("braidc.buffer_reuse");
+  if (!stages || !reuse)
+    return;
+  os << "memory plan per rank (bytes; buffer reuse "
+     << (reuse.getValue() ? "on" : "off")
+     << "; the program's own buffers, not the runtime's or MPI's):\n";
+  const char *columns[] = {"parameters",  "gradients", "optimizer_state",
+                           "activations", "workspace", "total",
+                           "arenas"};
+  os << llvm::format("%-8s", "ranks");
+  for (const char *c : columns)
+    os << llvm::format(" %15s", c);
+  os << llvm::format(" %10s\n", "total MiB");
+  for (Attribute a : stages) {
+    auto dict = cast<DictionaryAttr>(a);
+    auto get = [&](StringRef name) {
+      return dict.getAs<IntegerAttr>(name).getInt();
+    };
+    std::string label =
+        stages.size() == 1 ? "all" : "stage " + std::to_string(get("stage"));
+    os << llvm::format("%-8s", label.c_str());
+    for (const char *c : columns)
+      os << llvm::format(" %15lld", (long long)get(c));
+    os << llvm::format(" %10.2f\n", get("total") / 1048576.0);
+  }
+}
 
 /// Whether a training option was given (training is implied).
 static bool trainingRequested() {
@@ -607,9 +654,12 @@ int main(int argc, char **argv) {
   options.spmd = isStep;
   options.target = target;
   options.fuse = !noFuse;
+  options.bufferReuse = !noBufferReuse;
   braid::buildCodegenPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;
+  if (memoryReport)
+    printMemoryReport(*module, outs());
 
   std::string emitcText;
   {

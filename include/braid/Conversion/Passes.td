@@ -86,6 +86,12 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
            "braid/rt/program_spmd.h and emit the checkpoint slot table, so "
            "that main() runs it on a one-rank runtime context (checkpoints, "
            "data files, traces).">,
+    Option<"reuseBuffers", "reuse-buffers", "bool", /*default=*/"true",
+           "Plan the buffers of each function: values whose lifetimes do "
+           "not overlap share one arena (offsets fixed at compile time), "
+           "and elementwise ops and optimizer updates write in place where "
+           "an operand dies (braidc --no-buffer-reuse turns it off: every "
+           "allocation site its own buffer).">,
   ];
   let dependentDialects = ["::mlir::emitc::EmitCDialect"];
 }

@@ -58,6 +58,7 @@ struct ConvertBraidToEmitCPass
       return signalPassFailure();
     }
     ModuleLowering lowering(getOperation(), table, *description, spmd);
+    lowering.reuseBuffers = reuseBuffers;
     if (failed(lowering.run(entry)))
       signalPassFailure();
   }

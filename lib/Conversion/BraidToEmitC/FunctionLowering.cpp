@@ -66,14 +66,207 @@ std::string mlir::braid::lowering::describe(Operation *op) {
 Value FunctionLowering::allocate(RankedTensorType type) {
   Type bufferType = getBufferType(type);
   auto element = cast<emitc::PointerType>(bufferType).getPointee();
-  Value global = module.getBufferGlobal(b, loc, bufferType);
+  PlannedBuffer planning;
+  planning.bytes =
+      alignBytes(type.getNumElements() * (element.isInteger(64) ? 8 : 4));
+  planning.start = planning.end = current;
+  planning.stage = allocationStage;
+  Value buffer;
+  if (!module.reuseBuffers) {
+    Value global = module.getBufferGlobal(b, loc, bufferType);
+    Value address = emitc::AddressOfOp::create(
+        b, loc, emitc::PointerType::get(bufferType), global);
+    buffer = emitc::CallOpaqueOp::create(
+                 b, loc, bufferType,
+                 ("braid_rt_program_buffer_" + getElementSuffix(element)).str(),
+                 ValueRange{address, i64(type.getNumElements())})
+                 .getResult(0);
+  } else {
+    if (arenaName.empty()) {
+      Value global = module.getBufferGlobal(
+          b, loc, emitc::PointerType::get(b.getF32Type()), "braid_arena_");
+      arenaName = cast<emitc::GetGlobalOp>(global.getDefiningOp()).getName();
+      global.getDefiningOp()->erase();
+    }
+    // Its address once the plan has placed it (finishPlan).
+    auto literal =
+        emitc::LiteralOp::create(b, loc, bufferType, "braid_arena_unplanned");
+    addresses.push_back({literal, element});
+    buffer = literal;
+  }
+  plannedOf[buffer] = planned.size();
+  planned.push_back(planning);
+  return buffer;
+}
+
+Value FunctionLowering::result(Value v) {
+  Type type = v.getType();
+  if (auto future = dyn_cast<FutureType>(type)) // a started collective's
+    type = future.getValueType();
+  Value buffer = module.reuseBuffers ? getInPlaceBuffer(v) : Value();
+  if (!buffer)
+    buffer = allocate(cast<RankedTensorType>(type));
+  buffers[v] = buffer;
+  extendTo(buffer, v);
+  return buffer;
+}
+
+int64_t FunctionLowering::lastUse(Value v) {
+  int64_t last = current;
+  for (Operation *user : v.getUsers())
+    if (Operation *op = body->findAncestorOpInBlock(*user))
+      last = std::max(last, opIndex.lookup(op));
+  return last;
+}
+
+void FunctionLowering::extendTo(Value buffer, Value v) {
+  auto it = plannedOf.find(buffer);
+  if (it == plannedOf.end())
+    return; // a parameter slot or an argument
+  PlannedBuffer &p = planned[it->second];
+  p.end = std::max(p.end, lastUse(v));
+  p.gradient |= gradients.contains(v);
+}
+
+Value FunctionLowering::getInPlaceBuffer(Value v) {
+  Operation *op = v.getDefiningOp();
+  unsigned k = cast<OpResult>(v).getResultNumber();
+  // The operands each result may overwrite (kernels.h, "Aliasing"): any
+  // operand of the result's type for the elementwise kernels; param, m, v
+  // (momentum) for the optimizer's. Not braid.fused: its loops take
+  // __restrict pointers.
+  SmallVector<unsigned> candidates;
+  bool update = isa<AdamWUpdateOp, SgdUpdateOp>(op);
+  if (isa<AdamWUpdateOp>(op))
+    candidates.push_back(k == 0 ? 0 : k + 1); // param, m, v
+  else if (isa<SgdUpdateOp>(op))
+    candidates.push_back(k == 0 ? 0 : 2); // param, momentum_buffer
+  else if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, SqrtOp, RsqrtOp,
+               ReluOp, SiluOp, GeluOp, ReluGradOp, SiluGradOp, GeluGradOp>(op))
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      candidates.push_back(i);
+  for (unsigned i : candidates) {
+    Value x = op->getOperand(i);
+    if (x.getType() != v.getType())
+      continue;
+    Value buffer = get(x);
+    auto it = plannedOf.find(buffer);
+    if (it != plannedOf.end()) {
+      // A buffer of this function that dies here (no later use of x or of
+      // anything sharing its buffer), of this op's stage, that no other
+      // result of the op took. Another operand may be the same buffer only
+      // as the same view.
+      const PlannedBuffer &p = planned[it->second];
+      bool sameView = llvm::all_of(op->getOperands(), [&](Value o) {
+        return get(o) != buffer || o.getType() == v.getType();
+      });
+      if (p.end == current && p.start < current && p.stage == allocationStage &&
+          sameView && donated.insert(it->second).second)
+        return buffer;
+      continue;
+    }
+    if (update && canUpdateSlotInPlace(x, v)) {
+      writtenInPlace.insert(v);
+      return buffer;
+    }
+  }
+  return {};
+}
+
+bool FunctionLowering::canUpdateSlotInPlace(Value operand, Value v) {
+  // x = param "n"; new = update(x, ...); store_param "n", new: the update
+  // may write the slot itself when nothing reads the slot between the
+  // update and the store.
+  auto read = operand.getDefiningOp<ParamOp>();
+  if (!read || read->getBlock() != body || !v.hasOneUse())
+    return false;
+  auto store = dyn_cast<StoreParamOp>(*v.getUsers().begin());
+  if (!store || store->getBlock() != body || store.getName() != read.getName())
+    return false;
+  // Tied names share a slot (outside layers, where slots are known).
+  auto sameSlot = [&](StringRef name) {
+    if (name == read.getName())
+      return true;
+    if (layerSlots)
+      return false;
+    auto a = module.slotOf.find(name), b = module.slotOf.find(read.getName());
+    return a != module.slotOf.end() && b != module.slotOf.end() &&
+           a->second == b->second;
+  };
+  // On a pipeline, the store must run where the update does, with nothing
+  // broadcast into the slot.
+  if (placement &&
+      (placement->getStage(store) != placement->getStage(v.getDefiningOp()) ||
+       !placement->getBroadcasts(store).empty()))
+    return false;
+  int64_t storeAt = opIndex.lookup(store);
+  for (Operation &o : *body) {
+    int64_t i = opIndex.lookup(&o);
+    if (i >= storeAt)
+      break;
+    auto other = dyn_cast<ParamOp>(&o);
+    if (other && sameSlot(other.getName()) &&
+        (i > current || lastUse(other) > current))
+      return false;
+    // Layers and pipeline pieces read slots by name.
+    if (i > current && isa<RepeatOp, PipelineOp, func::CallOp>(o))
+      return false;
+  }
+  return true;
+}
+
+void FunctionLowering::finishPlan(emitc::FuncOp target) {
+  Operation *fn = body->getParentOp();
+  if (!module.reuseBuffers || planned.empty()) {
+    module.functionBuffers.push_back({fn, planned});
+    return;
+  }
+  assignOffsets(planned);
+  for (auto [literal, element] : addresses) {
+    const PlannedBuffer &p = planned[plannedOf.lookup(literal)];
+    std::string address =
+        "(" + arenaName + " + " + std::to_string(p.offset / 4) + ")";
+    if (!element.isF32())
+      address = (element.isInteger(64) ? "((int64_t *)" : "((int32_t *)") +
+                address + ")";
+    literal.setValue(address);
+  }
+  // The arena, allocated on the function's first call and kept: on a
+  // pipeline, each stage's ranks allocate what their code uses.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&target.getBody().front());
+  auto f32Ptr = emitc::PointerType::get(b.getF32Type());
+  int64_t stages = 0;
+  for (const PlannedBuffer &p : planned)
+    stages = std::max(stages, p.stage + 1);
+  if (stages && !module.drivers.empty())
+    stages = std::max(stages, module.drivers.begin()->second.getNumRanks());
+  Value count;
+  if (!stages) {
+    count = i64(getArenaBytes(planned, -1) / 4);
+  } else {
+    SmallVector<int64_t> counts;
+    for (int64_t s = 0; s < stages; ++s)
+      counts.push_back(getArenaBytes(planned, s) / 4);
+    Value stage = emitc::CallOpaqueOp::create(
+                      b, loc, b.getI64Type(), "braid_rt_program_pp_stage",
+                      ValueRange{i64(module.pipelineMask)})
+                      .getResult(0);
+    Value entry =
+        emitc::SubscriptOp::create(b, loc,
+                                   cast<TypedValue<emitc::ArrayType>>(
+                                       module.getShapeArray(b, loc, counts)),
+                                   ValueRange{stage});
+    count = emitc::LoadOp::create(b, loc, b.getI64Type(), entry);
+  }
+  Value global = emitc::GetGlobalOp::create(
+      b, loc, emitc::LValueType::get(f32Ptr),
+      FlatSymbolRefAttr::get(b.getContext(), arenaName));
   Value address = emitc::AddressOfOp::create(
-      b, loc, emitc::PointerType::get(bufferType), global);
-  return emitc::CallOpaqueOp::create(
-             b, loc, bufferType,
-             ("braid_rt_program_buffer_" + getElementSuffix(element)).str(),
-             ValueRange{address, i64(type.getNumElements())})
-      .getResult(0);
+      b, loc, emitc::PointerType::get(f32Ptr), global);
+  emitc::CallOpaqueOp::create(b, loc, f32Ptr, "braid_rt_program_buffer_f32",
+                              ValueRange{address, count});
+  module.functionBuffers.push_back({fn, planned});
 }
 
 Value FunctionLowering::text(StringRef s) {
@@ -123,15 +316,65 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                                       entry.getArguments()))
     buffers[arg] = buffer;
   layerSlots = slots;
+  this->body = &body;
+  for (auto [i, op] : llvm::enumerate(body))
+    opIndex[&op] = i;
+  // The values holding parameter gradients: what an optimizer update (here
+  // or in a layer repeated here) reads as its gradient, what a pipeline
+  // returns (the means of its gradients), and back through the ops that
+  // only move or sum them.
+  SmallVector<Value> work;
+  for (Operation &op : body) {
+    if (isa<AdamWUpdateOp, SgdUpdateOp>(op))
+      work.push_back(op.getOperand(1));
+    if (isa<PipelineOp>(op))
+      llvm::append_range(work, op.getResults());
+    auto repeat = dyn_cast<RepeatOp>(op);
+    auto layer = repeat ? SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+                              repeat, repeat.getLayerAttr())
+                        : LayerOp();
+    if (layer)
+      for (auto [input, arg] : llvm::zip(
+               repeat.getInputs(), layer.getBody().front().getArguments()))
+        if (llvm::any_of(arg.getUses(), [](OpOperand &use) {
+              return isa<AdamWUpdateOp, SgdUpdateOp>(use.getOwner()) &&
+                     use.getOperandNumber() == 1;
+            }))
+          work.push_back(input);
+  }
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!gradients.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (def && def->getBlock() == &body &&
+        (isa<ReshapeOp, ShardOp, WaitOp, AddOp, CollectiveOpInterface>(def)))
+      llvm::append_range(work, def->getOperands());
+  }
   // A function running a scheduled pipeline: place what follows it.
-  std::optional<StagePlacement> placement;
+  std::optional<StagePlacement> stagePlacement;
   if (module.pipelineMask &&
-      llvm::any_of(body.getOps<PipelineOp>(), [](PipelineOp) { return true; }) &&
-      failed(placeStages(body, placement)))
+      llvm::any_of(body.getOps<PipelineOp>(),
+                   [](PipelineOp) { return true; }) &&
+      failed(placeStages(body, stagePlacement)))
     return failure();
+  std::optional<StagePlacement> &placement = stagePlacement;
+  this->placement = placement ? &*placement : nullptr;
+  // Started collectives move only inside MPI calls on the CPU backend:
+  // while any may be in flight, the program lets them progress between ops.
+  Operation *moduleOp = body.getParentOp()->getParentOfType<ModuleOp>();
+  bool progress = moduleOp && moduleOp
+                                  ->walk([](CollectiveOpInterface c) {
+                                    return c.isStarted()
+                                               ? WalkResult::interrupt()
+                                               : WalkResult::advance();
+                                  })
+                                  .wasInterrupted();
   for (Operation &op : body) {
     loc = op.getLoc();
     where = describe(&op);
+    current = opIndex.lookup(&op);
+    donated.clear();
     if (placement)
       for (auto [operand, stage] : placement->getBroadcasts(&op)) {
         Value v = op.getOperand(operand);
@@ -171,9 +414,17 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                 "compute ops, parameters, braid.repeat and collectives)";
     if (failed(*lowered))
       return failure();
+    // A started collective reads its operand until its wait.
+    for (Value r : op.getResults())
+      if (isa<FutureType>(r.getType()))
+        for (Value x : op.getOperands())
+          extendTo(get(x), r);
     if (placement && placement->getStage(&op) != StagePlacement::kAll)
       guardStage(&op, block, last, placement->getStage(&op));
+    if (progress && !isa<CollectiveOpInterface, WaitOp, ParamOp>(op))
+      call("braid_rt_program_progress", {});
   }
+  finishPlan(target);
   return success();
 }
 

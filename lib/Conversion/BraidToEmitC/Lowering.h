@@ -12,10 +12,11 @@
 #ifndef BRAID_LIB_CONVERSION_BRAIDTOEMITC_LOWERING_H
 #define BRAID_LIB_CONVERSION_BRAIDTOEMITC_LOWERING_H
 
+#include "MemoryPlan.h"
 #include "StagePlacement.h"
 #include "braid/Conversion/Passes.h"
-#include "braid/Dialect/Braid/Utils/PipelineDriver.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Utils/PipelineDriver.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -87,6 +88,8 @@ struct ParamSlot {
   /// The pipeline stage whose ranks hold its current value (the stage that
   /// updates it), or -1: every rank.
   int64_t owner = -1;
+  /// Optimizer state (a braid.param with `state`), for the memory report.
+  bool state = false;
 };
 
 /// What the generated code needs of its target (the pass's `target`).
@@ -136,7 +139,8 @@ public:
   Value getConstantData(OpBuilder &b, Location loc, DenseElementsAttr data);
   /// A new `static T *braid_buffer_N` global (null until first used), as an
   /// lvalue: the buffer of one allocation site.
-  Value getBufferGlobal(OpBuilder &b, Location loc, Type bufferType);
+  Value getBufferGlobal(OpBuilder &b, Location loc, Type bufferType,
+                        StringRef prefix = "braid_buffer_");
   /// The address of a new `static braid_rt_program_pending_t braid_pending_N`
   /// global: one collective site's request and staging buffers.
   Value getPendingSite(OpBuilder &b, Location loc);
@@ -190,11 +194,25 @@ public:
   SmallVector<int64_t> getAllRepeatSlots(RepeatOp repeat);
   /// The braid.fused regions emitted so far (their functions' numbers).
   unsigned numFused = 0;
+  /// Whether buffers of values whose lifetimes do not overlap share memory
+  /// (the pass's `reuse-buffers`): one arena per function, planned at
+  /// compile time, and in-place updates where the kernels allow them.
+  /// Without, every allocation site has its own buffer.
+  bool reuseBuffers = true;
+  /// The buffers of each lowered function (layer, piece or function), for
+  /// the memory report.
+  std::vector<std::pair<Operation *, std::vector<PlannedBuffer>>>
+      functionBuffers;
 
 private:
   LogicalResult collectParams(ArrayRef<func::FuncOp> functions,
                               ArrayRef<LayerOp> layers);
   void emitInitFunction(Location loc);
+  /// Attaches the memory report (braidc.memory_plan: bytes per pipeline
+  /// stage of parameters, gradients, optimizer state, activations,
+  /// workspace, and the arenas) to the module.
+  void attachMemoryPlan(ArrayRef<func::FuncOp> functions,
+                        ArrayRef<LayerOp> layers);
   /// The slot table of `repeat` (instance-major), and those of the repeats
   /// inside its layer.
   LogicalResult addRepeatSlots(RepeatOp repeat, SymbolTable &symbols);
@@ -232,22 +250,29 @@ public:
 
   /// The buffer holding `v`.
   Value get(Value v) { return buffers.lookup(v); }
-  /// The buffer of op result `v`.
-  Value result(Value v) {
-    Type type = v.getType();
-    if (auto future = dyn_cast<FutureType>(type)) // a started collective's
-      type = future.getValueType();
-    Value buffer = allocate(cast<RankedTensorType>(type));
-    buffers[v] = buffer;
-    return buffer;
-  }
-  /// A buffer for a tensor of `type`: each allocation site has its own,
-  /// allocated on first use and kept (functions are not reentrant, and
-  /// results leave a function by copy, so a site's buffer is dead when its
-  /// function is entered again).
+  /// The buffer of op result `v` (of the op being lowered): an operand's
+  /// that dies at this op where its kernel may write in place (see
+  /// getInPlaceBuffer), else a new one live until v's last use.
+  Value result(Value v);
+  /// A buffer for a tensor of `type`, needed by the op being lowered only
+  /// (unless result() extends it). With buffer reuse, a place in the
+  /// function's arena (braid_arena_N + offset, planned once the body is
+  /// lowered); without, each allocation site has its own, allocated on
+  /// first use and kept (functions are not reentrant, and results leave a
+  /// function by copy, so a site's buffer is dead when its function is
+  /// entered again).
   Value allocate(RankedTensorType type);
-  /// Makes `v` share `buffer` (no copy).
-  void alias(Value v, Value buffer) { buffers[v] = buffer; }
+  /// Makes `v` share `buffer` (no copy), which then lives as long as v.
+  void alias(Value v, Value buffer) {
+    buffers[v] = buffer;
+    extendTo(buffer, v);
+  }
+  /// While not -1, buffers allocated belong to the code of this pipeline
+  /// stage only (under `if (stage == r)`): other stages' may share memory.
+  int64_t allocationStage = -1;
+  /// Results of optimizer updates written in place into the parameter slot
+  /// their braid.store_param would copy them to (the store copies nothing).
+  DenseSet<Value> writtenInPlace;
 
   Value i64(int64_t v) {
     return emitc::ConstantOp::create(b, loc, b.getI64Type(),
@@ -346,7 +371,38 @@ public:
   Value layerSlots;
 
 private:
+  /// Reuse: the operand buffer that result `v` of the op being lowered may
+  /// take, or null.
+  Value getInPlaceBuffer(Value v);
+  /// Whether `v`, a result of an optimizer update, may be written into the
+  /// parameter slot that `operand` (a braid.param read) aliases.
+  bool canUpdateSlotInPlace(Value operand, Value v);
+  /// Extends the buffer's planned life to the last use of `v`.
+  void extendTo(Value buffer, Value v);
+  /// The index of the last op of the body that uses `v` (at least the op
+  /// being lowered).
+  int64_t lastUse(Value v);
+  /// Assigns the arena offsets and emits the arena's allocation at the
+  /// function's start.
+  void finishPlan(emitc::FuncOp target);
+
   DenseMap<Value, Value> buffers;
+  Block *body = nullptr;
+  /// The placement of the ops after a pipeline on its stages, if any.
+  const StagePlacement *placement = nullptr;
+  DenseMap<Operation *, int64_t> opIndex;
+  int64_t current = 0;
+  /// The planned buffers, the buffer value of each, and its address
+  /// literals (patched with the offset).
+  std::vector<PlannedBuffer> planned;
+  DenseMap<Value, unsigned> plannedOf;
+  std::vector<std::pair<emitc::LiteralOp, Type>> addresses;
+  /// Buffers an in-place result took at the op being lowered.
+  DenseSet<unsigned> donated;
+  /// Values holding parameter gradients (for the report).
+  DenseSet<Value> gradients;
+  /// The name of the function's arena (a `static float *` global).
+  std::string arenaName;
 };
 
 //===----------------------------------------------------------------------===//

@@ -81,6 +81,7 @@ FailureOr<int64_t> ModuleLowering::getSlot(Operation *op, StringRef name,
                              << "; generated code holds f32 parameters only";
   slotOf[name] = slots.size();
   slots.push_back({name.str(), type, init, blockOf});
+  slots.back().state = param && param.getState();
   return slots.size() - 1;
 }
 
@@ -141,8 +142,8 @@ Value ModuleLowering::getConstantData(OpBuilder &b, Location loc,
 }
 
 Value ModuleLowering::getBufferGlobal(OpBuilder &b, Location loc,
-                                      Type bufferType) {
-  std::string name = ("braid_buffer_" + Twine(numBuffers++)).str();
+                                      Type bufferType, StringRef prefix) {
+  std::string name = (prefix + Twine(numBuffers++)).str();
   emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
                           TypeAttr::get(bufferType), Attribute(), nullptr,
                           b.getUnitAttr(), nullptr);
@@ -275,6 +276,7 @@ LogicalResult ModuleLowering::collectParams(ArrayRef<func::FuncOp> functions,
                            cast<RankedTensorType>(param.getType()),
                            param.getInit())))
           return WalkResult::interrupt();
+        slots[slotOf.lookup(param.getName())].state |= param.getState();
       } else if (auto store = dyn_cast<StoreParamOp>(op)) {
         if (!slotOf.count(store.getName())) {
           store.emitOpError() << "stores '" << store.getName()
@@ -639,12 +641,88 @@ LogicalResult ModuleLowering::run(StringRef entry) {
     if (failed(lowerFunction(fn, /*isLayer=*/false)))
       return failure();
   emitInitFunction(loc);
+  attachMemoryPlan(functions, layers.getArrayRef());
 
   // The braid definitions are now emitted functions.
   for (Operation &op : llvm::make_early_inc_range(module.getOps()))
     if (op.getDialect() && !isa<emitc::EmitCDialect>(op.getDialect()))
       op.erase();
   return success();
+}
+
+void ModuleLowering::attachMemoryPlan(ArrayRef<func::FuncOp> functions,
+                                      ArrayRef<LayerOp> layers) {
+  int64_t stages = drivers.empty() ? 1 : drivers.begin()->second.getNumRanks();
+  // The stages running each lowered function: a piece its chunk's stage,
+  // a layer those of the functions repeating it, the others every stage.
+  SymbolTable symbols(module);
+  DenseMap<Operation *, std::set<int64_t>> runsOn;
+  DenseSet<Operation *> pieces;
+  for (auto &[fn, driver] : drivers)
+    for (auto &[key, call] : driver.pieces)
+      if (auto piece = symbols.lookup<func::FuncOp>(call.getCallee())) {
+        runsOn[piece].insert(driver.stages[key.first]);
+        pieces.insert(piece);
+      }
+  SmallVector<Operation *> callers;
+  for (func::FuncOp fn : functions) {
+    if (!pieces.contains(fn))
+      for (int64_t s = 0; s < stages; ++s)
+        runsOn[fn].insert(s);
+    callers.push_back(fn);
+  }
+  // Layers come after the layers they repeat: callers first in reverse.
+  for (LayerOp layer : llvm::reverse(layers))
+    callers.push_back(layer);
+  for (Operation *caller : callers) {
+    std::set<int64_t> on = runsOn[caller];
+    caller->walk([&](RepeatOp repeat) {
+      if (auto layer = symbols.lookup<LayerOp>(repeat.getLayer()))
+        runsOn[layer].insert(on.begin(), on.end());
+    });
+  }
+  MLIRContext *ctx = module.getContext();
+  Builder b(ctx);
+  SmallVector<Attribute> perStage;
+  for (int64_t s = 0; s < stages; ++s) {
+    int64_t params = 0, state = 0, grads = 0, acts = 0, work = 0, arena = 0;
+    for (auto [i, slot] : llvm::enumerate(slots)) {
+      bool held = !pipelineMask || !stageLocal || slot.owner < 0 ||
+                  slot.owner == s || pieceReaders[i].count(s);
+      if (held)
+        (slot.state ? state : params) +=
+            alignBytes(slot.type.getNumElements() * 4);
+    }
+    for (auto &[fn, buffers] : functionBuffers) {
+      if (!runsOn[fn].count(s))
+        continue;
+      int64_t bytes = getArenaBytes(buffers, pipelineMask ? s : -1);
+      arena += bytes;
+      // The step's own function: what is live at its peak is gradients
+      // and activations; the rest of its arena and the arenas of the
+      // layers and pieces it calls are workspace.
+      if (isa<func::FuncOp>(fn) && !pieces.contains(fn)) {
+        LivePeak peak = getLivePeak(buffers, pipelineMask ? s : -1);
+        grads += peak.gradients;
+        acts += peak.others;
+        work += bytes - peak.gradients - peak.others;
+      } else {
+        work += bytes;
+      }
+    }
+    auto entry = [&](StringRef name, int64_t v) {
+      return b.getNamedAttr(name, b.getI64IntegerAttr(v));
+    };
+    perStage.push_back(b.getDictionaryAttr(
+        {entry("stage", s), entry("parameters", params),
+         entry("gradients", grads), entry("optimizer_state", state),
+         entry("activations", acts), entry("workspace", work),
+         entry("arenas", arena),
+         entry("total", params + state + grads + acts + work)}));
+  }
+  module->setAttr("braidc.memory_plan", b.getArrayAttr(perStage));
+  module->setAttr("braidc.buffer_reuse", b.getBoolAttr(reuseBuffers));
+  (void)ctx;
 }
 
 const TargetDescription *TargetDescription::get(StringRef name) {

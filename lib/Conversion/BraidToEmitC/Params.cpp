@@ -170,6 +170,8 @@ void mlir::braid::lowering::populateParamLowerings(LoweringTable &t) {
     FailureOr<Value> slot = getParamSlot(op, op.getName(), type, InitAttr(), l);
     if (failed(slot))
       return failure();
+    if (l.writtenInPlace.contains(op.getValue()))
+      return success(); // the update wrote the slot
     l.copy(type.getElementType(), l.get(op.getValue()), loadParam(l, *slot),
            type.getNumElements());
     return success();

@@ -168,6 +168,8 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     auto ifOp = emitc::IfOp::create(b, loc, cond); // then: a yield
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
+    // This stage's buffers: other stages' may share memory with them.
+    l.allocationStage = r;
 
     // This stage's buffer of each (micro-batch, value), and the values it
     // holds at this point of the schedule (computed, or received and waited
@@ -339,6 +341,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       }
     }
   }
+  l.allocationStage = -1;
   // Each mean stays on its stage: what follows is placed by StagePlacement.
   l.call("braid_rt_program_pp_wait_all", {l.whereText()});
   return success();

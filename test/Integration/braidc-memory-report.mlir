@@ -1,0 +1,72 @@
+// Tests braidc --memory-report and the arena plan behind it, against sizes
+// worked out by hand from the tensor shapes below.
+//
+// RUN: braidc %s --memory-report --emit cpp -o %t.cpp | FileCheck %s --check-prefix=REPORT
+// RUN: FileCheck %s --check-prefix=CPP < %t.cpp
+// RUN: braidc %s --memory-report --no-buffer-reuse --emit cpp -o %t.plain.cpp | FileCheck %s --check-prefix=PLAIN
+// RUN: braidc %s -o %t.prog
+// RUN: braidc %s --no-buffer-reuse -o %t.plain
+// RUN: %t.prog > %t.out
+// RUN: %t.plain > %t.plain.out
+// RUN: diff %t.out %t.plain.out
+//
+// RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128 --batch 4 -o %t.gpt.mlir
+// RUN: braidc %t.gpt.mlir --train --memory-report --emit mlir -o %t.gpt.emitc | FileCheck %s --check-prefix=GPT
+// RUN: braidc %t.gpt.mlir --mesh pp=2 --memory-report --emit mlir -o %t.pp.emitc | FileCheck %s --check-prefix=PP
+
+// The function's ops, numbered as the plan numbers them: 0 the parameter
+// (its slot, no buffer), 1-3 three products of 4x16 f32 (256 bytes each),
+// 4 a ReLU, 5 a sum (4 bytes, 64 aligned), 6 the return.
+//   A = %a: live at ops 1-2; B = %b: 2-3; C = %c: 3-5, because the ReLU
+//   writes over it in place (%c dies there) and %d is read at op 5;
+//   S = %s: 5-6.
+// Largest first, each in the lowest gap left by the buffers it overlaps:
+// A at 0; B overlaps A (op 2): at 256; C overlaps B only (op 3): A's place,
+// 0; S overlaps C only (op 5): 256. Arena: 512 bytes (128 floats). Live
+// bytes peak at 512 (ops 2 and 3), all activations.
+// Parameters: w, 16 x 16 f32 = 1024 bytes. Total 1536.
+// Without reuse every site has its own buffer: A, B, C, the ReLU's and S,
+// 4 x 256 + 64 = 1088 bytes, of which the same 512 are live at the peak
+// (workspace 576); total 2112.
+func.func @forward(%x: tensor<4x16xf32>) -> tensor<f32> {
+  %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<16x16xf32>
+  %a = braid.matmul %x, %w : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+  %b = braid.matmul %a, %w : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+  %c = braid.matmul %b, %w : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+  %d = braid.relu %c : tensor<4x16xf32>
+  %s = braid.reduce sum %d {axes = array<i64: 0, 1>} : (tensor<4x16xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// REPORT: memory plan per rank (bytes; buffer reuse on;
+// REPORT-NEXT: ranks parameters gradients optimizer_state activations workspace total arenas total MiB
+// REPORT-NEXT: all 1024 0 0 512 0 1536 512 0.00
+
+// CPP: static float* braid_arena_[[N:[0-9]+]];
+// CPP: int64_t [[COUNT:v[0-9]+]] = 128;
+// CPP-NEXT: float** [[SITE:v[0-9]+]] = &braid_arena_[[N]];
+// CPP-NEXT: braid_rt_program_buffer_f32([[SITE]], [[COUNT]]);
+// CPP: braid_rt_matmul_f32({{.*}}, (braid_arena_[[N]] + 0));
+// CPP: braid_rt_matmul_f32(braid_rt_program_stream(), (braid_arena_[[N]] + 0), {{.*}}, (braid_arena_[[N]] + 64));
+// CPP: braid_rt_matmul_f32(braid_rt_program_stream(), (braid_arena_[[N]] + 64), {{.*}}, (braid_arena_[[N]] + 0));
+// CPP: braid_rt_relu_f32(braid_rt_program_stream(), (braid_arena_[[N]] + 0), {{v[0-9]+}}, (braid_arena_[[N]] + 0));
+// CPP: braid_rt_reduce_f32(braid_rt_program_stream(), (braid_arena_[[N]] + 0), {{.*}}, (braid_arena_[[N]] + 64));
+// CPP: braid_rt_copy_f32(braid_rt_program_stream(), (braid_arena_[[N]] + 64),
+
+// PLAIN: memory plan per rank (bytes; buffer reuse off;
+// PLAIN-NEXT: ranks
+// PLAIN-NEXT: all 1024 0 0 512 576 2112 1088 0.00
+
+// GPT (2 layers, hidden 64, sequence 16, vocabulary 128), every tensor a
+// multiple of 64 bytes: wte 128 x 64 + wpe 16 x 64 + per layer 12 x 64^2
+// + 13 x 64 (q, k, v, proj, fc, proj and their biases, two layer norms)
+// = 49984 + the final layer norm 2 x 64 = 109312 floats = 437248 bytes;
+// AdamW's two moments twice that. On pp=2 each stage holds the parameters
+// its pieces read and those it updates: stage 0 wte, wpe and layer 0
+// (59200 floats = 236800 bytes), stage 1 layer 1, ln_f and the tied head's
+// wte (58304 floats = 233216 bytes).
+// GPT: ranks parameters gradients optimizer_state
+// GPT-NEXT: all 437248 {{[0-9]+}} 874496
+// PP: ranks parameters
+// PP-NEXT: stage 0 236800
+// PP-NEXT: stage 1 233216
