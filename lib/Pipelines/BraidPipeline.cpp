@@ -191,6 +191,9 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
                                        const CodegenOptions &options) {
   if (options.train)
     buildTrainingPipeline(pm, options.training);
+  // bf16 values held in f32 and rounded, for the f32 kernels (a module
+  // without bf16 is unchanged); before fusion, which takes f32 ops.
+  pm.addPass(createLegalizeBF16Pass());
   // Last: sharding, pipelining and the reports never see braid.fused, and
   // regions never span collectives or pipeline pieces.
   if (options.fuse)
