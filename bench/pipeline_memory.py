@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Per-rank memory of a braidc-compiled pipeline: stage-local parameter
-slots against every stage holding every slot.
+slots against every stage holding every slot, and braidc's memory plan
+against the measured peak resident set, with and without buffer reuse.
 
 Workload: one GPT (default 8 layers, hidden 256, 4 heads, sequence 64,
 vocabulary 256, batch 2) compiled for --mesh pp=2 with 1F1B over 2
@@ -13,11 +14,21 @@ as before; both must print the same losses. Memory: each rank's peak
 resident set (getrusage of the rank's process), and the model's parameter
 and AdamW-state bytes (3 floats per parameter) for reference.
 
+The memory plan: braidc --memory-report gives each stage's planned bytes
+(the program's own buffers: parameter and optimizer slots and the arenas).
+A rank also holds what does not depend on the model (the executable, MPI,
+OpenBLAS and OpenMP, the runtime's staging buffers); that fixed part is
+measured on a tiny GPT compiled and run the same way (its resident set
+minus its own small plan), and the prediction is plan + fixed part. The
+same program compiled with --no-buffer-reuse (every allocation site its
+own buffer, as before the plan) is planned and measured in the same
+invocation, and must print the same losses.
+
     bench/pipeline_memory.py [--layers L --hidden H ...] [--check]
 
 --check (ctest) exits non-zero unless every rank of Braid's program uses
-less memory than the same rank (the same stage) of the baseline and the
-losses agree.
+less memory than the same rank (the same stage) of the baseline, less than
+the no-reuse program's, and the losses agree.
 """
 
 import argparse
@@ -57,6 +68,20 @@ def measure(bin_dir, program, steps):
     return losses, [rss[0], rss[1]]
 
 
+def compile_planned(bin_dir, model, out, *flags):
+    """Compiles for pp=2 1F1B over 2 micro-batches; the planned total bytes
+    of stage 0 and stage 1 from --memory-report."""
+    proc = run(bin_dir / "braidc", model, "--mesh", "pp=2", "--schedule", "1f1b",
+               "--microbatches", 2, "--memory-report", *flags, "-o", out)
+    header = next(line.split() for line in proc.stdout.splitlines() if line.startswith("ranks"))
+    column = header.index("total") - 1  # "ranks" is one word, "stage N" two
+    planned = {int(m.group(1)): int(m.group(2).split()[column]) / 2**20
+               for m in re.finditer(r"^stage (\d+) (.*)$", proc.stdout, re.M)}
+    if sorted(planned) != [0, 1]:
+        raise SystemExit(f"no memory report for stages 0 and 1:\n{proc.stdout}")
+    return [planned[0], planned[1]]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, default=8)
@@ -78,8 +103,15 @@ def main():
         model.write_text(models.gpt(layers=args.layers, hidden=args.hidden, heads=args.heads,
                                     seq=args.seq, vocab=args.vocab, batch=args.batch))
         local, dump = tmp / "local", tmp / "local.d"
-        run(bin_dir / "braidc", model, "--mesh", "pp=2", "--schedule", "1f1b",
-            "--microbatches", 2, "--dump-dir", dump, "-o", local)
+        local_plan = compile_planned(bin_dir, model, local, "--dump-dir", dump)
+        plain = tmp / "plain"
+        plain_plan = compile_planned(bin_dir, model, plain, "--no-buffer-reuse")
+        # The fixed part of a rank: a GPT with almost no parameters or
+        # activations, compiled and run the same way.
+        tiny_model, tiny = tmp / "tiny.mlir", tmp / "tiny"
+        tiny_model.write_text(models.gpt(layers=2, hidden=16, heads=2, seq=8, vocab=16,
+                                         batch=args.batch))
+        tiny_plan = compile_planned(bin_dir, tiny_model, tiny)
         # The baseline: the same C++, every stage holding every slot.
         cpp = (dump / "program.cpp").read_text()
         if "braid_rt_program_pp_holds(" not in cpp:
@@ -95,6 +127,8 @@ def main():
 
         local_losses, local_rss = measure(bin_dir, local, args.steps)
         every_losses, every_rss = measure(bin_dir, every, args.steps)
+        plain_losses, plain_rss = measure(bin_dir, plain, args.steps)
+        _, tiny_rss = measure(bin_dir, tiny, args.steps)
 
     # GPT's parameters: wte (tied with the head), wpe, per block two layer
     # norms, q/k/v/proj and the MLP (12 h^2 + 13 h), the final layer norm.
@@ -108,8 +142,26 @@ def main():
         print(f"{i:14d}   {a:15.1f}   {b:14.1f}   {a / b:5.3f}")
     same = local_losses == every_losses
     print(f"losses {'identical' if same else 'DIFFER'}: {' '.join(local_losses)}")
+    print()
+    print("memory plan (braidc --memory-report) against the peak resident set, MiB:")
+    print("rank   fixed part   planned   predicted   measured   error  |  no reuse: planned   "
+          "measured")
+    for i in range(2):
+        fixed = tiny_rss[i] - tiny_plan[i]
+        predicted = local_plan[i] + fixed
+        print(f"{i:4d}   {fixed:10.1f}   {local_plan[i]:7.1f}   {predicted:9.1f}   "
+              f"{local_rss[i]:8.1f}   {100 * (predicted / local_rss[i] - 1):+5.1f}%  |  "
+              f"{plain_plan[i]:17.1f}   {plain_rss[i]:8.1f}")
+    print(f"(fixed part: the resident set of a 2-layer, hidden-16 GPT run the same way, "
+          f"{tiny_rss[0]:.1f} / {tiny_rss[1]:.1f} MiB, minus its plan, "
+          f"{tiny_plan[0]:.2f} / {tiny_plan[1]:.2f} MiB)")
+    same_plain = local_losses == plain_losses
+    print(f"losses with and without buffer reuse {'identical' if same_plain else 'DIFFER'}")
     if args.check and (not same or any(a >= b for a, b in zip(local_rss, every_rss))):
         raise SystemExit("check failed: stage-local slots must use less memory on every rank "
+                         "and train identically")
+    if args.check and (not same_plain or any(a >= b for a, b in zip(local_rss, plain_rss))):
+        raise SystemExit("check failed: buffer reuse must use less memory on every rank "
                          "and train identically")
 
 
