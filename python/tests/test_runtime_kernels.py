@@ -42,6 +42,7 @@ SIGNATURES = {
     "matmul_f32": "v ppqpqpiip",
     **{f"{op}_f32": "v ppqpqpp" for op in ("add", "sub", "mul", "div")},
     **{f"{op}_f32": "v pqp" for op in ("neg", "exp", "sqrt", "rsqrt", "relu", "silu")},
+    "round_bf16_f32": "v pqp",
     "gelu_f32": "v pqip",
     "softmax_f32": "v pqqqp",
     "layer_norm_f32": "v pppqqdp",
@@ -249,6 +250,31 @@ def test_unary(k, op, shape):
     y = out(*shape)
     getattr(k, op + "_f32")(x, x.size, y)
     check(y, ref(f64(x)))
+
+
+def test_round_bf16(k):
+    # braid.round to bf16 (the bf16-mixed programs' rounding): each float to
+    # the nearest bf16 value, ties to even, exactly as PyTorch's bf16
+    # conversion; NaN stays NaN, overflow goes to infinity.
+    normal_values = np.concatenate([RNG.normal(size=2000) * s for s in (1e-30, 1e-3, 1.0, 1e4, 1e30)])
+    bf16_values = np.arange(0, 1 << 16, 7, dtype=np.uint32) << 16  # every 7th bf16
+    ties = bf16_values | 0x8000  # exactly halfway between two bf16 values
+    near = np.concatenate([bf16_values | 0x7FFF, bf16_values | 0x8001, bf16_values | 0x0001])
+    special = np.array([0.0, -0.0, np.inf, -np.inf, 3.4028235e38, -3.4028235e38,
+                        1.4e-45, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8], dtype=np.float32)
+    x = np.concatenate([normal_values.astype(np.float32),
+                        np.concatenate([ties, near]).view(np.float32), special])
+    x = x[~np.isnan(x)]
+    y = np.empty_like(x)
+    k.round_bf16_f32(x, x.size, y)
+    expected = torch.from_numpy(x).to(torch.bfloat16).to(torch.float32).numpy()
+    bad = np.flatnonzero(y.view(np.uint32) != expected.view(np.uint32))
+    assert bad.size == 0, f"{bad.size} of {x.size} differ, e.g. {x[bad[:3]]} -> {y[bad[:3]]}, " \
+                          f"expected {expected[bad[:3]]}"
+    assert np.isinf(y[x == 3.4028235e38]).all(), "the largest float rounds up to infinity"
+    nan = np.array([np.nan, -np.nan], dtype=np.float32)
+    k.round_bf16_f32(nan, nan.size, nan)
+    assert np.isnan(nan).all()
 
 
 def test_unary_in_place(k):

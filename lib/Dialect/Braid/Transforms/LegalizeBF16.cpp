@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_LEGALIZEBF16PASS
@@ -55,10 +56,11 @@ static FunctionType legalFunctionType(FunctionType type) {
 
 /// Whether `op`'s bf16 results need rounding after it computes them in f32:
 /// not when it only moves bf16 values, or when its results come from a body
-/// that rounds (a repeat's layer, a pipeline's pieces).
+/// that rounds (a repeat's layer, a pipeline's pieces, a called function:
+/// a pipeline driver holds only calls of its pieces).
 static bool needsRounding(Operation *op) {
   return !op->hasTrait<OpTrait::braid::MovesDataOnly>() &&
-         !isa<ShardOp, RepeatOp, PipelineOp, RoundOp>(op);
+         !isa<ShardOp, RepeatOp, PipelineOp, RoundOp, CallOpInterface>(op);
 }
 
 struct LegalizeBF16Pass
