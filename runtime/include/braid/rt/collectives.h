@@ -212,6 +212,22 @@ braid_rt_status_t braid_rt_reduce_scatter_sum_f32_as_f16(
     braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
     braid_rt_stream_t *stream);
 
+/* PowerSGD (Vogels et al. 2019): the sum over `comm` of the [rows][cols]
+   gradient `grad`, approximated at rank `rank` (1..min(rows, cols)) with
+   error feedback. M = grad + error; P = M Q, all_reduced and orthonormalised
+   (Gram-Schmidt); Q = M^T P, all_reduced; grad = P Q^T; error = M - grad /
+   size. `q` ([cols][rank]) carries Q from step to step (warm start; start it
+   alike on every rank, e.g. braid_rt_powersgd_init_q); `error` ([rows][cols],
+   zeros at first) is this rank's error feedback, NULL for none. Sends
+   (rows + cols) * rank f32 values instead of rows * cols; every rank gets
+   the same bits. Blocking; CPU backend. */
+braid_rt_status_t braid_rt_powersgd_all_reduce_f32(
+    braid_rt_comm_t *comm, float *grad, size_t rows, size_t cols, size_t rank,
+    float *q, float *error, braid_rt_stream_t *stream);
+/* Fills q ([cols][rank]) with values uniform in [-1, 1) from `seed`. */
+void braid_rt_powersgd_init_q(float *q, size_t cols, size_t rank,
+                              uint64_t seed);
+
 /* The wire formats' conversions, rounding to nearest even (NaN stays NaN,
    overflow goes to infinity); exact back to f32. */
 uint16_t braid_rt_f32_to_bf16(float x);

@@ -1,7 +1,7 @@
 /*===- compressed.c - Compressed sums: not on the CUDA backend yet --------===*/
 /*
- * The bf16 / fp16 reductions of collectives.h are a ring over MPI on the
- * CPU backend (runtime/src/cpu/compressed.c). Here they fail with
+ * The bf16 / fp16 reductions and PowerSGD of collectives.h run on the CPU
+ * backend (runtime/src/cpu/compressed.c, powersgd.c). Here they fail with
  * BRAID_RT_UNSUPPORTED, so that the API links and a caller learns why.
  */
 
@@ -41,4 +41,16 @@ braid_rt_reduce_scatter_sum_f32_as_f16(braid_rt_comm_t *comm, const float *send,
                                        braid_rt_stream_t *stream) {
   (void)send, (void)recv, (void)recv_count, (void)stream;
   return unsupported(comm, "braid_rt_reduce_scatter_sum_f32_as_f16");
+}
+
+braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
+                                                   float *grad, size_t rows,
+                                                   size_t cols, size_t rank,
+                                                   float *q, float *error,
+                                                   braid_rt_stream_t *stream) {
+  (void)grad, (void)rows, (void)cols, (void)rank, (void)q, (void)error,
+      (void)stream;
+  return braid_rt_fail(comm ? comm->ctx : NULL, BRAID_RT_UNSUPPORTED,
+                       "braid_rt_powersgd_all_reduce_f32: PowerSGD is not "
+                       "implemented on the CUDA backend yet");
 }
