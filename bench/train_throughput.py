@@ -19,7 +19,11 @@ Each is the best of --repeats runs.
 
 With --unfused, the same step compiled with `braidc --no-fuse` (every op
 its own kernel, as before braid-fuse-elementwise) is timed too, in the same
-run, with its own ratio and the fused program's speed-up over it. With
+run, with its own ratio and the fused program's speed-up over it: the two
+programs run alternately (fused, unfused, fused, ...; --repeats pairs per
+thread count), so that each pair sees the same load, and the median of the
+pairs' ratios is printed beside the ratio of the bests. The machine's load
+average (os.getloadavg) is printed at the start and the end. With
 --portable, the step compiled with `braidc --portable` (the compiler's
 default target and the portable kernels, instead of -march=native and the
 kernels built for this CPU) likewise, with native / portable.
@@ -37,6 +41,7 @@ its command and status.
 import math
 
 import argparse
+from statistics import median
 import os
 import re
 import subprocess
@@ -80,17 +85,29 @@ class BenchError(Exception):
 
 def time_braid(program, steps, threads, repeats):
     """Seconds per step: the program's own mean over steps 1 .. S."""
-    def per_step():
-        out = run(program, "--steps", 1 + steps, "--seed", 0, env=thread_env(threads))
-        losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)", out, re.M)]
-        if len(losses) != 1 + steps or not all(math.isfinite(v) for v in losses):
-            raise BenchError(f"braid at {threads} thread(s): expected {1 + steps} finite losses, "
-                             f"got {losses}:\n{out}")
-        m = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
-        if not m:
-            raise BenchError(f"braid at {threads} thread(s) printed no summary:\n{out}")
-        return float(m.group(1)) / 1e3
-    return min(per_step() for _ in range(repeats))
+    return min(braid_step_time(program, steps, threads) for _ in range(repeats))
+
+
+def time_braid_pairs(fused, unfused, steps, threads, repeats):
+    """Fused and unfused programs run alternately: the best seconds per step
+    of each, and each pair's unfused / fused ratio."""
+    pairs = [(braid_step_time(fused, steps, threads), braid_step_time(unfused, steps, threads))
+             for _ in range(repeats)]
+    return (min(p[0] for p in pairs), min(p[1] for p in pairs),
+            [u / f for f, u in pairs])
+
+
+def braid_step_time(program, steps, threads):
+    """One run's mean seconds per step over steps 1 .. S."""
+    out = run(program, "--steps", 1 + steps, "--seed", 0, env=thread_env(threads))
+    losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)", out, re.M)]
+    if len(losses) != 1 + steps or not all(math.isfinite(v) for v in losses):
+        raise BenchError(f"braid at {threads} thread(s): expected {1 + steps} finite losses, "
+                         f"got {losses}:\n{out}")
+    m = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
+    if not m:
+        raise BenchError(f"braid at {threads} thread(s) printed no summary:\n{out}")
+    return float(m.group(1)) / 1e3
 
 
 def torch_worker(args):
@@ -218,15 +235,21 @@ def measure(args):
         if args.portable:
             run(bin_dir / "braidc", train, "--entry", "train_step", "--portable", "-o", portable)
         flops = step_flops(bin_dir, model)
+        load_start = os.getloadavg()
         rows = []
+        pair_ratios = []
         for t in threads:
-            rows.append(("braid", t, time_braid(program, args.steps, t, args.repeats)))
             if args.unfused:
-                rows.append(("unfused", t, time_braid(unfused, args.steps, t, args.repeats)))
+                f, u, ratios = time_braid_pairs(program, unfused, args.steps, t, args.repeats)
+                rows += [("braid", t, f), ("unfused", t, u)]
+                pair_ratios += [(t, r) for r in ratios]
+            else:
+                rows.append(("braid", t, time_braid(program, args.steps, t, args.repeats)))
             if args.portable:
                 rows.append(("portable", t, time_braid(portable, args.steps, t, args.repeats)))
             rows.append(("pytorch", t, time_torch(args, t)))
         sgemm = max(sgemm_gflops(t) for t in threads)
+        load_end = os.getloadavg()
 
     best = {side: min((r[2] for r in rows if r[0] == side and math.isfinite(r[2])),
                       default=float("nan")) for side in ("braid", "unfused", "portable", "pytorch")}
@@ -244,6 +267,9 @@ def measure(args):
         if args.unfused:
             print(f"ratio_unfused_over_pytorch,{best['pytorch'] / best['unfused']:.3f}")
             print(f"ratio_braid_over_unfused,{best['unfused'] / best['braid']:.3f}")
+            print(f"ratio_braid_over_unfused_pair_median,{median(r for _, r in pair_ratios):.3f}")
+        print(f"load_average_start,{load_start[0]:.2f}")
+        print(f"load_average_end,{load_end[0]:.2f}")
         if args.portable:
             print(f"ratio_native_over_portable,{best['portable'] / best['braid']:.3f}")
         return check(args, failures)
@@ -260,6 +286,12 @@ def measure(args):
     if args.unfused:
         print(f"braid --no-fuse / pytorch: {best['pytorch'] / best['unfused']:.2f}x; "
               f"fused / unfused: {best['unfused'] / best['braid']:.2f}x")
+        for t in threads:
+            ratios = [r for u, r in pair_ratios if u == t]
+            print(f"fused / unfused in alternating pairs at {t} thread(s): median "
+                  f"{median(ratios):.2f}x ({', '.join(f'{r:.2f}' for r in ratios)})")
+    print(f"load average (1 min) at the start: {load_start[0]:.2f}, at the end: {load_end[0]:.2f} "
+          f"({os.cpu_count()} CPUs)")
     if args.portable:
         print(f"native (default) / --portable throughput: "
               f"{best['portable'] / best['braid']:.2f}x")
