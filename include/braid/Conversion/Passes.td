@@ -16,10 +16,16 @@ def ConvertBraidToEmitCPass : Pass<"braid-lower-to-emitc", "::mlir::ModuleOp"> {
 
     - A tensor becomes a pointer to a row-major buffer (`!emitc.ptr<f32>`,
       `<i32>`, `<i64>`); function results become trailing out-pointer
-      arguments. Each op result gets the buffer of its allocation site: a
-      `static T *braid_buffer_N`, allocated by
+      arguments. Each op result gets a place in its function's arena
+      (`braid_arena_N + offset`, offsets planned from the values' live
+      ranges, largest first in the best-fitting gap; the arena is
+      allocated on the function's first call and kept), or the buffer of
+      an operand that dies at an elementwise op or optimizer update that
+      may write in place (`adamw_update` into the parameter slot its
+      result is stored to). With `reuse-buffers=false`, each allocation
+      site has a `static T *braid_buffer_N`, allocated by
       `braid_rt_program_buffer_<type>` on first use and kept, since
-      functions are not reentrant and results leave them by copy;
+      functions are not reentrant and results leave them by copy.
       `braid.reshape` aliases its operand.
     - Each compute op becomes an `emitc.call_opaque` of its kernel with the
       program's stream (`braid_rt_program_stream()`), the operands, then its
