@@ -197,11 +197,11 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
   const llvm::json::Object *root = value->getAsObject();
   if (!root)
     return r.error("hardware", "expected an object");
-  if (llvm::Error e =
-          r.onlyKnown(*root, "hardware",
-                      {"name", "description", "source", "peak_flops",
-                       "efficiency", "memory_bandwidth", "device_memory",
-                       "workspace_bytes", "devices_per_node", "links"}))
+  if (llvm::Error e = r.onlyKnown(
+          *root, "hardware",
+          {"name", "description", "source", "peak_flops", "efficiency",
+           "memory_bandwidth", "device_memory", "workspace_bytes",
+           "devices_per_node", "concurrent_devices_per_node", "links"}))
     return std::move(e);
 
   Hardware hw;
@@ -272,6 +272,16 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
   if (*dpn != std::floor(*dpn))
     return r.error("hardware.devices_per_node", "expected an integer");
   hw.devicesPerNode = int(*dpn);
+  if (root->get("concurrent_devices_per_node")) {
+    auto c = r.number(*root, "concurrent_devices_per_node",
+                      "hardware.concurrent_devices_per_node", 1, 1 << 20, true);
+    if (!c)
+      return c.takeError();
+    if (*c != std::floor(*c))
+      return r.error("hardware.concurrent_devices_per_node",
+                     "expected an integer");
+    hw.concurrentDevicesPerNode = int(*c);
+  }
 
   auto links = r.object(*root, "links", "hardware.links");
   if (!links)
@@ -388,5 +398,7 @@ void mlir::braid::plan::writeHardware(llvm::raw_ostream &os,
       {"devices_per_node", hw.devicesPerNode},
       {"links", llvm::json::Object{{"intra_node", level(hw.intraNode)},
                                    {"inter_node", level(hw.interNode)}}}};
+  if (hw.concurrentDevicesPerNode > 0)
+    root["concurrent_devices_per_node"] = hw.concurrentDevicesPerNode;
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }

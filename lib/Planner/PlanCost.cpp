@@ -393,6 +393,22 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   for (int r = 0; r < plan.pp; ++r)
     if (rankWork[r] > rankWork[busiest])
       busiest = r;
+  // Devices sharing a node's cores (ranks on a CPU machine): the node's
+  // work over the devices that compute at once bounds the pipeline (a rank
+  // waiting in a bubble leaves its core to the others).
+  int nodeDevices = std::min(dpn, plan.getNumDevices());
+  int slots = hardware.concurrentDevicesPerNode > 0
+                  ? std::min(hardware.concurrentDevicesPerNode, nodeDevices)
+                  : nodeDevices;
+  double share = double(nodeDevices) / slots;
+  if (share > 1) {
+    double work = 0;
+    for (double w : rankWork)
+      work += w;
+    work *= double(plan.dp) * plan.tp;
+    int nodes = (plan.getNumDevices() + nodeDevices - 1) / nodeDevices;
+    cost.pipelineTime = std::max(cost.pipelineTime, work / (nodes * slots));
+  }
   // The busiest rank's compute and collectives.
   bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
   for (int c = 0; c < chunks; ++c) {
@@ -457,6 +473,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
         (2 * model.elementBytes + config.gradBytes + 2 * config.optimizerBytes);
     cost.optimizerTime = std::max(cost.optimizerTime, optBytes / hwBw);
   }
+  // Every device steps at once, on the node's shared cores.
+  cost.optimizerTime *= share;
   // Per rank per step, ring volume of the tp collectives.
   if (plan.tp > 1) {
     double perRank = 0;

@@ -187,7 +187,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
         break;
       }
     }
-  hw.devicesPerNode = std::max(1u, cores / threads);
+  // More ranks than that share the cores: the node holds --ranks devices,
+  // of which cores / threads compute at once.
+  unsigned slots = std::max(1u, cores / threads);
+  hw.devicesPerNode = std::max<int>(slots, options.ranks);
+  if ((unsigned)options.ranks > slots)
+    hw.concurrentDevicesPerNode = slots;
   // /proc/meminfo's MemTotal, shared by the ranks of the machine.
   double total = 0;
   {
@@ -321,9 +326,11 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.description =
       formatv("This machine, measured by braid-plan --calibrate{0}: {1} "
               "cores, {2} thread(s) per rank, so {3} device(s) (ranks) per "
-              "node",
-              options.quick ? " --quick" : "", cores, threads,
-              hw.devicesPerNode)
+              "node computing at once{4}",
+              options.quick ? " --quick" : "", cores, threads, slots,
+              hw.concurrentDevicesPerNode
+                  ? formatv(", {0} ranks sharing them", hw.devicesPerNode).str()
+                  : std::string())
           .str();
   hw.source =
       "peak_flops.f32: the best sgemm rate (runtime matmul kernel, square "
@@ -334,8 +341,10 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "the harmonic mean bandwidth of the add, GELU and layer-norm kernels "
       "over memcpy's; links: least-squares fits "
       "of the ring model to MPI collectives on this machine (both levels "
-      "alike); devices_per_node: cores / threads per rank; device_memory: "
-      "MemTotal / devices_per_node; workspace: 64 MiB (an estimate)";
+      "alike); devices_per_node: cores / threads per rank, or --ranks if "
+      "more (then concurrent_devices_per_node: cores / threads per rank); "
+      "device_memory: MemTotal / devices_per_node; workspace: 64 MiB (an "
+      "estimate)";
   return hw;
 }
 

@@ -60,6 +60,25 @@ TEST(HardwareTest, ParsesAndRoundTrips) {
   EXPECT_EQ(again->peakFlops, hw->peakFlops);
   EXPECT_EQ(again->intraNode.get(CollectiveKind::AllGather).beta, 2e11);
   EXPECT_EQ(again->deviceMemory, 8e10);
+  EXPECT_EQ(again->concurrentDevicesPerNode, 0);
+  // Ranks sharing cores: 4 of the 8 compute at once; round trip; located
+  // errors.
+  std::string shared = replace(kValid, "\"devices_per_node\": 8",
+                               "\"devices_per_node\": 8, "
+                               "\"concurrent_devices_per_node\": 4");
+  llvm::Expected<Hardware> s = parseHardware(shared, "shared.json");
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  EXPECT_EQ(s->concurrentDevicesPerNode, 4);
+  std::string sharedText;
+  llvm::raw_string_ostream sos(sharedText);
+  writeHardware(sos, *s);
+  llvm::Expected<Hardware> s2 = parseHardware(sharedText, "again.json");
+  ASSERT_TRUE(bool(s2)) << llvm::toString(s2.takeError());
+  EXPECT_EQ(s2->concurrentDevicesPerNode, 4);
+  EXPECT_EQ(errorOf(replace(shared, "\"concurrent_devices_per_node\": 4",
+                            "\"concurrent_devices_per_node\": 2.5")),
+            "hw.json: hardware.concurrent_devices_per_node: expected an "
+            "integer");
 }
 
 TEST(HardwareTest, LocatedErrors) {
@@ -71,7 +90,8 @@ TEST(HardwareTest, LocatedErrors) {
   EXPECT_EQ(errorOf(replace(kValid, "\"memory_bandwidth\"", "\"memory_bw\"")),
             "hw.json: hardware.memory_bw: unknown key (expected one of: name, "
             "description, source, peak_flops, efficiency, memory_bandwidth, "
-            "device_memory, workspace_bytes, devices_per_node, links)");
+            "device_memory, workspace_bytes, devices_per_node, "
+            "concurrent_devices_per_node, links)");
   EXPECT_EQ(errorOf(replace(kValid, "\"beta\": 2e10}}}", "\"beta\": 0}}}")),
             "hw.json: hardware.links.inter_node.send_recv.beta: expected a "
             "number in (0, 1e+30], got 0");

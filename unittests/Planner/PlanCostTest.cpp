@@ -229,6 +229,45 @@ TEST_F(PlanCostTest, CachedSchedulesAndTheAutomaticOne) {
   EXPECT_LT(zbUntied->pipelineTime, oneFUntied->pipelineTime);
 }
 
+// Ranks sharing cores (4 devices on a node, 2 computing at once): with
+// every rank busy (dp), the step's compute and optimizer take twice as
+// long; a pipeline takes at least the node's work over 2 devices.
+TEST_F(PlanCostTest, DevicesSharingCores) {
+  Hardware shared = testHardware();
+  shared.concurrentDevicesPerNode = 2;
+  PlanCostModel sharing(costs->getModel(), shared);
+  Plan dp;
+  dp.dp = 4;
+  dp.microbatches = 2;
+  dp.microBatchSize = 1;
+  PlanCost plain = evaluate(dp);
+  llvm::Expected<PlanCost> s = sharing.evaluate(dp);
+  ASSERT_TRUE(bool(s));
+  EXPECT_NEAR(s->pipelineTime, 2 * plain.pipelineTime, 1e-12 * s->pipelineTime);
+  EXPECT_NEAR(s->optimizerTime, 2 * plain.optimizerTime,
+              1e-12 * s->optimizerTime);
+  EXPECT_EQ(s->dpCommTime, plain.dpCommTime);
+  Plan pp;
+  pp.pp = 4;
+  pp.microbatches = 16;
+  pp.schedule = sched::ScheduleKind::ZBH1;
+  PlanCost pplain = evaluate(pp);
+  llvm::Expected<PlanCost> ps = sharing.evaluate(pp);
+  ASSERT_TRUE(bool(ps));
+  double work = 0;
+  for (const StageCost &st : pplain.stages)
+    work += 16 * (st.forward + st.backward + st.weight);
+  EXPECT_NEAR(ps->pipelineTime, std::max(pplain.pipelineTime, work / 2),
+              1e-12 * ps->pipelineTime);
+  EXPECT_GT(ps->pipelineTime, pplain.pipelineTime);
+  // Two devices on the node: nothing shared.
+  Plan two;
+  two.dp = 2;
+  llvm::Expected<PlanCost> t = sharing.evaluate(two);
+  ASSERT_TRUE(bool(t));
+  EXPECT_EQ(t->stepTime, evaluate(two).stepTime);
+}
+
 // GPT's wte is read by the embedding (stage 0) and the head (the last
 // stage): tied. Where the two stages are on different ranks, the compiled
 // pipeline runs stage 0's weight-gradient pieces after the schedule, once

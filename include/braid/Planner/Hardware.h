@@ -89,6 +89,13 @@ struct Hardware {
   /// fragmentation, bytes.
   double workspaceBytes = 0;
   int devicesPerNode = 1;
+  /// Devices of a node that compute at full speed at the same time: fewer
+  /// than devicesPerNode where devices are ranks sharing cores (this CPU
+  /// machine with more ranks than cores / threads per rank); 0: all of them.
+  /// The cost model then shares the node's compute among its devices: a
+  /// step takes at least the node's work over this many devices, and the
+  /// optimizer steps of all devices run at once on them.
+  int concurrentDevicesPerNode = 0;
   /// Links between devices of one node, and between nodes (per device).
   LinkLevel intraNode;
   LinkLevel interNode;
