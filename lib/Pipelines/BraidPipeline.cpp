@@ -177,8 +177,11 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     bucket.bucketMb = options.bucketMb;
     pm.addPass(createBucketCollectivesPass(bucket));
   }
-  if (options.dp * options.tp > 1 && options.asyncCollectives)
+  if (options.dp * options.tp > 1 && options.asyncCollectives) {
     pm.addPass(createAsyncCollectivesPass());
+    if (options.scheduleCollectives)
+      pm.addPass(createScheduleCollectivesPass());
+  }
   // After any scheduling: it bounds how far ahead parameter gathers start.
   if (options.zero >= 3 && options.dp > 1 && options.zero3Prefetch > 0) {
     Zero3PrefetchPassOptions prefetch;
