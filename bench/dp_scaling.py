@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""Data-parallel scaling of a braidc-compiled GPT, with and without the
+collective scheduling pass.
+
+Workload: one GPT (default 4 layers, hidden 256, 4 heads, sequence 64,
+vocabulary 256, global batch 8), an AdamW training step (clipping at 1.0).
+In one invocation, every program below runs --repeats times, in turn
+(round-robin, so that each sees the same load), and the best time per step
+of each is kept:
+
+  single      the step on one rank, at 1 and at 2 threads (the best is the
+              baseline: the best single-rank configuration)
+  blocking    dp=2 on 2 ranks x 1 thread, blocking collectives (braidc's
+              default)
+  async       dp=2, --async-collectives --schedule-collectives=false: started
+              collectives, each where the collective was
+  scheduled   dp=2, --async-collectives: braid-schedule-collectives moves the
+              starts up and the waits down
+  no-progress the scheduled program with BRAID_PROGRESS=0 (no progress calls
+              between ops: a started collective moves only in MPI calls)
+
+It prints each program's ms/step, its speed-up over the best single-rank
+configuration (same global batch, so tokens/s scale alike), scheduled /
+async and scheduled / blocking, and the load average (1 min) at the start
+and the end (the machine is shared). Times are the programs' own
+`summary: ... ms/step` (mean over steps 1 .. S, rank 0's clock).
+
+With --check (ctest's bench-dp-scaling, on a tiny model), the script exits 1
+unless every program ran, printed a finite loss for every step, the dp
+programs' losses are identical to one another (the pass only reorders), and
+every time and ratio is finite.
+
+    bench/dp_scaling.py [--steps S] [--repeats R] [--csv] [--check]
+"""
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+
+
+class BenchError(Exception):
+    pass
+
+
+def run(*args, env=None):
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
+def thread_env(threads, **extra):
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), **extra)
+    return env
+
+
+def parse(out, steps, what):
+    """The losses as printed and the mean seconds per step."""
+    losses = re.findall(r"^step \d+ loss (\S+)", out, re.M)
+    if len(losses) != 1 + steps or not all(math.isfinite(float(v)) for v in losses):
+        raise BenchError(f"{what}: expected {1 + steps} finite losses, got {losses}:\n{out}")
+    m = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
+    if not m:
+        raise BenchError(f"{what} printed no summary:\n{out}")
+    return losses, float(m.group(1)) / 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=8, help="global batch (split over dp)")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per run")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds (best taken)")
+    parser.add_argument("--csv", action="store_true", help="print CSV")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless every program ran with finite, consistent results")
+    parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
+    args = parser.parse_args()
+    try:
+        return measure(args)
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        command = " ".join(str(a) for a in e.cmd)
+        print(f"error: {command} exited with status {e.returncode}:\n{e.stderr}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def measure(args):
+    from braid import models
+    bin_dir = Path(args.bin_dir)
+    common = ["--lr", "3e-4", "--clip-norm", "1.0"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        model = tmp / "gpt.mlir"
+        model.write_text(models.gpt(layers=args.layers, hidden=args.hidden, heads=args.heads,
+                                    seq=args.seq, vocab=args.vocab, batch=args.batch))
+        programs = {}
+        for name, flags in [("single", ["--train"]),
+                            ("blocking", ["--mesh", "dp=2"]),
+                            ("async", ["--mesh", "dp=2", "--async-collectives",
+                                       "--schedule-collectives=false"]),
+                            ("scheduled", ["--mesh", "dp=2", "--async-collectives"])]:
+            programs[name] = tmp / name
+            run(bin_dir / "braidc", model, *common, *flags, "-o", programs[name])
+        braid_run = bin_dir / "braid-run"
+        steps = ["--steps", 1 + args.steps, "--seed", 0]
+        runs = [
+            ("single", 1, [programs["single"], *steps], thread_env(1)),
+            ("single", 2, [programs["single"], *steps], thread_env(2)),
+        ]
+        for name in ("blocking", "async", "scheduled"):
+            runs.append((name, 1, [braid_run, "-n", 2, "--threads", 1, programs[name], *steps],
+                         thread_env(1)))
+        runs.append(("no-progress", 1,
+                     [braid_run, "-n", 2, "--threads", 1, programs["scheduled"], *steps],
+                     thread_env(1, BRAID_PROGRESS="0")))
+        load_start = os.getloadavg()
+        best, losses = {}, {}
+        for _ in range(args.repeats):
+            for name, threads, command, env in runs:
+                loss, sec = parse(run(*command, env=env), args.steps, f"{name} ({threads} threads)")
+                key = (name, threads)
+                best[key] = min(best.get(key, math.inf), sec)
+                losses.setdefault(name, loss)
+                if losses[name] != loss:
+                    raise BenchError(f"{name}: losses changed between runs: {losses[name]} vs {loss}")
+        load_end = os.getloadavg()
+
+    single = min(best[("single", 1)], best[("single", 2)])
+    rows = [(name, threads, sec, single / sec) for (name, threads), sec in best.items()]
+    ratios = {
+        "scheduled_over_async": best[("async", 1)] / best[("scheduled", 1)],
+        "scheduled_over_blocking": best[("blocking", 1)] / best[("scheduled", 1)],
+        "progress_over_no_progress": best[("no-progress", 1)] / best[("scheduled", 1)],
+    }
+    failures = [f"{name} at {t} thread(s): {sec!r} s per step" for name, t, sec, _ in rows
+                if not (math.isfinite(sec) and sec > 0)]
+    failures += [f"{k} {v!r}" for k, v in ratios.items() if not math.isfinite(v)]
+    dp_losses = {name: losses[name] for name in ("blocking", "async", "scheduled", "no-progress")}
+    if len({tuple(v) for v in dp_losses.values()}) != 1:
+        failures.append(f"dp programs' losses differ: {dp_losses}")
+    tokens = args.batch * args.seq
+    if args.csv:
+        print("program,ranks,threads,ms_per_step,tokens_per_s,speedup_over_best_single")
+        for name, t, sec, speedup in rows:
+            ranks = 1 if name == "single" else 2
+            print(f"{name},{ranks},{t},{sec * 1e3:.3f},{tokens / sec:.1f},{speedup:.3f}")
+        for k, v in ratios.items():
+            print(f"{k},{v:.3f}")
+        print(f"load_average_start,{load_start[0]:.2f}")
+        print(f"load_average_end,{load_end[0]:.2f}")
+    else:
+        print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
+              f"sequence {args.seq}, vocabulary {args.vocab}, global batch {args.batch} "
+              f"({tokens} tokens); AdamW, clip-norm 1.0; best of {args.repeats} rounds of "
+              f"{args.steps} timed steps")
+        print(f"{'program':12} {'ranks':>5} {'threads':>7} {'ms/step':>10} {'tokens/s':>10} "
+              f"{'vs single':>10}")
+        for name, t, sec, speedup in rows:
+            ranks = 1 if name == "single" else 2
+            print(f"{name:12} {ranks:>5} {t:>7} {sec * 1e3:>10.2f} {tokens / sec:>10.0f} "
+                  f"{speedup:>9.2f}x")
+        print(f"dp=2 over the best single-rank configuration: blocking "
+              f"{single / best[('blocking', 1)]:.2f}x, async {single / best[('async', 1)]:.2f}x, "
+              f"scheduled {single / best[('scheduled', 1)]:.2f}x")
+        print(f"scheduled / async: {ratios['scheduled_over_async']:.2f}x; scheduled / blocking: "
+              f"{ratios['scheduled_over_blocking']:.2f}x; progress calls on / off: "
+              f"{ratios['progress_over_no_progress']:.2f}x")
+        print(f"load average (1 min) at the start: {load_start[0]:.2f}, at the end: "
+              f"{load_end[0]:.2f} ({os.cpu_count()} CPUs)")
+    if args.check:
+        for failure in failures:
+            print(f"error: {failure}", file=sys.stderr)
+        if failures:
+            return 1
+        print("check: every program ran; dp losses identical; times and ratios finite")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
