@@ -150,8 +150,7 @@ braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
   return BRAID_RT_OK;
 }
 
-braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx,
-                                    int *out_active) {
+braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active) {
   if (out_active)
     *out_active = 0;
   if (!ctx)

@@ -510,8 +510,7 @@ braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
   return status;
 }
 
-braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx,
-                                    int *out_active) {
+braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active) {
   if (out_active)
     *out_active = 0;
   if (!ctx)
