@@ -137,9 +137,11 @@ def measure(args):
                 loss, sec = parse(run(*command, env=env), args.steps, f"{name} ({threads} threads)")
                 key = (name, threads)
                 best[key] = min(best.get(key, math.inf), sec)
-                losses.setdefault(name, loss)
-                if losses[name] != loss:
-                    raise BenchError(f"{name}: losses changed between runs: {losses[name]} vs {loss}")
+                # Threads may sum in another order: compare like with like.
+                losses.setdefault(key, loss)
+                if losses[key] != loss:
+                    raise BenchError(f"{name} at {threads} thread(s): losses changed between runs: "
+                                     f"{losses[key]} vs {loss}")
         load_end = os.getloadavg()
 
     single = min(best[("single", 1)], best[("single", 2)])
@@ -152,7 +154,7 @@ def measure(args):
     failures = [f"{name} at {t} thread(s): {sec!r} s per step" for name, t, sec, _ in rows
                 if not (math.isfinite(sec) and sec > 0)]
     failures += [f"{k} {v!r}" for k, v in ratios.items() if not math.isfinite(v)]
-    dp_losses = {name: losses[name] for name in ("blocking", "async", "scheduled", "no-progress")}
+    dp_losses = {name: losses[(name, 1)] for name in ("blocking", "async", "scheduled", "no-progress")}
     if len({tuple(v) for v in dp_losses.values()}) != 1:
         failures.append(f"dp programs' losses differ: {dp_losses}")
     tokens = args.batch * args.seq
