@@ -30,10 +30,36 @@ bool FusedOp::isFusible(Operation *op) {
              SiluOp, ReluGradOp, SiluGradOp>(op);
 }
 
+//===----------------------------------------------------------------------===//
+// RowReductionOpInterface
+//===----------------------------------------------------------------------===//
+
+bool SoftmaxOp::isFusibleByRows() {
+  return (int64_t)getAxis() ==
+         cast<RankedTensorType>(getInput().getType()).getRank() - 1;
+}
+
+// A vocabulary-parallel loss all-reduces its rows' statistics: a row is not
+// this device's to finish.
+bool CrossEntropyOp::isFusibleByRows() { return !getMesh() && !getVocabAxes(); }
+bool CrossEntropyGradOp::isFusibleByRows() {
+  return !getMesh() && !getVocabAxes();
+}
+
+bool CrossEntropyOp::sharesRowStatistics(Operation *other) {
+  return isa<CrossEntropyOp, CrossEntropyGradOp>(other);
+}
+bool CrossEntropyGradOp::sharesRowStatistics(Operation *other) {
+  return isa<CrossEntropyOp, CrossEntropyGradOp>(other);
+}
+
+//===----------------------------------------------------------------------===//
+// FusedOp
+//===----------------------------------------------------------------------===//
+
 bool FusedOp::isRowwise(Operation *op) {
-  if (!isa<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp, SoftmaxOp,
-           CrossEntropyOp, CrossEntropyGradOp>(op) ||
-      op->getNumResults() != 1 || op->getNumOperands() == 0)
+  auto rowwise = dyn_cast<RowReductionOpInterface>(op);
+  if (!rowwise || op->getNumResults() != 1 || op->getNumOperands() == 0)
     return false;
   for (Type type :
        llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
@@ -46,15 +72,8 @@ bool FusedOp::isRowwise(Operation *op) {
       return false;
   }
   auto rows = cast<RankedTensorType>(op->getOperand(0).getType());
-  if (rows.getRank() == 0 || !rows.getElementType().isF32())
-    return false;
-  if (auto softmax = dyn_cast<SoftmaxOp>(op))
-    return (int64_t)softmax.getAxis() == rows.getRank() - 1;
-  if (auto ce = dyn_cast<CrossEntropyOp>(op))
-    return !ce.getMesh() && !ce.getVocabAxes();
-  if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
-    return !grad.getMesh() && !grad.getVocabAxes();
-  return true;
+  return rows.getRank() > 0 && rows.getElementType().isF32() &&
+         rowwise.isFusibleByRows();
 }
 
 ArrayRef<int64_t> FusedOp::getIterationShape() {

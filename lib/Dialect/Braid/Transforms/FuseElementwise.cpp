@@ -3,9 +3,9 @@
 // Groups runs of elementwise ops that feed each other and share a result
 // shape into braid.fused regions, which code generation computes in one
 // loop nest each. Greedy, in program order, one block at a time. A
-// row-wise op (a norm, softmax, cross-entropy; FusedOp::isRowwise) joins the
-// region computing its rows, or one whose row-wise op reads the same rows
-// (the loss and its gradient share the logits' statistics), and the
+// row-wise op (RowReductionOpInterface: a norm, softmax, cross-entropy)
+// joins the region computing its rows, or one whose row-wise op reads the
+// same rows and shares its statistics (a loss and its gradient), and the
 // elementwise ops using its result join it in turn.
 //
 //===----------------------------------------------------------------------===//
@@ -43,14 +43,6 @@ struct Group {
 
 static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-/// Whether row-wise ops `a` and `b` over the same rows compute the same
-/// statistics of them: a loss and its gradient (the rows' maxima, sums of
-/// exponentials and the exponentials themselves).
-static bool sharesStatistics(Operation *a, Operation *b) {
-  return isa<CrossEntropyOp, CrossEntropyGradOp>(a) &&
-         isa<CrossEntropyOp, CrossEntropyGradOp>(b);
 }
 
 /// Replaces the ops of `group` by one braid.fused op where the last one
@@ -124,7 +116,7 @@ static void fuseBlock(Block &block, int64_t minOps) {
             (shapeOf(v) == shape ? candidates : excluded).insert(it->second);
       if (rowwise)
         for (Operation *reader : rowReaders.lookup(op.getOperand(0)))
-          if (sharesStatistics(reader, &op))
+          if (cast<RowReductionOpInterface>(reader).sharesRowStatistics(&op))
             candidates.insert(groupOf.lookup(reader));
       // Join (and merge) the open groups of the same shape.
       for (unsigned g : candidates) {

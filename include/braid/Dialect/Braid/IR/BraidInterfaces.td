@@ -190,4 +190,37 @@ def Braid_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   }];
 }
 
+def Braid_RowReductionOpInterface : OpInterface<"RowReductionOpInterface"> {
+  let cppNamespace = "::mlir::braid";
+  let description = [{
+    An op that reduces over the last dimension of its first operand, row by
+    row (a norm, its input gradient, softmax, cross-entropy): row r of its
+    result depends only on row r of its operands of the first operand's
+    shape and on its other operands whole (a scale, a bias, one label per
+    row, a rank-0 gradient); a rank-0 result (a loss) is a mean of one term
+    per row. `braid-fuse-elementwise` puts such an op into the `braid.fused`
+    region computing its rows and lets the elementwise ops reading its
+    result join after it; code generation then computes the region a row
+    at a time (how each op reduces a row is the lowering's, per op).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Whether this instance reduces over the last dimension of its first
+        operand as described (not, say, a softmax over another axis or a
+        loss whose rows are split over devices), so that a fused region may
+        compute it a row at a time.
+      }],
+      "bool", "isFusibleByRows", (ins), [{}], [{ return true; }]>,
+    InterfaceMethod<[{
+        Whether this op and `other`, reading the same rows, compute the same
+        statistics of them (a loss and its gradient: each row's maximum,
+        sum of exponentials and the exponentials), so that one region can
+        compute both with one pass over the row though neither reads the
+        other.
+      }],
+      "bool", "sharesRowStatistics", (ins "::mlir::Operation *":$other), [{}],
+      [{ return false; }]>,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDINTERFACES_TD

@@ -369,7 +369,8 @@ def Braid_RoundOp : Braid_ModelOp<"round", [SameOperandsAndResultType]> {
 // Normalisation, embeddings, attention, loss
 //===----------------------------------------------------------------------===//
 
-def Braid_SoftmaxOp : Braid_DiffOp<"softmax", [SameOperandsAndResultType]> {
+def Braid_SoftmaxOp : Braid_DiffOp<"softmax", [SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Braid_RowReductionOpInterface, ["isFusibleByRows"]>]> {
   let summary = "Softmax along one axis.";
   let arguments = (ins Braid_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Braid_FloatTensor:$result);
@@ -377,7 +378,7 @@ def Braid_SoftmaxOp : Braid_DiffOp<"softmax", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Braid_LayerNormOp : Braid_DiffOp<"layer_norm"> {
+def Braid_LayerNormOp : Braid_DiffOp<"layer_norm", [Braid_RowReductionOpInterface]> {
   let summary = "Layer normalisation over the last dimension.";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` with the biased
@@ -394,7 +395,7 @@ def Braid_LayerNormOp : Braid_DiffOp<"layer_norm"> {
   let hasVerifier = 1;
 }
 
-def Braid_RmsNormOp : Braid_DiffOp<"rms_norm"> {
+def Braid_RmsNormOp : Braid_DiffOp<"rms_norm", [Braid_RowReductionOpInterface]> {
   let summary = "Root-mean-square normalisation over the last dimension.";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale` over the last dimension.
@@ -474,7 +475,9 @@ def Braid_AttentionOp : Braid_DiffOp<"attention",
 }
 
 def Braid_CrossEntropyOp : Braid_DiffOp<"cross_entropy", [DeclareOpInterfaceMethods<
-    Braid_ShardingRuleOpInterface, ["localize"]>]> {
+    Braid_ShardingRuleOpInterface, ["localize"]>,
+    DeclareOpInterfaceMethods<Braid_RowReductionOpInterface,
+        ["isFusibleByRows", "sharesRowStatistics"]>]> {
   let summary = "Mean softmax cross-entropy against integer labels.";
   let description = [{
     `logits` is `[..., V]`, `labels` is `[...]` with integers in [0, V). The
@@ -605,7 +608,7 @@ def Braid_GeluGradOp : Braid_ModelOp<"gelu_grad", [SameOperandsAndResultType]> {
   }];
 }
 
-def Braid_LayerNormGradOp : Braid_ModelOp<"layer_norm_grad"> {
+def Braid_LayerNormGradOp : Braid_ModelOp<"layer_norm_grad", [Braid_RowReductionOpInterface]> {
   let summary = "Input gradient of layer_norm.";
   let description = [{
     The gradient with respect to `input` of `layer_norm(input, scale, _)`
@@ -622,7 +625,7 @@ def Braid_LayerNormGradOp : Braid_ModelOp<"layer_norm_grad"> {
   let hasVerifier = 1;
 }
 
-def Braid_RmsNormGradOp : Braid_ModelOp<"rms_norm_grad"> {
+def Braid_RmsNormGradOp : Braid_ModelOp<"rms_norm_grad", [Braid_RowReductionOpInterface]> {
   let summary = "Input gradient of rms_norm.";
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$scale,
                        Braid_FloatTensor:$grad,
@@ -672,7 +675,9 @@ def Braid_AttentionGradOp : Braid_ModelOp<"attention_grad",
 }
 
 def Braid_CrossEntropyGradOp : Braid_ModelOp<"cross_entropy_grad", [DeclareOpInterfaceMethods<
-    Braid_ShardingRuleOpInterface, ["localize"]>]> {
+    Braid_ShardingRuleOpInterface, ["localize"]>,
+    DeclareOpInterfaceMethods<Braid_RowReductionOpInterface,
+        ["isFusibleByRows", "sharesRowStatistics"]>]> {
   let summary = "Logits gradient of cross_entropy.";
   let description = [{
     `(softmax(logits) - onehot(labels)) * grad / N` with N the number of

@@ -669,7 +669,7 @@ def FuseElementwisePass : Pass<"braid-fuse-elementwise", "::mlir::ModuleOp"> {
 
     A row-wise op (`layer_norm`, `rms_norm`, their input gradients,
     `softmax` over the last axis, `cross_entropy` and its gradient; see
-    `FusedOp::isRowwise`) joins the region computing its rows (the residual
+    `RowReductionOpInterface`) joins the region computing its rows (the residual
     add before a norm, the scaling before a softmax, the gradient sum
     before a norm's gradient), or the region of a loss or loss gradient
     over the same logits (they share the rows' statistics); the elementwise
