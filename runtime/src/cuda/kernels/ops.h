@@ -357,7 +357,7 @@ braid_rt_status_t crossEntropyGrad(B &b, const float *logits, const T *labels,
 }
 
 //===----------------------------------------------------------------------===//
-// Matmul and attention: GEMMs through the backend (cuBLAS)
+// Matmul (GEMMs through the backend: cuBLAS) and attention
 //===----------------------------------------------------------------------===//
 
 template <class B>
@@ -417,59 +417,96 @@ void matmul(B &b, const float *a, const float *bm, int64_t aRank,
   }
 }
 
-/// Attention over batch * heads_q (batch, query head) pairs, each an
-/// [s, d] x [d, t] problem read in place from [B, S, H, D] tensors (leading
-/// dimension H * D). Probabilities P, [pairs, s, t], live in scratch.
+/// Attention without a score matrix (flash-attention style, as the CPU
+/// kernels): one thread per query row walks its keys in blocks of
+/// kAttentionBlock held in registers, with a running maximum and sum
+/// (online softmax: a block that raises the maximum rescales the sum and
+/// the output so far); keys after the row's causal limit are never read.
+/// The backward recomputes each row's log-sum-exp L and delta =
+/// rowsum(P * dP) = dY . Y (the op gives it q, k, v, dy only), then dQ one
+/// thread per query row and dK, dV one thread per key row (summing the
+/// query heads of a group in head order, no atomics), so results do not
+/// depend on the launch configuration. Not shared-memory tiled: written to
+/// be checked on the host (ops.h's forEach), not yet tuned or run on a GPU.
+constexpr int64_t kAttentionBlock = 32;
+
 struct AttentionShape {
   int64_t batch, s, t, hq, hkv, d;
-  int64_t pairs() const { return batch * hq; }
-  int64_t group() const { return hq / hkv; }
+  int causal;
+  float scale;
+  BRAID_HD int64_t group() const { return hq / hkv; }
+  /// Keys [0, end) visible to query row i.
+  BRAID_HD int64_t keysOf(int64_t i) const {
+    return causal ? (i + 1 < t ? i + 1 : t) : t;
+  }
+  BRAID_HD int64_t qOffset(int64_t b, int64_t i, int64_t h) const {
+    return ((b * s + i) * hq + h) * d;
+  }
+  BRAID_HD int64_t kvOffset(int64_t b, int64_t j, int64_t g) const {
+    return ((b * t + j) * hkv + g) * d;
+  }
 };
 
-/// Pointer arrays for the batched GEMMs, one entry per (batch, query head).
-enum AttentionArray { kQ, kK, kV, kDY, kP, kDS, kY, kDQ, kDK, kDV, kNumArrays };
-
-/// Fills arrays[a * pairs + i] for every array a and pair i. Gradients of K
-/// and V go to per-query-head scratch laid out [B, T, Hq, D] when heads are
-/// grouped (their sum comes after), straight to dk and dv otherwise.
-template <class B>
-void attentionPointers(B &b, AttentionShape sh, const float *q, const float *k,
-                       const float *v, const float *dy, float *p, float *ds,
-                       float *y, float *dq, float *dk, float *dv,
-                       float **arrays) {
-  int64_t pairs = sh.pairs(), group = sh.group();
-  b.forEach(pairs, [=] BRAID_HD(int64_t i) {
-    int64_t bi = i / sh.hq, h = i % sh.hq;
-    int64_t qOff = (bi * sh.s * sh.hq + h) * sh.d;
-    int64_t kvOff = (bi * sh.t * sh.hkv + h / group) * sh.d;
-    int64_t gradOff = group == 1 ? kvOff : (bi * sh.t * sh.hq + h) * sh.d;
-    // cuBLAS takes inputs and outputs from one array type.
-    float **at = arrays + i;
-    at[kQ * pairs] = const_cast<float *>(q) + qOff;
-    at[kK * pairs] = const_cast<float *>(k) + kvOff;
-    at[kV * pairs] = const_cast<float *>(v) + kvOff;
-    at[kDY * pairs] = dy ? const_cast<float *>(dy) + qOff : nullptr;
-    at[kP * pairs] = p + i * sh.s * sh.t;
-    at[kDS * pairs] = ds ? ds + i * sh.s * sh.t : nullptr;
-    at[kY * pairs] = y ? y + qOff : nullptr;
-    at[kDQ * pairs] = dq ? dq + qOff : nullptr;
-    at[kDK * pairs] = dk ? dk + gradOff : nullptr;
-    at[kDV * pairs] = dv ? dv + gradOff : nullptr;
-  });
+BRAID_HD inline float attentionDot(const float *a, const float *b, int64_t d) {
+  float acc = 0.0f;
+  for (int64_t c = 0; c < d; ++c)
+    acc += a[c] * b[c];
+  return acc;
 }
 
-/// P = softmax(scale Q K^T) (masked when causal), for every pair.
-template <class B>
-void attentionProbabilities(B &b, AttentionShape sh, int causal, double scale,
-                            float **arrays, float *p) {
-  int64_t pairs = sh.pairs();
-  gemmRowMajorBatched(b, false, true, sh.s, sh.t, sh.d, (float)scale,
-                      arrays + kQ * pairs, sh.hq * sh.d, arrays + kK * pairs,
-                      sh.hkv * sh.d, 0.0f, arrays + kP * pairs, sh.t, pairs);
-  int64_t s = sh.s, t = sh.t;
-  b.forEach(pairs * s, [=] BRAID_HD(int64_t r) {
-    maskedSoftmaxRow(p + r * t, r % s, t, causal != 0);
-  });
+/// Query row i of head h, batch b: the normalised output into y (if not
+/// null), the row's log-sum-exp into *lse and dY . Y into *delta (if dy is
+/// not null), one block of keys at a time.
+BRAID_HD inline void attentionRow(AttentionShape sh, const float *q,
+                                  const float *k, const float *v,
+                                  const float *dy, int64_t b, int64_t i,
+                                  int64_t h, float *y, double *lse,
+                                  double *delta) {
+  const float *qr = q + sh.qOffset(b, i, h);
+  const float *dyr = dy ? dy + sh.qOffset(b, i, h) : nullptr;
+  int64_t g = h / sh.group(), end = sh.keysOf(i), ldk = sh.hkv * sh.d;
+  const float *kh = k + sh.kvOffset(b, 0, g), *vh = v + sh.kvOffset(b, 0, g);
+  if (y)
+    for (int64_t c = 0; c < sh.d; ++c)
+      y[c] = 0.0f;
+  float m = -INFINITY;
+  double l = 0.0, u = 0.0; // sum of P, of P * (dY . V)
+  float scores[kAttentionBlock];
+  for (int64_t j0 = 0; j0 < end; j0 += kAttentionBlock) {
+    int64_t n = end - j0 < kAttentionBlock ? end - j0 : kAttentionBlock;
+    float blockMax = -INFINITY;
+    for (int64_t jj = 0; jj < n; ++jj) {
+      scores[jj] = attentionDot(qr, kh + (j0 + jj) * ldk, sh.d) * sh.scale;
+      blockMax = scores[jj] > blockMax ? scores[jj] : blockMax;
+    }
+    float mNew = blockMax > m ? blockMax : m;
+    float alpha = m == -INFINITY ? 0.0f : expf(m - mNew);
+    l *= alpha;
+    u *= alpha;
+    if (y)
+      for (int64_t c = 0; c < sh.d; ++c)
+        y[c] *= alpha;
+    for (int64_t jj = 0; jj < n; ++jj) {
+      float p = expf(scores[jj] - mNew);
+      const float *vr = vh + (j0 + jj) * ldk;
+      l += p;
+      if (y)
+        for (int64_t c = 0; c < sh.d; ++c)
+          y[c] += p * vr[c];
+      if (dyr)
+        u += (double)p * attentionDot(dyr, vr, sh.d);
+    }
+    m = mNew;
+  }
+  if (y) {
+    float inv = (float)(1.0 / l);
+    for (int64_t c = 0; c < sh.d; ++c)
+      y[c] *= inv;
+  }
+  if (lse)
+    *lse = (double)m + log(l);
+  if (delta)
+    *delta = u / l;
 }
 
 template <class B>
@@ -483,53 +520,26 @@ braid_rt_status_t attention(B &b, const float *q, const float *k,
     b.zero(y, (size_t)(batch * seqQ * headsQ * dim) * sizeof(float));
     return b.status();
   }
-  AttentionShape sh{batch, seqQ, seqKv, headsQ, headsKv, dim};
-  int64_t pairs = sh.pairs();
-  ScratchLayout layout;
-  size_t pAt = layout.add((size_t)(pairs * seqQ * seqKv) * sizeof(float));
-  size_t arraysAt = layout.add((size_t)(kNumArrays * pairs) * sizeof(float *));
-  char *scratch = (char *)b.alloc(layout.bytes);
-  if (!scratch)
-    return BRAID_RT_OUT_OF_MEMORY;
-  float *p = (float *)(scratch + pAt);
-  float **arrays = (float **)(scratch + arraysAt);
-  attentionPointers(b, sh, q, k, v, nullptr, p, nullptr, y, nullptr, nullptr,
-                    nullptr, arrays);
-  attentionProbabilities(b, sh, causal, scale, arrays, p);
-  // Y = P V.
-  gemmRowMajorBatched(b, false, false, seqQ, dim, seqKv, 1.0f,
-                      arrays + kP * pairs, seqKv, arrays + kV * pairs,
-                      headsKv * dim, 0.0f, arrays + kY * pairs, headsQ * dim,
-                      pairs);
-  b.release(scratch);
+  AttentionShape sh{batch,   seqQ, seqKv,  headsQ,
+                    headsKv, dim,  causal, (float)scale};
+  b.forEach(batch * seqQ * headsQ, [=] BRAID_HD(int64_t r) {
+    int64_t h = r % sh.hq, i = r / sh.hq % sh.s, bi = r / sh.hq / sh.s;
+    attentionRow(sh, q, k, v, nullptr, bi, i, h, y + r * sh.d, nullptr,
+                 nullptr);
+  });
   return b.status();
 }
 
-/// dst[b, t, hk, :] = sum over the query heads j of group hk of
-/// src[b, t, hk * group + j, :], in head order (as the CPU backend adds).
+/// L and delta of every query row (scratch), then dQ per query row, then
+/// dK and dV per key row: P = exp(scale q.k - L), dP = dy.v,
+/// dS = P (dP - delta) scale; dQ_i = sum_j dS_ij k_j, dK_j = sum_i dS_ij
+/// q_i, dV_j = sum_i P_ij dy_i.
 template <class B>
-void sumHeadGroups(B &b, AttentionShape sh, const float *src, float *dst) {
-  int64_t group = sh.group(), d = sh.d, hkv = sh.hkv, hq = sh.hq;
-  b.forEach(sh.batch * sh.t * hkv * d, [=] BRAID_HD(int64_t i) {
-    int64_t dd = i % d, rest = i / d, hk = rest % hkv, bt = rest / hkv;
-    const float *from = src + (bt * hq + hk * group) * d + dd;
-    float sum = 0.0f;
-    for (int64_t j = 0; j < group; ++j)
-      sum += from[j * d];
-    dst[i] = sum;
-  });
-}
-
-/// Recomputes P, then dV = P^T dY, dP = dY V^T, dS = P * (dP - rowsum(P *
-/// dP)) * scale, dQ = dS K, dK = dS^T Q, per query head; grouped heads'
-/// dK and dV are summed afterwards (sumHeadGroups).
-template <class B>
-braid_rt_status_t attentionGradAll(B &b, const float *q, const float *k,
-                                   const float *v, const float *dy,
-                                   int64_t batch, int64_t seqQ, int64_t seqKv,
-                                   int64_t headsQ, int64_t headsKv,
-                                   int64_t dim, int causal, double scale,
-                                   float *dq, float *dk, float *dv) {
+braid_rt_status_t
+attentionGradAll(B &b, const float *q, const float *k, const float *v,
+                 const float *dy, int64_t batch, int64_t seqQ, int64_t seqKv,
+                 int64_t headsQ, int64_t headsKv, int64_t dim, int causal,
+                 double scale, float *dq, float *dk, float *dv) {
   int64_t qCount = batch * seqQ * headsQ * dim;
   int64_t kvCount = batch * seqKv * headsKv * dim;
   if (dq)
@@ -540,54 +550,60 @@ braid_rt_status_t attentionGradAll(B &b, const float *q, const float *k,
     b.zero(dv, (size_t)kvCount * sizeof(float));
   if (qCount == 0 || kvCount == 0 || (!dq && !dk && !dv))
     return b.status();
-  AttentionShape sh{batch, seqQ, seqKv, headsQ, headsKv, dim};
-  int64_t pairs = sh.pairs();
-  bool grouped = sh.group() > 1;
-  size_t probs = (size_t)(pairs * seqQ * seqKv) * sizeof(float);
-  size_t perHead = (size_t)(batch * seqKv * headsQ * dim) * sizeof(float);
-  ScratchLayout layout;
-  size_t pAt = layout.add(probs), dsAt = layout.add(probs);
-  size_t dkAt = layout.add(grouped && dk ? perHead : 0);
-  size_t dvAt = layout.add(grouped && dv ? perHead : 0);
-  size_t arraysAt = layout.add((size_t)(kNumArrays * pairs) * sizeof(float *));
-  char *scratch = (char *)b.alloc(layout.bytes);
-  if (!scratch)
+  AttentionShape sh{batch,   seqQ, seqKv,  headsQ,
+                    headsKv, dim,  causal, (float)scale};
+  int64_t rows = batch * seqQ * headsQ;
+  double *stats = (double *)b.alloc((size_t)(2 * rows) * sizeof(double));
+  if (!stats)
     return BRAID_RT_OUT_OF_MEMORY;
-  float *p = (float *)(scratch + pAt), *ds = (float *)(scratch + dsAt);
-  float *dkHeads = dk && grouped ? (float *)(scratch + dkAt) : dk;
-  float *dvHeads = dv && grouped ? (float *)(scratch + dvAt) : dv;
-  float **arrays = (float **)(scratch + arraysAt), **out = arrays;
-  int64_t ldq = headsQ * dim, ldk = headsKv * dim;
-  int64_t ldGrad = grouped ? headsQ * dim : ldk;
-  attentionPointers(b, sh, q, k, v, dy, p, ds, nullptr, dq, dkHeads, dvHeads,
-                    arrays);
-  attentionProbabilities(b, sh, causal, scale, arrays, p);
-  if (dv)
-    gemmRowMajorBatched(b, true, false, seqKv, dim, seqQ, 1.0f,
-                        arrays + kP * pairs, seqKv, arrays + kDY * pairs, ldq,
-                        0.0f, out + kDV * pairs, ldGrad, pairs);
-  if (dq || dk) {
-    gemmRowMajorBatched(b, false, true, seqQ, seqKv, dim, 1.0f,
-                        arrays + kDY * pairs, ldq, arrays + kV * pairs, ldk,
-                        0.0f, out + kDS * pairs, seqKv, pairs);
-    int64_t t = seqKv;
-    b.forEach(pairs * seqQ, [=] BRAID_HD(int64_t r) {
-      softmaxGradRow(p + r * t, t, scale, ds + r * t);
+  double *lse = stats, *delta = stats + rows;
+  b.forEach(rows, [=] BRAID_HD(int64_t r) {
+    int64_t h = r % sh.hq, i = r / sh.hq % sh.s, bi = r / sh.hq / sh.s;
+    attentionRow(sh, q, k, v, dy, bi, i, h, nullptr, lse + r, delta + r);
+  });
+  int64_t ldk = headsKv * dim;
+  if (dq)
+    b.forEach(rows, [=] BRAID_HD(int64_t r) {
+      int64_t h = r % sh.hq, i = r / sh.hq % sh.s, bi = r / sh.hq / sh.s;
+      int64_t off = sh.qOffset(bi, i, h), g = h / sh.group();
+      const float *qr = q + off, *dyr = dy + off;
+      const float *kh = k + sh.kvOffset(bi, 0, g),
+                  *vh = v + sh.kvOffset(bi, 0, g);
+      float *out = dq + off;
+      float L = (float)lse[r], D = (float)delta[r];
+      for (int64_t j = 0; j < sh.keysOf(i); ++j) {
+        const float *kr = kh + j * ldk;
+        float p = expf(attentionDot(qr, kr, sh.d) * sh.scale - L);
+        float ds = p * (attentionDot(dyr, vh + j * ldk, sh.d) - D) * sh.scale;
+        for (int64_t c = 0; c < sh.d; ++c)
+          out[c] += ds * kr[c];
+      }
     });
-    if (dq)
-      gemmRowMajorBatched(b, false, false, seqQ, dim, seqKv, 1.0f,
-                          arrays + kDS * pairs, seqKv, arrays + kK * pairs, ldk,
-                          0.0f, out + kDQ * pairs, ldq, pairs);
-    if (dk)
-      gemmRowMajorBatched(b, true, false, seqKv, dim, seqQ, 1.0f,
-                          arrays + kDS * pairs, seqKv, arrays + kQ * pairs, ldq,
-                          0.0f, out + kDK * pairs, ldGrad, pairs);
-  }
-  if (grouped && dk)
-    sumHeadGroups(b, sh, dkHeads, dk);
-  if (grouped && dv)
-    sumHeadGroups(b, sh, dvHeads, dv);
-  b.release(scratch);
+  if (dk || dv)
+    b.forEach(batch * seqKv * headsKv, [=] BRAID_HD(int64_t r) {
+      int64_t g = r % sh.hkv, j = r / sh.hkv % sh.t, bi = r / sh.hkv / sh.t;
+      int64_t off = sh.kvOffset(bi, j, g);
+      const float *kr = k + off, *vr = v + off;
+      // Query rows that see key j: all, or i >= j when causal.
+      int64_t first = sh.causal ? j : 0;
+      for (int64_t h = g * sh.group(); h < (g + 1) * sh.group(); ++h)
+        for (int64_t i = first; i < sh.s; ++i) {
+          int64_t qOff = sh.qOffset(bi, i, h), row = qOff / sh.d;
+          const float *qr = q + qOff, *dyr = dy + qOff;
+          float p =
+              expf(attentionDot(qr, kr, sh.d) * sh.scale - (float)lse[row]);
+          if (dv)
+            for (int64_t c = 0; c < sh.d; ++c)
+              dv[off + c] += p * dyr[c];
+          if (dk) {
+            float ds = p * (attentionDot(dyr, vr, sh.d) - (float)delta[row]) *
+                       sh.scale;
+            for (int64_t c = 0; c < sh.d; ++c)
+              dk[off + c] += ds * qr[c];
+          }
+        }
+    });
+  b.release(stats);
   return b.status();
 }
 
