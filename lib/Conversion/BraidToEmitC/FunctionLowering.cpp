@@ -82,11 +82,16 @@ Value FunctionLowering::allocate(RankedTensorType type) {
                  ValueRange{address, i64(type.getNumElements())})
                  .getResult(0);
   } else {
+    int64_t depth = module.depth.lookup(body->getParentOp());
+    if (arenaName.empty() && depth >= 1)
+      arenaName = module.sharedArenas[depth].name;
     if (arenaName.empty()) {
       Value global = module.getBufferGlobal(
           b, loc, emitc::PointerType::get(b.getF32Type()), "braid_arena_");
       arenaName = cast<emitc::GetGlobalOp>(global.getDefiningOp()).getName();
       global.getDefiningOp()->erase();
+      if (depth >= 1)
+        module.sharedArenas[depth].name = arenaName;
     }
     // Its address once the plan has placed it (finishPlan).
     auto literal =
@@ -242,7 +247,15 @@ void FunctionLowering::finishPlan(emitc::FuncOp target) {
   if (stages && !module.drivers.empty())
     stages = std::max(stages, module.drivers.begin()->second.getNumRanks());
   Value count;
-  if (!stages) {
+  int64_t depth = module.depth.lookup(fn);
+  if (depth >= 1) {
+    // The depth's shared arena: as large as its largest user's plan.
+    ModuleLowering::SharedArena &shared = module.sharedArenas[depth];
+    for (int64_t s = stages ? 0 : -1; s < std::max<int64_t>(stages, 0); ++s)
+      shared.bytes = std::max(shared.bytes, getArenaBytes(planned, s));
+    count = i64(0);
+    shared.counts.push_back(cast<emitc::ConstantOp>(count.getDefiningOp()));
+  } else if (!stages) {
     count = i64(getArenaBytes(planned, -1) / 4);
   } else {
     SmallVector<int64_t> counts;

@@ -199,6 +199,18 @@ public:
   /// compile time, and in-place updates where the kernels allow them.
   /// Without, every allocation site has its own buffer.
   bool reuseBuffers = true;
+  /// The call depth of each function lowered: 0 for an entry, for a layer
+  /// or pipeline piece one more than its deepest caller. Two functions of
+  /// one depth never run at the same time (neither calls the other, nor
+  /// anything that does), so those of depth >= 1 share one arena.
+  DenseMap<Operation *, int64_t> depth;
+  struct SharedArena {
+    std::string name;  // the `static float *` global
+    int64_t bytes = 0; // the most any of its functions uses
+    /// The element counts its functions allocate, set once all are lowered.
+    SmallVector<emitc::ConstantOp> counts;
+  };
+  std::map<int64_t, SharedArena> sharedArenas;
   /// The buffers of each lowered function (layer, piece or function), for
   /// the memory report.
   std::vector<std::pair<Operation *, std::vector<PlannedBuffer>>>

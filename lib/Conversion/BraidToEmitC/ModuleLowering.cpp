@@ -634,12 +634,59 @@ LogicalResult ModuleLowering::run(StringRef entry) {
                           << " parameter slots, " << layers.size()
                           << " layers, " << functions.size()
                           << " functions\n");
+  // The call depths: entries 0, then each callee deeper than its callers
+  // (a longest path; layers do not recurse).
+  DenseMap<Operation *, SmallVector<Operation *>> callees;
+  DenseSet<Operation *> pieceFunctions;
+  auto piecesOf = [&](PipelineOp pipeline, auto fn) {
+    auto it = drivers.find(symbols.lookup<func::FuncOp>(pipeline.getCallee()));
+    if (it != drivers.end())
+      for (auto &[key, call] : it->second.pieces)
+        if (auto piece = symbols.lookup<func::FuncOp>(call.getCallee()))
+          fn(piece);
+  };
+  for (Operation *definition : definitions)
+    definition->walk([&](Operation *op) {
+      if (auto repeat = dyn_cast<RepeatOp>(op)) {
+        if (auto layer = symbols.lookup<LayerOp>(repeat.getLayer()))
+          callees[definition].push_back(layer);
+      } else if (auto pipeline = dyn_cast<PipelineOp>(op)) {
+        piecesOf(pipeline, [&](func::FuncOp piece) {
+          callees[definition].push_back(piece);
+          pieceFunctions.insert(piece);
+        });
+      }
+    });
+  for (func::FuncOp fn : functions)
+    if (!pieceFunctions.contains(fn))
+      depth[fn] = 0;
+  for (size_t round = 0, changed = 1; changed && round <= definitions.size();
+       ++round) {
+    changed = 0;
+    for (Operation *caller : definitions) {
+      auto it = depth.find(caller);
+      if (it == depth.end())
+        continue;
+      int64_t d = it->second + 1;
+      for (Operation *callee : callees[caller]) {
+        auto [entry, inserted] = depth.try_emplace(callee, d);
+        if (inserted || entry->second < d) {
+          entry->second = d;
+          changed = 1;
+        }
+      }
+    }
+  }
   for (LayerOp layer : layers)
     if (failed(lowerFunction(layer, /*isLayer=*/true)))
       return failure();
   for (func::FuncOp fn : functions)
     if (failed(lowerFunction(fn, /*isLayer=*/false)))
       return failure();
+  for (auto &[d, shared] : sharedArenas)
+    for (emitc::ConstantOp count : shared.counts)
+      count.setValueAttr(
+          IntegerAttr::get(IntegerType::get(ctx, 64), shared.bytes / 4));
   emitInitFunction(loc);
   attachMemoryPlan(functions, layers.getArrayRef());
 
@@ -693,9 +740,15 @@ void ModuleLowering::attachMemoryPlan(ArrayRef<func::FuncOp> functions,
         (slot.state ? state : params) +=
             alignBytes(slot.type.getNumElements() * 4);
     }
+    std::set<int64_t> sharedUsed;
     for (auto &[fn, buffers] : functionBuffers) {
       if (!runsOn[fn].count(s))
         continue;
+      int64_t d = depth.lookup(fn);
+      if (reuseBuffers && d >= 1 && sharedArenas.count(d)) {
+        sharedUsed.insert(d); // counted once below
+        continue;
+      }
       int64_t bytes = getArenaBytes(buffers, pipelineMask ? s : -1);
       arena += bytes;
       // The step's own function: what is live at its peak is gradients
@@ -709,6 +762,10 @@ void ModuleLowering::attachMemoryPlan(ArrayRef<func::FuncOp> functions,
       } else {
         work += bytes;
       }
+    }
+    for (int64_t d : sharedUsed) {
+      arena += sharedArenas[d].bytes;
+      work += sharedArenas[d].bytes;
     }
     auto entry = [&](StringRef name, int64_t v) {
       return b.getNamedAttr(name, b.getI64IntegerAttr(v));
