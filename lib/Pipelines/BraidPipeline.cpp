@@ -110,6 +110,12 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   int64_t microbatches = options.microbatches;
   if (microbatches == 0)
     microbatches = options.pp > 1 ? options.pp : 1;
+  // First: the forward program's precision, which the backward follows.
+  if (options.precision != "f32") {
+    MixedPrecisionPassOptions precision;
+    precision.precision = options.precision;
+    pm.addPass(createMixedPrecisionPass(precision));
+  }
   if (options.pp > 1) {
     PipelineSplitPassOptions split;
     split.stages = options.pp;
@@ -121,12 +127,6 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
             parseStageLayers(options.stageLayers))
       split.layers = *layers;
     else
-  // First: the forward program's precision, which the backward follows.
-  if (options.precision != "f32") {
-    MixedPrecisionPassOptions precision;
-    precision.precision = options.precision;
-    pm.addPass(createMixedPrecisionPass(precision));
-  }
       llvm::consumeError(layers.takeError());
     pm.addPass(createPipelineSplitPass(split));
   }

@@ -715,7 +715,6 @@ def FuseElementwisePass : Pass<"braid-fuse-elementwise", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
 
-#endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
 def MixedPrecisionPass : Pass<"braid-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Makes a forward program bf16 mixed precision: bf16 "
                 "activations and matrix products, f32 master weights, norms, "
@@ -793,3 +792,4 @@ def LegalizeBF16Pass : Pass<"braid-legalize-bf16", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
 
+#endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
