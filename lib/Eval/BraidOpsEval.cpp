@@ -1032,6 +1032,14 @@ static LogicalResult evaluateOp(ClipCoefficientOp op, EvalContext &,
   return success();
 }
 
+static LogicalResult evaluateOp(SelectOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  // NaN is not zero, as in C.
+  results.push_back((*ops[0])[0] != 0.0 ? *ops[1] : *ops[2]);
+  return success();
+}
+
 static LogicalResult evaluateOp(AdamWUpdateOp op, EvalContext &,
                                 ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
@@ -1332,7 +1340,7 @@ void mlir::braid::registerEvalInterfaceExternalModels(
         ConcatOp, ConstantOp, ReluGradOp, SiluGradOp, GeluGradOp,
         LayerNormGradOp, RmsNormGradOp, EmbeddingGradOp, AttentionGradOp,
         CrossEntropyGradOp, ReduceMaxGradOp, SliceGradOp, LrScheduleOp,
-        GlobalNormOp, SumSquaresOp, ClipCoefficientOp, AdamWUpdateOp,
+        GlobalNormOp, SumSquaresOp, ClipCoefficientOp, SelectOp, AdamWUpdateOp,
         SgdUpdateOp, ShardOp, AllReduceOp, AllReduceStartOp, AllGatherOp,
         AllGatherStartOp, ReduceScatterOp, ReduceScatterStartOp, AllToAllOp,
         AllToAllStartOp, BroadcastFromOp, BroadcastFromStartOp, WaitOp,

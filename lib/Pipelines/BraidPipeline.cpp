@@ -141,6 +141,7 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   step.totalSteps = options.totalSteps;
   step.decay = options.decay;
   step.clipNorm = options.clipNorm;
+  step.postValidate = options.postValidate;
   step.accumulation = microbatches;
   step.pipeline = options.pp > 1;
   pm.addPass(createTrainStepPass(step));

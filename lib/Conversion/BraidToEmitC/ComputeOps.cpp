@@ -385,6 +385,13 @@ static void populateTrainingLowerings(LoweringTable &t) {
                   l.result(op.getResult())});
         return success();
       });
+  t.add<SelectOp>([](SelectOp op, FunctionLowering &l) -> LogicalResult {
+    l.kernel("braid_rt_select_f32",
+             {l.get(op.getCondition()), l.get(op.getOnTrue()),
+              l.get(op.getOnFalse()), l.i64(l.countOf(op.getResult())),
+              l.result(op.getResult())});
+    return success();
+  });
   t.add<AdamWUpdateOp>(
       [](AdamWUpdateOp op, FunctionLowering &l) -> LogicalResult {
         l.kernel(idKernel("braid_rt_adamw_update_f32", op.getStep()),

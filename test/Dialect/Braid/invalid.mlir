@@ -884,6 +884,14 @@ func.func @global_norm_rank(%x: tensor<2xf32>) {
 
 // -----
 
+func.func @select_condition(%c: tensor<2xf32>, %a: tensor<2xf32>) {
+  // expected-error@+1 {{needs a rank-0 condition of the result's element type, got 'tensor<2xf32>'}}
+  %0 = braid.select %c, %a, %a : tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
 func.func @clip_max(%n: tensor<f32>) {
   // expected-error@+1 {{max_norm must be positive}}
   %0 = braid.clip_coefficient %n {max_norm = 0.0 : f64} : tensor<f32>

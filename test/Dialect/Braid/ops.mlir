@@ -193,6 +193,8 @@ func.func @training(%step: tensor<i64>, %g: tensor<4xf32>, %xs: tensor<3x4xf32>)
   %n = braid.global_norm %g, %xs : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<f32>
   // CHECK: braid.clip_coefficient %{{.*}} {max_norm = 1.000000e+00 : f64} : tensor<f32>
   %c = braid.clip_coefficient %n {max_norm = 1.0 : f64} : tensor<f32>
+  // CHECK: braid.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<4xf32>
+  %sel = braid.select %c, %g, %sum : tensor<f32>, tensor<4xf32>
   %p = braid.param "p" {init = #braid.init<zeros>} : tensor<4xf32>
   // CHECK: braid.param "p.adamw.m" {init = #braid.init<zeros>, state} : tensor<4xf32>
   %m = braid.param "p.adamw.m" {init = #braid.init<zeros>, state} : tensor<4xf32>

@@ -934,6 +934,16 @@ static LogicalResult checkUpdate(Operation *op, Value param,
   return success();
 }
 
+LogicalResult SelectOp::verify() {
+  auto condition = cast<RankedTensorType>(getCondition().getType());
+  if (condition.getRank() != 0 ||
+      condition.getElementType() != getResult().getType().getElementType())
+    return emitOpError() << "needs a rank-0 condition of the result's element "
+                            "type, got "
+                         << condition;
+  return success();
+}
+
 LogicalResult AdamWUpdateOp::verify() {
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0))

@@ -522,6 +522,7 @@ ShardingRule ClipCoefficientOp::getShardingRule() {
 }
 ShardingRule AdamWUpdateOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SgdUpdateOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SelectOp::getShardingRule() { return elementwiseRule(*this); }
 
 ShardingRule GlobalNormOp::getShardingRule() {
   // The square root of a sum over everything: blocked, so every input is

@@ -75,6 +75,35 @@ private:
   /// (inside a layer when `local` names a layer parameter).
   void update(OpBuilder &b, Location loc, ParamOp decl, StringRef name,
               Value grad, Value lr, Value step, Value scale);
+  /// The parameter `name` and its optimizer state, read.
+  SmallVector<Value> readState(OpBuilder &b, Location loc, ParamOp decl,
+                               StringRef name);
+  /// The optimizer update of `state` (as readState gives it).
+  SmallVector<Value> applyUpdate(OpBuilder &b, Location loc,
+                                 ArrayRef<Value> state, Value grad, Value lr,
+                                 Value step, Value scale);
+  /// Writes `state` back to the parameter `name` and its optimizer state.
+  void storeState(OpBuilder &b, Location loc, StringRef name,
+                  ArrayRef<Value> state);
+  /// post-validate: the update without clipping, stored; returns the state
+  /// it started from (for a rollback).
+  SmallVector<Value> optimistic(OpBuilder &b, Location loc, ParamOp decl,
+                                StringRef name, Value grad, Value lr,
+                                Value step);
+  /// post-validate: keeps the stored update where `unclipped` (1 - scale)
+  /// is zero, else redoes it from `saved` with `redo` (the scale, or NaN,
+  /// which skips: the saved state comes back).
+  void validate(OpBuilder &b, Location loc, ParamOp decl, StringRef name,
+                Value grad, Value lr, Value step, Value unclipped, Value redo,
+                ArrayRef<Value> saved);
+  /// post-validate: the learning rate, every optimistic update, then the
+  /// gradient norm's scale, then every validation. Returns the rate.
+  Value buildPostValidated(OpBuilder &b, Location loc,
+                           ArrayRef<Gradient> grads,
+                           function_ref<Value()> buildRate,
+                           function_ref<Value()> buildScale, Value step,
+                           RankedTensorType lossType,
+                           RankedTensorType stepType);
   /// The braid.param declaring `local` in a layer repeated with `prefix`
   /// by the gradient function, or the top-level declaration of `name`.
   ParamOp findDeclaration(func::FuncOp grad, const Gradient &g);
@@ -289,38 +318,203 @@ ParamOp TrainStepPass::findDeclaration(func::FuncOp grad, const Gradient &g) {
   return found;
 }
 
-void TrainStepPass::update(OpBuilder &b, Location loc, ParamOp decl,
-                           StringRef name, Value grad, Value lr, Value step,
-                           Value scale) {
+SmallVector<Value> TrainStepPass::readState(OpBuilder &b, Location loc,
+                                            ParamOp decl, StringRef name) {
   auto type = cast<RankedTensorType>(decl.getType());
   auto zeros = InitAttr::get(b.getContext(), InitKind::zeros, APFloat(0.0),
                              APFloat(0.0));
-  Value param = ParamOp::create(b, loc, type, name, decl.getInit(),
-                                /*state=*/false, /*block_of=*/nullptr);
-  auto state = [&](StringRef suffix) -> Value {
-    return ParamOp::create(b, loc, type, (name + suffix).str(), zeros,
-                           /*state=*/true, /*block_of=*/nullptr);
-  };
+  SmallVector<Value> state{ParamOp::create(b, loc, type, name, decl.getInit(),
+                                           /*state=*/false,
+                                           /*block_of=*/nullptr)};
+  SmallVector<StringRef> suffixes;
+  if (optimizer == "adamw")
+    suffixes = {".adamw.m", ".adamw.v"};
+  else
+    suffixes = {".sgd.momentum"};
+  for (StringRef suffix : suffixes)
+    state.push_back(ParamOp::create(b, loc, type, (name + suffix).str(), zeros,
+                                    /*state=*/true, /*block_of=*/nullptr));
+  return state;
+}
+
+SmallVector<Value> TrainStepPass::applyUpdate(OpBuilder &b, Location loc,
+                                              ArrayRef<Value> state,
+                                              Value grad, Value lr, Value step,
+                                              Value scale) {
+  Type type = state[0].getType();
   if (optimizer == "adamw") {
     double wd = weightDecay < 0 ? 0.01 : weightDecay;
-    Value m = state(".adamw.m"), v = state(".adamw.v");
     auto op = AdamWUpdateOp::create(
-        b, loc, TypeRange{type, type, type}, param, grad, m, v, lr, step,
-        scale, APFloat(beta1.getValue()), APFloat(beta2.getValue()),
-        APFloat(epsilon.getValue()), APFloat(wd));
-    StoreParamOp::create(b, loc, name, op.getNewParam());
-    StoreParamOp::create(b, loc, (name + ".adamw.m").str(), op.getNewM());
-    StoreParamOp::create(b, loc, (name + ".adamw.v").str(), op.getNewV());
-    return;
+        b, loc, TypeRange{type, type, type}, state[0], grad, state[1],
+        state[2], lr, step, scale, APFloat(beta1.getValue()),
+        APFloat(beta2.getValue()), APFloat(epsilon.getValue()), APFloat(wd));
+    return SmallVector<Value>(op->getResults());
   }
   double wd = weightDecay < 0 ? 0.0 : weightDecay;
-  Value buf = state(".sgd.momentum");
-  auto op = SgdUpdateOp::create(b, loc, TypeRange{type, type}, param, grad,
-                                buf, lr, scale, APFloat(momentum.getValue()),
+  auto op = SgdUpdateOp::create(b, loc, TypeRange{type, type}, state[0], grad,
+                                state[1], lr, scale,
+                                APFloat(momentum.getValue()),
                                 nesterov.getValue(), APFloat(wd));
-  StoreParamOp::create(b, loc, name, op.getNewParam());
-  StoreParamOp::create(b, loc, (name + ".sgd.momentum").str(),
-                       op.getNewMomentumBuffer());
+  return SmallVector<Value>(op->getResults());
+}
+
+void TrainStepPass::storeState(OpBuilder &b, Location loc, StringRef name,
+                               ArrayRef<Value> state) {
+  StoreParamOp::create(b, loc, name, state[0]);
+  if (optimizer == "adamw") {
+    StoreParamOp::create(b, loc, (name + ".adamw.m").str(), state[1]);
+    StoreParamOp::create(b, loc, (name + ".adamw.v").str(), state[2]);
+  } else {
+    StoreParamOp::create(b, loc, (name + ".sgd.momentum").str(), state[1]);
+  }
+}
+
+SmallVector<Value> TrainStepPass::optimistic(OpBuilder &b, Location loc,
+                                             ParamOp decl, StringRef name,
+                                             Value grad, Value lr,
+                                             Value step) {
+  SmallVector<Value> saved = readState(b, loc, decl, name);
+  Type elementType = getElementTypeOrSelf(decl.getType());
+  Value one = scalarConstant(b, loc, elementType, 1.0);
+  storeState(b, loc, name, applyUpdate(b, loc, saved, grad, lr, step, one));
+  return saved;
+}
+
+void TrainStepPass::validate(OpBuilder &b, Location loc, ParamOp decl,
+                             StringRef name, Value grad, Value lr, Value step,
+                             Value unclipped, Value redo,
+                             ArrayRef<Value> saved) {
+  SmallVector<Value> redone = applyUpdate(b, loc, saved, grad, lr, step, redo);
+  SmallVector<Value> current = readState(b, loc, decl, name);
+  SmallVector<Value> chosen;
+  for (auto [r, c] : llvm::zip(redone, current))
+    chosen.push_back(SelectOp::create(b, loc, c.getType(), unclipped, r, c));
+  storeState(b, loc, name, chosen);
+}
+
+void TrainStepPass::update(OpBuilder &b, Location loc, ParamOp decl,
+                           StringRef name, Value grad, Value lr, Value step,
+                           Value scale) {
+  SmallVector<Value> state = readState(b, loc, decl, name);
+  storeState(b, loc, name, applyUpdate(b, loc, state, grad, lr, step, scale));
+}
+
+Value TrainStepPass::buildPostValidated(
+    OpBuilder &b, Location loc, ArrayRef<Gradient> grads,
+    function_ref<Value()> buildRate, function_ref<Value()> buildScale,
+    Value step, RankedTensorType lossType, RankedTensorType stepType) {
+  Value rate = buildRate();
+  // The updates do not wait for the norm (its all_reduce, for sharded
+  // gradients): each runs unclipped and keeps the state it started from.
+  using RepeatKey = std::tuple<StringRef, int64_t, int64_t>;
+  llvm::MapVector<RepeatKey, SmallVector<const Gradient *>> byRepeat;
+  DenseMap<const Gradient *, SmallVector<Value>> saved;
+  for (const Gradient &g : grads) {
+    if (g.instances)
+      byRepeat[{g.prefix, g.instances->first, g.instances->second}].push_back(
+          &g);
+    else
+      saved[&g] = optimistic(b, loc, g.decl, g.name, g.value, rate, step);
+  }
+  unsigned perParam = optimizer == "adamw" ? 3 : 2;
+  auto layerName = [](StringRef prefix, int64_t first, StringRef what) {
+    std::string name = ("train_step." + prefix).str();
+    if (first != 0)
+      name += "." + std::to_string(first);
+    return name + "." + what.str();
+  };
+  // A layer at the function's start with `args` and `results`, its body
+  // built by `body` from the block arguments.
+  auto buildLayer = [&](StringRef name, ArrayRef<Type> args,
+                        ArrayRef<Type> results,
+                        function_ref<void(ValueRange)> body) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(b.getInsertionBlock()->getParentOp());
+    auto layer = LayerOp::create(b, loc, name, b.getFunctionType(args, results),
+                                 nullptr, nullptr);
+    Block *lb = b.createBlock(&layer.getBody());
+    for (Type t : args)
+      lb->addArgument(t, loc);
+    body(lb->getArguments());
+    return layer;
+  };
+  for (auto &[key, group] : byRepeat) {
+    auto [prefix, first, count] = key;
+    SmallVector<Type> carried{lossType, stepType};
+    SmallVector<Type> args(carried), results(carried), stacked(carried);
+    for (const Gradient *g : group) {
+      Type t = ParamOp(g->decl).getType();
+      args.push_back(t);
+      results.append(perParam, t);
+      stacked.append(perParam, stackedType(t, count));
+    }
+    LayerOp layer = buildLayer(
+        layerName(prefix, first, "update"), args, results, [&](ValueRange a) {
+          SmallVector<Value> yields(a.take_front(2));
+          for (auto [i, g] : llvm::enumerate(group))
+            llvm::append_range(yields, optimistic(b, loc, ParamOp(g->decl),
+                                                  g->local, a[2 + i], a[0],
+                                                  a[1]));
+          YieldOp::create(b, loc, yields);
+        });
+    SmallVector<Value> operands{rate, step};
+    for (const Gradient *g : group)
+      operands.push_back(g->value);
+    auto repeat = RepeatOp::create(b, loc, stacked, layer.getSymName(),
+                                   operands, prefix, count, first,
+                                   b.getI64IntegerAttr(2), /*reverse=*/false,
+                                   group.front()->instanceNames);
+    for (auto [i, g] : llvm::enumerate(group))
+      saved[g] = SmallVector<Value>(
+          repeat.getResults().slice(2 + i * perParam, perParam));
+  }
+
+  // The norm, then whether the optimistic step stands: the scale is 1
+  // exactly when it does (finite, not clipped), so `unclipped` = 1 - scale
+  // is 0 then, else not (NaN for a non-finite step). The redo's scale is
+  // the scale, or NaN (0 * (1 / 0)) where the update stands, which skips.
+  Value scale = buildScale();
+  Type elementType = lossType.getElementType();
+  Value one = scalarConstant(b, loc, elementType, 1.0);
+  Value zero = scalarConstant(b, loc, elementType, 0.0);
+  Value unclipped = SubOp::create(b, loc, lossType, one, scale);
+  Value redo = AddOp::create(
+      b, loc, lossType, scale,
+      MulOp::create(b, loc, lossType, zero,
+                    DivOp::create(b, loc, lossType, one, unclipped)));
+  for (const Gradient &g : grads)
+    if (!g.instances)
+      validate(b, loc, g.decl, g.name, g.value, rate, step, unclipped, redo,
+               saved[&g]);
+  for (auto &[key, group] : byRepeat) {
+    auto [prefix, first, count] = key;
+    SmallVector<Type> carried{lossType, stepType, lossType, lossType};
+    SmallVector<Type> args(carried);
+    for (const Gradient *g : group) {
+      Type t = ParamOp(g->decl).getType();
+      args.push_back(t);
+      args.append(perParam, t);
+    }
+    LayerOp layer = buildLayer(
+        layerName(prefix, first, "validate"), args, carried,
+        [&](ValueRange a) {
+          for (auto [i, g] : llvm::enumerate(group)) {
+            ValueRange mine = a.drop_front(4 + i * (1 + perParam));
+            validate(b, loc, ParamOp(g->decl), g->local, mine[0], a[0], a[1],
+                     a[2], a[3], SmallVector<Value>(mine.slice(1, perParam)));
+          }
+          YieldOp::create(b, loc, a.take_front(4));
+        });
+    SmallVector<Value> operands{rate, step, unclipped, redo};
+    for (const Gradient *g : group) {
+      operands.push_back(g->value);
+      llvm::append_range(operands, saved[g]);
+    }
+    RepeatOp::create(b, loc, carried, layer.getSymName(), operands, prefix,
+                     count, first, b.getI64IntegerAttr(4), /*reverse=*/false,
+                     group.front()->instanceNames);
+  }
+  return rate;
 }
 
 void TrainStepPass::runOnOperation() {
@@ -439,30 +633,45 @@ void TrainStepPass::runOnOperation() {
     Value s = SumSquaresOp::create(b, loc, lossType, ValueRange{g});
     squares = squares ? AddOp::create(b, loc, lossType, squares, s) : s;
   }
-  Value norm = SqrtOp::create(b, loc, squares);
-  Value scale =
-      clipNorm > 0.0
-          ? Value(ClipCoefficientOp::create(b, loc, norm,
-                                            APFloat(clipNorm.getValue())))
-          : scalarConstant(b, loc, elementType, 1.0);
-  // A non-finite loss or gradient norm makes the scale non-finite, which the
-  // optimizer updates take as "skip this step" (parameters and state stay).
-  // 0 * x is zero for a finite x, so a finite step is unchanged bit for bit.
-  Value zero = scalarConstant(b, loc, elementType, 0.0);
-  Value guard = AddOp::create(b, loc, lossType,
-                              MulOp::create(b, loc, lossType, zero, norm),
-                              MulOp::create(b, loc, lossType, zero, loss));
-  scale = AddOp::create(b, loc, lossType, scale, guard);
-  double lrScale = 1.0;
-  if (lrReferenceBatch > 0) {
-    auto first = cast<RankedTensorType>(grad.getArgumentTypes()[0]);
-    int64_t global =
-        microbatches * (first.getRank() ? first.getDimSize(0) : 1);
-    lrScale = double(global) / lrReferenceBatch;
+  Value norm;
+  auto buildScale = [&]() -> Value {
+    norm = SqrtOp::create(b, loc, squares);
+    Value scale =
+        clipNorm > 0.0
+            ? Value(ClipCoefficientOp::create(b, loc, norm,
+                                              APFloat(clipNorm.getValue())))
+            : scalarConstant(b, loc, elementType, 1.0);
+    // A non-finite loss or gradient norm makes the scale non-finite, which
+    // the optimizer updates take as "skip this step" (parameters and state
+    // stay). 0 * x is zero for a finite x, so a finite step is unchanged bit
+    // for bit.
+    Value zero = scalarConstant(b, loc, elementType, 0.0);
+    Value guard = AddOp::create(b, loc, lossType,
+                                MulOp::create(b, loc, lossType, zero, norm),
+                                MulOp::create(b, loc, lossType, zero, loss));
+    return AddOp::create(b, loc, lossType, scale, guard);
+  };
+  auto buildRate = [&]() -> Value {
+    double lrScale = 1.0;
+    if (lrReferenceBatch > 0) {
+      auto first = cast<RankedTensorType>(grad.getArgumentTypes()[0]);
+      int64_t global =
+          microbatches * (first.getRank() ? first.getDimSize(0) : 1);
+      lrScale = double(global) / lrReferenceBatch;
+    }
+    return LrScheduleOp::create(b, loc, lossType, *symbolizeLrDecay(decay),
+                                step, APFloat(lr * lrScale),
+                                APFloat(minLr * lrScale), warmupSteps,
+                                totalSteps);
+  };
+  if (postValidate) {
+    Value rate = buildPostValidated(b, loc, grads, buildRate, buildScale, step,
+                                    lossType, stepType);
+    func::ReturnOp::create(b, loc, ValueRange{loss, rate, norm});
+    return;
   }
-  Value rate = LrScheduleOp::create(
-      b, loc, lossType, *symbolizeLrDecay(decay), step, APFloat(lr * lrScale),
-      APFloat(minLr * lrScale), warmupSteps, totalSteps);
+  Value scale = buildScale();
+  Value rate = buildRate();
 
   // Updates: top-level parameters here, layer parameters in a repeat over
   // the instances of the forward pass (one per repeat, since a prefix's

@@ -417,6 +417,12 @@ void braid_rt_sum_squares_f32(braid_rt_stream_t *stream,
 void braid_rt_clip_coefficient_f32(braid_rt_stream_t *stream, const float *norm,
                                    double max_norm, float *out);
 
+/* braid.select: `count` elements of on_true where the rank-0 condition is
+   not zero (NaN is not zero), else of on_false. out may alias either. */
+void braid_rt_select_f32(braid_rt_stream_t *stream, const float *condition,
+                         const float *on_true, const float *on_false,
+                         int64_t count, float *out);
+
 /* braid.adamw_update on `count` elements: param, grad, m, v and the results
    have the parameter's type; lr, step and grad_scale are rank 0. The
    attributes default to beta1 0.9, beta2 0.999, epsilon 1e-8,

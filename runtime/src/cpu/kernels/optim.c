@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <string.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -77,6 +78,14 @@ void braid_rt_clip_coefficient_f32(braid_rt_stream_t *stream, const float *norm,
                                    double max_norm, float *out) {
   double c = max_norm / ((double)*norm + 1e-6);
   *out = (float)(c < 1.0 ? c : 1.0);
+}
+
+void braid_rt_select_f32(braid_rt_stream_t *stream, const float *condition,
+                         const float *on_true, const float *on_false,
+                         int64_t count, float *out) {
+  const float *from = *condition != 0.0f ? on_true : on_false;
+  if (from != out)
+    memmove(out, from, (size_t)count * sizeof(float));
 }
 
 static void adamw(const float *param, const float *grad, const float *m,

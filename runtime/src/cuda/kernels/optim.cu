@@ -49,6 +49,15 @@ void braid_rt_clip_coefficient_f32(braid_rt_stream_t *stream, const float *norm,
   ops::clipCoefficient(backend, norm, max_norm, out);
 }
 
+void braid_rt_select_f32(braid_rt_stream_t *stream, const float *condition,
+                         const float *on_true, const float *on_false,
+                         int64_t count, float *out) {
+  CudaBackend backend(stream);
+  backend.forEach(count, [=] BRAID_HD(int64_t i) {
+    out[i] = *condition != 0.0f ? on_true[i] : on_false[i];
+  });
+}
+
 void braid_rt_adamw_update_f32(braid_rt_stream_t *stream, const float *param,
                                const float *grad, const float *m,
                                const float *v, const float *lr,

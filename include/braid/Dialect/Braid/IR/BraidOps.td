@@ -1033,6 +1033,28 @@ def Braid_ClipCoefficientOp : Braid_ModelOp<"clip_coefficient",
   let hasVerifier = 1;
 }
 
+def Braid_SelectOp : Braid_ModelOp<"select",
+    [AllTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "One of two tensors, chosen by a scalar.";
+  let description = [{
+    `on_true` where the rank-0 `condition` is not zero (NaN counts as not
+    zero, as in C), `on_false` where it is zero. braid-train-step's
+    `post-validate` uses it to keep an optimistic update or roll it back.
+
+    ```mlir
+    %p = braid.select %d, %redone, %optimistic : tensor<f32>, tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$condition,
+                       Braid_FloatTensor:$on_true, Braid_FloatTensor:$on_false);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update"> {
   let summary = "One AdamW step for one parameter.";
   let description = [{

@@ -152,6 +152,10 @@ def TrainStepPass : Pass<"braid-train-step", "::mlir::ModuleOp"> {
     Option<"lrReferenceBatch", "lr-reference-batch", "int64_t",
            /*default=*/"0",
            "Scale the learning rate by global batch / this (0: off).">,
+    Option<"postValidate", "post-validate", "bool", /*default=*/"false",
+           "Update optimistically (unclipped) before the gradient norm is "
+           "known, then keep the update or roll it back and redo it with "
+           "the clipping scale, or skip it (non-finite).">,
   ];
   let dependentDialects = ["::mlir::braid::BraidDialect",
                            "::mlir::func::FuncDialect"];
