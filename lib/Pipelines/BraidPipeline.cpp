@@ -37,9 +37,16 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
     return optionError("unknown precision '" + o.precision +
                        "'; expected f32 or bf16-mixed");
   if (o.gradCompression != "none" && o.gradCompression != "bf16" &&
-      o.gradCompression != "fp16")
+      o.gradCompression != "fp16" && o.gradCompression != "powersgd")
     return optionError("unknown grad-compression '" + o.gradCompression +
-                       "'; expected none, bf16 or fp16");
+                       "'; expected none, bf16, fp16 or powersgd");
+  if (o.powersgdRank < 1)
+    return optionError("powersgd-rank must be positive, got " +
+                       Twine(o.powersgdRank));
+  if (o.gradCompression == "powersgd" &&
+      (o.tp > 1 || o.pp > 1 || o.zero > 0 || o.microbatches > 1))
+    return optionError("grad-compression powersgd runs on a dp mesh alone "
+                       "yet (no tp, pp, zero or microbatches > 1)");
   if (o.gradCompression != "none" && o.dp == 1)
     return optionError("grad-compression " + o.gradCompression +
                        " compresses data-parallel gradient reductions, but "
@@ -168,6 +175,7 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   if (options.dp > 1 && options.gradCompression != "none") {
     CompressGradientsPassOptions compress;
     compress.format = options.gradCompression;
+    compress.rank = options.powersgdRank;
     compress.axes = {"dp"};
     pm.addPass(createCompressGradientsPass(compress));
   }

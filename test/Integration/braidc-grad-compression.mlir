@@ -42,7 +42,26 @@
 // REPORT: total all sent 55556 bytes 27777 elements
 // REPORT: compressed gradient reductions: sent 55552 bytes instead of 111104, saved 55552 bytes (50.0% of all sent)
 //
+// PowerSGD (rank 2): the 2-D gradients' reductions call the runtime's
+// PowerSGD, and a run resumed from a checkpoint after 2 steps prints the
+// losses of 4 uninterrupted steps (the Q and error-feedback state is in
+// the checkpoint; test_grad_compression.py checks that zeroing it changes
+// them).
+// RUN: braidc %t.mlir --mesh dp=2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 --emit mlir -o %t.psgd.emitc.mlir
+// RUN: FileCheck %s --check-prefix=PSGD-EMIT < %t.psgd.emitc.mlir
+// PSGD-EMIT: braid_rt_program_powersgd_f32
+// RUN: braidc %t.mlir --mesh dp=2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 -o %t.psgd
+// RUN: braid-run -n 2 %t.psgd --steps 4 --seed 1 > %t.psgd.out
+// RUN: rm -rf %t.psgd.ck && braid-run -n 2 %t.psgd --steps 2 --seed 1 --save %t.psgd.ck > %t.psgd.first
+// RUN: braid-run -n 2 %t.psgd --steps 2 --seed 1 --resume %t.psgd.ck > %t.psgd.resumed
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.psgd.resumed %t.psgd.out --steps 2:4 --rtol 0 | FileCheck %s --check-prefix=RESUME
+// RESUME: ok: 2 losses within 0
+//
 // RUN: not braidc %t.mlir --mesh dp=2 --grad-compression int8 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: unknown grad-compression 'int8'; expected none, bf16 or fp16
+// BAD: unknown grad-compression 'int8'; expected none, bf16, fp16 or powersgd
+// RUN: not braidc %t.mlir --mesh dp=2,tp=2 --grad-compression powersgd -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-TP
+// PSGD-TP: grad-compression powersgd runs on a dp mesh alone yet (no tp, pp, zero or microbatches > 1)
+// RUN: not braidc %t.mlir --mesh dp=2 --grad-compression powersgd --powersgd-rank 0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-RANK
+// PSGD-RANK: powersgd-rank must be positive, got 0
 // RUN: not braidc %t.mlir --mesh tp=2 --grad-compression bf16 -o %t.bad 2>&1 | FileCheck %s --check-prefix=NODP
 // NODP: grad-compression bf16 compresses data-parallel gradient reductions, but dp=1

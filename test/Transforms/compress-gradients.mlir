@@ -4,6 +4,10 @@
 // RUN: braid-opt %s --braid-compress-gradients --braid-async-collectives | FileCheck %s --check-prefix=ASYNC
 // RUN: braid-opt %s --braid-compress-gradients --braid-comm-report -o /dev/null | FileCheck %s --check-prefix=REPORT
 // RUN: not braid-opt %s --braid-compress-gradients=format=int8 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: braid-opt %s --braid-compress-gradients="format=powersgd rank=1" --braid-bucket-collectives | FileCheck %s --check-prefix=PSGD
+// RUN: braid-opt %s --braid-compress-gradients="format=powersgd rank=1" --braid-comm-report -o /dev/null | FileCheck %s --check-prefix=PSGD-REPORT
+// RUN: braid-opt %s --braid-compress-gradients="format=powersgd rank=2" | FileCheck %s --check-prefix=PSGD-BIG
+// RUN: not braid-opt %s --braid-compress-gradients="format=powersgd rank=0" 2>&1 | FileCheck %s --check-prefix=PSGD-RANK
 
 // Tests that braid-compress-gradients marks the f32 sums of rank >= 1 over
 // dp alone (all_reduce, reduce_scatter, started forms) with braid.compress
@@ -38,7 +42,23 @@ braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 2>}
 // REPORT: all_reduce dp 2 4 4 {{.*}} b
 // REPORT: reduce_scatter dp 2 32 8 {{.*}} [bf16] e
 // REPORT: compressed gradient reductions: sent 28 bytes instead of 56, saved 28 bytes
-// FORMAT: braid-compress-gradients: unknown format 'int8'; expected bf16 or fp16
+// FORMAT: braid-compress-gradients: unknown format 'int8'; expected bf16, fp16 or powersgd
+//
+// PowerSGD: the 2-D gradient's all_reduce reads its state first (Q, and
+// this device's error block over dp) and is not bucketed; 1-D gradients,
+// reduce_scatters and the rest stay exact. Wire bytes: P [2, 1] and
+// Q [3, 1] in f32 instead of the 2 x 3 matrix; at rank 2 P and Q would
+// be larger than the matrix, which then stays exact.
+// PSGD-LABEL: func.func @grads
+// PSGD: braid.param "powersgd.grads.0.q" {init = #braid.init<normal(1.000000e+00)>, state} : tensor<3x1xf32>
+// PSGD: braid.param "powersgd.grads.0.error" {block_of = #braid.sharding<@mesh, {{\[\["dp"\], \[\]\]}}>, init = #braid.init<zeros>, state} : tensor<2x3xf32>
+// PSGD: braid.all_reduce sum %{{.*}} on @mesh ["dp"] {braid.cause = "a", braid.compress = "powersgd", braid.powersgd = {error = "powersgd.grads.0.error", q = "powersgd.grads.0.q", rank = 1 : i64}} : tensor<2x3xf32>
+// PSGD-NOT: braid.compress
+// PSGD-REPORT: all_reduce dp 2 24 20 {{.*}} [powersgd] a
+// PSGD-REPORT: compressed gradient reductions: sent 20 bytes instead of 24, saved 4 bytes
+// PSGD-RANK: braid-compress-gradients: rank must be positive, got 0
+// PSGD-BIG-LABEL: func.func @grads
+// PSGD-BIG-NOT: braid.compress
 func.func @grads(%a: tensor<2x3xf32>, %b: tensor<f32>, %c: tensor<4xf32>, %e: tensor<8xf32>) -> (tensor<2x3xf32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<16xf32>) {
   %ra = braid.all_reduce sum %a on @mesh ["dp"] {braid.cause = "a"} : tensor<2x3xf32>
   %rc = braid.all_reduce sum %c on @mesh ["dp"] {braid.cause = "c"} : tensor<4xf32>

@@ -80,6 +80,37 @@ static LogicalResult lowerAllSlice(CollectiveOpInterface op,
   return success();
 }
 
+/// An all_reduce marked for PowerSGD (braid-compress-gradients): the
+/// runtime's PowerSGD on the buffers of its state params, which the pass
+/// read in the same block.
+static LogicalResult lowerPowerSgd(CollectiveOpInterface op,
+                                   FunctionLowering &l, DictionaryAttr psgd,
+                                   int64_t mask, Value from, Value result,
+                                   Value pending) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (op.getCollectiveKind() != CollectiveKind::all_reduce ||
+      type.getRank() != 2)
+    return op->emitOpError() << "is marked for PowerSGD, which takes the "
+                                "all_reduce of a 2-D tensor";
+  Value state[2];
+  const char *keys[2] = {"q", "error"};
+  for (int i = 0; i < 2; ++i) {
+    StringRef name = psgd.getAs<StringAttr>(keys[i]).getValue();
+    for (auto param : op->getBlock()->getOps<ParamOp>())
+      if (param.getName() == name && param->isBeforeInBlock(op))
+        state[i] = l.get(param.getResult());
+    if (!state[i])
+      return op->emitOpError() << "is marked for PowerSGD, but its state '"
+                               << name << "' is not read before it";
+  }
+  l.call("braid_rt_program_powersgd_f32",
+         {l.i64(mask), from, l.i64(type.getDimSize(0)),
+          l.i64(type.getDimSize(1)),
+          l.i64(psgd.getAs<IntegerAttr>("rank").getInt()), state[0], state[1],
+          result, pending, l.whereText()});
+  return success();
+}
+
 /// A collective or its started form: braid_rt_program_collective[_start]_f32
 /// with its views, over the group of its axes.
 static LogicalResult lowerCollective(CollectiveOpInterface op,
@@ -126,13 +157,15 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
         kind != CollectiveKind::reduce_scatter)
       return op->emitOpError() << "is marked braid.compress; only all_reduce "
                                   "and reduce_scatter are compressed";
-    if (compress.getValue() != "bf16" && compress.getValue() != "fp16")
-      return op->emitOpError() << "braid.compress is '" << compress.getValue()
-                               << "'; generated code sends bf16 or fp16";
     if (l.module.target.name != "cpu")
       return op->emitOpError()
              << "is compressed (braid.compress), which the "
              << l.module.target.name << " target does not implement yet";
+    if (auto psgd = op->getAttrOfType<DictionaryAttr>("braid.powersgd"))
+      return lowerPowerSgd(op, l, psgd, *mask, from, result, pending);
+    if (compress.getValue() != "bf16" && compress.getValue() != "fp16")
+      return op->emitOpError() << "braid.compress is '" << compress.getValue()
+                               << "'; generated code sends bf16 or fp16";
     l.call("braid_rt_program_collective_compressed_f32",
            {l.enumValue("braid_rt_program_collective_t", getRuntimeKind(kind)),
             l.i64(*mask), from, l.i64(l.countOf(input)), l.i64(inView.first),

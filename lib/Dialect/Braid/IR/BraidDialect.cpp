@@ -51,8 +51,13 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == "braid.compress") {
     auto format = dyn_cast<StringAttr>(attr.getValue());
-    if (!format || !llvm::is_contained({"bf16", "fp16"}, format.getValue()))
-      return op->emitError("braid.compress must be \"bf16\" or \"fp16\"");
+    if (!format ||
+        !llvm::is_contained({"bf16", "fp16", "powersgd"}, format.getValue()))
+      return op->emitError(
+          "braid.compress must be \"bf16\", \"fp16\" or \"powersgd\"");
+    if ((format.getValue() == "powersgd") != op->hasAttr("braid.powersgd"))
+      return op->emitError("braid.compress = \"powersgd\" goes with "
+                           "braid.powersgd, and only with it");
     // On a sum that braid-compress-gradients marked (and the wait of its
     // started form).
     auto collective = dyn_cast<CollectiveOpInterface>(op);
@@ -60,6 +65,15 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
         (!collective || collective.getReduction() != ReduceKind::sum))
       return op->emitError("braid.compress marks an all_reduce or "
                            "reduce_scatter that sums");
+    return success();
+  }
+  if (name == "braid.powersgd") {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto rank = dict ? dict.getAs<IntegerAttr>("rank") : IntegerAttr();
+    if (!dict || !rank || rank.getInt() < 1 || !dict.getAs<StringAttr>("q") ||
+        !dict.getAs<StringAttr>("error"))
+      return op->emitError("braid.powersgd must be {rank = R (positive), "
+                           "q = \"name\", error = \"name\"}");
     return success();
   }
   if (name == "braid.chunk_stages") {
@@ -108,7 +122,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   return op->emitError() << "unknown braid attribute '" << name
                          << "'; known: braid.phase, braid.shardings, "
                             "braid.cause, braid.bucket, braid.compress, "
-                            "braid.chunk, braid.chunk_stages, braid.schedule";
+                            "braid.powersgd, braid.chunk, braid.chunk_stages, "
+                            "braid.schedule";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

@@ -28,6 +28,9 @@ static bool isBucketable(Operation *op) {
   if (!collective || collective.isStarted() ||
       collective.getCollectiveKind() != CollectiveKind::all_reduce)
     return false;
+  // PowerSGD approximates each 2-D gradient on its own.
+  if (op->hasAttr("braid.powersgd"))
+    return false;
   auto type = collective.getResultTensorType();
   return type.getElementType().isF32() && type.hasStaticShape();
 }

@@ -86,7 +86,14 @@ struct CommReportPass
       // braid-compress-gradients: 16 bits per element on the wire.
       auto compress = op.getAttrOfType<StringAttr>("braid.compress");
       if (compress) {
+        // PowerSGD: two all_reduces of P ([rows, R]) and Q ([cols, R]), f32.
         double wire = factor * elements * 2;
+        if (auto psgd = op.getAttrOfType<DictionaryAttr>("braid.powersgd")) {
+          auto shape = cast<ShapedType>(in).getShape();
+          int64_t r = psgd.getAs<IntegerAttr>("rank").getInt();
+          wire = factor * 4.0 * (shape[0] + shape[1]) * r;
+          steps *= 2;
+        }
         wireBytes += times * wire;
         fullBytes += times * sent;
         sent = wire;

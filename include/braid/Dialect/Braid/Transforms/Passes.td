@@ -487,10 +487,21 @@ def CompressGradientsPass : Pass<"braid-compress-gradients", "::mlir::ModuleOp">
     attribute (it reduces exactly). Run it after `braid-partition` and
     before `braid-bucket-collectives`, which buckets only collectives
     marked alike.
+
+    `format=powersgd rank=R` marks instead the all_reduces of 2-D gradients
+    (`braid.compress = "powersgd"`, `braid.powersgd = {rank, q, error}`)
+    and reads their state before them: `powersgd.<owner>.<k>.q` ([cols, R],
+    the warm start, normal(1)) and `.error` (this device's error feedback,
+    its block of a tensor split over the axes), both `state` params, so
+    checkpoints keep them. The lowering calls the runtime's PowerSGD
+    (`braid_rt_powersgd_all_reduce_f32`); other gradients stay exact and
+    PowerSGD reductions are never bucketed.
   }];
   let options = [
     Option<"format", "format", "std::string", /*default=*/"\"bf16\"",
-           "The wire format: bf16 or fp16.">,
+           "The wire format: bf16 or fp16; or powersgd.">,
+    Option<"rank", "rank", "int64_t", /*default=*/"4",
+           "With powersgd: the rank of the approximation.">,
     ListOption<"axes", "axes", "std::string",
                "The data-parallel mesh axes (default: dp).">,
   ];
