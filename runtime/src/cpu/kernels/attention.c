@@ -251,6 +251,8 @@ typedef struct {
   const float *q, *k, *v;
   float *y;
   atomic_int failed;
+  atomic_llong next; /* the next work item to take */
+  int64_t items;
 } fwd_job_t;
 
 static void forward_range(void *ctx, int64_t begin, int64_t end) {
@@ -263,7 +265,12 @@ static void forward_range(void *ctx, int64_t begin, int64_t end) {
   }
   fwd_scratch_t w = fwd_scratch_at(base, sh->d);
   int64_t nq = num_blocks(sh->s);
-  for (int64_t item = begin; item < end; ++item) {
+  /* Items are taken one at a time rather than by the range given: on a
+     busy machine a thread that the scheduler keeps waiting leaves its
+     share to the others (each item is still computed by one thread in a
+     fixed order, so the results do not change). */
+  (void)begin, (void)end;
+  for (int64_t item; (item = atomic_fetch_add(&job->next, 1)) < job->items;) {
     int64_t qb = item % nq, bh = item / nq, h = bh % sh->hq, b = bh / sh->hq;
     int64_t q0 = qb * kBlock;
     float *y = job->y + ((b * sh->s + q0) * sh->hq + h) * sh->d;
@@ -282,14 +289,16 @@ braid_rt_status_t braid_rt_attention_f32(
     memset(y, 0, (size_t)(batch * seq_q * heads_q * dim) * sizeof(float));
     return BRAID_RT_OK;
   }
+  int64_t items = batch * heads_q * num_blocks(seq_q);
   fwd_job_t job = {
       make_shape(batch, seq_q, seq_kv, heads_q, heads_kv, dim, causal, scale),
       q,
       k,
       v,
       y,
-      0};
-  int64_t items = batch * heads_q * num_blocks(seq_q);
+      0,
+      0,
+      items};
   braid_rt_parallel_for(items, batch * heads_q * seq_q * seq_kv, forward_range,
                         &job);
   return atomic_load(&job.failed) ? BRAID_RT_OUT_OF_MEMORY : BRAID_RT_OK;
@@ -304,6 +313,8 @@ typedef struct {
   const float *q, *k, *v, *dy;
   float *dq, *dk, *dv;
   atomic_int failed;
+  atomic_llong next; /* the next work item to take */
+  int64_t items;
 } bwd_job_t;
 
 static void backward_range(void *ctx, int64_t begin, int64_t end) {
@@ -327,7 +338,12 @@ static void backward_range(void *ctx, int64_t begin, int64_t end) {
   float *tr = dp + kBlock * kBlock, *dkAcc = tr + kBlock * kBlock;
   float *dvAcc = dkAcc + kBlock * d;
   const int wantQK = job->dq || job->dk;
-  for (int64_t item = begin; item < end; ++item) {
+  /* Items are taken one at a time rather than by the range given: on a
+     busy machine a thread that the scheduler keeps waiting leaves its
+     share to the others (each item is still computed by one thread in a
+     fixed order, so the results do not change). */
+  (void)begin, (void)end;
+  for (int64_t item; (item = atomic_fetch_add(&job->next, 1)) < job->items;) {
     int64_t g = item % sh->hkv, b = item / sh->hkv;
     const float *kh = job->k + (b * t * sh->hkv + g) * d;
     const float *vh = job->v + (b * t * sh->hkv + g) * d;
@@ -440,7 +456,9 @@ braid_rt_status_t braid_rt_attention_grad_all_f32(
       dq,
       dk,
       dv,
-      0};
+      0,
+      0,
+      batch * heads_kv};
   braid_rt_parallel_for(batch * heads_kv, batch * heads_q * seq_q * seq_kv,
                         backward_range, &job);
   return atomic_load(&job.failed) ? BRAID_RT_OUT_OF_MEMORY : BRAID_RT_OK;
