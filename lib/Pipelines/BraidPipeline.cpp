@@ -43,10 +43,14 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.powersgdRank < 1)
     return optionError("powersgd-rank must be positive, got " +
                        Twine(o.powersgdRank));
+  // (With async-collectives the scheduler may start the reduction before
+  // its state is read; it runs blocking anyway.)
   if (o.gradCompression == "powersgd" &&
-      (o.tp > 1 || o.pp > 1 || o.zero > 0 || o.microbatches > 1))
+      (o.tp > 1 || o.pp > 1 || o.zero > 0 || o.microbatches > 1 ||
+       o.asyncCollectives))
     return optionError("grad-compression powersgd runs on a dp mesh alone "
-                       "yet (no tp, pp, zero or microbatches > 1)");
+                       "yet (no tp, pp, zero, microbatches > 1 or "
+                       "async-collectives)");
   if (o.gradCompression != "none" && o.dp == 1)
     return optionError("grad-compression " + o.gradCompression +
                        " compresses data-parallel gradient reductions, but "

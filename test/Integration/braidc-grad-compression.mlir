@@ -60,7 +60,16 @@
 // RUN: not braidc %t.mlir --mesh dp=2 --grad-compression int8 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: unknown grad-compression 'int8'; expected none, bf16, fp16 or powersgd
 // RUN: not braidc %t.mlir --mesh dp=2,tp=2 --grad-compression powersgd -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-TP
-// PSGD-TP: grad-compression powersgd runs on a dp mesh alone yet (no tp, pp, zero or microbatches > 1)
+// PSGD-TP: grad-compression powersgd runs on a dp mesh alone yet (no tp, pp, zero, microbatches > 1 or async-collectives)
+// RUN: not braidc %t.mlir --mesh dp=2 --grad-compression powersgd --async-collectives -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-ASYNC
+// PSGD-ASYNC: grad-compression powersgd runs on a dp mesh alone yet (no tp, pp, zero, microbatches > 1 or async-collectives)
+//
+// bf16 with --async-collectives: the started reductions complete at their
+// start and train exactly as the blocking bf16 program.
+// RUN: braidc %t.mlir --mesh dp=2 --lr 3e-3 --grad-compression bf16 --async-collectives -o %t.bf16.async
+// RUN: braid-run -n 2 %t.bf16.async --steps 5 --seed 1 > %t.bf16.async.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.bf16.async.out %t.bf16.out --rtol 0 | FileCheck %s --check-prefix=ASYNC
+// ASYNC: ok: 5 losses within 0
 // RUN: not braidc %t.mlir --mesh dp=2 --grad-compression powersgd --powersgd-rank 0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-RANK
 // PSGD-RANK: powersgd-rank must be positive, got 0
 // RUN: not braidc %t.mlir --mesh tp=2 --grad-compression bf16 -o %t.bad 2>&1 | FileCheck %s --check-prefix=NODP
