@@ -69,7 +69,9 @@ Value FunctionLowering::allocate(RankedTensorType type) {
   PlannedBuffer planning;
   planning.bytes =
       alignBytes(type.getNumElements() * (element.isInteger(64) ? 8 : 4));
-  planning.start = planning.end = current;
+  // The whole op, or one point of it (a pipeline's action).
+  planning.start = subPosition >= 0 ? opBegin() + subPosition : opBegin();
+  planning.end = subPosition >= 0 ? planning.start : opEnd();
   planning.stage = allocationStage;
   Value buffer;
   if (!module.reuseBuffers) {
@@ -121,7 +123,7 @@ int64_t FunctionLowering::lastUse(Value v) {
   for (Operation *user : v.getUsers())
     if (Operation *op = body->findAncestorOpInBlock(*user))
       last = std::max(last, opIndex.lookup(op));
-  return last;
+  return last * kOpPositions + kOpPositions - 1;
 }
 
 void FunctionLowering::extendTo(Value buffer, Value v) {
@@ -165,8 +167,9 @@ Value FunctionLowering::getInPlaceBuffer(Value v) {
       bool sameView = llvm::all_of(op->getOperands(), [&](Value o) {
         return get(o) != buffer || o.getType() == v.getType();
       });
-      if (p.end == current && p.start < current && p.stage == allocationStage &&
-          sameView && donated.insert(it->second).second)
+      if (p.end == opEnd() && p.start < opBegin() &&
+          p.stage == allocationStage && sameView &&
+          donated.insert(it->second).second)
         return buffer;
       continue;
     }
@@ -211,13 +214,20 @@ bool FunctionLowering::canUpdateSlotInPlace(Value operand, Value v) {
       break;
     auto other = dyn_cast<ParamOp>(&o);
     if (other && sameSlot(other.getName()) &&
-        (i > current || lastUse(other) > current))
+        (i > current || lastUse(other) > opEnd()))
       return false;
     // Layers and pipeline pieces read slots by name.
     if (i > current && isa<RepeatOp, PipelineOp, func::CallOp>(o))
       return false;
   }
   return true;
+}
+
+void FunctionLowering::useAt(Value buffer, int64_t position) {
+  auto it = plannedOf.find(buffer);
+  if (it != plannedOf.end())
+    planned[it->second].end =
+        std::max(planned[it->second].end, opBegin() + position);
 }
 
 void FunctionLowering::finishPlan(emitc::FuncOp target) {

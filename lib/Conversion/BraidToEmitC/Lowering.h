@@ -282,6 +282,14 @@ public:
   /// While not -1, buffers allocated belong to the code of this pipeline
   /// stage only (under `if (stage == r)`): other stages' may share memory.
   int64_t allocationStage = -1;
+  /// Positions within one op, for the lowering of an op that runs a
+  /// sequence of steps (a pipeline's actions): while subPosition is not -1,
+  /// allocate() gives a buffer live at that position of the op only, and
+  /// useAt() extends a buffer to a later position. A value of the function
+  /// lives over whole ops.
+  static constexpr int64_t kOpPositions = int64_t(1) << 20;
+  int64_t subPosition = -1;
+  void useAt(Value buffer, int64_t position);
   /// Results of optimizer updates written in place into the parameter slot
   /// their braid.store_param would copy them to (the store copies nothing).
   DenseSet<Value> writtenInPlace;
@@ -391,9 +399,12 @@ private:
   bool canUpdateSlotInPlace(Value operand, Value v);
   /// Extends the buffer's planned life to the last use of `v`.
   void extendTo(Value buffer, Value v);
-  /// The index of the last op of the body that uses `v` (at least the op
-  /// being lowered).
+  /// The last position of the last op of the body that uses `v` (at least
+  /// the op being lowered).
   int64_t lastUse(Value v);
+  /// The first and last position of the op being lowered.
+  int64_t opBegin() const { return current * kOpPositions; }
+  int64_t opEnd() const { return opBegin() + kOpPositions - 1; }
   /// Assigns the arena offsets and emits the arena's allocation at the
   /// function's start.
   void finishPlan(emitc::FuncOp target);

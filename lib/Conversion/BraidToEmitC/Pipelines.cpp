@@ -168,8 +168,12 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     auto ifOp = emitc::IfOp::create(b, loc, cond); // then: a yield
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
-    // This stage's buffers: other stages' may share memory with them.
+    // This stage's buffers: other stages' may share memory with them. Each
+    // lives from the action that computes it (receives: from the start) to
+    // its last use; what is sent, until the transfers' wait at the end.
     l.allocationStage = r;
+    l.subPosition = 0;
+    constexpr int64_t atEnd = FunctionLowering::kOpPositions - 1;
 
     // This stage's buffer of each (micro-batch, value), and the values it
     // holds at this point of the schedule (computed, or received and waited
@@ -186,6 +190,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       return buffer;
     };
     auto send = [&](int64_t mb, Value v, int64_t peer, int64_t tag) {
+      l.useAt(bufferOf(mb, v), atEnd);
       l.call("braid_rt_program_pp_send_f32",
              {mask, bufferOf(mb, v), l.i64(l.countOf(v)), l.i64(peer),
               l.i64(tag), l.whereText()});
@@ -260,6 +265,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
                  << chunk
                  << " without an input it neither computed nor received "
                     "(the schedule misses a transfer)";
+        l.useAt(found->second, l.subPosition);
         args.push_back(found->second);
       }
       for (Value res : call.getResults()) {
@@ -271,6 +277,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     };
 
     for (auto [i, a] : llvm::enumerate(plan.parsed[r])) {
+      l.subPosition = 1 + i;
       if (a.kind == "send") {
         // Everything of this piece that a chunk on the peer uses.
         auto it = plan.pieces.find({a.chunk, a.phase});
@@ -315,6 +322,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         send(mb, v, to, tagOf(mb, plan.producer[v].first, 'W'));
     waitReceives("recv tied weight gradients", lateReceives);
     for (auto [mb, chunk] : deferred[r]) {
+      ++l.subPosition;
       int64_t local = llvm::find(plan.localChunks[r], chunk) -
                       plan.localChunks[r].begin();
       l.call("braid_rt_program_trace_begin",
@@ -335,6 +343,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
           return op.emitOpError() << "rank " << r << " never computes "
                                   << "micro-batch " << mb
                                   << " of a result of @" << fn.getName();
+        l.useAt(found->second, atEnd);
         l.call("braid_rt_program_accumulate_mean_f32",
                {mean, found->second, l.i64(l.countOf(v)), l.i64(mb),
                 l.i64(m)});
@@ -342,6 +351,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     }
   }
   l.allocationStage = -1;
+  l.subPosition = -1;
   // Each mean stays on its stage: what follows is placed by StagePlacement.
   l.call("braid_rt_program_pp_wait_all", {l.whereText()});
   return success();
