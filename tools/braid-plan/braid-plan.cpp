@@ -111,11 +111,12 @@ static cl::opt<bool> overlapGradReduce(
     cl::cat(planCategory));
 static cl::opt<bool> tiedSumAtEnd(
     "tied-grad-at-step-end",
-    cl::desc("Cost a tied parameter's gradient (GPT's wte) as Megatron-LM "
-             "reduces it: the first stage's W in the schedule, one all_reduce "
-             "of the tied gradient after it (default: as Braid's pipelines "
-             "run it, the first stage's whole W after the schedule)"),
-    cl::cat(planCategory));
+    cl::desc("Cost a tied parameter's gradient (GPT's wte) summed after "
+             "the pipeline, as Megatron-LM and Braid's pipelines do: the "
+             "first stage's W in the schedule, one exchange of the tied "
+             "gradient after it (=false: the first stage's whole W after "
+             "the schedule)"),
+    cl::init(true), cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",
     cl::desc("Evaluate the plan this many times and print the mean time of "

@@ -78,11 +78,13 @@ struct TrainingConfig {
   /// pipeline flush, as Megatron-LM (2021) does.
   bool overlapGradientReduce = false;
   /// A tied parameter's gradient (GPT's wte, on the first and the last
-  /// stage) reduced as Megatron-LM does: the first stage's W runs in the
-  /// schedule and one all_reduce of the tied gradient between the two
-  /// stages follows the pipeline. Off: as Braid's compiled pipelines run it,
-  /// the first stage's whole W after the schedule (ModelCost::tiedParams).
-  bool tiedGradientAtStepEnd = false;
+  /// stage) summed after the pipeline, as Megatron-LM and Braid's compiled
+  /// pipelines do (braid-pipeline-outline moves the sum out of the W
+  /// pieces): the first stage's W runs in the schedule and one exchange of
+  /// the tied gradient between the two stages follows it. Off: the first
+  /// stage's whole W after the schedule, as a compiled pipeline runs it
+  /// when the sum stays in a W piece (ModelCost::tiedParams).
+  bool tiedGradientAtStepEnd = true;
 };
 
 /// One model stage (a chunk of one pipeline rank), per micro-batch.

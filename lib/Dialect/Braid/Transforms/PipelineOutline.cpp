@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -77,6 +78,145 @@ void inheritChunks(Block &body) {
   }
 }
 
+/// Whether `op` is linear in its operands (no constant term), so that
+/// applying it to means over micro-batches equals the mean of applying it to
+/// each: sums, collectives that sum or only move data, and the wait of a
+/// started one.
+bool isLinear(Operation *op) {
+  if (isa<AddOp, WaitOp>(op))
+    return true;
+  if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+    std::optional<ReduceKind> reduction = collective.getReduction();
+    return !reduction || *reduction == ReduceKind::sum;
+  }
+  return false;
+}
+
+/// Moves the sums of weight gradients that several chunks contribute to (a
+/// tied parameter's, e.g. GPT's embedding and head) out of the gradient
+/// function into its callers, after their braid.pipeline: the function
+/// returns the partial gradients instead, as Megatron reduces tied
+/// embeddings at the end of the step. Left inside, the sum would make the
+/// W piece of the chunk holding it wait for another stage's W of the same
+/// micro-batch, so all of that piece's W would run after the schedule (see
+/// the lowering of braid.pipeline). Only where it is exact: the moved ops
+/// are linear (the pipeline returns means), read only W results, and feed
+/// only the function's results; and every caller is a braid.pipeline.
+/// Otherwise nothing moves.
+void hoistCrossChunkSums(func::FuncOp grad, ModuleOp module) {
+  std::optional<SymbolTable::UseRange> uses = grad.getSymbolUses(module);
+  if (!uses || uses->empty())
+    return;
+  SmallVector<PipelineOp> callers;
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    auto pipeline = dyn_cast<PipelineOp>(use.getUser());
+    if (!pipeline)
+      return;
+    callers.push_back(pipeline);
+  }
+  auto chunkOf = [](Operation *op) -> std::optional<int64_t> {
+    if (auto chunk = op->getAttrOfType<IntegerAttr>(kChunkAttrName))
+      return chunk.getInt();
+    return std::nullopt;
+  };
+  Block &body = grad.getBody().front();
+  Operation *terminator = body.getTerminator();
+  // The sums: W ops reading another chunk's W result, and what they feed.
+  llvm::SetVector<Operation *> moved;
+  for (Operation &op : body.without_terminator()) {
+    if (getPhase(&op) != Phase::W)
+      continue;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (def && (moved.contains(def) || (getPhase(def) == Phase::W &&
+                                          chunkOf(def) != chunkOf(&op)))) {
+        moved.insert(&op);
+        break;
+      }
+    }
+  }
+  if (moved.empty())
+    return;
+  llvm::SetVector<Value> partials;
+  for (Operation *op : moved) {
+    if (!isLinear(op))
+      return;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def || getPhase(def) != Phase::W)
+        return;
+      if (!moved.contains(def))
+        partials.insert(v);
+    }
+    for (Operation *user : op->getUsers())
+      if (user != terminator && !moved.contains(user))
+        return;
+  }
+
+  // The function returns its other results, then the partials.
+  SmallVector<Value> returned;
+  SmallVector<int64_t> newIndex;
+  for (Value v : terminator->getOperands()) {
+    Operation *def = v.getDefiningOp();
+    newIndex.push_back(def && moved.contains(def) ? -1 : returned.size());
+    if (newIndex.back() >= 0)
+      returned.push_back(v);
+  }
+  int64_t firstPartial = returned.size();
+  llvm::append_range(returned, partials);
+  SmallVector<Value> oldReturned(terminator->getOperands());
+  // Result attributes: the kept results keep theirs; a partial takes the
+  // layout (braid.block_of) of the sum it feeds, being of its type, but
+  // is the gradient of no parameter by itself.
+  SmallVector<DictionaryAttr> oldAttrs;
+  grad.getAllResultAttrs(oldAttrs);
+  SmallVector<Attribute> newAttrs;
+  for (auto [i, index] : llvm::enumerate(newIndex))
+    if (index >= 0)
+      newAttrs.push_back(oldAttrs.empty() ? DictionaryAttr() : oldAttrs[i]);
+  for (Value partial : partials) {
+    NamedAttrList attrs;
+    Value sum = partial;
+    while (!llvm::is_contained(oldReturned, sum)) {
+      Operation *user = *llvm::find_if(
+          sum.getUsers(), [&](Operation *u) { return moved.contains(u); });
+      sum = user->getResult(0);
+    }
+    int64_t j = llvm::find(oldReturned, sum) - oldReturned.begin();
+    if (!oldAttrs.empty() && sum.getType() == partial.getType())
+      if (Attribute layout = oldAttrs[j].get("braid.block_of"))
+        attrs.set("braid.block_of", layout);
+    newAttrs.push_back(attrs.getDictionary(grad.getContext()));
+  }
+  terminator->setOperands(returned);
+  grad.setType(FunctionType::get(grad.getContext(), grad.getArgumentTypes(),
+                                 ValueRange(returned).getTypes()));
+  grad.setAllResultAttrs(newAttrs);
+
+  // Each caller sums the means of the partials.
+  for (PipelineOp caller : callers) {
+    OpBuilder b(caller);
+    auto pipeline =
+        PipelineOp::create(b, caller.getLoc(), ValueRange(returned).getTypes(),
+                           caller.getCallee(), caller.getInputs());
+    pipeline->setAttrs(caller->getAttrs());
+    IRMapping mapping;
+    for (auto [i, v] : llvm::enumerate(partials))
+      mapping.map(v, pipeline.getResult(firstPartial + i));
+    for (Operation *op : moved) {
+      Operation *copy = b.clone(*op, mapping);
+      copy->removeAttr(kChunkAttrName);
+      copy->removeAttr(kPhaseAttrName);
+    }
+    for (auto [i, old] : llvm::enumerate(caller.getResults()))
+      old.replaceAllUsesWith(newIndex[i] >= 0 ? pipeline.getResult(newIndex[i])
+                                              : mapping.lookup(oldReturned[i]));
+    caller.erase();
+  }
+  for (Operation *op : llvm::reverse(moved))
+    op->erase();
+}
+
 struct PipelineOutlinePass
     : public braid::impl::PipelineOutlinePassBase<PipelineOutlinePass> {
   using PipelineOutlinePassBase::PipelineOutlinePassBase;
@@ -93,6 +233,7 @@ struct PipelineOutlinePass
     }
     Block &body = grad.getBody().front();
     inheritChunks(body);
+    hoistCrossChunkSums(grad, module);
 
     // Pieces in order of their first op; parameters are read where used.
     llvm::MapVector<PieceKey, unsigned> index;
