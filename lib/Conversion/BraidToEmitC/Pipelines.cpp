@@ -240,6 +240,24 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
             startReceive(mb, v, from, tagOf(mb, plan.producer[v].first, 'W')));
 
     // Runs piece (chunk, phase) on micro-batch mb (or skips a deferred W).
+    // The means of the results this stage computes: micro-batch k is added
+    // as soon as it and those before it are computed (the sums keep
+    // micro-batch order), so that its buffer dies there.
+    SmallVector<int64_t> nextMean(means.size(), 0);
+    auto addMeans = [&]() {
+      for (auto [k, v] : llvm::enumerate(ret->getOperands())) {
+        if (plan.stages[plan.producer[v].first] != r)
+          continue;
+        while (nextMean[k] < m && available.count(keyOf(nextMean[k], v))) {
+          Value buffer = have.find(keyOf(nextMean[k], v))->second;
+          l.useAt(buffer, l.subPosition);
+          l.call("braid_rt_program_accumulate_mean_f32",
+                 {means[k], buffer, l.i64(l.countOf(v)), l.i64(nextMean[k]),
+                  l.i64(m)});
+          ++nextMean[k];
+        }
+      }
+    };
     auto compute = [&](int64_t mb, int64_t chunk, char phase,
                        bool late) -> LogicalResult {
       auto it = plan.pieces.find({chunk, phase});
@@ -273,6 +291,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         available.insert(keyOf(mb, res));
       }
       l.call(getEmittedFunctionName(call.getCallee()), args);
+      addMeans();
       return success();
     };
 
@@ -333,22 +352,12 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         return failure();
       l.call("braid_rt_program_trace_end", {});
     }
-    // The means of the results this stage computed, in micro-batch order.
-    for (auto [mean, v] : llvm::zip(means, ret->getOperands())) {
-      if (plan.stages[plan.producer[v].first] != r)
-        continue;
-      for (int64_t mb = 0; mb < m; ++mb) {
-        auto found = have.find(keyOf(mb, v));
-        if (!available.count(keyOf(mb, v)))
-          return op.emitOpError() << "rank " << r << " never computes "
-                                  << "micro-batch " << mb
-                                  << " of a result of @" << fn.getName();
-        l.useAt(found->second, atEnd);
-        l.call("braid_rt_program_accumulate_mean_f32",
-               {mean, found->second, l.i64(l.countOf(v)), l.i64(mb),
-                l.i64(m)});
-      }
-    }
+    // Every micro-batch of the results this stage computes is in a mean.
+    for (auto [k, v] : llvm::enumerate(ret->getOperands()))
+      if (plan.stages[plan.producer[v].first] == r && nextMean[k] < m)
+        return op.emitOpError() << "rank " << r << " never computes "
+                                << "micro-batch " << nextMean[k]
+                                << " of a result of @" << fn.getName();
   }
   l.allocationStage = -1;
   l.subPosition = -1;
