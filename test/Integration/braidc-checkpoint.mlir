@@ -52,14 +52,14 @@
 // RUN: %PYTHON -c "import json, sys; d = json.load(open(sys.argv[1])); ev = d['traceEvents'] if isinstance(d, dict) else d; b = [e for e in ev if e.get('cat') == 'step' and e['ph'] == 'B']; print('step events', len(b), 'ranks', len({e['pid'] for e in b}), sorted({e['name'] for e in b}))" %t.trace.json | FileCheck %s --check-prefix=TRACE
 // TRACE: step events 56 ranks 8 ['step 0', 'step 1', 'step 2', 'step 3', 'step 4', 'step 5', 'step 6']
 // Each pipeline action is an event too: per step, 1F1B over 4 micro-batches
-// runs 4 F and 4 BW on each stage, plus stage 0's 4 W of the tied embedding
-// (deferred until stage 1's part arrives): 20 x 4 pipelines x 7 steps; and
-// each wait for a receive: stage 1's 4 activations, stage 0's 4 gradients
-// and the tied gradient, 9 x 4 x 7. Stage 1 waits for micro-batch 0's
-// activation before running it.
+// runs 4 F and 4 BW on each stage (no W deferred: the tied embedding's
+// partial gradients are summed after the pipeline): 16 x 4 pipelines x 7
+// steps; and each wait for a receive: stage 1's 4 activations and stage 0's
+// 4 gradients, 8 x 4 x 7. Stage 1 waits for micro-batch 0's activation
+// before running it.
 // RUN: %PYTHON %S/Inputs/trace-summary.py %t.trace.json --rank 1 --first 4 | FileCheck %s --check-prefix=ACTIONS
-// ACTIONS: pipeline: 560 events on 8 ranks
-// ACTIONS: recv: 252 events on 8 ranks
+// ACTIONS: pipeline: 448 events on 8 ranks
+// ACTIONS: recv: 224 events on 8 ranks
 // ACTIONS: step: 56 events on 8 ranks
 // ACTIONS: rank 1: step 0, recv activation 0.0 from rank 0, F0.0, BW0.0
 // RUN: braidc %t.mlir --lr 0.01 -o %t.one
