@@ -93,17 +93,19 @@ bool isLinear(Operation *op) {
 }
 
 /// Moves the sums of weight gradients that several chunks contribute to (a
-/// tied parameter's, e.g. GPT's embedding and head) out of the gradient
-/// function into its callers, after their braid.pipeline: the function
-/// returns the partial gradients instead, as Megatron reduces tied
-/// embeddings at the end of the step. Left inside, the sum would make the
-/// W piece of the chunk holding it wait for another stage's W of the same
-/// micro-batch, so all of that piece's W would run after the schedule (see
-/// the lowering of braid.pipeline). Only where it is exact: the moved ops
-/// are linear (the pipeline returns means), read only W results, and feed
-/// only the function's results; and every caller is a braid.pipeline.
-/// Otherwise nothing moves.
-void hoistCrossChunkSums(func::FuncOp grad, ModuleOp module) {
+/// tied parameter's, e.g. GPT's embedding and head) and the all_reduces of
+/// gradients the function returns out of the gradient function into its
+/// callers, after their braid.pipeline: the function returns the partial
+/// gradients instead, as Megatron reduces tied embeddings and data-parallel
+/// gradients at the end of the step. Left inside, the tied sum would make
+/// the W piece of the chunk holding it wait for another stage's W of the
+/// same micro-batch, so all of that piece's W would run after the schedule
+/// (see the lowering of braid.pipeline), and every gradient would be
+/// reduced once per micro-batch. Only where it is exact: the moved ops are
+/// linear (the pipeline returns means), read only W results, and feed only
+/// the function's results; and every caller is a braid.pipeline. Otherwise
+/// nothing moves.
+void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
   std::optional<SymbolTable::UseRange> uses = grad.getSymbolUses(module);
   if (!uses || uses->empty())
     return;
@@ -121,37 +123,71 @@ void hoistCrossChunkSums(func::FuncOp grad, ModuleOp module) {
   };
   Block &body = grad.getBody().front();
   Operation *terminator = body.getTerminator();
-  // The sums: W ops reading another chunk's W result, and what they feed.
-  llvm::SetVector<Operation *> moved;
+  // Candidates: W ops reading another chunk's W result (a tied sum) and
+  // what they feed; then, from the end, all_reduces (and their waits)
+  // whose results only the function returns or a candidate reads: a
+  // gradient's reduction over dp (or tp), then summed once per step on the
+  // means rather than once per micro-batch, as Megatron reduces gradients
+  // after the pipeline. A reduce_scatter stays: its caller would hold the
+  // whole gradient, which ZeRO-2 shards.
+  DenseSet<Operation *> candidate;
   for (Operation &op : body.without_terminator()) {
     if (getPhase(&op) != Phase::W)
       continue;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (def && (moved.contains(def) || (getPhase(def) == Phase::W &&
-                                          chunkOf(def) != chunkOf(&op)))) {
-        moved.insert(&op);
+      if (def && (candidate.contains(def) || (getPhase(def) == Phase::W &&
+                                              chunkOf(def) != chunkOf(&op)))) {
+        candidate.insert(&op);
         break;
       }
     }
   }
+  auto feedsOnlyCandidates = [&](Operation *op) {
+    return !op->use_empty() &&
+           llvm::all_of(op->getUsers(), [&](Operation *user) {
+             return user == terminator || candidate.contains(user);
+           });
+  };
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (getPhase(&op) != Phase::W || candidate.contains(&op))
+      continue;
+    auto collective = dyn_cast<CollectiveOpInterface>(&op);
+    bool keepsShape = collective && collective.getResultTensorType() ==
+                                        collective.getInput().getType();
+    if ((keepsShape || isa<WaitOp>(op)) && feedsOnlyCandidates(&op))
+      candidate.insert(&op);
+  }
+  // Only what moves exactly: linear ops reading W results or candidates
+  // and feeding only candidates or the function's results.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation &op : body.without_terminator()) {
+      if (!candidate.contains(&op))
+        continue;
+      bool exact = isLinear(&op) && feedsOnlyCandidates(&op) &&
+                   llvm::all_of(op.getOperands(), [&](Value v) {
+                     Operation *def = v.getDefiningOp();
+                     return def && (candidate.contains(def) ||
+                                    getPhase(def) == Phase::W);
+                   });
+      if (!exact) {
+        candidate.erase(&op);
+        changed = true;
+      }
+    }
+  }
+  llvm::SetVector<Operation *> moved;
+  for (Operation &op : body.without_terminator())
+    if (candidate.contains(&op))
+      moved.insert(&op);
   if (moved.empty())
     return;
   llvm::SetVector<Value> partials;
-  for (Operation *op : moved) {
-    if (!isLinear(op))
-      return;
-    for (Value v : op->getOperands()) {
-      Operation *def = v.getDefiningOp();
-      if (!def || getPhase(def) != Phase::W)
-        return;
-      if (!moved.contains(def))
+  for (Operation *op : moved)
+    for (Value v : op->getOperands())
+      if (!moved.contains(v.getDefiningOp()))
         partials.insert(v);
-    }
-    for (Operation *user : op->getUsers())
-      if (user != terminator && !moved.contains(user))
-        return;
-  }
 
   // The function returns its other results, then the partials.
   SmallVector<Value> returned;
@@ -233,7 +269,7 @@ struct PipelineOutlinePass
     }
     Block &body = grad.getBody().front();
     inheritChunks(body);
-    hoistCrossChunkSums(grad, module);
+    hoistGradientSums(grad, module);
 
     // Pieces in order of their first op; parameters are read where used.
     llvm::MapVector<PieceKey, unsigned> index;
