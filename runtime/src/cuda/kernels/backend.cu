@@ -21,24 +21,28 @@ __device__ int braidRtCudaErrorFlag;
 
 static std::atomic<int> hostError{kErrNone};
 
-int *braid_rt_cuda::deviceErrorFlag() {
-  thread_local int cachedDevice = -1;
-  thread_local int *cachedFlag = nullptr;
+void *braid_rt_cuda::deviceSymbolAddress(const void *symbol,
+                                         DeviceSymbolCache &cache) {
   int device;
   if (cudaGetDevice(&device) != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
   }
-  if (device != cachedDevice) {
+  if (device != cache.device) {
     void *p = nullptr;
-    if (cudaGetSymbolAddress(&p, braidRtCudaErrorFlag) != cudaSuccess) {
+    if (cudaGetSymbolAddress(&p, symbol) != cudaSuccess) {
       (void)cudaGetLastError();
       return nullptr;
     }
-    cachedDevice = device;
-    cachedFlag = (int *)p;
+    cache.device = device;
+    cache.address = p;
   }
-  return cachedFlag;
+  return cache.address;
+}
+
+int *braid_rt_cuda::deviceErrorFlag() {
+  thread_local DeviceSymbolCache cache;
+  return (int *)deviceSymbolAddress(&braidRtCudaErrorFlag, cache);
 }
 
 void braid_rt_cuda_record_host_error(int code) {

@@ -21,6 +21,18 @@
 
 namespace braid_rt_cuda {
 
+/// Where a __device__ variable's address was last looked up: per thread,
+/// since each thread may have another current device.
+struct DeviceSymbolCache {
+  int device = -1;
+  void *address = nullptr;
+};
+
+/// The address of the __device__ variable `symbol` on the current device
+/// (looked up again only when the device changes), or NULL when there is
+/// no usable device.
+void *deviceSymbolAddress(const void *symbol, DeviceSymbolCache &cache);
+
 /// The error flag of the current device (a __device__ int), or NULL when
 /// there is no usable device.
 int *deviceErrorFlag();

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "backend.h"
+
 #include "braid/rt/cuda.h"
 #include "braid/rt/kernels.h"
 
@@ -25,23 +27,9 @@ struct BadIdRecord {
 __device__ BadIdRecord braidRtCudaBadId;
 
 BadIdRecord *deviceRecord() {
-  thread_local int cachedDevice = -1;
-  thread_local BadIdRecord *cached = nullptr;
-  int device;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  if (device != cachedDevice) {
-    void *p = nullptr;
-    if (cudaGetSymbolAddress(&p, braidRtCudaBadId) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    cachedDevice = device;
-    cached = (BadIdRecord *)p;
-  }
-  return cached;
+  thread_local braid_rt_cuda::DeviceSymbolCache cache;
+  return (BadIdRecord *)braid_rt_cuda::deviceSymbolAddress(&braidRtCudaBadId,
+                                                           cache);
 }
 
 template <class T>
