@@ -28,11 +28,22 @@ average (os.getloadavg) is printed at the start and the end. With
 default target and the portable kernels, instead of -march=native and the
 kernels built for this CPU) likewise, with native / portable.
 
+Memory: at each thread count, each side's peak resident set (ru_maxrss of
+its process, from wait4) over 2 steps of the model, in runs of their own,
+and the same on a tiny GPT (1 layer, hidden 8): that is the fixed part each
+side pays whatever the model (Python, torch and its libraries; the
+executable, MPI, OpenBLAS/OpenMP and the runtime), and the peak minus it
+the step's growth. Printed: peak, fixed part and growth per side, Braid's
+plan (braidc --memory-report), the model's parameters, gradients and AdamW
+moments, and braid / pytorch of the peaks and of the growths (below 1:
+Braid holds less).
+
 With --check (ctest's bench-train-throughput), the script exits 1 unless
 both sides ran at every thread count, Braid's program printed a finite loss
 for each of its 1 + S steps and its summary, every time is finite and
-positive and the ratio is finite; a side that fails ends the script with
-its command and status.
+positive and the ratio is finite, and every peak and fixed part of memory
+and the ratio of the peaks are finite and positive; a side that fails ends
+the script with its command and status.
 
     bench/train_throughput.py [--steps S] [--threads 1,2] [--unfused] [--portable] [--csv]
                               [--check]
@@ -175,6 +186,113 @@ def sgemm_gflops(threads, size=1024, repeats=5):
     return float(run(sys.executable, "-c", code, env=thread_env(threads)).strip())
 
 
+# Peak memory. Each side's process runs MEMORY_STEPS steps of the model on
+# its own (not the timed runs), and again on a tiny GPT: what that run holds
+# is the fixed part a side pays whatever the model (Python, torch and its
+# libraries; the executable, MPI, OpenBLAS/OpenMP and the runtime), so the
+# peak minus it is what the step itself costs.
+MEMORY_STEPS = 2
+TINY_GPT = dict(layers=1, hidden=8, heads=2, seq=4, vocab=8, batch=1)
+MIN_GROWTH_MIB = 1.0
+
+
+def peak_rss_mib(command, env):
+    """Runs `command`; its stdout and its peak resident set in MiB (ru_maxrss
+    from wait4: the process's own, or a descendant's it waited for if larger)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([str(a) for a in command], stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = (f.read().decode(errors="replace") for f in (out, err))
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args, stdout, stderr)
+    return stdout, usage.ru_maxrss / 1024
+
+
+def planned_mib(bin_dir, train):
+    """The compiled step's own buffers (braidc --memory-report's total)."""
+    out = run(bin_dir / "braidc", train, "--entry", "train_step", "--memory-report",
+              "--emit", "mlir", "-o", os.devnull)
+    m = re.search(r"^all(?:\s+\d+){7}\s+(\S+)\s*$", out, re.M)
+    if not m:
+        raise BenchError(f"braidc --memory-report printed no plan:\n{out}")
+    return float(m.group(1))
+
+
+def measure_memory(args, bin_dir, program, train, tmp, threads):
+    """Rows (side, threads, peak MiB, fixed MiB, planned MiB or nan) for Braid's
+    program and PyTorch at each thread count."""
+    from braid import models
+    tiny_model, tiny_train, tiny = tmp / "tiny.mlir", tmp / "tiny-train.mlir", tmp / "tiny"
+    tiny_model.write_text(models.gpt(**TINY_GPT))
+    tiny_train.write_text(run(bin_dir / "braid-opt", tiny_model, "--braid-autodiff",
+                              "--braid-train-step=lr=3e-4"))
+    run(bin_dir / "braidc", tiny_train, "--entry", "train_step", "-o", tiny)
+    planned = planned_mib(bin_dir, train)
+
+    def braid_peak(prog, t):
+        out, mib = peak_rss_mib([prog, "--steps", MEMORY_STEPS, "--seed", 0], thread_env(t))
+        if len(re.findall(r"^step \d+ loss \S+", out, re.M)) != MEMORY_STEPS:
+            raise BenchError(f"{prog} at {t} thread(s): expected {MEMORY_STEPS} losses:\n{out}")
+        return mib
+
+    def torch_peak(t, sizes):
+        # The worker runs a warm-up step and --steps timed ones.
+        return peak_rss_mib([sys.executable, __file__, "--torch-worker", "--threads-one", t,
+                             "--steps", MEMORY_STEPS - 1, "--repeats", 1,
+                             *[f"--{k}={v}" for k, v in sizes.items()]], thread_env(t))[1]
+
+    sizes = {k: getattr(args, k) for k in TINY_GPT}
+    rows = []
+    for t in threads:
+        rows.append(("braid", t, braid_peak(program, t), braid_peak(tiny, t), planned))
+        rows.append(("pytorch", t, torch_peak(t, sizes), torch_peak(t, TINY_GPT), float("nan")))
+    return rows
+
+
+def memory_report(args, memory, csv):
+    """The memory rows as text or CSV, and the --check failures among them."""
+    h, v, s, n = args.hidden, args.vocab, args.seq, args.layers
+    # Parameters, their gradients and AdamW's two moments, 4 bytes each.
+    state = 4 * 4 * (v * h + s * h + n * (12 * h * h + 13 * h) + 2 * h) / 2**20
+    ratios = []
+    for t in sorted({r[1] for r in memory}):
+        b, p = (next(r for r in memory if r[:2] == (side, t)) for side in ("braid", "pytorch"))
+        # Growths under MIN_GROWTH_MIB are within the fixed parts' noise.
+        growth = min(b[2] - b[3], p[2] - p[3]) >= MIN_GROWTH_MIB
+        ratios.append((t, b[2] / p[2] if p[2] > 0 else math.nan, (b[2] - b[3]) / (p[2] - p[3]) if growth else math.nan))
+    failures = [f"{side} memory at {t} thread(s): peak {peak!r} MiB, fixed {fixed!r} MiB"
+                for side, t, peak, fixed, _ in memory
+                if not all(math.isfinite(x) and x > 0 for x in (peak, fixed))]
+    failures += [f"braid / pytorch peak memory at {t} thread(s): {r!r}" for t, r, _ in ratios
+                 if not (math.isfinite(r) and r > 0)]
+    if csv:
+        print("memory_side,threads,peak_mib,fixed_mib,growth_mib,planned_mib")
+        for side, t, peak, fixed, plan in memory:
+            print(f"{side},{t},{peak:.1f},{fixed:.1f},{peak - fixed:.1f},{plan:.1f}")
+        for t, r, g in ratios:
+            print(f"memory_ratio_braid_over_pytorch_peak_{t},{r:.3f}")
+            print(f"memory_ratio_braid_over_pytorch_growth_{t},{g:.3f}")
+        print(f"memory_parameters_gradients_adamw_mib,{state:.1f}")
+        return failures
+    tiny = ", ".join(f"{k} {v}" for k, v in TINY_GPT.items())
+    print(f"peak resident set of one process over {MEMORY_STEPS} steps (getrusage), MiB; fixed: "
+          f"the same on a tiny GPT ({tiny}); planned: braidc --memory-report")
+    print(f"{'side':8} {'threads':>7} {'peak':>9} {'fixed':>9} {'growth':>9} {'planned':>9}")
+    for side, t, peak, fixed, plan in memory:
+        planned = f"{plan:9.1f}" if math.isfinite(plan) else f"{'-':>9}"
+        print(f"{side:8} {t:>7} {peak:>9.1f} {fixed:>9.1f} {peak - fixed:>9.1f} {planned}")
+    print(f"parameters, gradients and AdamW moments of the model: {state:.1f} MiB")
+    for t, r, g in ratios:
+        growth = (f"{g:.2f}x" if math.isfinite(g) else
+                  f"not compared (a growth under {MIN_GROWTH_MIB:g} MiB)")
+        print(f"braid / pytorch memory at {t} thread(s) (below 1: Braid holds less): "
+              f"peak {r:.2f}x, growth over the fixed part {growth}")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, default=4)
@@ -249,6 +367,7 @@ def measure(args):
                 rows.append(("portable", t, time_braid(portable, args.steps, t, args.repeats)))
             rows.append(("pytorch", t, time_torch(args, t)))
         sgemm = max(sgemm_gflops(t) for t in threads)
+        memory = measure_memory(args, bin_dir, program, train, tmp, threads)
         load_end = os.getloadavg()
 
     best = {side: min((r[2] for r in rows if r[0] == side and math.isfinite(r[2])),
@@ -272,6 +391,7 @@ def measure(args):
         print(f"load_average_end,{load_end[0]:.2f}")
         if args.portable:
             print(f"ratio_native_over_portable,{best['portable'] / best['braid']:.3f}")
+        failures += memory_report(args, memory, csv=True)
         return check(args, failures)
     print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
           f"sequence {args.seq}, vocabulary {args.vocab}, batch {args.batch} ({tokens} tokens); "
@@ -295,6 +415,7 @@ def measure(args):
     if args.portable:
         print(f"native (default) / --portable throughput: "
               f"{best['portable'] / best['braid']:.2f}x")
+    failures += memory_report(args, memory, csv=False)
     return check(args, failures)
 
 
@@ -306,7 +427,7 @@ def check(args, failures):
         print(f"error: {failure}", file=sys.stderr)
     if failures:
         return 1
-    print("check: both sides measured at every thread count; ratio finite")
+    print("check: both sides measured at every thread count; ratio and memory figures finite")
     return 0
 
 
