@@ -24,11 +24,11 @@ static char *copy_string(const char *s) {
   return copy;
 }
 
-braid_rt_status_t braid_rt_trace_events_append(braid_rt_trace_events_t *t,
-                                               const char *name,
-                                               const char *category,
-                                               char phase, double start_s,
-                                               double end_s) {
+/* Appends an event owning a copy of name, category and args (each may be
+   NULL). */
+static braid_rt_status_t append(braid_rt_trace_events_t *t, const char *name,
+                                const char *category, const char *args,
+                                char phase, double start_s, double end_s) {
   if (t->count == t->capacity) {
     size_t capacity = t->capacity ? 2 * t->capacity : 256;
     braid_rt_trace_event_t *events =
@@ -41,22 +41,33 @@ braid_rt_status_t braid_rt_trace_events_append(braid_rt_trace_events_t *t,
   braid_rt_trace_event_t *e = &t->events[t->count];
   e->name = name ? copy_string(name) : NULL;
   e->category = category ? copy_string(category) : NULL;
-  if ((name && !e->name) || (category && !e->category)) {
+  e->args = args ? copy_string(args) : NULL;
+  if ((name && !e->name) || (category && !e->category) || (args && !e->args)) {
     free(e->name);
     free(e->category);
+    free(e->args);
     return BRAID_RT_OUT_OF_MEMORY;
   }
   e->phase = phase;
+  e->id = phase == 'b' ? t->spans++ : 0;
   e->ts_us = 1e6 * (start_s - t->origin_s);
   e->dur_us = 1e6 * (end_s - start_s);
   ++t->count;
   return BRAID_RT_OK;
 }
 
+braid_rt_status_t braid_rt_trace_events_append(braid_rt_trace_events_t *t,
+                                               const char *name,
+                                               const char *category, char phase,
+                                               double start_s, double end_s) {
+  return append(t, name, category, NULL, phase, start_s, end_s);
+}
+
 void braid_rt_trace_events_clear(braid_rt_trace_events_t *t) {
   for (size_t i = 0; i < t->count; ++i) {
     free(t->events[i].name);
     free(t->events[i].category);
+    free(t->events[i].args);
   }
   free(t->events);
   t->events = NULL;
@@ -106,6 +117,72 @@ static void put_json_string(braid_rt_text_t *t, const char *s) {
   braid_rt_text_put(t, "\"", 1);
 }
 
+braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
+                                             const braid_rt_trace_comm_t *op) {
+  braid_rt_text_t args = {0};
+  char buf[96];
+  braid_rt_text_put_str(&args, "{\"over\":");
+  put_json_string(&args, op->over);
+  if (op->dtype) {
+    braid_rt_text_put_str(&args, ",\"dtype\":");
+    put_json_string(&args, op->dtype);
+    snprintf(buf, sizeof(buf), ",\"count\":%zu", op->count);
+    braid_rt_text_put_str(&args, buf);
+  }
+  if (op->peer >= 0) {
+    snprintf(buf, sizeof(buf), ",\"peer\":%d,\"tag\":%d", op->peer, op->tag);
+    braid_rt_text_put_str(&args, buf);
+  }
+  braid_rt_text_put_str(&args, "}");
+  braid_rt_status_t status = BRAID_RT_OUT_OF_MEMORY;
+  if (!args.failed)
+    status = append(t, op->name, "comm", NULL, 'X', op->wait_start_s,
+                    op->wait_end_s);
+  if (status == BRAID_RT_OK) {
+    status = append(t, op->name, "comm_in_flight", args.data, 'b', op->issue_s,
+                    op->complete_s);
+    if (status != BRAID_RT_OK) {
+      braid_rt_trace_event_t *wait = &t->events[--t->count];
+      free(wait->name);
+      free(wait->category);
+    }
+  }
+  free(args.data);
+  return status;
+}
+
+/* Writes one event object (without the separator before it). */
+static void put_event(braid_rt_text_t *out, const braid_rt_trace_event_t *e,
+                      char phase, double ts_us, int pid) {
+  char buf[160];
+  braid_rt_text_put_str(out, "{");
+  if (e->name) {
+    braid_rt_text_put_str(out, "\"name\":");
+    put_json_string(out, e->name);
+    braid_rt_text_put_str(out, ",\"cat\":");
+    put_json_string(out, e->category);
+    braid_rt_text_put_str(out, ",");
+  }
+  snprintf(buf, sizeof(buf), "\"ph\":\"%c\",\"ts\":%.3f,", phase, ts_us);
+  braid_rt_text_put_str(out, buf);
+  if (phase == 'X') {
+    snprintf(buf, sizeof(buf), "\"dur\":%.3f,", e->dur_us);
+    braid_rt_text_put_str(out, buf);
+  }
+  /* Process-local ids: every rank numbers its spans from 0. */
+  if (phase == 'b' || phase == 'e') {
+    snprintf(buf, sizeof(buf), "\"id2\":{\"local\":\"0x%llx\"},", e->id);
+    braid_rt_text_put_str(out, buf);
+  }
+  if (e->args && phase != 'e') {
+    braid_rt_text_put_str(out, "\"args\":");
+    braid_rt_text_put_str(out, e->args);
+    braid_rt_text_put_str(out, ",");
+  }
+  snprintf(buf, sizeof(buf), "\"pid\":%d,\"tid\":0}", pid);
+  braid_rt_text_put_str(out, buf);
+}
+
 void braid_rt_trace_events_serialize(const braid_rt_trace_events_t *t, int pid,
                                      braid_rt_text_t *out) {
   char buf[160];
@@ -116,23 +193,13 @@ void braid_rt_trace_events_serialize(const braid_rt_trace_events_t *t, int pid,
   braid_rt_text_put_str(out, buf);
   for (size_t i = 0; i < t->count; ++i) {
     const braid_rt_trace_event_t *e = &t->events[i];
-    braid_rt_text_put_str(out, ",\n{");
-    if (e->name) {
-      braid_rt_text_put_str(out, "\"name\":");
-      put_json_string(out, e->name);
-      braid_rt_text_put_str(out, ",\"cat\":");
-      put_json_string(out, e->category);
-      braid_rt_text_put_str(out, ",");
+    braid_rt_text_put_str(out, ",\n");
+    put_event(out, e, e->phase, e->ts_us, pid);
+    /* A span's end, with the same name, category and id. */
+    if (e->phase == 'b') {
+      braid_rt_text_put_str(out, ",\n");
+      put_event(out, e, 'e', e->ts_us + e->dur_us, pid);
     }
-    snprintf(buf, sizeof(buf), "\"ph\":\"%c\",\"ts\":%.3f,", e->phase,
-             e->ts_us);
-    braid_rt_text_put_str(out, buf);
-    if (e->phase == 'X') {
-      snprintf(buf, sizeof(buf), "\"dur\":%.3f,", e->dur_us);
-      braid_rt_text_put_str(out, buf);
-    }
-    snprintf(buf, sizeof(buf), "\"pid\":%d,\"tid\":0}", pid);
-    braid_rt_text_put_str(out, buf);
   }
 }
 

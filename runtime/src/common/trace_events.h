@@ -15,17 +15,22 @@
 struct braid_rt_trace_event {
   char *name;
   char *category; /* NULL for an end event */
-  char phase;     /* 'B', 'E' or 'X' (complete, with a duration) */
+  char *args;     /* a JSON object's text, or NULL */
+  /* 'B', 'E', 'X' (complete, with a duration) or 'b' (an asynchronous span
+     with a duration, written as a "b"/"e" pair with process-local id `id`) */
+  char phase;
+  unsigned long long id;
   double ts_us, dur_us;
 };
 typedef struct braid_rt_trace_event braid_rt_trace_event_t;
 
 /* One rank's events, times relative to origin_s; `open` counts 'B' events
-   not yet ended. */
+   not yet ended; `spans` numbers the asynchronous spans. */
 typedef struct {
   braid_rt_trace_event_t *events;
   size_t count, capacity;
   int open;
+  unsigned long long spans;
   double origin_s;
 } braid_rt_trace_events_t;
 
@@ -36,6 +41,28 @@ braid_rt_status_t braid_rt_trace_events_append(braid_rt_trace_events_t *t,
                                                const char *category,
                                                char phase, double start_s,
                                                double end_s);
+
+/* One communication operation as the trace records it (times from
+   braid_rt_now_seconds). */
+typedef struct {
+  const char *name;  /* "all_reduce" */
+  const char *over;  /* the communicator's name */
+  const char *dtype; /* "f32"; NULL: no count either */
+  size_t count;
+  int peer, tag; /* peer -1: a collective, without either */
+  /* In flight from its issue to the first time the rank saw it complete;
+     the rank waited for it (in a blocking call or a wait) from wait_start_s
+     to wait_end_s. A blocking call waits from its issue. */
+  double issue_s, complete_s, wait_start_s, wait_end_s;
+} braid_rt_trace_comm_t;
+
+/* Records `op`: its wait as a complete event in category "comm" and its
+   flight as an asynchronous span in category "comm_in_flight" (its own
+   track in Chrome and Perfetto, since flights overlap each other and the
+   compute), with the communicator, type, count and peer as arguments. Both
+   or, when out of memory, neither. */
+braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
+                                             const braid_rt_trace_comm_t *op);
 
 /* Releases the events (the origin stays). */
 void braid_rt_trace_events_clear(braid_rt_trace_events_t *t);

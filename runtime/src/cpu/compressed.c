@@ -111,6 +111,25 @@ static braid_rt_status_t ring_reduce(braid_rt_comm_t *comm, const char *op,
   return BRAID_RT_OK;
 }
 
+/* Records the whole operation, blocking from start_s to now, beside the
+   exchanges' own events. */
+static braid_rt_status_t trace_blocking(braid_rt_comm_t *comm, const char *op,
+                                        size_t count, double start_s) {
+  if (!comm->ctx->trace)
+    return BRAID_RT_OK;
+  double end_s = braid_rt_now_seconds();
+  braid_rt_trace_comm_t event = {.name = op,
+                                 .over = comm->name,
+                                 .dtype = "f32",
+                                 .count = count,
+                                 .peer = -1,
+                                 .issue_s = start_s,
+                                 .complete_s = end_s,
+                                 .wait_start_s = start_s,
+                                 .wait_end_s = end_s};
+  return braid_rt_trace_comm(comm->ctx, &event);
+}
+
 static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
                                     size_t count, braid_rt_stream_t *stream,
                                     const wire_t *wire) {
@@ -147,9 +166,8 @@ static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
       to[i] = wire->widen(words[most + i]);
   }
   free(words);
-  if (status == BRAID_RT_OK && comm->ctx->trace)
-    status = braid_rt_trace_complete(comm->ctx, op, "comm", start_s,
-                                     braid_rt_now_seconds());
+  if (status == BRAID_RT_OK)
+    status = trace_blocking(comm, op, count, start_s);
   return status;
 }
 
@@ -187,9 +205,8 @@ static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
     memcpy(recv, acc + (size_t)rank * recv_count, recv_count * sizeof(float));
   free(acc);
   free(words);
-  if (status == BRAID_RT_OK && comm->ctx->trace)
-    status = braid_rt_trace_complete(comm->ctx, op, "comm", start_s,
-                                     braid_rt_now_seconds());
+  if (status == BRAID_RT_OK)
+    status = trace_blocking(comm, op, count, start_s);
   return status;
 }
 

@@ -50,6 +50,8 @@ struct braid_rt_request {
   int peer; /* rank in comm, or -1 for collectives */
   int tag;
   double start_s;
+  /* When tracing: the first time a test saw it complete (0: not yet). */
+  double complete_s;
   int done;
   /* Links in ctx->active while started and not waited for. */
   struct braid_rt_request *active_prev, *active_next;
@@ -128,11 +130,10 @@ braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
                                           braid_rt_request_t **out_request,
                                           int mpi_code, const char *mpi_call);
 
-/* Appends a complete ("X") event to ctx's trace. */
-braid_rt_status_t braid_rt_trace_complete(braid_rt_context_t *ctx,
-                                          const char *name,
-                                          const char *category,
-                                          double start_s, double end_s);
+/* Records a communication operation on ctx's trace (trace_events.h); a
+   message on ctx when it cannot. */
+braid_rt_status_t braid_rt_trace_comm(braid_rt_context_t *ctx,
+                                      const braid_rt_trace_comm_t *op);
 
 /* Releases ctx's trace events. */
 void braid_rt_trace_clear(braid_rt_context_t *ctx);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static braid_rt_status_t wait_in_place(braid_rt_request_t *req);
+static braid_rt_status_t wait_in_place(braid_rt_request_t *req, int blocking);
 
 braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
                                          braid_rt_request_t **out_request,
@@ -32,6 +32,7 @@ braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
   req->peer = peer;
   req->tag = tag;
   req->start_s = braid_rt_now_seconds();
+  req->complete_s = 0;
   req->done = 0;
   req->active_prev = req->active_next = NULL;
   *out_req = req;
@@ -49,7 +50,7 @@ braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
     return status;
   }
   if (!out_request)
-    return wait_in_place(req);
+    return wait_in_place(req, 1);
   braid_rt_context_t *ctx = req->comm->ctx;
   req->active_next = ctx->active;
   if (ctx->active)
@@ -90,13 +91,24 @@ static void describe(const braid_rt_request_t *req, char *out,
              comm->ctx->world.rank);
 }
 
-/* Waits for `req` without releasing it. Polls rather than blocking in
-   MPI_Wait, which has no timeout. */
-static braid_rt_status_t wait_in_place(braid_rt_request_t *req) {
+/* MPI_Test on `req`; when tracing, notes the time it is first seen complete
+   (the end of its flight: a started operation moves only in MPI calls, so
+   it completes in one). */
+static int test_once(braid_rt_request_t *req) {
+  int code = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+  if (req->done && req->comm->ctx->trace && req->complete_s == 0)
+    req->complete_s = braid_rt_now_seconds();
+  return code;
+}
+
+/* Waits for `req` without releasing it; in a blocking call (which waits
+   from its issue) or in braid_rt_request_wait. Polls rather than blocking
+   in MPI_Wait, which has no timeout. */
+static braid_rt_status_t wait_in_place(braid_rt_request_t *req, int blocking) {
   braid_rt_context_t *ctx = req->comm->ctx;
   double wait_start_s = braid_rt_now_seconds();
   while (!req->done) {
-    int code = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+    int code = test_once(req);
     if (code != MPI_SUCCESS) {
       char what[256];
       describe(req, what, sizeof(what));
@@ -115,16 +127,27 @@ static braid_rt_status_t wait_in_place(braid_rt_request_t *req) {
     /* Ranks may outnumber cores: let a peer that shares ours make progress. */
     sched_yield();
   }
-  if (ctx->trace)
-    return braid_rt_trace_complete(ctx, req->op, "comm", req->start_s,
-                                   braid_rt_now_seconds());
-  return BRAID_RT_OK;
+  if (!ctx->trace)
+    return BRAID_RT_OK;
+  /* A blocking call waits over its whole flight, to the bit. */
+  braid_rt_trace_comm_t op = {
+      .name = req->op,
+      .over = req->comm->name,
+      .dtype = req->dtype,
+      .count = req->count,
+      .peer = req->peer,
+      .tag = req->tag,
+      .issue_s = req->start_s,
+      .complete_s = req->complete_s,
+      .wait_start_s = blocking ? req->start_s : wait_start_s,
+      .wait_end_s = blocking ? req->complete_s : braid_rt_now_seconds()};
+  return braid_rt_trace_comm(ctx, &op);
 }
 
 braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
   if (!request)
     return BRAID_RT_OK;
-  braid_rt_status_t status = wait_in_place(request);
+  braid_rt_status_t status = wait_in_place(request, 0);
   unlink_active(request);
   /* After a failure the MPI request may still be active; freeing it is
      erroneous for collectives, so it is abandoned with its communicator. */
@@ -139,7 +162,7 @@ braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
                          BRAID_RT_INVALID_ARGUMENT,
                          "braid_rt_request_test: NULL argument");
   if (!request->done) {
-    int code = MPI_Test(&request->mpi, &request->done, MPI_STATUS_IGNORE);
+    int code = test_once(request);
     if (code != MPI_SUCCESS) {
       char what[256];
       describe(request, what, sizeof(what));
@@ -162,7 +185,7 @@ braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active) {
   for (braid_rt_request_t *req = ctx->active; req; req = req->active_next) {
     if (req->done)
       continue;
-    int code = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+    int code = test_once(req);
     if (code != MPI_SUCCESS) {
       char what[256];
       describe(req, what, sizeof(what));

@@ -54,11 +54,13 @@ braid_rt_status_t braid_rt_trace_end(braid_rt_context_t *ctx) {
   return status;
 }
 
-braid_rt_status_t braid_rt_trace_complete(braid_rt_context_t *ctx,
-                                          const char *name,
-                                          const char *category,
-                                          double start_s, double end_s) {
-  return append(ctx, name, category, 'X', start_s, end_s);
+braid_rt_status_t braid_rt_trace_comm(braid_rt_context_t *ctx,
+                                      const braid_rt_trace_comm_t *op) {
+  braid_rt_status_t status = braid_rt_trace_events_comm(&ctx->trace_events, op);
+  if (status != BRAID_RT_OK)
+    return braid_rt_fail(ctx, status, "trace: out of memory after %zu events",
+                         ctx->trace_events.count);
+  return BRAID_RT_OK;
 }
 
 size_t braid_rt_trace_event_count(const braid_rt_context_t *ctx) {

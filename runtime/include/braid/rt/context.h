@@ -35,8 +35,8 @@ typedef struct {
   /* Seconds a wait on a collective or point-to-point operation may take
      before it fails with BRAID_RT_TIMEOUT; 0 waits forever. */
   double collective_timeout_s;
-  /* Nonzero: record trace events (braid_rt_trace_begin/end and one event per
-     communication operation). */
+  /* Nonzero: record trace events (braid_rt_trace_begin/end, and each
+     communication operation's wait and flight: trace.h). */
   int trace;
 } braid_rt_context_options_t;
 

@@ -1,9 +1,15 @@
 /*===- trace.h - Timers and Chrome trace events --------------------------===*/
 /*
  * With tracing on (braid_rt_context_options_t.trace), each rank records
- * begin/end events and one complete event per communication operation (from
- * its start to the end of its wait). braid_rt_trace_write gathers them into
- * one Chrome trace event file (chrome://tracing, Perfetto) with pid = rank.
+ * begin/end events and, per communication operation, two: the span the rank
+ * waited for it (a complete event in category "comm": a blocking call from
+ * its issue to its return, a started one inside braid_rt_request_wait), and
+ * its flight from its issue to the first time the rank saw it complete (an
+ * asynchronous "b"/"e" pair in category "comm_in_flight", with a
+ * process-local id and the communicator, type, count and peer as args).
+ * In-flight time outside the wait is communication the rank did not wait
+ * for. braid_rt_trace_write gathers the events into one Chrome trace event
+ * file (chrome://tracing, Perfetto) with pid = rank.
  * Timestamps are microseconds since context creation, which ends with a
  * barrier, so that ranks line up to within the barrier's skew.
  */

@@ -69,6 +69,8 @@ struct braid_rt_request {
   int is_send;
   int issued;
   double start_s;
+  /* When tracing: the first time the host saw it complete (0: not yet). */
+  double complete_s;
   braid_rt_request_t *next; /* in the pending or in-flight list */
 };
 
@@ -215,11 +217,10 @@ braid_rt_status_t braid_rt_drain(braid_rt_context_t *ctx,
 
 void braid_rt_request_free(braid_rt_request_t *req);
 
-/* Appends a complete ("X") event to ctx's trace; releases the events. */
-braid_rt_status_t braid_rt_trace_complete(braid_rt_context_t *ctx,
-                                          const char *name,
-                                          const char *category, double start_s,
-                                          double end_s);
+/* Records a communication operation on ctx's trace (trace_events.h);
+   releases the events. */
+braid_rt_status_t braid_rt_trace_comm(braid_rt_context_t *ctx,
+                                      const braid_rt_trace_comm_t *op);
 void braid_rt_trace_clear(braid_rt_context_t *ctx);
 
 #endif /* BRAID_RT_CUDA_COMM_INTERNAL_H */

@@ -345,6 +345,25 @@ static braid_rt_status_t wait_oldest(braid_rt_context_t *ctx) {
   return status;
 }
 
+/* Records `req` on the trace: in flight from its start until the host saw
+   it complete (complete_s, else the end of the wait), waited for from
+   wait_start_s to wait_end_s. */
+static braid_rt_status_t trace_op(braid_rt_request_t *req, double wait_start_s,
+                                  double wait_end_s) {
+  braid_rt_trace_comm_t op = {.name = req->op,
+                              .over = req->comm->name,
+                              .dtype = req->dtype,
+                              .count = req->count,
+                              .peer = req->peer,
+                              .tag = req->tag,
+                              .issue_s = req->start_s,
+                              .complete_s = req->complete_s ? req->complete_s
+                                                            : wait_end_s,
+                              .wait_start_s = wait_start_s,
+                              .wait_end_s = wait_end_s};
+  return braid_rt_trace_comm(req->comm->ctx, &op);
+}
+
 /* Hands a blocking operation's completion to its caller's stream and keeps
    it until it is known complete. */
 static braid_rt_status_t complete_blocking(braid_rt_request_t *req) {
@@ -357,10 +376,10 @@ static braid_rt_status_t complete_blocking(braid_rt_request_t *req) {
     return status;
   }
   braid_rt_status_t status = BRAID_RT_OK;
-  /* Host-side times: a blocking operation returns once enqueued. */
+  /* Host-side times: a blocking operation returns once enqueued, so its
+     flight and its wait are the enqueue. */
   if (ctx->trace)
-    status = braid_rt_trace_complete(ctx, req->op, "comm", req->start_s,
-                                     braid_rt_now_seconds());
+    status = trace_op(req, req->start_s, braid_rt_now_seconds());
   append(&ctx->in_flight, &ctx->in_flight_tail, &ctx->num_in_flight, req);
   return status;
 }
@@ -490,6 +509,7 @@ braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
   if (!request)
     return BRAID_RT_OK;
   braid_rt_context_t *ctx = request->comm->ctx;
+  double wait_start_s = ctx->trace ? braid_rt_now_seconds() : 0;
   braid_rt_status_t status = braid_rt_wait_event(request);
   if (status == BRAID_RT_OK)
     status = check_tag(request);
@@ -503,8 +523,7 @@ braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
           braid_rt_fail_cuda(ctx, code, "cudaStreamWaitEvent", request->op);
   }
   if (status == BRAID_RT_OK && ctx->trace)
-    status = braid_rt_trace_complete(ctx, request->op, "comm", request->start_s,
-                                     braid_rt_now_seconds());
+    status = trace_op(request, wait_start_s, braid_rt_now_seconds());
   unlink_pending(ctx, request);
   braid_rt_request_free(request);
   return status;
@@ -545,5 +564,7 @@ braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
     return braid_rt_fail_cuda(ctx, code, "cudaEventQuery", what);
   }
   *out_done = 1;
+  if (ctx->trace && request->complete_s == 0)
+    request->complete_s = braid_rt_now_seconds();
   return BRAID_RT_OK;
 }

@@ -16,6 +16,12 @@
  *   braid-rt-cuda-comm_test timeout-destroy
  *                                      the same, then braid_rt_context_destroy
  *                                      instead of the abort, and exit 43
+ *   braid-rt-cuda-comm_test trace      a blocking and a started all_reduce
+ *                                      traced: each has its wait and its
+ *                                      flight; the started one, tested until
+ *                                      done, then waited for 2 ms later, was
+ *                                      in flight 2 ms before its wait and
+ *                                      complete before it ("trace: ok")
  *
  * Every collective and transfer, f32 and f64, blocking and started, counts
  * 0, 1, 1000 and 70001, over the world and each axis group of a 2 x n/2
@@ -567,12 +573,115 @@ static int tag_order_mode(void) {
   return 1;
 }
 
+/* The timestamp and duration (0 when none) of the first event object after
+   `after` containing `needle`, each on its own line; returns the end of its
+   line, or NULL when there is none. */
+static const char *find_event(const char *after, const char *needle, double *ts,
+                              double *dur) {
+  const char *hit = strstr(after, needle);
+  if (!hit)
+    return NULL;
+  const char *line = hit;
+  while (line > after && line[-1] != '\n')
+    --line;
+  const char *end = strchr(hit, '\n');
+  if (!end)
+    end = hit + strlen(hit);
+  const char *t = strstr(line, "\"ts\":"), *d = strstr(line, "\"dur\":");
+  *ts = t && t < end ? atof(t + 5) : -1;
+  *dur = d && d < end ? atof(d + 6) : 0;
+  return end;
+}
+
+static int count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+    ++n;
+  return n;
+}
+
+#define TRACE_CHECK(cond, ...)                                                 \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "FAIL: trace: %s: ", #cond);                             \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
+      braid_rt_context_abort(ctx, 1);                                          \
+    }                                                                          \
+  } while (0)
+
+/* A blocking all_reduce and a started one, traced (see the top). */
+static int trace_mode(void) {
+  braid_rt_comm_t *world = braid_rt_context_world(ctx);
+  float *d = NULL;
+  CHECK_CUDA(cudaMalloc((void **)&d, 16 * sizeof(float)));
+  CHECK_CUDA(cudaMemset(d, 0, 16 * sizeof(float)));
+  CHECK_OK(braid_rt_all_reduce_sum_f32(world, d, 16, NULL));
+  braid_rt_request_t *req = NULL;
+  CHECK_OK(braid_rt_all_reduce_sum_f32_start(world, d, 16, NULL, &req));
+  for (int done = 0; !done;)
+    CHECK_OK(braid_rt_request_test(req, &done));
+  for (double t0 = braid_rt_now_seconds(); braid_rt_now_seconds() - t0 < 2e-3;)
+    sched_yield();
+  CHECK_OK(braid_rt_request_wait(req));
+  CHECK_OK(braid_rt_stream_synchronize(NULL));
+  char path[64];
+  snprintf(path, sizeof(path), "cuda_trace_test_np%d.json",
+           braid_rt_context_size(ctx));
+  CHECK_OK(braid_rt_trace_write(ctx, path));
+  if (braid_rt_context_rank(ctx) == 0) {
+    FILE *f = fopen(path, "rb");
+    TRACE_CHECK(f != NULL, "cannot open '%s'", path);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    int size = braid_rt_context_size(ctx);
+    TRACE_CHECK(count(text, "\"cat\":\"comm\",\"ph\":\"X\"") == 2 * size, "%s",
+                text);
+    TRACE_CHECK(count(text, "\"cat\":\"comm_in_flight\",\"ph\":\"b\"") ==
+                    2 * size,
+                "%s", text);
+    TRACE_CHECK(count(text, "\"cat\":\"comm_in_flight\",\"ph\":\"e\"") ==
+                    2 * size,
+                "%s", text);
+    TRACE_CHECK(count(text, "\"args\":{\"over\":\"world\",\"dtype\":"
+                            "\"f32\",\"count\":16}") == 2 * size,
+                "%s", text);
+    /* Rank 0's events first: the blocking one's wait and flight are its
+       enqueue; then the started one's. */
+    double wait_ts, wait_dur, begin_ts, end_ts, unused;
+    const char *at = text;
+    at = find_event(at, "\"cat\":\"comm\",\"ph\":\"X\"", &wait_ts, &wait_dur);
+    at = at ? find_event(at, "\"ph\":\"b\"", &begin_ts, &unused) : NULL;
+    at = at ? find_event(at, "\"ph\":\"e\"", &end_ts, &unused) : NULL;
+    TRACE_CHECK(at && begin_ts == wait_ts &&
+                    end_ts - (wait_ts + wait_dur) < 0.002 &&
+                    end_ts - (wait_ts + wait_dur) > -0.002,
+                "blocking: wait %.3f + %.3f, flight %.3f .. %.3f", wait_ts,
+                wait_dur, begin_ts, end_ts);
+    at = find_event(at, "\"cat\":\"comm\",\"ph\":\"X\"", &wait_ts, &wait_dur);
+    at = at ? find_event(at, "\"ph\":\"b\"", &begin_ts, &unused) : NULL;
+    at = at ? find_event(at, "\"ph\":\"e\"", &end_ts, &unused) : NULL;
+    TRACE_CHECK(at && wait_ts - begin_ts >= 2000 && end_ts <= wait_ts &&
+                    end_ts >= begin_ts,
+                "started: wait %.3f + %.3f, flight %.3f .. %.3f", wait_ts,
+                wait_dur, begin_ts, end_ts);
+    remove(path);
+    printf("trace: ok\n");
+  }
+  CHECK_OK(braid_rt_context_destroy(ctx));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   braid_rt_context_options_t opts;
   braid_rt_context_options_init(&opts);
   int destroy = argc > 1 && strcmp(argv[1], "timeout-destroy") == 0;
   int timeout = destroy || (argc > 1 && strcmp(argv[1], "timeout") == 0);
   opts.collective_timeout_s = timeout ? 2 : 120;
+  int trace = argc > 1 && strcmp(argv[1], "trace") == 0;
+  opts.trace = trace;
   braid_rt_status_t s = braid_rt_context_create(&opts, &argc, &argv, &ctx);
   if (s != BRAID_RT_OK) {
     const char *message = braid_rt_context_last_error(NULL);
@@ -593,6 +702,8 @@ int main(int argc, char **argv) {
     return timeout_mode(destroy);
   if (argc > 1 && strcmp(argv[1], "tag-order") == 0)
     return tag_order_mode();
+  if (trace)
+    return trace_mode();
 
   int world = braid_rt_context_size(ctx);
   int64_t dims[2] = {world % 2 == 0 ? 2 : 1,
