@@ -61,3 +61,26 @@ braid_rt_status_t braid_rt_mesh_check_shape(int ndims, const int64_t *dims,
   }
   return BRAID_RT_OK;
 }
+
+void braid_rt_mesh_rank_coords(int ndims, const int64_t *dims, int64_t rank,
+                               int64_t *out_coords) {
+  for (int i = ndims - 1; i >= 0; --i) {
+    out_coords[i] = rank % dims[i];
+    rank /= dims[i];
+  }
+}
+
+void braid_rt_mesh_split_key(int ndims, const int64_t *dims,
+                             const int64_t *coords, unsigned mask,
+                             int *out_color, int *out_key) {
+  int64_t color = 0, key = 0;
+  for (int i = 0; i < ndims; ++i) {
+    if (mask & (1u << i))
+      key = key * dims[i] + coords[i];
+    else
+      color = color * dims[i] + coords[i];
+  }
+  /* Both are below the world size, an int. */
+  *out_color = (int)color;
+  *out_key = (int)key;
+}

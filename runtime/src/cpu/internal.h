@@ -67,15 +67,7 @@ typedef struct {
 #define BRAID_RT_F32 ((braid_rt_dtype_t){MPI_FLOAT, "f32", sizeof(float)})
 #define BRAID_RT_F64 ((braid_rt_dtype_t){MPI_DOUBLE, "f64", sizeof(double)})
 
-/* Records a printf-style message as ctx's last error and returns `status`.
-   `ctx` may be NULL for the context-less error buffer. */
-braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
-                                braid_rt_status_t status, const char *format,
-                                ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+#include "backend/backend.h"
 
 /* Records the failure of MPI call `call` (its source text) with MPI error
    code `code`, in function `where`, and returns BRAID_RT_COMM_FAILURE. */
@@ -91,26 +83,6 @@ braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
     if (braid_mpi_code_ != MPI_SUCCESS)                                        \
       return braid_rt_fail_mpi((ctx), braid_mpi_code_, #call, __func__);      \
   } while (0)
-
-/* Checks what every operation on `comm` needs: a communicator, a stream of
-   the same context, a count that fits MPI's int, and a buffer when count is
-   not zero. `what` names the operation in the message. */
-braid_rt_status_t braid_rt_check_op(braid_rt_comm_t *comm,
-                                    braid_rt_stream_t *stream, const char *what,
-                                    size_t count, const void *buf,
-                                    const char *buf_name);
-
-/* Fails unless the byte ranges [a, a+a_bytes) and [b, b+b_bytes) are
-   disjoint. */
-braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
-                                          const char *what, const void *a,
-                                          size_t a_bytes, const void *b,
-                                          size_t b_bytes);
-
-/* Fails unless a _start call was given somewhere to put its request. */
-braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
-                                             const char *what,
-                                             braid_rt_request_t **out_request);
 
 /* Every operation runs in three steps, so that the blocking and the _start
    forms share one body:

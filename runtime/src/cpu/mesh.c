@@ -1,135 +1,15 @@
-/*===- mesh.c - Device meshes and their communicators (CPU, MPI) ---------===*/
+/*===- mesh.c - Axis-group communicators over MPI (CPU) ------------------===*/
+/*
+ * What meshes need of MPI; the meshes themselves and their communicator
+ * cache are shared by the backends (common/backend/meshes.c).
+ */
 
 #include "internal.h"
-#include "mesh_shape.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define MESH_NAME_CAPACITY BRAID_RT_MESH_NAME_CAPACITY
-
-struct braid_rt_mesh {
-  braid_rt_context_t *ctx;
-  int ndims;
-  int64_t dims[BRAID_RT_MESH_MAX_DIMS];
-  char names[BRAID_RT_MESH_MAX_DIMS][MESH_NAME_CAPACITY];
-  int64_t coords[BRAID_RT_MESH_MAX_DIMS]; /* of this rank */
-  /* The communicator over each group of axes, indexed by the group's bit
-     mask; created on first use. */
-  braid_rt_comm_t *comms[1u << BRAID_RT_MESH_MAX_DIMS];
-};
-
-braid_rt_status_t braid_rt_mesh_create(braid_rt_context_t *ctx, int ndims,
-                                       const int64_t *dims,
-                                       const char *const *names,
-                                       braid_rt_mesh_t **out_mesh) {
-  if (!ctx || !out_mesh)
-    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_create: ctx or out_mesh is NULL");
-  *out_mesh = NULL;
-  char error[384];
-  if (braid_rt_mesh_check_shape(ndims, dims, names, ctx->world.size, error,
-                                sizeof(error)) != BRAID_RT_OK)
-    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_create: %s", error);
-
-  braid_rt_mesh_t *mesh = calloc(1, sizeof(*mesh));
-  if (!mesh)
-    return braid_rt_fail(ctx, BRAID_RT_OUT_OF_MEMORY,
-                         "braid_rt_mesh_create: out of memory");
-  mesh->ctx = ctx;
-  mesh->ndims = ndims;
-  for (int i = 0; i < ndims; ++i) {
-    mesh->dims[i] = dims[i];
-    snprintf(mesh->names[i], MESH_NAME_CAPACITY, "%s", names[i]);
-  }
-  braid_rt_mesh_coords_of(mesh, ctx->world.rank, mesh->coords);
-  ++ctx->live_meshes;
-  *out_mesh = mesh;
-  return BRAID_RT_OK;
-}
-
-braid_rt_status_t braid_rt_mesh_destroy(braid_rt_mesh_t *mesh) {
-  if (!mesh)
-    return BRAID_RT_OK;
-  braid_rt_status_t status = BRAID_RT_OK;
-  for (size_t i = 0; i < sizeof(mesh->comms) / sizeof(mesh->comms[0]); ++i) {
-    braid_rt_comm_t *comm = mesh->comms[i];
-    if (!comm)
-      continue;
-    int code = MPI_Comm_free(&comm->mpi);
-    if (code != MPI_SUCCESS && status == BRAID_RT_OK)
-      status = braid_rt_fail_mpi(mesh->ctx, code, "MPI_Comm_free", __func__);
-    free(comm);
-  }
-  --mesh->ctx->live_meshes;
-  free(mesh);
-  return status;
-}
-
-int braid_rt_mesh_ndims(const braid_rt_mesh_t *mesh) { return mesh->ndims; }
-
-int64_t braid_rt_mesh_dim(const braid_rt_mesh_t *mesh, int axis) {
-  return mesh->dims[axis];
-}
-
-const char *braid_rt_mesh_axis_name(const braid_rt_mesh_t *mesh, int axis) {
-  return mesh->names[axis];
-}
-
-int64_t braid_rt_mesh_coord(const braid_rt_mesh_t *mesh, int axis) {
-  return mesh->coords[axis];
-}
-
-braid_rt_status_t braid_rt_mesh_axis_index(const braid_rt_mesh_t *mesh,
-                                           const char *name, int *out_axis) {
-  if (!mesh || !name || !out_axis)
-    return braid_rt_fail(mesh ? mesh->ctx : NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_axis_index: NULL argument");
-  for (int i = 0; i < mesh->ndims; ++i) {
-    if (strcmp(mesh->names[i], name) == 0) {
-      *out_axis = i;
-      return BRAID_RT_OK;
-    }
-  }
-  return braid_rt_fail(mesh->ctx, BRAID_RT_INVALID_ARGUMENT,
-                       "braid_rt_mesh_axis_index: the mesh has no axis '%s'",
-                       name);
-}
-
-braid_rt_status_t braid_rt_mesh_coords_of(const braid_rt_mesh_t *mesh,
-                                          int rank, int64_t *out_coords) {
-  if (!mesh || !out_coords)
-    return braid_rt_fail(mesh ? mesh->ctx : NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_coords_of: NULL argument");
-  if (rank < 0 || rank >= mesh->ctx->world.size)
-    return braid_rt_fail(mesh->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_coords_of: rank %d is not in 0..%d",
-                         rank, mesh->ctx->world.size - 1);
-  int64_t rest = rank;
-  for (int i = mesh->ndims - 1; i >= 0; --i) {
-    out_coords[i] = rest % mesh->dims[i];
-    rest /= mesh->dims[i];
-  }
-  return BRAID_RT_OK;
-}
-
-/* Splits the world by the coordinates outside `mask`: ranks agreeing on them
-   share a color, and are ordered by their row-major index over the axes in
-   `mask`. */
-static braid_rt_status_t split_world(braid_rt_mesh_t *mesh, unsigned mask,
-                                     braid_rt_comm_t *comm) {
-  int color = 0, key = 0;
-  for (int i = 0; i < mesh->ndims; ++i) {
-    int coord = (int)mesh->coords[i], dim = (int)mesh->dims[i];
-    if (mask & (1u << i))
-      key = key * dim + coord;
-    else
-      color = color * dim + coord;
-  }
-  braid_rt_context_t *ctx = mesh->ctx;
+/* The communicator of the ranks passing `color`, ordered by `key`. */
+static braid_rt_status_t split_world(braid_rt_comm_t *comm, int color,
+                                     int key) {
+  braid_rt_context_t *ctx = comm->ctx;
   BRAID_MPI_CHECK(ctx, MPI_Comm_split(ctx->world.mpi, color, key, &comm->mpi));
   /* Split communicators inherit the world's handler; say so explicitly since
      everything relies on errors being returned. */
@@ -139,68 +19,24 @@ static braid_rt_status_t split_world(braid_rt_mesh_t *mesh, unsigned mask,
   return BRAID_RT_OK;
 }
 
-braid_rt_status_t braid_rt_mesh_comm(braid_rt_mesh_t *mesh, int naxes,
-                                     const int *axes,
-                                     braid_rt_comm_t **out_comm) {
-  if (!mesh || !out_comm || (naxes > 0 && !axes))
-    return braid_rt_fail(mesh ? mesh->ctx : NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_comm: NULL argument");
-  *out_comm = NULL;
-  if (naxes < 0 || naxes > mesh->ndims)
-    return braid_rt_fail(mesh->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_mesh_comm: %d axes requested of a mesh "
-                         "with %d",
-                         naxes, mesh->ndims);
-  unsigned mask = 0;
-  char name[sizeof(((braid_rt_comm_t *)0)->name)];
-  size_t used = (size_t)snprintf(name, sizeof(name), "mesh axes {");
-  for (int i = 0; i < naxes; ++i) {
-    if (axes[i] < 0 || axes[i] >= mesh->ndims)
-      return braid_rt_fail(mesh->ctx, BRAID_RT_INVALID_ARGUMENT,
-                           "braid_rt_mesh_comm: axis %d is not in 0..%d",
-                           axes[i], mesh->ndims - 1);
-    /* Increasing order fixes the rank order within the group; a permuted
-       list would suggest an order that the cache could not honour. */
-    if (i > 0 && axes[i] <= axes[i - 1])
-      return braid_rt_fail(mesh->ctx, BRAID_RT_INVALID_ARGUMENT,
-                           "braid_rt_mesh_comm: axes must be strictly "
-                           "increasing; got %d after %d",
-                           axes[i], axes[i - 1]);
-    mask |= 1u << axes[i];
-    used += (size_t)snprintf(name + used, sizeof(name) - used, "%s%s",
-                             i ? "," : "", mesh->names[axes[i]]);
-  }
-  snprintf(name + used, sizeof(name) - used, "}");
+braid_rt_status_t braid_rt_backend_comm_split(braid_rt_comm_t *comm, int color,
+                                              int key) {
+  comm->mpi = MPI_COMM_NULL;
+  braid_rt_status_t status = split_world(comm, color, key);
+  if (status != BRAID_RT_OK && comm->mpi != MPI_COMM_NULL)
+    MPI_Comm_free(&comm->mpi);
+  return status;
+}
 
-  if (!mesh->comms[mask]) {
-    braid_rt_comm_t *comm = calloc(1, sizeof(*comm));
-    if (!comm)
-      return braid_rt_fail(mesh->ctx, BRAID_RT_OUT_OF_MEMORY,
-                           "braid_rt_mesh_comm: out of memory");
-    comm->ctx = mesh->ctx;
-    comm->mpi = MPI_COMM_NULL;
-    snprintf(comm->name, sizeof(comm->name), "%s", name);
-    braid_rt_status_t status = split_world(mesh, mask, comm);
-    if (status != BRAID_RT_OK) {
-      if (comm->mpi != MPI_COMM_NULL)
-        MPI_Comm_free(&comm->mpi);
-      free(comm);
-      return status;
-    }
-    mesh->comms[mask] = comm;
-  }
-  *out_comm = mesh->comms[mask];
+braid_rt_status_t braid_rt_backend_mesh_release_begin(braid_rt_context_t *ctx) {
+  (void)ctx;
   return BRAID_RT_OK;
 }
 
-braid_rt_comm_t *braid_rt_context_world(braid_rt_context_t *ctx) {
-  return &ctx->world;
-}
-
-int braid_rt_comm_rank(const braid_rt_comm_t *comm) { return comm->rank; }
-
-int braid_rt_comm_size(const braid_rt_comm_t *comm) { return comm->size; }
-
-const char *braid_rt_comm_name(const braid_rt_comm_t *comm) {
-  return comm->name;
+braid_rt_status_t braid_rt_backend_comm_release(braid_rt_comm_t *comm) {
+  int code = MPI_Comm_free(&comm->mpi);
+  if (code != MPI_SUCCESS)
+    return braid_rt_fail_mpi(comm->ctx, code, "MPI_Comm_free",
+                             "braid_rt_mesh_destroy");
+  return BRAID_RT_OK;
 }

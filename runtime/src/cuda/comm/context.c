@@ -4,36 +4,15 @@
 
 #include "braid/rt/trace.h"
 
-#include <limits.h>
-#include <math.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Errors of calls that have no context to hold them: context creation, and
-   calls given a NULL handle. */
-static char context_less_error[BRAID_RT_ERROR_CAPACITY];
-
 /* The live context: a NULL stream names its compute stream. A process has
    at most one (MPI starts once). */
 static braid_rt_context_t *live_context;
-
-static char *error_buffer(braid_rt_context_t *ctx) {
-  return ctx ? ctx->error : context_less_error;
-}
-
-braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
-                                braid_rt_status_t status, const char *format,
-                                ...) {
-  va_list args;
-  va_start(args, format);
-  vsnprintf(error_buffer(ctx), BRAID_RT_ERROR_CAPACITY, format, args);
-  va_end(args);
-  return status;
-}
 
 /* The function name of a call's source text. */
 static int name_length(const char *call) { return (int)strcspn(call, "("); }
@@ -74,60 +53,36 @@ braid_rt_stream_t *braid_rt_resolve_stream(braid_rt_context_t *ctx,
   return stream ? stream : &ctx->default_stream;
 }
 
-braid_rt_status_t braid_rt_check_op(braid_rt_comm_t *comm,
-                                    braid_rt_stream_t *stream, const char *what,
-                                    size_t count, const void *buf,
-                                    const char *buf_name) {
-  if (!comm)
-    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "%s: the communicator is NULL", what);
+braid_rt_status_t braid_rt_backend_check_comm(braid_rt_comm_t *comm,
+                                              const char *what) {
   if (comm->broken)
     return braid_rt_fail(comm->ctx, BRAID_RT_COMM_FAILURE,
                          "%s over %s: the communicator was aborted after an "
                          "earlier failure",
                          what, comm->name);
-  if (stream && stream->ctx != comm->ctx)
-    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "%s over %s: the stream belongs to another context",
-                         what, comm->name);
-  if (count > INT_MAX)
-    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "%s over %s: count %zu exceeds INT_MAX", what,
-                         comm->name, count);
-  if (!buf && count > 0)
-    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "%s over %s: %s is NULL but count is %zu", what,
-                         comm->name, buf_name, count);
-  if (buf && count > 0) {
-    /* NCCL reads device memory only; a host pointer would fault on the
-       device, far from the call that passed it. */
-    struct cudaPointerAttributes attributes;
-    cudaError_t code = cudaPointerGetAttributes(&attributes, buf);
-    if (code != cudaSuccess) {
-      cudaGetLastError(); /* not sticky: clear it */
-      return braid_rt_fail_cuda(comm->ctx, code, "cudaPointerGetAttributes",
-                                what);
-    }
-    if (attributes.type != cudaMemoryTypeDevice &&
-        attributes.type != cudaMemoryTypeManaged)
-      return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                           "%s over %s: %s is host memory; the CUDA backend "
-                           "communicates device memory (memory.h)",
-                           what, comm->name, buf_name);
-  }
   return BRAID_RT_OK;
 }
 
-braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
-                                          const char *what, const void *a,
-                                          size_t a_bytes, const void *b,
-                                          size_t b_bytes) {
-  uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-  if (a_bytes == 0 || b_bytes == 0 || a0 + a_bytes <= b0 || b0 + b_bytes <= a0)
-    return BRAID_RT_OK;
-  return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                       "%s over %s: the send and receive buffers overlap", what,
-                       comm->name);
+braid_rt_status_t braid_rt_backend_check_buffer(braid_rt_comm_t *comm,
+                                                const char *what,
+                                                const void *buf,
+                                                const char *buf_name) {
+  /* NCCL reads device memory only; a host pointer would fault on the
+     device, far from the call that passed it. */
+  struct cudaPointerAttributes attributes;
+  cudaError_t code = cudaPointerGetAttributes(&attributes, buf);
+  if (code != cudaSuccess) {
+    cudaGetLastError(); /* not sticky: clear it */
+    return braid_rt_fail_cuda(comm->ctx, code, "cudaPointerGetAttributes",
+                              what);
+  }
+  if (attributes.type != cudaMemoryTypeDevice &&
+      attributes.type != cudaMemoryTypeManaged)
+    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "%s over %s: %s is host memory; the CUDA backend "
+                         "communicates device memory (memory.h)",
+                         what, comm->name, buf_name);
+  return BRAID_RT_OK;
 }
 
 braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
@@ -187,32 +142,6 @@ braid_rt_status_t braid_rt_nccl_settle(braid_rt_comm_t *comm,
     }
     sched_yield();
   }
-  return BRAID_RT_OK;
-}
-
-void braid_rt_context_options_init(braid_rt_context_options_t *out_opts) {
-  memset(out_opts, 0, sizeof(*out_opts));
-  out_opts->size = sizeof(*out_opts);
-  out_opts->version = BRAID_RT_CONTEXT_OPTIONS_VERSION;
-  out_opts->collective_timeout_s = 300;
-  out_opts->trace = 0;
-}
-
-static braid_rt_status_t check_options(const braid_rt_context_options_t *opts) {
-  if (opts->size < sizeof(braid_rt_context_options_t) ||
-      opts->version != BRAID_RT_CONTEXT_OPTIONS_VERSION)
-    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_context_create: options of size %zu, "
-                         "version %u; this runtime expects size %zu, version "
-                         "%d (use braid_rt_context_options_init)",
-                         opts->size, (unsigned)opts->version,
-                         sizeof(braid_rt_context_options_t),
-                         BRAID_RT_CONTEXT_OPTIONS_VERSION);
-  if (!(opts->collective_timeout_s >= 0) || isinf(opts->collective_timeout_s))
-    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_context_create: collective timeout %g s is "
-                         "not a finite number of seconds >= 0",
-                         opts->collective_timeout_s);
   return BRAID_RT_OK;
 }
 
@@ -382,17 +311,11 @@ static braid_rt_status_t release(braid_rt_context_t *ctx) {
 braid_rt_status_t
 braid_rt_context_create(const braid_rt_context_options_t *opts, int *argc,
                         char ***argv, braid_rt_context_t **out_ctx) {
-  if (!out_ctx)
-    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_context_create: out_ctx is NULL");
-  *out_ctx = NULL;
-  braid_rt_context_options_t defaults;
-  braid_rt_context_options_init(&defaults);
-  if (!opts)
-    opts = &defaults;
-  braid_rt_status_t status = check_options(opts);
+  braid_rt_context_options_t options;
+  braid_rt_status_t status = braid_rt_context_prepare(opts, out_ctx, &options);
   if (status != BRAID_RT_OK)
     return status;
+  opts = &options;
   if (live_context)
     return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
                          "braid_rt_context_create: this process has a "
@@ -474,7 +397,7 @@ braid_rt_context_create(const braid_rt_context_options_t *opts, int *argc,
     ctx->trace_events.origin_s = braid_rt_now_seconds();
   }
   if (status != BRAID_RT_OK) {
-    snprintf(context_less_error, sizeof(context_less_error), "%s", ctx->error);
+    braid_rt_keep_context_less_error(ctx);
     release(ctx);
     /* Every rank fails alike (the device check is agreed on), so all of
        them finalise and a program that prints the message and exits ends
@@ -503,7 +426,7 @@ braid_rt_status_t braid_rt_context_destroy(braid_rt_context_t *ctx) {
   if (status == BRAID_RT_OK)
     status = released;
   if (status != BRAID_RT_OK)
-    snprintf(context_less_error, sizeof(context_less_error), "%s", ctx->error);
+    braid_rt_keep_context_less_error(ctx);
   int owns_mpi = ctx->owns_mpi;
   braid_rt_trace_clear(ctx);
   live_context = NULL;
@@ -515,22 +438,6 @@ braid_rt_status_t braid_rt_context_destroy(braid_rt_context_t *ctx) {
       return braid_rt_fail_mpi(NULL, code, "MPI_Finalize", __func__);
   }
   return status;
-}
-
-int braid_rt_context_rank(const braid_rt_context_t *ctx) {
-  return ctx->world.rank;
-}
-
-int braid_rt_context_size(const braid_rt_context_t *ctx) {
-  return ctx->world.size;
-}
-
-double braid_rt_context_timeout(const braid_rt_context_t *ctx) {
-  return ctx->timeout_s;
-}
-
-const char *braid_rt_context_last_error(const braid_rt_context_t *ctx) {
-  return ctx ? ctx->error : context_less_error;
 }
 
 void braid_rt_context_abort(braid_rt_context_t *ctx, int exit_code) {

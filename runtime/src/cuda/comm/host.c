@@ -111,29 +111,6 @@ braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
   return BRAID_RT_INVALID_ARGUMENT;
 }
 
-void braid_rt_cuda_coords_of(int ndims, const int64_t *dims, int64_t rank,
-                             int64_t *out_coords) {
-  for (int i = ndims - 1; i >= 0; --i) {
-    out_coords[i] = rank % dims[i];
-    rank /= dims[i];
-  }
-}
-
-void braid_rt_cuda_split_key(int ndims, const int64_t *dims,
-                             const int64_t *coords, unsigned mask,
-                             int *out_color, int *out_key) {
-  int64_t color = 0, key = 0;
-  for (int i = 0; i < ndims; ++i) {
-    if (mask & (1u << i))
-      key = key * dims[i] + coords[i];
-    else
-      color = color * dims[i] + coords[i];
-  }
-  /* Both are below the world size, an int. */
-  *out_color = (int)color;
-  *out_key = (int)key;
-}
-
 void braid_rt_cuda_describe(const braid_rt_cuda_op_info_t *info, char *out,
                             size_t capacity) {
   size_t used = (size_t)snprintf(out, capacity, "%s", info->op);

@@ -2,10 +2,10 @@
 /*
  * The decisions the CUDA backend makes on the host, as pure functions with
  * no CUDA, NCCL or MPI in them, so that host_test.c checks them on machines
- * without a GPU: which local rank and device a process takes, how a mesh
- * splits into axis groups, how an operation is named in messages, when a
- * wait has timed out, and which deferred point-to-point transfers a wait
- * issues.
+ * without a GPU: which local rank and device a process takes, how an
+ * operation is named in messages, when a wait has timed out, and which
+ * deferred point-to-point transfers a wait issues. How a mesh splits into
+ * axis groups is shared with the CPU backend (common/mesh_shape.h).
  */
 #ifndef BRAID_RT_CUDA_COMM_HOST_H
 #define BRAID_RT_CUDA_COMM_HOST_H
@@ -56,19 +56,6 @@ braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
                             const char *source, int device_count,
                             const char *cuda_error, const char *visible_devices,
                             int *out_device, char *error, size_t capacity);
-
-/* The row-major coordinates of `rank` on a mesh of `ndims` axes of sizes
-   `dims`, into out_coords[0..ndims). */
-void braid_rt_cuda_coords_of(int ndims, const int64_t *dims, int64_t rank,
-                             int64_t *out_coords);
-
-/* The color and key that split the world into the communicator over the
-   axes in `mask` (bit i: axis i): ranks that agree on every coordinate
-   outside the group share a color, and the key is the row-major index over
-   the group's coordinates, so that ranks are numbered as mesh.h says. */
-void braid_rt_cuda_split_key(int ndims, const int64_t *dims,
-                             const int64_t *coords, unsigned mask,
-                             int *out_color, int *out_key);
 
 /* What a message says about an operation. */
 typedef struct {

@@ -112,15 +112,7 @@ typedef struct {
 #define BRAID_RT_F32 ((braid_rt_dtype_t){ncclFloat32, "f32", sizeof(float)})
 #define BRAID_RT_F64 ((braid_rt_dtype_t){ncclFloat64, "f64", sizeof(double)})
 
-/* Records a printf-style message as ctx's last error and returns `status`.
-   `ctx` may be NULL for the context-less error buffer. */
-braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
-                                braid_rt_status_t status, const char *format,
-                                ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+#include "backend/backend.h"
 
 /* Records a failed CUDA, NCCL or MPI call (`call`: its source text, of which
    the message keeps the function name) in function `where`. */
@@ -150,21 +142,6 @@ braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
 /* The stream `stream` names: NULL is the context's compute stream. */
 braid_rt_stream_t *braid_rt_resolve_stream(braid_rt_context_t *ctx,
                                            braid_rt_stream_t *stream);
-
-/* Checks what every operation on `comm` needs: a live communicator, a
-   stream of the same context, a count that fits in an int (the API's bound
-   on every backend), and a device buffer when count is not zero. */
-braid_rt_status_t braid_rt_check_op(braid_rt_comm_t *comm,
-                                    braid_rt_stream_t *stream, const char *what,
-                                    size_t count, const void *buf,
-                                    const char *buf_name);
-braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
-                                          const char *what, const void *a,
-                                          size_t a_bytes, const void *b,
-                                          size_t b_bytes);
-braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
-                                             const char *what,
-                                             braid_rt_request_t **out_request);
 
 /* Completes a call on a communicator created non-blocking: `result`
    ncclInProgress is polled with ncclCommGetAsyncError until it settles or

@@ -8,6 +8,7 @@
  */
 
 #include "host.h"
+#include "mesh_shape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,7 +223,7 @@ static void check_splits(int ndims, const int64_t *dims) {
     world *= dims[i];
   int64_t coords[64][8];
   for (int64_t r = 0; r < world; ++r) {
-    braid_rt_cuda_coords_of(ndims, dims, r, coords[r]);
+    braid_rt_mesh_rank_coords(ndims, dims, r, coords[r]);
     /* Row-major: the rank is recovered from its coordinates. */
     int64_t back = 0;
     for (int i = 0; i < ndims; ++i)
@@ -232,7 +233,7 @@ static void check_splits(int ndims, const int64_t *dims) {
   for (unsigned mask = 0; mask < (1u << ndims); ++mask) {
     int color[64], key[64];
     for (int64_t r = 0; r < world; ++r)
-      braid_rt_cuda_split_key(ndims, dims, coords[r], mask, &color[r], &key[r]);
+      braid_rt_mesh_split_key(ndims, dims, coords[r], mask, &color[r], &key[r]);
     for (int64_t r = 0; r < world; ++r) {
       int expected_key = 0;
       for (int64_t s = 0; s < world; ++s) {
