@@ -201,7 +201,9 @@ static void test_mesh(void) {
   /* A checkpoint of the device block, resumed into another device buffer;
      the outcome all-reduce runs on device memory (the wrapper checks). */
   double pid = (double)getpid();
-  braid_rt_broadcast_f64(braid_rt_program_comm(WORLD), &pid, 1, 0, NULL);
+  double *device_pid = upload(&pid, sizeof pid);
+  braid_rt_broadcast_f64(braid_rt_program_comm(WORLD), device_pid, 1, 0, NULL);
+  download(&pid, device_pid, sizeof pid);
   char dir[256];
   snprintf(dir, sizeof dir, "%s/braid-staging-test-%lld",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long long)pid);

@@ -208,6 +208,52 @@ braid_rt_status_t __wrap_braid_rt_all_reduce_sum_f32(braid_rt_comm_t *comm,
   return status;
 }
 
+/* The checkpoint writer's collectives (braid_rt_io), which stage their host
+   buffers through device memory where device memory is not host memory. */
+#define WRAP_COLLECTIVE(name, params, args, buf)                               \
+  braid_rt_status_t __real_##name params;                                      \
+  braid_rt_status_t __wrap_##name params {                                     \
+    require_device(buf, #name);                                                \
+    drain();                                                                   \
+    protect_all(PROT_READ | PROT_WRITE);                                       \
+    braid_rt_status_t status = __real_##name args;                             \
+    protect_all(PROT_NONE);                                                    \
+    return status;                                                             \
+  }
+WRAP_COLLECTIVE(braid_rt_all_reduce_sum_f64,
+                (braid_rt_comm_t * comm, double *buf, size_t count,
+                 braid_rt_stream_t *stream),
+                (comm, buf, count, stream), buf)
+WRAP_COLLECTIVE(braid_rt_broadcast_f64,
+                (braid_rt_comm_t * comm, double *buf, size_t count, int root,
+                 braid_rt_stream_t *stream),
+                (comm, buf, count, root, stream), buf)
+braid_rt_status_t __real_braid_rt_all_gather_f64(braid_rt_comm_t *comm,
+                                                 const double *send,
+                                                 double *recv, size_t count,
+                                                 braid_rt_stream_t *stream);
+braid_rt_status_t __wrap_braid_rt_all_gather_f64(braid_rt_comm_t *comm,
+                                                 const double *send,
+                                                 double *recv, size_t count,
+                                                 braid_rt_stream_t *stream) {
+  require_device(send, "braid_rt_all_gather_f64's send");
+  require_device(recv, "braid_rt_all_gather_f64's recv");
+  drain();
+  protect_all(PROT_READ | PROT_WRITE);
+  braid_rt_status_t status =
+      __real_braid_rt_all_gather_f64(comm, send, recv, count, stream);
+  protect_all(PROT_NONE);
+  return status;
+}
+WRAP_COLLECTIVE(braid_rt_send_f32,
+                (braid_rt_comm_t * comm, const float *buf, size_t count,
+                 int peer, int tag, braid_rt_stream_t *stream),
+                (comm, buf, count, peer, tag, stream), buf)
+WRAP_COLLECTIVE(braid_rt_recv_f32,
+                (braid_rt_comm_t * comm, float *buf, size_t count, int peer,
+                 int tag, braid_rt_stream_t *stream),
+                (comm, buf, count, peer, tag, stream), buf)
+
 /* Id checks as a device backend makes them: the check runs (on the device's
    memory) but a bad id is only recorded, and braid_rt_poll_bad_ids, which
    the real CPU backend never needs, reports it. */

@@ -50,6 +50,7 @@ struct braid_rt_checkpoint_writer {
   char **meta_keys, **meta_values;
   size_t num_meta, meta_capacity;
   int committed;
+  braid_rt_io_comm_t io; /* w->comm, for the collectives on host buffers */
 };
 
 static char *copy_string(const char *s) {
@@ -81,6 +82,7 @@ braid_rt_checkpoint_writer_create(braid_rt_context_t *ctx,
   }
   w->ctx = ctx;
   w->comm = comm;
+  braid_rt_io_comm_init(&w->io, ctx, comm);
   *out_writer = w;
   return BRAID_RT_OK;
 }
@@ -98,6 +100,7 @@ void braid_rt_checkpoint_writer_destroy(braid_rt_checkpoint_writer_t *w) {
   free(w->meta_keys);
   free(w->meta_values);
   free(w->path);
+  braid_rt_io_comm_release(&w->io);
   free(w);
 }
 
@@ -626,7 +629,7 @@ static braid_rt_status_t all_ok(braid_rt_checkpoint_writer_t *w, int ok,
                                 int *out_all_ok) {
   double failures = ok ? 0 : 1;
   braid_rt_status_t s =
-      braid_rt_all_reduce_sum_f64(w->comm, &failures, 1, NULL);
+      braid_rt_io_all_reduce_sum_f64(&w->io, &failures, 1);
   *out_all_ok = failures == 0;
   return s;
 }
@@ -636,7 +639,7 @@ static braid_rt_status_t all_ok(braid_rt_checkpoint_writer_t *w, int ok,
 static braid_rt_status_t share_flag(braid_rt_checkpoint_writer_t *w,
                                     int *flag) {
   double v = *flag;
-  braid_rt_status_t s = braid_rt_broadcast_f64(w->comm, &v, 1, 0, NULL);
+  braid_rt_status_t s = braid_rt_io_broadcast_f64(&w->io, &v, 1, 0);
   *flag = v != 0;
   return s;
 }
@@ -657,7 +660,7 @@ static braid_rt_status_t share_outcome(braid_rt_checkpoint_writer_t *w,
     bytes_to_words(message, sizeof(message), words + 1);
   }
   braid_rt_status_t s =
-      braid_rt_broadcast_f64(w->comm, words, OUTCOME_WORDS, 0, NULL);
+      braid_rt_io_broadcast_f64(&w->io, words, OUTCOME_WORDS, 0);
   if (s != BRAID_RT_OK || rank == 0)
     return s != BRAID_RT_OK ? s : status;
   status = (braid_rt_status_t)(int)words[0];
@@ -683,7 +686,7 @@ static braid_rt_status_t send_blocks(braid_rt_checkpoint_writer_t *w,
     for (uint64_t e = 0; e < n; e += CHUNK_FLOATS) {
       uint64_t k = n - e < CHUNK_FLOATS ? n - e : CHUNK_FLOATS;
       braid_rt_status_t s =
-          braid_rt_send_f32(w->comm, data + e, (size_t)k, 0, DATA_TAG, NULL);
+          braid_rt_io_send_f32(&w->io, data + e, (size_t)k, 0, DATA_TAG);
       if (s != BRAID_RT_OK)
         return s;
     }
@@ -725,8 +728,8 @@ static braid_rt_status_t receive_and_write(braid_rt_checkpoint_writer_t *w,
       }
       for (uint64_t e = 0; e < n; e += CHUNK_FLOATS) {
         uint64_t k = n - e < CHUNK_FLOATS ? n - e : CHUNK_FLOATS;
-        braid_rt_status_t s = braid_rt_recv_f32(w->comm, chunk, (size_t)k,
-                                                b->rank, DATA_TAG, NULL);
+        braid_rt_status_t s = braid_rt_io_recv_f32(&w->io, chunk, (size_t)k,
+                                                   b->rank, DATA_TAG);
         if (s != BRAID_RT_OK) {
           free(tensor);
           return s;
@@ -858,7 +861,7 @@ braid_rt_checkpoint_writer_commit(braid_rt_checkpoint_writer_t *w) {
                       w->path);
     goto done;
   }
-  s = braid_rt_all_gather_f64(w->comm, &my_words, counts, 1, NULL);
+  s = braid_rt_io_all_gather_f64(&w->io, &my_words, counts, 1);
   if (s != BRAID_RT_OK)
     goto done;
   size_t max_words = 0;
@@ -880,7 +883,7 @@ braid_rt_checkpoint_writer_commit(braid_rt_checkpoint_writer_t *w) {
                       w->path, max_words * 4);
     goto done;
   }
-  s = braid_rt_all_gather_f64(w->comm, send, all, max_words, NULL);
+  s = braid_rt_io_all_gather_f64(&w->io, send, all, max_words);
   if (s != BRAID_RT_OK)
     goto done;
   words_to_bytes(all, (size_t)size * max_words, bytes);

@@ -1,13 +1,14 @@
 /*===- internal.h - Private helpers of the checkpoint and data library ---===*/
 /*
- * braid_rt_io is written against the runtime's public API (communicators
- * and collectives) so that it works over every backend; the only private
- * entry point it uses is braid_rt_fail, which each backend defines (the CPU
- * backend in src/cpu/context.c) to record a context's last error.
+ * braid_rt_io is written against the runtime's public API (communicators,
+ * collectives and memory.h) so that it works over every backend; the only
+ * private entry point it uses is braid_rt_fail, which each backend has
+ * (src/common/backend/errors.c) to record a context's last error.
  */
 #ifndef BRAID_RT_IO_INTERNAL_H
 #define BRAID_RT_IO_INTERNAL_H
 
+#include "braid/rt/collectives.h"
 #include "braid/rt/context.h"
 #include "braid/rt/status.h"
 
@@ -89,6 +90,36 @@ void braid_json_free(braid_json_t *value);
 
 /* Nonzero if `s` (NUL-terminated) is valid UTF-8. */
 int braid_rt_utf8_valid(const char *s);
+
+/*--- The writer's collectives on host buffers (host_collectives.c). ---*/
+
+/* A communicator with, where device memory is not host memory, a device
+   buffer that the calls below stage host buffers through (grown as
+   needed; braid_rt_io_comm_release frees it). */
+typedef struct {
+  braid_rt_context_t *ctx;
+  braid_rt_comm_t *comm;
+  void *device;
+  size_t capacity;
+} braid_rt_io_comm_t;
+
+void braid_rt_io_comm_init(braid_rt_io_comm_t *c, braid_rt_context_t *ctx,
+                           braid_rt_comm_t *comm);
+void braid_rt_io_comm_release(braid_rt_io_comm_t *c);
+
+/* The blocking collectives of collectives.h on host buffers, on every
+   backend; each returns when its result is in `buf` / `recv`. */
+braid_rt_status_t braid_rt_io_all_reduce_sum_f64(braid_rt_io_comm_t *c,
+                                                 double *buf, size_t count);
+braid_rt_status_t braid_rt_io_broadcast_f64(braid_rt_io_comm_t *c, double *buf,
+                                            size_t count, int root);
+braid_rt_status_t braid_rt_io_all_gather_f64(braid_rt_io_comm_t *c,
+                                             const double *send, double *recv,
+                                             size_t send_count);
+braid_rt_status_t braid_rt_io_send_f32(braid_rt_io_comm_t *c, const float *buf,
+                                       size_t count, int peer, int tag);
+braid_rt_status_t braid_rt_io_recv_f32(braid_rt_io_comm_t *c, float *buf,
+                                       size_t count, int peer, int tag);
 
 /*--- Shared by the writer and the reader. ---*/
 
