@@ -136,17 +136,46 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
   return cudaSuccess;
 }
 
+static int is_device(const void *ptr) {
+  struct cudaPointerAttributes attributes;
+  cudaPointerGetAttributes(&attributes, ptr);
+  return attributes.type == cudaMemoryTypeDevice;
+}
+
+/* A copy whose pointers are not where its kind says (a host buffer passed
+   as device memory, or the reverse) would fault on a GPU, or copy the
+   wrong way: end the process naming it. */
+static void check_copy(void *dst, const void *src, size_t bytes,
+                       enum cudaMemcpyKind kind) {
+  if (!bytes || kind == cudaMemcpyDefault)
+    return;
+  int to_device = kind == cudaMemcpyHostToDevice ||
+                  kind == cudaMemcpyDeviceToDevice;
+  int from_device = kind == cudaMemcpyDeviceToHost ||
+                    kind == cudaMemcpyDeviceToDevice;
+  if (is_device(dst) != to_device)
+    die(to_device ? "cudaMemcpy: the destination is host memory, not device "
+                    "memory"
+                  : "cudaMemcpy: the destination is device memory, not host "
+                    "memory");
+  if (is_device(src) != from_device)
+    die(from_device ? "cudaMemcpy: the source is host memory, not device "
+                      "memory"
+                    : "cudaMemcpy: the source is device memory, not host "
+                      "memory");
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
                             enum cudaMemcpyKind kind, cudaStream_t s) {
-  (void)kind;
   (void)s;
+  check_copy(dst, src, bytes, kind);
   memmove(dst, src, bytes);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
                        enum cudaMemcpyKind kind) {
-  (void)kind;
+  check_copy(dst, src, bytes, kind);
   memmove(dst, src, bytes);
   return cudaSuccess;
 }
