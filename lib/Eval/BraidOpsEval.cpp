@@ -44,7 +44,11 @@ EvalContext::~EvalContext() = default;
 
 /// An uninitialised result tensor with the shape and dtype of `v`.
 static Tensor resultFor(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
+  // A future (a repeat's stacked one) holds the tensor it will give.
+  Type t = v.getType();
+  if (auto future = dyn_cast<FutureType>(t))
+    t = future.getValueType();
+  auto type = cast<RankedTensorType>(t);
   return Tensor(type.getShape(),
                 getDType(type.getElementType()).value_or(DType::F64));
 }

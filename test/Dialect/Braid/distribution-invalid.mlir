@@ -285,3 +285,28 @@ func.func @blocks_ones(%x: tensor<6x4xf32>) {
   %0 = braid.shard %x : tensor<6x4xf32> to #braid.sharding<@mesh, [["tp"], []], blocks = [1, 1]>
   return
 }
+
+// -----
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+braid.layer @carries(%f: !braid.future<tensor<4xf32>>) -> !braid.future<tensor<4xf32>> {
+  braid.yield %f : !braid.future<tensor<4xf32>>
+}
+func.func @repeat_carried_future(%x: tensor<4xf32>) {
+  // expected-error@+1 {{layer @carries carries a future; only stacked results may be futures}}
+  %0 = braid.repeat @carries(%x) {count = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+braid.layer @reduced(%x: tensor<4xf32>) -> !braid.future<tensor<4xf32>> {
+  %f = braid.all_reduce_start sum %x on @mesh ["dp"] : tensor<4xf32> -> !braid.future<tensor<4xf32>>
+  braid.yield %f : !braid.future<tensor<4xf32>>
+}
+func.func @repeat_future_unstacked(%xs: tensor<2x4xf32>) {
+  // expected-error@+1 {{result types do not match layer @reduced; expected ('!braid.future<tensor<2x4xf32>>')}}
+  %0 = braid.repeat @reduced(%xs) {count = 2 : i64, carried = 0 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return
+}

@@ -63,3 +63,21 @@ func.func @async(%x: tensor<4x16xf32>) -> tensor<4x64xf32> {
   %4 = braid.wait %f4 : !braid.future<tensor<4x16xf32>>
   return %1 : tensor<4x64xf32>
 }
+
+// Tests a layer that yields a future and a repeat returning the future of
+// the stack (one collective per instance), waited for after it.
+// CHECK-LABEL: braid.layer @reduced
+// CHECK: braid.yield %{{.*}} : !braid.future<tensor<4x16xf32>>
+braid.layer @reduced(%x: tensor<4x16xf32>) -> !braid.future<tensor<4x16xf32>> {
+  %f = braid.all_reduce_start sum %x on @mesh ["dp"] : tensor<4x16xf32> -> !braid.future<tensor<4x16xf32>>
+  braid.yield %f : !braid.future<tensor<4x16xf32>>
+}
+
+// CHECK-LABEL: func.func @stacked_future
+func.func @stacked_future(%xs: tensor<3x4x16xf32>) -> tensor<3x4x16xf32> {
+  // CHECK: %[[F:.*]] = braid.repeat @reduced(%{{.*}}) {carried = 0 : i64, count = 3 : i64} : (tensor<3x4x16xf32>) -> !braid.future<tensor<3x4x16xf32>>
+  %f = braid.repeat @reduced(%xs) {count = 3 : i64, carried = 0 : i64} : (tensor<3x4x16xf32>) -> !braid.future<tensor<3x4x16xf32>>
+  // CHECK: braid.wait %[[F]] : !braid.future<tensor<3x4x16xf32>>
+  %y = braid.wait %f : !braid.future<tensor<3x4x16xf32>>
+  return %y : tensor<3x4x16xf32>
+}

@@ -259,15 +259,31 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                             "equal its argument types"
                          << (getCarried() ? " for the carried values" : "");
 
+  // A carried value passes from instance to instance: it cannot be in
+  // flight.
+  for (Type t : ins.take_front(carried))
+    if (isa<FutureType>(t))
+      return emitOpError() << "layer @" << getLayer()
+                           << " carries a future; only stacked results may "
+                              "be futures";
+
   // The types the operands and results must have: carried ones as in the
-  // layer, stacked ones with a leading dimension of `count`.
+  // layer, stacked ones with a leading dimension of `count` (a stacked
+  // future is the future of the stack).
   auto expected = [&](ArrayRef<Type> layerTypes) {
     SmallVector<Type> types(layerTypes.take_front(carried));
     for (Type t : layerTypes.drop_front(carried)) {
-      auto r = cast<RankedTensorType>(t);
+      auto future = dyn_cast<FutureType>(t);
+      auto r = future ? future.getValueType() : dyn_cast<RankedTensorType>(t);
+      if (!r) {
+        types.push_back(t); // the layer's verifier reports it
+        continue;
+      }
       SmallVector<int64_t> shape{count};
       shape.append(r.getShape().begin(), r.getShape().end());
-      types.push_back(RankedTensorType::get(shape, r.getElementType()));
+      auto stacked = RankedTensorType::get(shape, r.getElementType());
+      types.push_back(future ? Type(FutureType::get(getContext(), stacked))
+                             : Type(stacked));
     }
     return types;
   };

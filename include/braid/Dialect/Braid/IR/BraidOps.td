@@ -186,6 +186,14 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
     them in reverse in the backward pass, so that the training step, too,
     does not grow with depth.
 
+    A stacked result may be a future: when the layer yields
+    `!braid.future<T>` (a collective started in its body), the repeat
+    returns `!braid.future<tensor<count x T>>`, the future of the stack
+    whose slice `i - first` is instance `i`'s collective, and `braid.wait`
+    on it waits for all of them. So a layer's collective stays in flight
+    while the following instances compute (`braid-schedule-collectives`
+    splits a layer at its waits). Carried values are never futures.
+
     ```mlir
     %h = braid.repeat @block(%x) {prefix = "h", count = 12 : i64}
         : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
@@ -196,7 +204,7 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
                        DefaultValuedAttr<I64Attr, "0">:$first,
                        OptionalAttr<I64Attr>:$carried, UnitAttr:$reverse,
                        OptionalAttr<StrArrayAttr>:$instance_names);
-  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let results = (outs Variadic<AnyTypeOf<[AnyRankedTensor, Braid_FutureType]>>:$results);
   let assemblyFormat = [{
     $layer `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
   }];
