@@ -192,8 +192,11 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   }
   if (options.dp * options.tp > 1 && options.asyncCollectives) {
     pm.addPass(createAsyncCollectivesPass());
-    if (options.scheduleCollectives)
-      pm.addPass(createScheduleCollectivesPass());
+    if (options.scheduleCollectives) {
+      ScheduleCollectivesPassOptions schedule;
+      schedule.acrossRepeats = options.scheduleAcrossRepeats;
+      pm.addPass(createScheduleCollectivesPass(schedule));
+    }
   }
   // After any scheduling: it bounds how far ahead parameter gathers start.
   if (options.zero >= 3 && options.dp > 1 && options.zero3Prefetch > 0) {

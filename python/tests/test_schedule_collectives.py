@@ -7,8 +7,13 @@ braidc and run by braid-run on 2 (dp=2) and 4 (dp=2 x pp=2) ranks: the
 losses of 3 AdamW steps print the same digits, and the trained parameters
 and optimizer state are equal bit for bit, with the pass and without it
 (async collectives left where they were, and blocking collectives).
+The scheduled programs split the layer @block.W at its gradient
+reductions' waits, so each instance's reduction is waited for after the
+repeat (a stacked future, one pending site per instance in the generated
+code).
 """
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -46,6 +51,7 @@ def test_eval_training_is_unchanged(tmp_path, braid_opt, braid_eval):
                      program.read_text()))
     (a_loss, a, a_text), (b_loss, b, b_text) = runs
     assert a_text != b_text, "the pass moved nothing"
+    assert "@block.W.waited" in b_text, "@block.W was not split at its waits"
     assert len(a_loss) == 3 and a_loss == b_loss
     assert set(a) == set(b) and all(np.array_equal(a[k], b[k]) for k in a)
 
@@ -81,6 +87,7 @@ def test_executables_train_identically(tmp_path, mesh, ranks, extra):
         "blocking": [],
         "async": ["--async-collectives", "--schedule-collectives=false"],
         "scheduled": ["--async-collectives"],
+        "layer-waits": ["--async-collectives", "--schedule-across-repeats=false"],
     }
     results = {}
     for name, flags in variants.items():
@@ -90,10 +97,14 @@ def test_executables_train_identically(tmp_path, mesh, ranks, extra):
     assert "braid_rt_program_collective_start_f32" in cpp["scheduled"]
     assert "braid_rt_program_progress" in cpp["scheduled"]
     assert cpp["scheduled"] != cpp["async"], "the pass moved nothing"
+    # One pending site per instance of the repeat of @block.W.
+    assert re.search(r"braid_rt_program_pending_t braid_pending_\d+\[\d+\]", cpp["scheduled"])
+    for name in ("async", "layer-waits"):
+        assert not re.search(r"braid_rt_program_pending_t braid_pending_\d+\[", cpp[name]), name
     losses, files = results["blocking"]
     assert len(losses) == 3, losses
     assert files, "nothing saved"
-    for name in ("async", "scheduled"):
+    for name in ("async", "scheduled", "layer-waits"):
         assert results[name][0] == losses, name
         assert results[name][1].keys() == files.keys(), name
         for path, data in files.items():

@@ -13,6 +13,15 @@
 // RUN: braidc %t.mlir --target cuda --mesh dp=2,tp=2 --zero 2 --lr 1e-3 -o %t.zero2
 // RUN: test -x %t.one && test -x %t.3d && test -x %t.zero2
 //
+// Started collectives under dp=2: each of the 4 instances of @block.W
+// starts its gradient bucket on its own pending site, waited for after the
+// repeat (braid-schedule-collectives' split at the wait).
+// RUN: braidc %t.mlir --target cuda --mesh dp=2 --async-collectives --lr 1e-3 --emit cu -o %t.async.cu
+// RUN: FileCheck %s --check-prefix=ASYNC < %t.async.cu
+// RUN: braidc %t.mlir --target cuda --mesh dp=2 --async-collectives --lr 1e-3 -o %t.async
+// RUN: test -x %t.async
+// ASYNC: braid_rt_program_pending_t braid_pending_{{[0-9]+}}[4];
+//
 // RUN: braidc %t.mlir --target cuda --lr 1e-3 --emit cu -o %t.cu
 // RUN: FileCheck %s --check-prefix=CU < %t.cu
 // CU: #include "braid/rt/kernels.h"

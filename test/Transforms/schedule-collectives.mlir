@@ -1,5 +1,7 @@
-// RUN: braid-opt %s --split-input-file --braid-schedule-collectives | FileCheck %s
+// RUN: braid-opt %s --split-input-file --braid-schedule-collectives | braid-opt --split-input-file | FileCheck %s
 // RUN: braid-opt %s --split-input-file --braid-schedule-collectives=max-in-flight=1 | FileCheck %s --check-prefix=ONE
+// RUN: braid-opt %s --split-input-file --braid-schedule-collectives=across-repeats=false | FileCheck %s --check-prefix=OFF
+// RUN: braid-opt %s --split-input-file --braid-schedule-collectives=max-in-flight=3 | FileCheck %s --check-prefix=THREE
 // RUN: not braid-opt %s --split-input-file --braid-schedule-collectives=max-in-flight=0 2>&1 | FileCheck %s --check-prefix=ZERO
 
 // ZERO: braid-schedule-collectives: max-in-flight must be at least 1, got 0
@@ -148,4 +150,113 @@ braid.layer @grads(%g: tensor<2x8xf32>, %x: tensor<2x8xf32>, %b: tensor<8x8xf32>
   %s = braid.mul %w, %w : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   %m = braid.matmul %x, %b : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
   braid.yield %s, %m : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that a layer is split at the wait of its gradient bucket: @grad
+// yields the future (and its other result), the repeat returns the future
+// of the stack (one all_reduce per instance, in flight while the next
+// instances compute), and the wait and the slices reading the bucket (a
+// repeat of the new layer @grad.waited) follow it, below the independent
+// matmul, where the store needs them; the results keep their places. The
+// carried layer @carry keeps its wait (its result feeds the next
+// instance). With max-in-flight=1 the three instances' collectives would
+// not fit, and with across-repeats=false nothing is split.
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+
+// CHECK-LABEL: braid.layer @grad(
+// CHECK-SAME: -> (tensor<2x8xf32>, !braid.future<tensor<32xf32>>)
+// CHECK: %[[G:.*]] = braid.mul
+// CHECK: %[[F:.*]] = braid.all_reduce_start sum %{{.*}} on @mesh ["dp"] {braid.phase = "W"}
+// CHECK-NEXT: braid.yield %[[G]], %[[F]] : tensor<2x8xf32>, !braid.future<tensor<32xf32>>
+// CHECK-LABEL: braid.layer @grad.waited(
+// CHECK-SAME: %[[R:.*]]: tensor<32xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK-NEXT: %[[S0:.*]] = braid.slice %[[R]] {limit = array<i64: 16>, start = array<i64: 0>}
+// CHECK-NEXT: %[[G0:.*]] = braid.reshape %[[S0]]
+// CHECK-NEXT: %[[S1:.*]] = braid.slice %[[R]] {limit = array<i64: 32>, start = array<i64: 16>}
+// CHECK-NEXT: %[[G1:.*]] = braid.reshape %[[S1]]
+// CHECK-NEXT: braid.yield %[[G0]], %[[G1]]
+// CHECK-LABEL: braid.layer @carry(
+// CHECK: braid.all_reduce_start
+// CHECK-NEXT: braid.wait
+// CHECK-NEXT: braid.yield
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: (%[[XS:.*]]: tensor<3x2x8xf32>, %[[DS:.*]]: tensor<3x2x8xf32>, %[[A:.*]]: tensor<8x8xf32>, %[[C:.*]]: tensor<2x8xf32>)
+// CHECK-NEXT: %[[CR:.*]] = braid.repeat @carry(%[[C]])
+// CHECK-NEXT: %[[H:.*]]:2 = braid.repeat @grad(%[[XS]], %[[DS]]) {{.*}} : (tensor<3x2x8xf32>, tensor<3x2x8xf32>) -> (tensor<3x2x8xf32>, !braid.future<tensor<3x32xf32>>)
+// CHECK-NEXT: %[[M:.*]] = braid.matmul %[[A]], %[[A]]
+// CHECK-NEXT: %[[W:.*]] = braid.wait %[[H]]#1 {braid.phase = "W"} : !braid.future<tensor<3x32xf32>>
+// CHECK-NEXT: %[[T:.*]]:2 = braid.repeat @grad.waited(%[[W]]) {{.*}}count = 3 : i64{{.*}} : (tensor<3x32xf32>) -> (tensor<3x2x8xf32>, tensor<3x2x8xf32>)
+// CHECK-NEXT: %[[N:.*]] = braid.add %[[T]]#0, %[[T]]#1
+// CHECK-NEXT: braid.store_param "acc", %[[N]]
+// CHECK-NEXT: return %[[N]], %[[H]]#0, %[[M]], %[[CR]]
+// ONE-LABEL: braid.layer @grad(
+// ONE: braid.wait
+// ONE-NOT: grad.waited
+// OFF-LABEL: braid.layer @grad(
+// OFF: braid.wait
+// OFF-NOT: grad.waited
+
+braid.layer @grad(%x: tensor<2x8xf32>, %d: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %g = braid.mul %x, %d : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %fg = braid.reshape %g : (tensor<2x8xf32>) -> tensor<16xf32>
+  %fd = braid.reshape %d : (tensor<2x8xf32>) -> tensor<16xf32>
+  %all = braid.concat %fg, %fd {axis = 0 : i64} : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  %f = braid.all_reduce_start sum %all on @mesh ["dp"] {braid.phase = "W"} : tensor<32xf32> -> !braid.future<tensor<32xf32>>
+  %r = braid.wait %f {braid.phase = "W"} : !braid.future<tensor<32xf32>>
+  %s0 = braid.slice %r {limit = array<i64: 16>, start = array<i64: 0>} : (tensor<32xf32>) -> tensor<16xf32>
+  %g0 = braid.reshape %s0 : (tensor<16xf32>) -> tensor<2x8xf32>
+  %s1 = braid.slice %r {limit = array<i64: 32>, start = array<i64: 16>} : (tensor<32xf32>) -> tensor<16xf32>
+  %g1 = braid.reshape %s1 : (tensor<16xf32>) -> tensor<2x8xf32>
+  braid.yield %g0, %g, %g1 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+braid.layer @carry(%h: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %f = braid.all_reduce_start sum %h on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  %r = braid.wait %f : !braid.future<tensor<2x8xf32>>
+  braid.yield %r : tensor<2x8xf32>
+}
+
+func.func @step(%xs: tensor<3x2x8xf32>, %ds: tensor<3x2x8xf32>, %a: tensor<8x8xf32>, %c: tensor<2x8xf32>) -> (tensor<3x2x8xf32>, tensor<3x2x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>) {
+  %cr = braid.repeat @carry(%c) {count = 2 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g0, %g, %g1 = braid.repeat @grad(%xs, %ds) {braid.phase = "W", carried = 0 : i64, count = 3 : i64, prefix = "h"} : (tensor<3x2x8xf32>, tensor<3x2x8xf32>) -> (tensor<3x2x8xf32>, tensor<3x2x8xf32>, tensor<3x2x8xf32>)
+  %m = braid.matmul %a, %a : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %n = braid.add %g0, %g1 : (tensor<3x2x8xf32>, tensor<3x2x8xf32>) -> tensor<3x2x8xf32>
+  braid.store_param "acc", %n : tensor<3x2x8xf32>
+  return %n, %g, %m, %cr : tensor<3x2x8xf32>, tensor<3x2x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that starts moved early leave room for the collectives that a
+// repeat returning futures will have in flight (it keeps its place): with
+// max-in-flight=3, the 3 instances of @reduce fill it, so the start on %a
+// stays below the repeat; with the default (8) it moves to the top.
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+
+braid.layer @reduce(%x: tensor<2x8xf32>) -> !braid.future<tensor<2x8xf32>> {
+  %f = braid.all_reduce_start sum %x on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  braid.yield %f : !braid.future<tensor<2x8xf32>>
+}
+
+// CHECK-LABEL: func.func @room
+// CHECK-SAME: (%[[XS:.*]]: tensor<3x2x8xf32>, %[[A:.*]]: tensor<2x8xf32>)
+// CHECK-NEXT: %[[FA:.*]] = braid.all_reduce_start sum %[[A]]
+// CHECK-NEXT: %[[F:.*]] = braid.repeat @reduce(%[[XS]])
+// CHECK-NEXT: %[[W:.*]] = braid.wait %[[F]]
+// CHECK-NEXT: %[[WA:.*]] = braid.wait %[[FA]]
+// CHECK-NEXT: return %[[W]], %[[WA]]
+// THREE-LABEL: func.func @room
+// THREE-SAME: (%[[XS:.*]]: tensor<3x2x8xf32>, %[[A:.*]]: tensor<2x8xf32>)
+// THREE-NEXT: %[[F:.*]] = braid.repeat @reduce(%[[XS]])
+// THREE-NEXT: %[[FA:.*]] = braid.all_reduce_start sum %[[A]]
+func.func @room(%xs: tensor<3x2x8xf32>, %a: tensor<2x8xf32>) -> (tensor<3x2x8xf32>, tensor<2x8xf32>) {
+  %f = braid.repeat @reduce(%xs) {carried = 0 : i64, count = 3 : i64} : (tensor<3x2x8xf32>) -> !braid.future<tensor<3x2x8xf32>>
+  %fa = braid.all_reduce_start sum %a on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  %w = braid.wait %f : !braid.future<tensor<3x2x8xf32>>
+  %wa = braid.wait %fa : !braid.future<tensor<2x8xf32>>
+  return %w, %wa : tensor<3x2x8xf32>, tensor<2x8xf32>
 }

@@ -147,7 +147,10 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
     outView = splitView(out, *dim < 0 ? *dim + rank : *dim, size);
   Value result = asF32Words(l, input, l.result(op->getResult(0)),
                             reduction.has_value());
-  Value pending = l.module.getPendingSite(l.b, l.loc);
+  // A future the layer yields starts on its caller's site for the instance.
+  Value pending = l.yieldedPending.lookup(op->getResult(0));
+  if (!pending)
+    pending = l.module.getPendingSite(l.b, l.loc);
   if (op.isStarted())
     l.pendingOf[op->getResult(0)] = pending;
   // braid-compress-gradients: a blocking 16-bit ring; a started one
@@ -191,7 +194,25 @@ void mlir::braid::lowering::populateCollectiveLowerings(LoweringTable &t) {
       return op.emitOpError() << "waits for a future not started in this "
                                  "function; generated code waits where it "
                                  "starts";
-    l.call("braid_rt_program_wait", {pending});
+    // A repeat's stacked future: one site per instance.
+    if (int64_t count = l.pendingCount.lookup(op.getFuture())) {
+      OpBuilder &b = l.b;
+      auto loop =
+          emitc::ForOp::create(b, l.loc, l.i64(0), l.i64(count), l.i64(1));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      Value site = emitc::SubscriptOp::create(
+          b, l.loc, cast<TypedValue<emitc::ArrayType>>(pending),
+          ValueRange{loop.getInductionVar()});
+      l.call("braid_rt_program_wait",
+             {emitc::AddressOfOp::create(
+                 b, l.loc,
+                 emitc::PointerType::get(
+                     cast<emitc::LValueType>(site.getType()).getValueType()),
+                 site)});
+    } else {
+      l.call("braid_rt_program_wait", {pending});
+    }
     l.alias(op.getResult(), l.get(op.getFuture()));
     return success();
   });

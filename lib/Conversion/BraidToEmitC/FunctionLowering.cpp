@@ -110,6 +110,12 @@ Value FunctionLowering::result(Value v) {
   Type type = v.getType();
   if (auto future = dyn_cast<FutureType>(type)) // a started collective's
     type = future.getValueType();
+  // A future the layer yields completes in the caller's buffer.
+  if (yieldedPending.contains(v)) {
+    Value out = outOf.lookup(v);
+    buffers[v] = out;
+    return out;
+  }
   Value buffer = module.reuseBuffers ? getInPlaceBuffer(v) : Value();
   if (!buffer)
     buffer = allocate(cast<RankedTensorType>(type));
@@ -333,11 +339,28 @@ void FunctionLowering::copy(Type elementType, Value from, Value to,
 }
 
 LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
-                                          Value slots, ArrayRef<Value> outs) {
+                                          Value slots, ArrayRef<Value> outs,
+                                          ArrayRef<Value> pendingOuts) {
   Block &entry = target.getBody().front();
   for (auto [arg, buffer] : llvm::zip(body.getArguments(),
                                       entry.getArguments()))
     buffers[arg] = buffer;
+  // Yielded futures: each a collective started in this body, once.
+  Operation *terminator = body.getTerminator();
+  auto pendingOut = pendingOuts.begin();
+  for (auto [value, out] : llvm::zip(terminator->getOperands(), outs)) {
+    if (!isa<FutureType>(value.getType()))
+      continue;
+    auto start = value.getDefiningOp<CollectiveOpInterface>();
+    if (!start || start->getBlock() != &body ||
+        yieldedPending.contains(value) || pendingOut == pendingOuts.end())
+      return terminator->emitOpError()
+             << "yields a future that is not a collective started in this "
+                "body (or yields one twice); generated code starts a yielded "
+                "future on its caller's pending site";
+    yieldedPending[value] = *pendingOut++;
+    outOf[value] = out;
+  }
   layerSlots = slots;
   this->body = &body;
   for (auto [i, op] : llvm::enumerate(body))
@@ -416,7 +439,8 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
       }
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       for (auto [value, out] : llvm::zip(op.getOperands(), outs))
-        copy(typeOf(value).getElementType(), get(value), out, countOf(value));
+        if (!yieldedPending.contains(value)) // started into `out`
+          copy(typeOf(value).getElementType(), get(value), out, countOf(value));
       emitc::ReturnOp::create(b, loc, Value());
       continue;
     }

@@ -144,6 +144,10 @@ public:
   /// The address of a new `static braid_rt_program_pending_t braid_pending_N`
   /// global: one collective site's request and staging buffers.
   Value getPendingSite(OpBuilder &b, Location loc);
+  /// A new `static braid_rt_program_pending_t braid_pending_N[count]` global
+  /// (as an array value): the sites of a collective started by each of a
+  /// repeat's instances.
+  Value getPendingSites(OpBuilder &b, Location loc, int64_t count);
   /// The bit mask of the group over `axes` of mesh `meshRef` (recorded, so
   /// that braid_program_init creates its communicator); errors on `op`.
   FailureOr<int64_t> getGroup(Operation *op, FlatSymbolRefAttr meshRef,
@@ -256,7 +260,8 @@ public:
   /// `slots` is the layer instance's slot numbers (null for a function),
   /// `outs` the out-pointer arguments of the results.
   LogicalResult lowerBody(Block &body, emitc::FuncOp target, Value slots,
-                          ArrayRef<Value> outs);
+                          ArrayRef<Value> outs,
+                          ArrayRef<Value> pendingOuts = {});
 
   //===--- Helpers for op lowerings ---------------------------------------===//
 
@@ -378,8 +383,17 @@ public:
   void upload(Value from, Value to, int64_t bytes);
   /// `args` after the program's compute stream.
   SmallVector<Value> withStream(ArrayRef<Value> args);
-  /// The pending site of a started collective's future.
+  /// The pending site of a started collective's future; for a repeat's
+  /// stacked future, the array of its instances' sites.
   DenseMap<Value, Value> pendingOf;
+  /// The number of sites behind a repeat's stacked future (one per instance).
+  DenseMap<Value, int64_t> pendingCount;
+  /// The futures a layer body yields, with the pending-site argument of
+  /// each: their collectives start on the caller's site, into the caller's
+  /// buffer (the out pointer), and the caller waits.
+  DenseMap<Value, Value> yieldedPending;
+  /// The out pointer of each yielded future.
+  DenseMap<Value, Value> outOf;
   /// Copies `count` elements of `from` to `to` (f32, i32 or i64).
   void copy(Type elementType, Value from, Value to, int64_t count);
 

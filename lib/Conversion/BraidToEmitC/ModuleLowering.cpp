@@ -166,6 +166,19 @@ Value ModuleLowering::getPendingSite(OpBuilder &b, Location loc) {
                                     global);
 }
 
+Value ModuleLowering::getPendingSites(OpBuilder &b, Location loc,
+                                      int64_t count) {
+  std::string name = ("braid_pending_" + Twine(numPending++)).str();
+  auto type = emitc::ArrayType::get(
+      {count},
+      emitc::OpaqueType::get(b.getContext(), "braid_rt_program_pending_t"));
+  emitc::GlobalOp::create(globals, loc, b.getStringAttr(name),
+                          TypeAttr::get(type), Attribute(), nullptr,
+                          b.getUnitAttr(), nullptr);
+  return emitc::GetGlobalOp::create(
+      b, loc, type, FlatSymbolRefAttr::get(b.getContext(), name));
+}
+
 FailureOr<int64_t> ModuleLowering::getGroup(Operation *op,
                                             FlatSymbolRefAttr meshRef,
                                             ArrayAttr axes, int64_t *size) {
@@ -595,6 +608,13 @@ LogicalResult ModuleLowering::run(StringRef entry) {
     if (isLayer)
       inputs.insert(inputs.begin() + numArgs,
                     emitc::PointerType::get(top.getI64Type()));
+    // A yielded future also takes the caller's pending site for it.
+    unsigned numOuts = fn.getResultTypes().size();
+    auto pendingType = emitc::PointerType::get(
+        emitc::OpaqueType::get(ctx, "braid_rt_program_pending_t"));
+    for (Type t : fn.getResultTypes())
+      if (isa<FutureType>(t))
+        inputs.push_back(pendingType);
     auto target = emitc::FuncOp::create(
         funcs, fn.getLoc(), getEmittedFunctionName(fn.getName()),
         FunctionType::get(ctx, inputs, {}));
@@ -603,10 +623,11 @@ LogicalResult ModuleLowering::run(StringRef entry) {
     b.setInsertionPointToStart(body);
     FunctionLowering lowering(*this, b);
     Value slots = isLayer ? body->getArgument(numArgs) : Value();
-    SmallVector<Value> outArgs(
-        body->getArguments().drop_front(numArgs + (isLayer ? 1 : 0)));
+    auto rest = body->getArguments().drop_front(numArgs + (isLayer ? 1 : 0));
+    SmallVector<Value> outArgs(rest.begin(), rest.begin() + numOuts);
+    SmallVector<Value> pendingArgs(rest.begin() + numOuts, rest.end());
     return lowering.lowerBody(fn.getFunctionBody().front(), target, slots,
-                              outArgs);
+                              outArgs, pendingArgs);
   };
   // Emitted names flatten '.' and other characters: two symbols may meet.
   llvm::StringMap<Operation *> emittedNames;

@@ -106,6 +106,12 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
     if (i >= carried)
       stacked.push_back(l.result(op.getResult(i)));
 
+  for (Value r : op.getResults().drop_front(carried))
+    if (isa<FutureType>(r.getType())) {
+      l.pendingOf[r] = l.module.getPendingSites(b, loc, count);
+      l.pendingCount[r] = count;
+    }
+
   Value slotTable =
       l.module.getSlotTable(b, loc, l.module.repeatSlots[op.getOperation()]);
   // The instance counter is an int64_t: pointer offsets need an integer.
@@ -129,7 +135,10 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   // The instance's slice of a stacked buffer: `instance` times the slice's
   // element count past its start.
   auto slice = [&](Value buffer, Value stackedValue) -> Value {
-    int64_t sliceCount = l.countOf(stackedValue) / count;
+    Type type = stackedValue.getType();
+    if (auto future = dyn_cast<FutureType>(type))
+      type = future.getValueType();
+    int64_t sliceCount = cast<RankedTensorType>(type).getNumElements() / count;
     Value offset = emitc::MulOp::create(b, loc, b.getI64Type(), instance,
                                         l.i64(sliceCount));
     return emitc::AddOp::create(b, loc, buffer.getType(), buffer, offset);
@@ -142,6 +151,21 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   for (auto [buffer, value] :
        llvm::zip(stacked, op.getResults().drop_front(carried)))
     args.push_back(slice(buffer, value));
+  // A stacked future: each instance starts its collective on its own site
+  // (its request and staging stay until the wait after the loop).
+  for (Value r : op.getResults().drop_front(carried)) {
+    if (!isa<FutureType>(r.getType()))
+      continue;
+    Value sites = l.pendingOf.lookup(r);
+    Value site = emitc::SubscriptOp::create(
+        b, loc, cast<TypedValue<emitc::ArrayType>>(sites),
+        ValueRange{instance});
+    args.push_back(emitc::AddressOfOp::create(
+        b, loc,
+        emitc::PointerType::get(
+            cast<emitc::LValueType>(site.getType()).getValueType()),
+        site));
+  }
   l.call(getEmittedFunctionName(layer.getSymName()), args);
   for (unsigned i = 0; i < carried; ++i)
     l.copy(l.typeOf(op.getResult(i)).getElementType(), next[i], current[i],

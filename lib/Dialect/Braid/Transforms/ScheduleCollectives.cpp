@@ -17,14 +17,25 @@
 //   - a wait, and the pure ops that depend on it, are placed only when a
 //     later op that stays in place (a repeat, a store, the terminator, a
 //     collective) needs them.
-// Collectives are recognised through CollectiveOpInterface. Only the order
-// changes: every op computes what it did, so results are bit-identical.
+// Collectives are recognised through CollectiveOpInterface.
+//
+// A future cannot cross a layer's yield by rescheduling alone, yet the
+// gradient reduction of a layer body (braid.repeat's `@block.W`) is what
+// should overlap the next instances. So, first, each layer is split at the
+// waits of its reductions whose results only its stacked results need: the
+// wait and the pure ops after it move to a new layer `<name>.waited`; the
+// layer yields the future, the repeat returns the future of the stack (one
+// collective per instance), and after it come the wait and a repeat of
+// `<name>.waited` (loop fission at the wait). Only the order changes:
+// every op computes what it did, so results are bit-identical.
 //
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
@@ -47,13 +58,35 @@ static bool isStart(Operation *op) {
   return collective && collective.isStarted();
 }
 
+/// Whether `op` computes its results from its operands alone and may move
+/// freely: pure, without regions, not a wait.
+static bool isMovablePure(Operation *op) {
+  return isPure(op) && op->getNumRegions() == 0 && !isa<WaitOp>(op);
+}
+
+/// Whether `op` is pure, or a repeat of a layer whose body only computes
+/// (no parameters, collectives or effects), such as a `<name>.waited`
+/// layer: it may then wait for its operands like a pure op.
+static bool computesOnly(Operation *op) {
+  if (isPure(op))
+    return true;
+  auto repeat = dyn_cast<RepeatOp>(op);
+  if (!repeat)
+    return false;
+  auto layer =
+      SymbolTable::lookupNearestSymbolFrom<LayerOp>(op, repeat.getLayerAttr());
+  return layer &&
+         llvm::all_of(layer.getBody().front().without_terminator(),
+                      [](Operation &inner) { return isMovablePure(&inner); });
+}
+
 /// Whether `op` may write a parameter: a store, or an op whose effects are
 /// unknown (a repeat whose layer stores, a pipeline, anything unmodelled).
 /// Collectives and waits only move their operands.
 static bool mayWriteParameters(Operation *op) {
   if (isa<StoreParamOp>(op))
     return true;
-  if (isa<ParamOp, WaitOp, CollectiveOpInterface>(op) || isPure(op))
+  if (isa<ParamOp, WaitOp, CollectiveOpInterface>(op) || computesOnly(op))
     return false;
   if (auto repeat = dyn_cast<RepeatOp>(op)) {
     auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
@@ -107,8 +140,26 @@ private:
   DenseSet<Operation *> placed;
   SmallVector<Operation *> order;
   SmallVector<Operation *> pendingStarts;
-  DenseSet<Operation *> inFlight;
+  /// The futures placed and not yet waited for, with the collectives each
+  /// stands for (a repeat's stacked future: one per instance).
+  DenseMap<Value, int64_t> inFlight;
+  int64_t numInFlight = 0;
+  /// The collectives of the repeats not yet placed that return futures:
+  /// they will be in flight too, and repeats keep their place, so early
+  /// starts leave room for them.
+  int64_t reserved = 0;
 };
+
+/// The collectives a repeat returning futures leaves in flight: one per
+/// instance and future.
+static int64_t getFuturesInFlight(Operation *op) {
+  auto repeat = dyn_cast<RepeatOp>(op);
+  if (!repeat)
+    return 0;
+  return static_cast<int64_t>(repeat.getCount()) *
+         llvm::count_if(repeat.getResultTypes(),
+                        [](Type t) { return isa<FutureType>(t); });
+}
 
 void BlockScheduler::computeDependences() {
   for (Operation &op : block.without_terminator()) {
@@ -135,7 +186,7 @@ void BlockScheduler::computeDependences() {
     });
     bool writes = mayWriteParameters(op);
     bool reads = isa<ParamOp, WaitOp, CollectiveOpInterface>(op) || writes ||
-                 !isPure(op);
+                 !computesOnly(op);
     if (writes) {
       d.insert(sinceWriter.begin(), sinceWriter.end());
       if (lastWriter)
@@ -157,7 +208,7 @@ void BlockScheduler::computeDependences() {
   // their relative order.
   Operation *lastPinned = nullptr;
   for (Operation *op : original) {
-    if (isPure(op) || isa<ParamOp, WaitOp, CollectiveOpInterface>(op))
+    if (computesOnly(op) || isa<ParamOp, WaitOp, CollectiveOpInterface>(op))
       continue;
     if (lastPinned && !llvm::is_contained(deps[op], lastPinned))
       deps[op].insert(llvm::upper_bound(deps[op], lastPinned,
@@ -170,12 +221,13 @@ void BlockScheduler::computeDependences() {
   // Deferred: waits and the pure ops that (transitively) use them.
   for (Operation *op : original) {
     if (isa<WaitOp>(op) ||
-        (isPure(op) && llvm::any_of(deps[op], [&](Operation *d) {
+        (computesOnly(op) && llvm::any_of(deps[op], [&](Operation *d) {
            return deferred.contains(d);
          })))
       deferred.insert(op);
     if (isStart(op))
       pendingStarts.push_back(op);
+    reserved += getFuturesInFlight(op);
   }
 }
 
@@ -200,10 +252,21 @@ void BlockScheduler::place(Operation *op) {
       continue;
     placed.insert(done);
     order.push_back(done);
-    if (isStart(done))
-      inFlight.insert(done);
-    if (auto wait = dyn_cast<WaitOp>(done))
-      inFlight.erase(wait.getFuture().getDefiningOp());
+    auto repeat = dyn_cast<RepeatOp>(done);
+    reserved -= getFuturesInFlight(done);
+    for (Value r : done->getResults())
+      if (isa<FutureType>(r.getType())) {
+        int64_t n = repeat ? static_cast<int64_t>(repeat.getCount()) : 1;
+        inFlight[r] = n;
+        numInFlight += n;
+      }
+    if (auto wait = dyn_cast<WaitOp>(done)) {
+      auto it = inFlight.find(wait.getFuture());
+      if (it != inFlight.end()) {
+        numInFlight -= it->second;
+        inFlight.erase(it);
+      }
+    }
   }
 }
 
@@ -229,7 +292,7 @@ void BlockScheduler::placeReadyStarts() {
     for (Operation *start : pendingStarts) {
       if (placed.contains(start))
         continue;
-      if ((int64_t)inFlight.size() >= maxInFlight)
+      if (numInFlight + reserved >= maxInFlight)
         return;
       llvm::SetVector<Operation *> cone;
       if (!collectCone(start, cone))
@@ -268,6 +331,197 @@ bool BlockScheduler::run() {
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// Splitting layers at their waits
+//===----------------------------------------------------------------------===//
+
+/// The wait and the ops of its block that depend on it, in block order, when
+/// they can run after the layer's repeat instead: pure ops whose other
+/// operands are constants (operand-less pure ops, cloned), used outside only
+/// by the terminator at stacked positions (`firstStacked` on).
+static FailureOr<SmallVector<Operation *>> getWaitCone(WaitOp wait,
+                                                       unsigned firstStacked) {
+  Block *block = wait->getBlock();
+  llvm::SetVector<Operation *> cone;
+  cone.insert(wait);
+  SmallVector<Operation *> work = {wait};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    for (OpOperand &use : op->getUses()) {
+      Operation *user = use.getOwner();
+      if (user->getBlock() != block)
+        return failure();
+      if (user == block->getTerminator()) {
+        if (use.getOperandNumber() < firstStacked)
+          return failure(); // a carried value feeds the next instance
+        continue;
+      }
+      if (!isMovablePure(user))
+        return failure();
+      if (cone.insert(user))
+        work.push_back(user);
+    }
+  }
+  for (Operation *op : cone)
+    for (Value v : op == wait ? ValueRange() : ValueRange(op->getOperands())) {
+      Operation *def = v.getDefiningOp();
+      if (!def || (!cone.contains(def) &&
+                   !(def->getNumOperands() == 0 && isMovablePure(def))))
+        return failure();
+    }
+  SmallVector<Operation *> ordered(cone.begin(), cone.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// Splits `layer`, repeated by `repeats` (its only users), at the waits of
+/// its reductions that only its stacked results need; at most as many as
+/// keep `maxInFlight` collectives in flight with one per instance.
+static void splitAtWaits(LayerOp layer, ArrayRef<RepeatOp> repeats,
+                         int64_t maxInFlight, SymbolTable &symbols) {
+  Block &body = layer.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  unsigned firstStacked = 0;
+  int64_t maxCount = 1;
+  for (RepeatOp repeat : repeats) {
+    firstStacked = std::max(firstStacked, repeat.getNumCarried());
+    maxCount = std::max(maxCount, static_cast<int64_t>(repeat.getCount()));
+  }
+  // Every wait moved out leaves one collective per instance in flight.
+  int64_t budget = maxInFlight / maxCount;
+  SmallVector<WaitOp> waits;
+  DenseSet<Operation *> moved;
+  for (WaitOp wait : body.getOps<WaitOp>()) {
+    if (static_cast<int64_t>(waits.size()) >= budget)
+      break;
+    // Gradient reductions; a started all_gather would also read its
+    // operand while the next instances run.
+    auto start = wait.getFuture().getDefiningOp<CollectiveOpInterface>();
+    if (!start || start->getBlock() != &body || !wait.getFuture().hasOneUse() ||
+        (start.getCollectiveKind() != CollectiveKind::all_reduce &&
+         start.getCollectiveKind() != CollectiveKind::reduce_scatter))
+      continue;
+    FailureOr<SmallVector<Operation *>> cone = getWaitCone(wait, firstStacked);
+    if (failed(cone))
+      continue;
+    waits.push_back(wait);
+    moved.insert(cone->begin(), cone->end());
+  }
+  if (waits.empty())
+    return;
+  LLVM_DEBUG(llvm::dbgs() << "split @" << layer.getSymName() << " at "
+                          << waits.size() << " wait(s)\n");
+
+  // The layer `<name>.waited`: the ops after the waits, per instance.
+  SmallVector<unsigned> headPositions, tailPositions;
+  for (auto [i, v] : llvm::enumerate(yield.getOperands()))
+    (moved.contains(v.getDefiningOp()) ? tailPositions : headPositions)
+        .push_back(i);
+  MLIRContext *ctx = layer.getContext();
+  // What the waits after each repeat copy (the waits here are erased).
+  struct Waited {
+    RankedTensorType type;
+    Location loc;
+    DictionaryAttr attrs;
+  };
+  SmallVector<Waited> waitedInfo;
+  for (WaitOp wait : waits)
+    waitedInfo.push_back({cast<RankedTensorType>(wait.getResult().getType()),
+                          wait.getLoc(), wait->getDiscardableAttrDictionary()});
+  SmallVector<Type> tailArgs, tailResults;
+  for (WaitOp wait : waits)
+    tailArgs.push_back(wait.getResult().getType());
+  for (unsigned p : tailPositions)
+    tailResults.push_back(yield.getOperand(p).getType());
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(layer);
+  auto tail =
+      LayerOp::create(b, layer.getLoc(), (layer.getSymName() + ".waited").str(),
+                      FunctionType::get(ctx, tailArgs, tailResults),
+                      /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
+  symbols.insert(tail); // renamed if the name is taken
+  Block *tailBody = b.createBlock(&tail.getBody());
+  IRMapping mapping;
+  for (WaitOp wait : waits)
+    mapping.map(
+        wait.getResult(),
+        tailBody->addArgument(wait.getResult().getType(), wait.getLoc()));
+  SmallVector<Operation *> erase;
+  llvm::SetVector<Operation *> constants;
+  for (Operation &op : body) {
+    if (!moved.contains(&op))
+      continue;
+    erase.push_back(&op);
+    if (isa<WaitOp>(op))
+      continue;
+    for (Value v : op.getOperands())
+      if (!mapping.contains(v)) {
+        constants.insert(v.getDefiningOp());
+        b.clone(*v.getDefiningOp(), mapping);
+      }
+    b.clone(op, mapping);
+  }
+  SmallVector<Value> tailYields;
+  for (unsigned p : tailPositions)
+    tailYields.push_back(mapping.lookup(yield.getOperand(p)));
+  YieldOp::create(b, yield.getLoc(), tailYields);
+
+  // The layer itself yields the futures instead.
+  SmallVector<Value> headYields;
+  for (unsigned p : headPositions)
+    headYields.push_back(yield.getOperand(p));
+  for (WaitOp wait : waits)
+    headYields.push_back(wait.getFuture());
+  b.setInsertionPoint(yield);
+  YieldOp::create(b, yield.getLoc(), headYields);
+  yield.erase();
+  for (Operation *op : llvm::reverse(erase))
+    op->erase();
+  for (Operation *op : constants)
+    if (op->use_empty())
+      op->erase();
+  layer.setFunctionTypeAttr(TypeAttr::get(FunctionType::get(
+      ctx, layer.getArgumentTypes(), ValueRange(headYields).getTypes())));
+  layer.removeResAttrsAttr();
+
+  // Each repeat: the futures of its stacks, their waits, then the rest.
+  for (RepeatOp repeat : repeats) {
+    b.setInsertionPoint(repeat);
+    int64_t count = repeat.getCount();
+    SmallVector<Type> headTypes, tailTypes;
+    for (unsigned p : headPositions)
+      headTypes.push_back(repeat.getResult(p).getType());
+    for (const Waited &w : waitedInfo) {
+      SmallVector<int64_t> shape = {count};
+      llvm::append_range(shape, w.type.getShape());
+      headTypes.push_back(FutureType::get(
+          ctx, RankedTensorType::get(shape, w.type.getElementType())));
+    }
+    for (unsigned p : tailPositions)
+      tailTypes.push_back(repeat.getResult(p).getType());
+    auto head = RepeatOp::create(b, repeat.getLoc(), headTypes,
+                                 repeat.getInputs(), repeat->getAttrs());
+    SmallVector<Value> waited;
+    for (auto [k, w] : llvm::enumerate(waitedInfo)) {
+      auto stacked =
+          WaitOp::create(b, w.loc, head.getResult(headPositions.size() + k));
+      stacked->setDiscardableAttrs(w.attrs);
+      waited.push_back(stacked);
+    }
+    auto rest = RepeatOp::create(b, repeat.getLoc(), tailTypes,
+                                 tail.getSymName(), waited, /*prefix=*/"",
+                                 count, /*first=*/0, b.getI64IntegerAttr(0),
+                                 /*reverse=*/false, /*instance_names=*/nullptr);
+    rest->setDiscardableAttrs(repeat->getDiscardableAttrDictionary());
+    for (auto [j, p] : llvm::enumerate(headPositions))
+      repeat.getResult(p).replaceAllUsesWith(head.getResult(j));
+    for (auto [j, p] : llvm::enumerate(tailPositions))
+      repeat.getResult(p).replaceAllUsesWith(rest.getResult(j));
+    repeat.erase();
+  }
+}
+
 struct ScheduleCollectivesPass
     : public braid::impl::ScheduleCollectivesPassBase<ScheduleCollectivesPass> {
   using ScheduleCollectivesPassBase::ScheduleCollectivesPassBase;
@@ -279,6 +533,26 @@ struct ScheduleCollectivesPass
              "got "
           << static_cast<int64_t>(maxInFlight);
       return signalPassFailure();
+    }
+    if (acrossRepeats) {
+      ModuleOp module = getOperation();
+      SymbolTable symbols(module);
+      SmallVector<LayerOp> layers(module.getOps<LayerOp>());
+      for (LayerOp layer : layers) {
+        // Only layers that nothing but repeats use change signature.
+        std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(layer, module);
+        SmallVector<RepeatOp> repeats;
+        if (!uses || llvm::any_of(*uses, [&](const SymbolTable::SymbolUse &u) {
+              auto repeat = dyn_cast<RepeatOp>(u.getUser());
+              if (repeat)
+                repeats.push_back(repeat);
+              return !repeat;
+            }))
+          continue;
+        if (!repeats.empty())
+          splitAtWaits(layer, repeats, maxInFlight, symbols);
+      }
     }
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *block) {

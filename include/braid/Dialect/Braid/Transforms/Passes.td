@@ -406,8 +406,20 @@ def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::Module
     start or wait crosses an op that may write a parameter (a started
     all_gather reads its operand until the wait). At most `max-in-flight`
     collectives are started early and not yet waited for; a start beyond
-    that stays where it was. A future cannot leave its block, so a layer's
-    gradient bucket is still waited for at the end of its layer body.
+    that stays where it was.
+
+    A wait inside a layer body would hold each instance of a repeat until
+    its own collective is done. So first (option `across-repeats`), a layer
+    that only repeats use is split at the waits of its reductions
+    (all_reduce, reduce_scatter) whose results, through pure ops, only its
+    stacked results need: the layer yields the future, its repeat returns
+    the future of the stack (one collective per instance), and the wait and
+    a repeat of the new layer `<name>.waited` holding the ops after the
+    wait follow the repeat. A data-parallel layer's gradient bucket then
+    stays in flight while the following instances compute its neighbours'
+    gradients. A repeat of `count` instances counts as `count` collectives
+    in flight (and starts moved early before it leave room for them); a
+    layer is split at no more waits than `max-in-flight` allows.
 
     Only the order changes, so results are bit-identical. Collectives are
     recognised through `CollectiveOpInterface`.
@@ -423,11 +435,39 @@ def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::Module
     %y = braid.repeat @block.B(...)
     %n = braid.wait %f ...
     ```
+
+    Splitting a layer at its wait:
+
+    ```mlir
+    braid.layer @block.W(...) -> tensor<96xf32> {
+      %f = braid.all_reduce_start sum %g ...
+      %r = braid.wait %f ...
+      %s = braid.slice %r ...
+      braid.yield %s
+    }
+    %dw = braid.repeat @block.W(...) {count = 4 : i64, carried = 0 : i64}
+    // becomes
+    braid.layer @block.W(...) -> !braid.future<tensor<128xf32>> {
+      %f = braid.all_reduce_start sum %g ...
+      braid.yield %f
+    }
+    braid.layer @block.W.waited(%r: tensor<128xf32>) -> tensor<96xf32> {
+      %s = braid.slice %r ...
+      braid.yield %s
+    }
+    %f = braid.repeat @block.W(...) ... -> !braid.future<tensor<4x128xf32>>
+    %r = braid.wait %f : !braid.future<tensor<4x128xf32>>
+    %dw = braid.repeat @block.W.waited(%r) {count = 4 : i64, carried = 0 : i64}
+    ```
   }];
   let options = [
     Option<"maxInFlight", "max-in-flight", "int64_t", /*default=*/"8",
            "Collectives started early and not yet waited for, at most "
            "(a start beyond that stays where it was).">,
+    Option<"acrossRepeats", "across-repeats", "bool", /*default=*/"true",
+           "Split layers at the waits of their reductions, so that each "
+           "instance's collective stays in flight after it, until after the "
+           "repeat.">,
   ];
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
