@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Checks Braid's CUDA target on a GPU: the CUDA kernels against the CPU
-# kernels, the NCCL communication layer, and the main job's GPT trained 20
-# AdamW steps on one GPU against the CPU executable's losses.
+# kernels, the NCCL communication layer, the main job's GPT trained 20
+# AdamW steps on one GPU against the CPU executable's losses, and
+# checkpoints between the targets (the same state saved into the same
+# bytes; a CPU checkpoint resumed on the GPU and, where the CPU executable
+# can start there, the reverse). Never run on a GPU yet.
 #
 # The GPU machine has the CUDA 13 runtime, cuBLAS and NCCL (the toolkit or
 # the nvidia-nccl Python wheel) but no MLIR and possibly no MPI, so the
@@ -41,21 +44,35 @@ prepare() {
   # Everything this script carries must be built.
   ninja -C "$build" braidc braid-rt-cuda-kernels-device-test \
     braid-rt-cuda-comm_test_single braid-rt-cuda-comm_test \
-    braid_rt_kernels_shared >/dev/null
+    braid_rt_kernels_shared braid-rt-checkpoint-targets \
+    braid-rt-checkpoint-targets_cuda >/dev/null
   rm -rf "$dir"
   mkdir -p "$dir/bin" "$dir/lib" "$dir/ref"
   PYTHONPATH=$root/python /usr/bin/python3 -m braid.models gpt "${MODEL[@]}" \
     -o "$dir/ref/gpt.mlir"
-  # The CPU executable's losses: the reference.
-  "$build/bin/braidc" "$dir/ref/gpt.mlir" --lr $LR -o "$dir/ref/gpt-cpu"
-  "$dir/ref/gpt-cpu" --steps $STEPS --seed 1 > "$dir/ref/cpu.out"
-  rm -f "$dir/ref/gpt-cpu"
+  # The CPU executable's losses: the reference. It is carried too, for the
+  # checkpoint round trip, where the GPU machine can start it (libmpi).
+  "$build/bin/braidc" "$dir/ref/gpt.mlir" --lr $LR -o "$dir/bin/gpt-cpu"
+  "$dir/bin/gpt-cpu" --steps $STEPS --seed 1 > "$dir/ref/cpu.out"
+  # Checkpoints between the targets: the CPU target's state after half the
+  # steps, which the CUDA executable resumes; and the table of
+  # runtime/test/checkpoint_targets_test.c saved by the CPU target (and
+  # resumed by it), which the CUDA target must save into the same bytes
+  # and resume.
+  "$dir/bin/gpt-cpu" --steps $((STEPS / 2)) --seed 1 \
+    --save "$dir/ref/ckpt-gpt-cpu" > "$dir/ref/cpu-first-half.out"
+  "$build/runtime/test/braid-rt-checkpoint-targets" save \
+    "$dir/ref/ckpt-table-cpu" >/dev/null
+  "$build/runtime/test/braid-rt-checkpoint-targets" resume \
+    "$dir/ref/ckpt-table-cpu" >/dev/null
   # The same program for one GPU, without MPI.
   "$build/bin/braidc" "$dir/ref/gpt.mlir" --lr $LR --target cuda \
     --single-process -o "$dir/bin/gpt-cuda"
   cp "$build/runtime/test/braid-rt-cuda-kernels-device-test" \
     "$build/runtime/src/cuda/comm/test/braid-rt-cuda-comm_test_single" \
-    "$build/runtime/src/cuda/comm/test/braid-rt-cuda-comm_test" "$dir/bin/"
+    "$build/runtime/src/cuda/comm/test/braid-rt-cuda-comm_test" \
+    "$build/runtime/src/cuda/comm/test/braid-rt-checkpoint-targets_cuda" \
+    "$dir/bin/"
   # The CPU kernels the kernel test compares with, and what they load that a
   # GPU machine may lack (OpenBLAS, libgfortran, libomp); CUDA's own
   # libraries are the GPU machine's.
@@ -75,6 +92,48 @@ prepare() {
     echo "nvcc: $(grep '^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" | cut -d= -f2)"
   } > "$dir/manifest.txt"
   du -sh "$dir" | awk '{print "gpu-check: prepared " $2 " (" $1 ")"}'
+}
+
+# Checkpoints between the CPU and CUDA targets (never run on a GPU yet).
+# Uses run()'s record and check.
+checkpoints() {
+  local dir=$1 out=$2 half=$((STEPS / 2))
+  # The same state saved by both targets is the same file: the CUDA target
+  # saves the table the CPU target saved in `prepare` (whose file the CPU
+  # target resumed there), and resumes the CPU's, bit for bit.
+  local table=$dir/ref/ckpt-table-cpu/checkpoint.safetensors
+  check ckpt-table-save 60 "$dir/bin/braid-rt-checkpoint-targets_cuda" save \
+    "$out/ckpt-table-cuda"
+  if cmp "$table" "$out/ckpt-table-cuda/checkpoint.safetensors" \
+      > "$out/ckpt-table-cmp.log" 2>&1; then
+    record ckpt-table-same pass "the CUDA target's checkpoint of the table is the CPU target's, byte for byte"
+  else
+    record ckpt-table-same FAIL "$(tail -1 "$out/ckpt-table-cmp.log")"
+  fi
+  check ckpt-table-resume 60 "$dir/bin/braid-rt-checkpoint-targets_cuda" \
+    resume "$dir/ref/ckpt-table-cpu"
+  # CPU -> CUDA: the GPT resumed on the GPU from the CPU's state after
+  # `half` steps trains the rest as the uninterrupted CPU run did.
+  check ckpt-cpu-to-cuda 300 "$dir/bin/gpt-cuda" --resume \
+    "$dir/ref/ckpt-gpt-cpu" --steps $half --seed 1
+  check ckpt-cpu-to-cuda-losses 60 python3 \
+    "$root/test/Integration/Inputs/compare-results.py" \
+    "$out/ckpt-cpu-to-cuda.log" "$dir/ref/cpu.out" --rtol $RTOL \
+    --steps $half:$STEPS
+  # CUDA -> CPU: the GPU's state after `half` steps resumed by the CPU
+  # executable, where this machine can start it (it needs libmpi).
+  check ckpt-cuda-save 300 "$dir/bin/gpt-cuda" --steps $half --seed 1 \
+    --save "$out/ckpt-gpt-cuda"
+  if ldd "$dir/bin/gpt-cpu" 2>&1 | grep -q 'not found'; then
+    record ckpt-cuda-to-cpu skip "the CPU executable cannot start here: $(ldd "$dir/bin/gpt-cpu" 2>&1 | grep -m1 'not found' | xargs)"
+  else
+    check ckpt-cuda-to-cpu 300 "$dir/bin/gpt-cpu" --resume \
+      "$out/ckpt-gpt-cuda" --steps $half --seed 1
+    check ckpt-cuda-to-cpu-losses 60 python3 \
+      "$root/test/Integration/Inputs/compare-results.py" \
+      "$out/ckpt-cuda-to-cpu.log" "$dir/ref/cpu.out" --rtol $RTOL \
+      --steps $half:$STEPS
+  fi
 }
 
 run() {
@@ -139,6 +198,7 @@ run() {
     check gpt-vs-cpu 60 python3 "$root/test/Integration/Inputs/compare-results.py" \
       "$out/gpt-cuda.out" "$dir/ref/cpu.out" --rtol $RTOL
     grep '^summary:' "$out/gpt-cuda.out" > "$out/gpt-speed.txt" || true
+    checkpoints "$dir" "$out"
   fi
 
   {
@@ -171,6 +231,6 @@ case ${1:-} in
     [[ $# -ge 2 ]] || die "usage: gpu-check.sh all OUT"
     prepare build-gpu && run build-gpu "$2" ;;
   -h|--help|"")
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; [[ -n ${1:-} ]] ;;
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; [[ -n ${1:-} ]] ;;
   *) die "unknown command '$1' (prepare, run or all; --help)" ;;
 esac
