@@ -186,6 +186,13 @@ MATMUL_CASES = [
     ((6, 1, 8, 16), (1, 3, 16, 8), False, False),
     ((0, 3, 4), (4, 5), False, False),  # empty batch
     ((3, 0), (0, 5), False, False),  # K = 0: zeros
+    # Above the threads' threshold (m n k >= 2^18): split by rows, by
+    # columns (n > m, transposed operands), a batch one GEMM per thread,
+    # and a batch of 3 whose GEMMs are each split.
+    ((257, 96), (96, 70), False, False),
+    ((96, 130), (150, 96), True, True),
+    ((4, 64, 96), (4, 64, 80), True, False),
+    ((3, 70, 64), (3, 90, 64), False, True),
 ]
 
 
@@ -636,7 +643,10 @@ def test_transpose(k, shape, perm, dtype):
 
 REDUCE_CASES = [((3, 4), (1,)), ((3, 4), (0,)), ((2, 3, 4), (0, 2)), ((2, 3, 4), (1,)),
                 ((2, 3, 4, 5), (1, 3)), ((2, 3, 4, 5), (0, 1, 2, 3)), ((2, 3, 4, 5), (3, 0)),
-                ((256, 384), (1,)), ((256, 384), (0,)), ((5,), ())]
+                ((256, 384), (1,)), ((256, 384), (0,)), ((5,), ()),
+                # Above the threads' threshold, the last dimension kept: its
+                # columns split over the threads (a bias gradient's axes).
+                ((8, 64, 96), (0, 1)), ((4, 90, 100), (0,))]
 
 
 @pytest.mark.parametrize("kind", [SUM, MEAN, MAX])
@@ -785,14 +795,15 @@ def test_lr_schedule(k, decay, warmup, total, step_dtype):
 
 
 def test_norms_and_clip(k):
-    xs = [normal(3, 4), normal(5), normal(200, 300)]
-    ptrs = (ctypes.c_void_p * 3)(*[x.ctypes.data for x in xs])
+    # The last spans more than one group of 64 chunks of 2^14 elements.
+    xs = [normal(3, 4), normal(5), normal(200, 300), normal(1100, 1000)]
+    ptrs = (ctypes.c_void_p * 4)(*[x.ctypes.data for x in xs])
     counts = [x.size for x in xs]
     ss = sum(float(np.sum(f64(x) ** 2)) for x in xs)
     y = out(1)
-    k.sum_squares_f32(ctypes.cast(ptrs, ctypes.c_void_p), counts, 3, y)
+    k.sum_squares_f32(ctypes.cast(ptrs, ctypes.c_void_p), counts, 4, y)
     check(y, [ss])
-    k.global_norm_f32(ctypes.cast(ptrs, ctypes.c_void_p), counts, 3, y)
+    k.global_norm_f32(ctypes.cast(ptrs, ctypes.c_void_p), counts, 4, y)
     check(y, [math.sqrt(ss)])
     for norm, max_norm in [(0.5, 1.0), (10.0, 1.0), (0.0, 2.0), (3.0, 3.0)]:
         k.clip_coefficient_f32(np.array([norm], np.float32), max_norm, y)
@@ -950,3 +961,99 @@ def test_updates_skip_on_nonfinite_scale(k, bad):
     nb = out(n)
     k.sgd_update_f32(p, g, m, lr, scale, n, 0.9, 1, 0.01, np_, nb)
     assert np.array_equal(np_, p) and np.array_equal(nb, m)
+
+
+def thread_digests():
+    """Digests of the results of the kernels that split their work over
+    OpenMP threads, on fixed inputs large enough to be split; printed as
+    JSON by a child process of test_results_do_not_depend_on_thread_count."""
+    import hashlib
+    import json
+    k = Kernels(LIB_PATH)
+    rng = np.random.default_rng(11)
+
+    def n(*shape):
+        return np.asarray(rng.normal(size=shape), dtype=np.float32)
+
+    digests = {}
+
+    def record(name, *arrays):
+        digests[name] = hashlib.sha1(b"".join(a.tobytes() for a in arrays)).hexdigest()
+
+    x = n(4, 128, 256)
+    for kind in (SUM, MEAN, MAX):
+        for axes in ((0,), (0, 1), (2,)):
+            shape = [d for i, d in enumerate(x.shape) if i not in axes]
+            y = out(*shape)
+            k.reduce_f32(x, 3, x.shape, len(axes), axes, kind, y)
+            record(f"reduce {kind} {axes}", y)
+    xs = [n(2100, 1000), n(5), n(70000)]
+    ptrs = (ctypes.c_void_p * 3)(*[a.ctypes.data for a in xs])
+    y = out(1)
+    k.sum_squares_f32(ctypes.cast(ptrs, ctypes.c_void_p), [a.size for a in xs], 3, y)
+    record("sum_squares", y)
+    logits, labels = n(512, 1000) * 3, rng.integers(0, 1000, size=512).astype(np.int32)
+    loss, dl = out(1), out(512, 1000)
+    k.cross_entropy_f32(logits, labels, 512, 1000, loss)
+    k.cross_entropy_grad_f32(logits, labels, np.array([1.3], np.float32), 512, 1000, dl)
+    record("cross_entropy", loss, dl)
+    rows = x.reshape(512, 256)
+    g, b, dy = n(256), n(256), n(512, 256)
+    y, dx = out(512, 256), out(512, 256)
+    k.layer_norm_f32(rows, g, b, 512, 256, 1e-5, y)
+    k.layer_norm_grad_f32(rows, g, dy, 512, 256, 1e-5, dx)
+    record("layer_norm", y, dx)
+    k.softmax_f32(rows, 512, 256, 1, y)
+    record("softmax", y)
+    k.gelu_f32(rows, rows.size, GELU_TANH, y)
+    k.gelu_grad_f32(rows, dy, rows.size, GELU_TANH, dx)
+    record("gelu", y, dx)
+    y = out(4, 128, 256)
+    k.add_f32(x, b, 3, x.shape, 1, b.shape, y)
+    record("add", y)
+    k.transpose_f32(x, 3, x.shape, (0, 2, 1), out(4, 256, 128))
+    k.copy_f32(x, x.size, y)
+    record("copy", y)
+    q, kk, v, dyq = n(2, 128, 4, 32), n(2, 128, 4, 32), n(2, 128, 4, 32), n(2, 128, 4, 32)
+    ya, grads = out(2, 128, 4, 32), [out(2, 128, 4, 32) for _ in range(3)]
+    k.attention_f32(q, kk, v, 2, 128, 128, 4, 4, 32, 1, 32 ** -0.5, ya)
+    k.attention_grad_all_f32(q, kk, v, dyq, 2, 128, 128, 4, 4, 32, 1, 32 ** -0.5, *grads)
+    record("attention", ya, *grads)
+    ids = rng.integers(0, 1000, size=512).astype(np.int32)
+    dt = out(1000, 256)
+    k.embedding_grad_f32(ids, dy, 512, 1000, 256, dt)
+    record("embedding_grad", dt)
+    count = 100000
+    p, gr, m, vv = n(count), n(count), n(count) * 0.1, np.abs(n(count)) * 0.01
+    outs = [out(count) for _ in range(3)]
+    k.adamw_update_f32(p, gr, m, vv, np.array([1e-3], np.float32), np.array([4], np.int32),
+                       np.array([0.5], np.float32), count, 0.9, 0.95, 1e-8, 0.1, *outs)
+    record("adamw", *outs)
+    print(json.dumps(digests))
+
+
+def test_results_do_not_depend_on_thread_count():
+    # Each kernel that splits its work over threads gives every element to
+    # one thread, which computes it as one thread alone would, and its sums
+    # (loss, sum of squares) add their parts in an order fixed by the
+    # sizes: the same bits on 1, 2 and 3 threads (3 split unevenly). SGEMM
+    # is not among them: OpenBLAS's kernel and its accumulation depend on
+    # the shape of each thread's block (docs/runtime.md#compute-kernels).
+    if not LIB_PATH.is_file():
+        pytest.fail(f"the kernel library {LIB_PATH} does not exist", pytrace=False)
+    import json
+    import subprocess
+    import sys
+    here = Path(__file__).resolve().parent
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "import test_runtime_kernels as t; t.thread_digests()")
+    results = {}
+    for threads in (1, 2, 3):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), BRAID_RT_KERNELS_LIB=str(LIB_PATH))
+        run = subprocess.run([sys.executable, "-c", code, str(here)], env=env,
+                             capture_output=True, text=True, check=True)
+        results[threads] = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(results[1]) == 19
+    for threads in (2, 3):
+        differ = [name for name in results[1] if results[threads][name] != results[1][name]]
+        assert not differ, f"results on {threads} threads differ from 1 thread's: {differ}"

@@ -440,11 +440,11 @@ braid_rt_status_t braid_rt_attention_grad_all_f32(
   int64_t q_count = batch * seq_q * heads_q * dim;
   int64_t kv_count = batch * seq_kv * heads_kv * dim;
   if (dq)
-    memset(dq, 0, (size_t)q_count * sizeof(float));
+    braid_rt_parallel_zero(dq, (size_t)q_count * sizeof(float));
   if (dk)
-    memset(dk, 0, (size_t)kv_count * sizeof(float));
+    braid_rt_parallel_zero(dk, (size_t)kv_count * sizeof(float));
   if (dv)
-    memset(dv, 0, (size_t)kv_count * sizeof(float));
+    braid_rt_parallel_zero(dv, (size_t)kv_count * sizeof(float));
   if (q_count == 0 || kv_count == 0 || (!dq && !dk && !dv))
     return BRAID_RT_OK;
   bwd_job_t job = {

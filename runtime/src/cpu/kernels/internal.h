@@ -4,12 +4,22 @@
 
 #include "braid/rt/kernels.h"
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Loops over fewer elements (or rows times columns) than this run on the
    calling thread: on a few cores, waking a thread team costs microseconds,
    more than a small loop. */
 #define BRAID_RT_PARALLEL_MIN_WORK ((int64_t)1 << 15)
+
+#ifdef _OPENMP
+/* libomp's entry points (omp.h is not always on a versioned Clang's path). */
+int omp_get_num_threads(void);
+int omp_get_thread_num(void);
+int omp_get_max_threads(void);
+int omp_in_parallel(void);
+#endif
 
 #define BRAID_RT_STRINGIFY(x) #x
 #define BRAID_RT_PRAGMA(x) _Pragma(BRAID_RT_STRINGIFY(x))
@@ -18,12 +28,8 @@
 #define BRAID_RT_PARALLEL_FOR(work)                                            \
   BRAID_RT_PRAGMA(omp parallel for if ((work) >= BRAID_RT_PARALLEL_MIN_WORK)   \
                       schedule(static))
-#define BRAID_RT_PARALLEL_FOR_SUM(work, var)                                   \
-  BRAID_RT_PRAGMA(omp parallel for if ((work) >= BRAID_RT_PARALLEL_MIN_WORK)   \
-                      schedule(static) reduction(+ : var))
 #else
 #define BRAID_RT_PARALLEL_FOR(work)
-#define BRAID_RT_PARALLEL_FOR_SUM(work, var)
 #endif
 
 /* The attention kernels before tiling (attention.c): per (batch, query
@@ -39,6 +45,57 @@ braid_rt_status_t braid_rt_cpu_attention_grad_all_sgemm_f32(
     const float *dy, int64_t batch, int64_t seq_q, int64_t seq_kv,
     int64_t heads_q, int64_t heads_kv, int64_t dim, int causal, double scale,
     float *dq, float *dk, float *dv);
+
+/* Part `part` of `parts` nearly equal ranges of [0, n), in whole units of
+   `unit` elements (the last range ends at n). */
+static inline void braid_rt_split_range(int64_t n, int64_t parts, int64_t part,
+                                        int64_t unit, int64_t *begin,
+                                        int64_t *end) {
+  int64_t units = (n + unit - 1) / unit;
+  int64_t chunk = units / parts, extra = units % parts;
+  int64_t b = part * chunk + (part < extra ? part : extra);
+  int64_t e = b + chunk + (part < extra ? 1 : 0);
+  *begin = b * unit < n ? b * unit : n;
+  *end = e * unit < n ? e * unit : n;
+}
+
+/* memcpy and memset to 0 of `bytes`, split over the kernels' threads when
+   they cover at least BRAID_RT_PARALLEL_MIN_WORK floats. */
+static inline void braid_rt_parallel_copy(void *dst, const void *src,
+                                          size_t bytes) {
+#ifdef _OPENMP
+  if (bytes >= BRAID_RT_PARALLEL_MIN_WORK * sizeof(float)) {
+#pragma omp parallel
+    {
+      int64_t begin, end;
+      braid_rt_split_range((int64_t)bytes, omp_get_num_threads(),
+                           omp_get_thread_num(), 64, &begin, &end);
+      if (begin < end)
+        memcpy((char *)dst + begin, (const char *)src + begin,
+               (size_t)(end - begin));
+    }
+    return;
+  }
+#endif
+  memcpy(dst, src, bytes);
+}
+
+static inline void braid_rt_parallel_zero(void *dst, size_t bytes) {
+#ifdef _OPENMP
+  if (bytes >= BRAID_RT_PARALLEL_MIN_WORK * sizeof(float)) {
+#pragma omp parallel
+    {
+      int64_t begin, end;
+      braid_rt_split_range((int64_t)bytes, omp_get_num_threads(),
+                           omp_get_thread_num(), 64, &begin, &end);
+      if (begin < end)
+        memset((char *)dst + begin, 0, (size_t)(end - begin));
+    }
+    return;
+  }
+#endif
+  memset(dst, 0, bytes);
+}
 
 /* Dimension d of a rank-`rank` shape right-aligned in rank `out_rank`
    (1 where the shape has no such dimension), as NumPy broadcasting sees it. */

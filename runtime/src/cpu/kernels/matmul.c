@@ -1,8 +1,94 @@
 /*===- matmul.c - braid.matmul over OpenBLAS SGEMM -----------------------===*/
+/*
+ * With OpenMP, the SGEMMs run on the kernels' OpenMP threads, not on
+ * OpenBLAS's: OpenBLAS is set to one thread, a large GEMM is cut into one
+ * block of rows (or of columns, when it has more columns than rows) per
+ * thread, each an SGEMM of its own, and a batch of GEMMs goes one GEMM at a
+ * time to each thread. Two thread pools on the same cores took turns
+ * there: after every parallel loop OpenMP's idle threads spin for a while
+ * (libomp: 200 ms), and OpenBLAS's own thread then got only part of a core
+ * for its half of the next GEMM (docs/runtime.md#compute-kernels).
+ *
+ * A block is computed as the whole GEMM computes it: OpenBLAS cuts k (the
+ * sum) by k alone, and each element of C sums its k in the same order
+ * wherever its row and column fall, so the results do not depend on the
+ * thread count (test/Integration/kernels-thread-count.mlir).
+ */
 #include "internal.h"
 
 #include <cblas.h>
+#include <stdatomic.h>
 #include <string.h>
+
+/* One GEMM: C[m, n] = op(A) op(B), row-major with leading dimensions. */
+typedef struct {
+  enum CBLAS_TRANSPOSE ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  const float *a, *b;
+  float *c;
+} gemm_t;
+
+/* Rows [i0, i1) and columns [j0, j1) of C. */
+static void gemm_block(const gemm_t *g, int64_t i0, int64_t i1, int64_t j0,
+                       int64_t j1) {
+  if (i0 >= i1 || j0 >= j1)
+    return;
+  const float *a = g->a + (g->ta == CblasNoTrans ? i0 * g->lda : i0);
+  const float *b = g->b + (g->tb == CblasNoTrans ? j0 : j0 * g->ldb);
+  cblas_sgemm(CblasRowMajor, g->ta, g->tb, (int)(i1 - i0), (int)(j1 - j0),
+              (int)g->k, 1.0f, a, (int)g->lda, b, (int)g->ldb, 0.0f,
+              g->c + i0 * g->ldc + j0, (int)g->ldc);
+}
+
+#ifdef _OPENMP
+/* GEMMs of fewer multiply-adds (m n k) than this run on the calling thread,
+   OpenBLAS's own threshold for using its threads (65536 x 4). */
+#define BRAID_RT_GEMM_MIN_PARALLEL ((int64_t)1 << 18)
+/* Blocks start at multiples of this many rows or columns, a multiple of
+   OpenBLAS's register tiles, so that no block ends in a partial tile that
+   the whole GEMM would not have. */
+#define BRAID_RT_GEMM_UNIT 16
+
+/* OpenBLAS's threads stay idle from the first GEMM on. */
+static void openblas_single_threaded(void) {
+  static atomic_int done;
+  if (!atomic_load_explicit(&done, memory_order_acquire)) {
+    openblas_set_num_threads(1);
+    atomic_store_explicit(&done, 1, memory_order_release);
+  }
+}
+
+/* Whether work of `mnk` multiply-adds is worth the threads. */
+static int gemm_parallel(int64_t mnk) {
+  openblas_single_threaded();
+  return mnk >= BRAID_RT_GEMM_MIN_PARALLEL && omp_get_max_threads() > 1 &&
+         !omp_in_parallel();
+}
+#endif
+
+/* The whole GEMM, on the kernels' threads when it is large enough. */
+static void gemm(const gemm_t *g) {
+#ifdef _OPENMP
+  if (gemm_parallel(g->m * g->n * g->k)) {
+    /* Each thread packs the operand it does not split whole: split the
+       dimension of the larger operand. */
+    int rows = g->m >= g->n;
+#pragma omp parallel
+    {
+      int64_t begin, end;
+      braid_rt_split_range(rows ? g->m : g->n, omp_get_num_threads(),
+                           omp_get_thread_num(), BRAID_RT_GEMM_UNIT, &begin,
+                           &end);
+      if (rows)
+        gemm_block(g, begin, end, 0, g->n);
+      else
+        gemm_block(g, 0, g->m, begin, end);
+    }
+    return;
+  }
+#endif
+  gemm_block(g, 0, g->m, 0, g->n);
+}
 
 void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
                          const float *b, int64_t a_rank, const int64_t *a_shape,
@@ -28,14 +114,34 @@ void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
     memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
     return;
   }
-  enum CBLAS_TRANSPOSE ta = transpose_a ? CblasTrans : CblasNoTrans;
-  enum CBLAS_TRANSPOSE tb = transpose_b ? CblasTrans : CblasNoTrans;
+  gemm_t g = {transpose_a ? CblasTrans : CblasNoTrans,
+              transpose_b ? CblasTrans : CblasNoTrans,
+              m,
+              n,
+              k,
+              lda,
+              ldb,
+              n,
+              a,
+              b,
+              c};
   /* [..., M, K] x [K, N]: one GEMM with the batch folded into M. */
   if (!transpose_a && b_batch == 1 && a_batch == batch) {
-    cblas_sgemm(CblasRowMajor, ta, tb, (int)(batch * m), (int)n, (int)k, 1.0f,
-                a, (int)lda, b, (int)ldb, 0.0f, c, (int)n);
+    g.m = batch * m;
+    gemm(&g);
     return;
   }
+  /* A batch that the threads share evenly (or nearly: at least 4 GEMMs
+     each) goes over the threads, each GEMM on one; otherwise each GEMM goes
+     over the threads. */
+  int per_gemm = 1;
+#ifdef _OPENMP
+  if (gemm_parallel(batch * m * n * k)) {
+    int64_t threads = omp_get_max_threads();
+    per_gemm = batch % threads != 0 && batch < 4 * threads;
+  }
+#endif
+#pragma omp parallel for if (!per_gemm) schedule(static)
   for (int64_t p = 0; p < batch; ++p) {
     /* Batch offsets in a and b of result batch p (NumPy broadcasting). */
     int64_t oa = 0, ob = 0, sa = 1, sb = 1, rest = p;
@@ -51,8 +157,13 @@ void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
       sa *= ad;
       sb *= bd;
     }
-    cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0f,
-                a + oa * a_size, (int)lda, b + ob * b_size, (int)ldb, 0.0f,
-                c + p * m * n, (int)n);
+    gemm_t gp = g;
+    gp.a = a + oa * a_size;
+    gp.b = b + ob * b_size;
+    gp.c = c + p * m * n;
+    if (per_gemm)
+      gemm(&gp);
+    else
+      gemm_block(&gp, 0, m, 0, n);
   }
 }

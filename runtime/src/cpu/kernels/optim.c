@@ -47,17 +47,45 @@ void braid_rt_lr_schedule_f32_i64(braid_rt_stream_t *stream,
                       total_steps);
 }
 
+/* The sum of squares of a chunk of at most kChunk elements, in double: 8
+   running sums (element i in sum i mod 8, so that the loop vectorizes),
+   added pairwise at the end. */
+enum { kLanes = 8, kChunk = 1 << 14, kGroup = 64 };
+static double chunk_squares(const float *x, int64_t n) {
+  double lane[kLanes] = {0.0};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lane[l] += (double)x[i + l] * x[i + l];
+  for (int l = 0; i < n; ++i, ++l)
+    lane[l] += (double)x[i] * x[i];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+         ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+/* The chunks' sums are added in order, so the result does not depend on the
+   thread count (an OpenMP reduction's did). */
 static double sum_squares(const float *const *inputs, const int64_t *counts,
                           int64_t num_inputs) {
   double total = 0.0;
   for (int64_t t = 0; t < num_inputs; ++t) {
     const float *x = inputs[t];
     int64_t n = counts[t];
-    double sum = 0.0;
-    BRAID_RT_PARALLEL_FOR_SUM(n, sum)
-    for (int64_t i = 0; i < n; ++i)
-      sum += (double)x[i] * x[i];
-    total += sum;
+    /* kGroup chunks at a time, their sums kept for the ordered addition. */
+    for (int64_t g = 0; g < n; g += (int64_t)kChunk * kGroup) {
+      int64_t left = n - g, span = (int64_t)kChunk * kGroup;
+      int64_t elements = left < span ? left : span;
+      int64_t chunks = (elements + kChunk - 1) / kChunk;
+      double sums[kGroup];
+      BRAID_RT_PARALLEL_FOR(elements)
+      for (int64_t c = 0; c < chunks; ++c) {
+        int64_t begin = c * kChunk;
+        int64_t len = elements - begin < kChunk ? elements - begin : kChunk;
+        sums[c] = chunk_squares(x + g + begin, len);
+      }
+      for (int64_t c = 0; c < chunks; ++c)
+        total += sums[c];
+    }
   }
   return total;
 }

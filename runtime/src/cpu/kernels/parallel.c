@@ -3,12 +3,6 @@
 
 #include "internal.h"
 
-#ifdef _OPENMP
-/* libomp's entry points (omp.h is not always on a versioned Clang's path). */
-int omp_get_num_threads(void);
-int omp_get_thread_num(void);
-#endif
-
 void braid_rt_parallel_for(int64_t n, int64_t work,
                            void (*fn)(void *ctx, int64_t begin, int64_t end),
                            void *ctx) {
@@ -19,10 +13,9 @@ void braid_rt_parallel_for(int64_t n, int64_t work,
     /* The ranges of schedule(static): one contiguous block per thread. */
 #pragma omp parallel
     {
-      int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-      int64_t chunk = n / threads, extra = n % threads;
-      int64_t begin = t * chunk + (t < extra ? t : extra);
-      int64_t end = begin + chunk + (t < extra ? 1 : 0);
+      int64_t begin, end;
+      braid_rt_split_range(n, omp_get_num_threads(), omp_get_thread_num(), 1,
+                           &begin, &end);
       if (begin < end)
         fn(ctx, begin, end);
     }

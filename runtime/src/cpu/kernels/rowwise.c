@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void braid_rt_softmax_f32(braid_rt_stream_t *stream, const float *x,
@@ -153,7 +154,7 @@ DEFINE_EMBEDDING(braid_rt_embedding_f32_i64, _i64, int64_t)
                          int64_t hidden, float *dtable) {                      \
     if (!ids_in_range##SUFFIX(ids, num_ids, vocab))                            \
       return BRAID_RT_INVALID_ARGUMENT;                                        \
-    memset(dtable, 0, (size_t)(vocab * hidden) * sizeof(float));               \
+    braid_rt_parallel_zero(dtable, (size_t)(vocab * hidden) * sizeof(float));  \
     /* Columns are independent: threads split the hidden dimension. */         \
     BRAID_RT_PARALLEL_FOR(num_ids *hidden)                                     \
     for (int64_t c0 = 0; c0 < hidden; c0 += 64) {                              \
@@ -212,20 +213,52 @@ static inline double log_sum_exp(const float *pl, int64_t v, float *mx_out) {
   return mx + log(sum);
 }
 
+static int64_t labels_of_i32(const void *labels, int64_t r) {
+  return ((const int32_t *)labels)[r];
+}
+static int64_t labels_of_i64(const void *labels, int64_t r) {
+  return ((const int64_t *)labels)[r];
+}
+
+/* The mean over rows of logsumexp(row) - row[label]. The rows' terms are
+   computed in parallel and added in row order, as one thread adds them (and
+   as fused regions do): the loss does not depend on the thread count. */
+static float cross_entropy_loss(const float *logits, int64_t rows,
+                                int64_t vocab,
+                                int64_t (*label)(const void *, int64_t),
+                                const void *labels) {
+  if (!rows)
+    return 0.0f;
+  double *terms = malloc((size_t)rows * sizeof(double));
+  double total = 0.0;
+  if (!terms) { /* the same sum, on this thread */
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *pl = logits + r * vocab;
+      float mx;
+      total += log_sum_exp(pl, vocab, &mx) - pl[label(labels, r)];
+    }
+    return (float)(total / rows);
+  }
+  BRAID_RT_PARALLEL_FOR(rows * vocab)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *pl = logits + r * vocab;
+    float mx;
+    terms[r] = log_sum_exp(pl, vocab, &mx) - pl[label(labels, r)];
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    total += terms[r];
+  free(terms);
+  return (float)(total / rows);
+}
+
 #define DEFINE_CROSS_ENTROPY(NAME, SUFFIX, T)                                  \
   braid_rt_status_t NAME(braid_rt_stream_t *stream, const float *logits,       \
                          const T *labels, int64_t rows, int64_t vocab,         \
                          float *loss) {                                        \
     if (!ids_in_range##SUFFIX(labels, rows, vocab))                            \
       return BRAID_RT_INVALID_ARGUMENT;                                        \
-    double total = 0.0;                                                        \
-    BRAID_RT_PARALLEL_FOR_SUM(rows *vocab, total)                              \
-    for (int64_t r = 0; r < rows; ++r) {                                       \
-      const float *pl = logits + r * vocab;                                    \
-      float mx;                                                                \
-      total += log_sum_exp(pl, vocab, &mx) - pl[labels[r]];                    \
-    }                                                                          \
-    *loss = rows ? (float)(total / rows) : 0.0f;                               \
+    *loss =                                                                    \
+        cross_entropy_loss(logits, rows, vocab, labels_of##SUFFIX, labels);    \
     return BRAID_RT_OK;                                                        \
   }
 DEFINE_CROSS_ENTROPY(braid_rt_cross_entropy_f32, _i32, int32_t)

@@ -24,7 +24,7 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
   void braid_rt_copy_##SUFFIX(braid_rt_stream_t *stream, const T *x,           \
                               int64_t count, T *y) {                           \
     if (x != y && count > 0)                                                   \
-      memcpy(y, x, (size_t)count * sizeof(T));                                 \
+      braid_rt_parallel_copy(y, x, (size_t)count * sizeof(T));                 \
   }                                                                            \
                                                                                \
   void braid_rt_fill_##SUFFIX(braid_rt_stream_t *stream, T value,              \
@@ -147,7 +147,7 @@ void braid_rt_slice_grad_f32(braid_rt_stream_t *stream, const float *dy,
                              const int64_t *start, const int64_t *stride,
                              const int64_t *dx_shape, float *dx) {
   int64_t dx_total = braid_rt_num_elements(dx_shape, rank);
-  memset(dx, 0, (size_t)dx_total * sizeof(float));
+  braid_rt_parallel_zero(dx, (size_t)dx_total * sizeof(float));
   int64_t total = braid_rt_num_elements(dy_shape, rank);
   if (total == 0)
     return;
@@ -200,6 +200,34 @@ static inline int64_t reduced_row_offset(int64_t row, int64_t rank,
   return off;
 }
 
+/* Columns [c0, c1) of a reduction that keeps the last dimension (`cols`
+   wide): each result element folds its input rows in row order, so the
+   columns can go to different threads without changing a bit. */
+static void reduce_columns(const float *x, int64_t rank, const int64_t *shape,
+                           int64_t num_axes, const int64_t *axes,
+                           braid_rt_reduce_kind_t kind, int64_t rows,
+                           int64_t cols, int64_t out_count, int64_t count,
+                           int64_t c0, int64_t c1, float *y) {
+  int is_max = kind == BRAID_RT_REDUCE_MAX;
+  for (int64_t o = 0; o < out_count; o += cols)
+    for (int64_t j = c0; j < c1; ++j)
+      y[o + j] = is_max ? -INFINITY : 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *px = x + r * cols;
+    float *py = y + reduced_row_offset(r, rank, shape, num_axes, axes);
+    if (is_max)
+      for (int64_t j = c0; j < c1; ++j)
+        py[j] = px[j] > py[j] ? px[j] : py[j];
+    else
+      for (int64_t j = c0; j < c1; ++j)
+        py[j] += px[j];
+  }
+  if (kind == BRAID_RT_REDUCE_MEAN)
+    for (int64_t o = 0; o < out_count; o += cols)
+      for (int64_t j = c0; j < c1; ++j)
+        y[o + j] = (float)((double)y[o + j] / count);
+}
+
 void braid_rt_reduce_f32(braid_rt_stream_t *stream, const float *x,
                          int64_t rank, const int64_t *shape, int64_t num_axes,
                          const int64_t *axes, braid_rt_reduce_kind_t kind,
@@ -244,29 +272,41 @@ void braid_rt_reduce_f32(braid_rt_stream_t *stream, const float *x,
     }
     return;
   }
+  if (!last_reduced) {
+    /* Threads split the columns, in whole 64-byte lines. */
+#ifdef _OPENMP
+    if (total >= BRAID_RT_PARALLEL_MIN_WORK && cols >= 32) {
+#pragma omp parallel
+      {
+        int64_t c0, c1;
+        braid_rt_split_range(cols, omp_get_num_threads(), omp_get_thread_num(),
+                             16, &c0, &c1);
+        reduce_columns(x, rank, shape, num_axes, axes, kind, rows, cols,
+                       out_count, count, c0, c1, y);
+      }
+      return;
+    }
+#endif
+    reduce_columns(x, rank, shape, num_axes, axes, kind, rows, cols, out_count,
+                   count, 0, cols, y);
+    return;
+  }
+  /* The last dimension and others reduced: on the calling thread. */
   for (int64_t i = 0; i < out_count; ++i)
     y[i] = init;
   for (int64_t r = 0; r < rows; ++r) {
     const float *px = x + r * cols;
     float *py = y + reduced_row_offset(r, rank, shape, num_axes, axes);
-    if (last_reduced) {
-      if (is_max) {
-        float mx = *py;
-        for (int64_t j = 0; j < cols; ++j)
-          mx = px[j] > mx ? px[j] : mx;
-        *py = mx;
-      } else {
-        double sum = 0.0;
-        for (int64_t j = 0; j < cols; ++j)
-          sum += px[j];
-        *py = (float)(*py + sum);
-      }
-    } else if (is_max) {
+    if (is_max) {
+      float mx = *py;
       for (int64_t j = 0; j < cols; ++j)
-        py[j] = px[j] > py[j] ? px[j] : py[j];
+        mx = px[j] > mx ? px[j] : mx;
+      *py = mx;
     } else {
+      double sum = 0.0;
       for (int64_t j = 0; j < cols; ++j)
-        py[j] += px[j];
+        sum += px[j];
+      *py = (float)(*py + sum);
     }
   }
   if (kind == BRAID_RT_REDUCE_MEAN)
