@@ -29,8 +29,8 @@ default target and the portable kernels, instead of -march=native and the
 kernels built for this CPU) likewise, with native / portable.
 
 Memory: at each thread count, each side's peak resident set (ru_maxrss of
-its process, from wait4) over 2 steps of the model, in runs of their own,
-and the same on a tiny GPT (1 layer, hidden 8): that is the fixed part each
+its process, from wait4) over 2 steps of the model, in runs of their own
+(the least of --repeats), and the same on a tiny GPT (1 layer, hidden 8): that is the fixed part each
 side pays whatever the model (Python, torch and its libraries; the
 executable, MPI, OpenBLAS/OpenMP and the runtime), and the peak minus it
 the step's growth. Printed: peak, fixed part and growth per side, Braid's
@@ -244,11 +244,18 @@ def measure_memory(args, bin_dir, program, train, tmp, threads):
                              "--steps", MEMORY_STEPS - 1, "--repeats", 1,
                              *[f"--{k}={v}" for k, v in sizes.items()]], thread_env(t))[1]
 
+    def least(peak, *a):
+        # PyTorch's peak differs between identical runs (on the larger GPT
+        # by up to a quarter), so each figure is the least of --repeats runs.
+        return min(peak(*a) for _ in range(args.repeats))
+
     sizes = {k: getattr(args, k) for k in TINY_GPT}
     rows = []
     for t in threads:
-        rows.append(("braid", t, braid_peak(program, t), braid_peak(tiny, t), planned))
-        rows.append(("pytorch", t, torch_peak(t, sizes), torch_peak(t, TINY_GPT), float("nan")))
+        rows.append(("braid", t, least(braid_peak, program, t), least(braid_peak, tiny, t),
+                     planned))
+        rows.append(("pytorch", t, least(torch_peak, t, sizes), least(torch_peak, t, TINY_GPT),
+                     float("nan")))
     return rows
 
 
@@ -278,7 +285,8 @@ def memory_report(args, memory, csv):
         print(f"memory_parameters_gradients_adamw_mib,{state:.1f}")
         return failures
     tiny = ", ".join(f"{k} {v}" for k, v in TINY_GPT.items())
-    print(f"peak resident set of one process over {MEMORY_STEPS} steps (getrusage), MiB; fixed: "
+    print(f"peak resident set of one process over {MEMORY_STEPS} steps (getrusage; least of "
+          f"{args.repeats}), MiB; fixed: "
           f"the same on a tiny GPT ({tiny}); planned: braidc --memory-report")
     print(f"{'side':8} {'threads':>7} {'peak':>9} {'fixed':>9} {'growth':>9} {'planned':>9}")
     for side, t, peak, fixed, plan in memory:
