@@ -6,9 +6,10 @@
  * written file back and checks that it is one JSON object holding every
  * rank's events with its rank as pid, that each all_reduce has its wait
  * ("comm") and its flight ("comm_in_flight" b/e pair): the blocking one's
- * coincide, the started one's flight begins at least 2 ms before its wait
- * and ends before it; that the temporary file is gone, and that an
- * unwritable path fails on every rank with IO_ERROR naming the path.
+ * coincide, the started one's flight begins with its start call ("comm"),
+ * at least 2 ms before its wait, and ends before the wait; that the temporary
+ * file is gone, and that an unwritable path fails on every rank with IO_ERROR
+ * naming the path.
  */
 
 #include "test_util.h"
@@ -91,8 +92,9 @@ int main(int argc, char **argv) {
   CHECK_OK(braid_rt_request_wait(req));
   CHECK(x == (float)(size * size), "sum %g", x);
   CHECK_OK(braid_rt_trace_end(test_ctx));
-  /* 2 B, 2 E, and per all_reduce its wait and its flight. */
-  CHECK(braid_rt_trace_event_count(test_ctx) == 8, "%zu events",
+  /* 2 B, 2 E, per all_reduce its wait and its flight, and the started
+     one's start call. */
+  CHECK(braid_rt_trace_event_count(test_ctx) == 9, "%zu events",
         braid_rt_trace_event_count(test_ctx));
 
   /* The test's working directory is the build tree; the path is shared by
@@ -113,6 +115,9 @@ int main(int argc, char **argv) {
         count(text, "\"name\":\"all_reduce\",\"cat\":\"comm\",\"ph\":\"X\"") ==
             2 * size,
         "all_reduce waits");
+    CHECK(count(text, "\"name\":\"all_reduce start\",\"cat\":\"comm\","
+                      "\"ph\":\"X\"") == size,
+          "all_reduce starts");
     CHECK(count(text, "\"name\":\"all_reduce\",\"cat\":\"comm_in_flight\","
                       "\"ph\":\"b\"") == 2 * size,
           "all_reduce flights begun");
@@ -123,8 +128,9 @@ int main(int argc, char **argv) {
                       "\"count\":1}") == 2 * size,
           "flight args");
     /* Rank 0's events come first, in the order recorded: the blocking
-       all_reduce's wait and flight, then the started one's. */
-    double wait_ts, wait_dur, begin_ts, end_ts, unused;
+       all_reduce's wait and flight, then the started one's start call,
+       wait and flight. */
+    double wait_ts, wait_dur, begin_ts, end_ts, start_ts, start_dur, unused;
     const char *at = text;
     at = find_event(at, "\"cat\":\"comm\",\"ph\":\"X\"", &wait_ts, &wait_dur);
     CHECK(at, "no blocking wait");
@@ -136,23 +142,27 @@ int main(int argc, char **argv) {
               end_ts - (wait_ts + wait_dur) > -0.002,
           "blocking: wait %.3f + %.3f, flight %.3f .. %.3f", wait_ts, wait_dur,
           begin_ts, end_ts);
+    at = find_event(at, "\"name\":\"all_reduce start\"", &start_ts, &start_dur);
+    CHECK(at, "no start call");
     at = find_event(at, "\"cat\":\"comm\",\"ph\":\"X\"", &wait_ts, &wait_dur);
     CHECK(at, "no started wait");
     at = find_event(at, "\"ph\":\"b\"", &begin_ts, &unused);
     CHECK(at, "no started flight");
     at = find_event(at, "\"ph\":\"e\"", &end_ts, &unused);
     CHECK(at, "no started flight end");
-    CHECK(wait_ts - begin_ts >= 2000 && end_ts <= wait_ts && end_ts > begin_ts,
-          "started: wait %.3f + %.3f, flight %.3f .. %.3f", wait_ts, wait_dur,
-          begin_ts, end_ts);
+    CHECK(wait_ts - begin_ts >= 2000 && end_ts <= wait_ts &&
+              end_ts > begin_ts && start_ts == begin_ts &&
+              start_ts + start_dur <= wait_ts - 2000,
+          "started: start %.3f + %.3f, wait %.3f + %.3f, flight %.3f .. %.3f",
+          start_ts, start_dur, wait_ts, wait_dur, begin_ts, end_ts);
     CHECK(count(text, "\"name\":\"say \\\"hi\\\"\\\\\\u000a\"") == size,
           "escaped names");
     for (int r = 0; r < size; ++r) {
       char pid[32];
       snprintf(pid, sizeof(pid), "\"pid\":%d,", r);
-      CHECK(count(text, pid) == 11,
-            "rank %d has %d events, expected 11 "
-            "(8, 2 flight ends and its process name)",
+      CHECK(count(text, pid) == 12,
+            "rank %d has %d events, expected 12 "
+            "(9, 2 flight ends and its process name)",
             r, count(text, pid));
     }
     char tmp[300];

@@ -134,20 +134,30 @@ braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
     braid_rt_text_put_str(&args, buf);
   }
   braid_rt_text_put_str(&args, "}");
-  braid_rt_status_t status = BRAID_RT_OUT_OF_MEMORY;
-  if (!args.failed)
+  braid_rt_text_t start = {0};
+  braid_rt_text_put_str(&start, op->name);
+  braid_rt_text_put_str(&start, " start");
+  size_t before = t->count;
+  braid_rt_status_t status =
+      args.failed || start.failed ? BRAID_RT_OUT_OF_MEMORY : BRAID_RT_OK;
+  if (status == BRAID_RT_OK && op->issue_end_s > 0)
+    status =
+        append(t, start.data, "comm", NULL, 'X', op->issue_s, op->issue_end_s);
+  if (status == BRAID_RT_OK)
     status = append(t, op->name, "comm", NULL, 'X', op->wait_start_s,
                     op->wait_end_s);
-  if (status == BRAID_RT_OK) {
+  if (status == BRAID_RT_OK)
     status = append(t, op->name, "comm_in_flight", args.data, 'b', op->issue_s,
                     op->complete_s);
-    if (status != BRAID_RT_OK) {
-      braid_rt_trace_event_t *wait = &t->events[--t->count];
-      free(wait->name);
-      free(wait->category);
-    }
+  /* All or none. */
+  while (status != BRAID_RT_OK && t->count > before) {
+    braid_rt_trace_event_t *e = &t->events[--t->count];
+    free(e->name);
+    free(e->category);
+    free(e->args);
   }
   free(args.data);
+  free(start.data);
   return status;
 }
 

@@ -52,15 +52,18 @@ typedef struct {
   int peer, tag; /* peer -1: a collective, without either */
   /* In flight from its issue to the first time the rank saw it complete;
      the rank waited for it (in a blocking call or a wait) from wait_start_s
-     to wait_end_s. A blocking call waits from its issue. */
-  double issue_s, complete_s, wait_start_s, wait_end_s;
+     to wait_end_s. A blocking call waits from its issue; a started one's
+     _start call returned at issue_end_s (0: blocking). */
+  double issue_s, complete_s, wait_start_s, wait_end_s, issue_end_s;
 } braid_rt_trace_comm_t;
 
-/* Records `op`: its wait as a complete event in category "comm" and its
-   flight as an asynchronous span in category "comm_in_flight" (its own
-   track in Chrome and Perfetto, since flights overlap each other and the
-   compute), with the communicator, type, count and peer as arguments. Both
-   or, when out of memory, neither. */
+/* Records `op`: a started one's _start call as a complete event "<name>
+   start" and its wait as a complete event "<name>", both in category
+   "comm" (time the rank spent in communication calls), and its flight as an
+   asynchronous span in category "comm_in_flight" (its own track in Chrome
+   and Perfetto, since flights overlap each other and the compute), with the
+   communicator, type, count and peer as arguments. All or, when out of
+   memory, none. */
 braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
                                              const braid_rt_trace_comm_t *op);
 

@@ -50,8 +50,9 @@ struct braid_rt_request {
   int peer; /* rank in comm, or -1 for collectives */
   int tag;
   double start_s;
-  /* When tracing: the first time a test saw it complete (0: not yet). */
-  double complete_s;
+  /* When tracing: the first time a test saw it complete (0: not yet), and
+     when a _start call returned (0: blocking). */
+  double complete_s, issue_end_s;
   int done;
   /* Links in ctx->active while started and not waited for. */
   struct braid_rt_request *active_prev, *active_next;

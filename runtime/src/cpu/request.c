@@ -32,7 +32,7 @@ braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
   req->peer = peer;
   req->tag = tag;
   req->start_s = braid_rt_now_seconds();
-  req->complete_s = 0;
+  req->complete_s = req->issue_end_s = 0;
   req->done = 0;
   req->active_prev = req->active_next = NULL;
   *out_req = req;
@@ -52,6 +52,8 @@ braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
   if (!out_request)
     return wait_in_place(req, 1);
   braid_rt_context_t *ctx = req->comm->ctx;
+  if (ctx->trace)
+    req->issue_end_s = braid_rt_now_seconds();
   req->active_next = ctx->active;
   if (ctx->active)
     ctx->active->active_prev = req;
@@ -140,7 +142,8 @@ static braid_rt_status_t wait_in_place(braid_rt_request_t *req, int blocking) {
       .issue_s = req->start_s,
       .complete_s = req->complete_s,
       .wait_start_s = blocking ? req->start_s : wait_start_s,
-      .wait_end_s = blocking ? req->complete_s : braid_rt_now_seconds()};
+      .wait_end_s = blocking ? req->complete_s : braid_rt_now_seconds(),
+      .issue_end_s = req->issue_end_s};
   return braid_rt_trace_comm(ctx, &op);
 }
 

@@ -32,26 +32,35 @@ static float *staging(float **buffer, int64_t *have, int64_t count) {
   return *buffer;
 }
 
-void braid_rt_program_collective_start_f32(
-    braid_rt_program_collective_t op, int64_t mask, const float *in,
-    int64_t count, int64_t in_outer, int64_t in_chunk, int64_t out_outer,
-    int64_t out_chunk, int64_t root, float *out, braid_rt_program_pending_t *p,
-    const char *where) {
+/* The body of both forms: the runtime's blocking operation when `blocking`
+   (so that a trace shows the rank waiting from its issue), else its _start
+   form with the request in p. */
+static void issue(braid_rt_program_collective_t op, int64_t mask,
+                  const float *in, int64_t count, int64_t in_outer,
+                  int64_t in_chunk, int64_t out_outer, int64_t out_chunk,
+                  int64_t root, float *out, braid_rt_program_pending_t *p,
+                  const char *where, int blocking) {
   braid_rt_comm_t *comm = braid_rt_program_comm(mask);
   int64_t size = braid_rt_comm_size(comm);
   braid_rt_status_t status = BRAID_RT_OK;
   p->out = NULL;
   p->where = where;
+  p->request = NULL;
+  braid_rt_request_t **request = blocking ? NULL : &p->request;
   switch (op) {
   case BRAID_RT_PROGRAM_ALL_REDUCE:
     braid_rt_copy_f32(braid_rt_program_stream(), in, count, out);
-    status = braid_rt_all_reduce_sum_f32_start(comm, out, (size_t)count, NULL,
-                                               &p->request);
+    status = blocking
+                 ? braid_rt_all_reduce_sum_f32(comm, out, (size_t)count, NULL)
+                 : braid_rt_all_reduce_sum_f32_start(comm, out, (size_t)count,
+                                                     NULL, request);
     break;
   case BRAID_RT_PROGRAM_BROADCAST:
     braid_rt_copy_f32(braid_rt_program_stream(), in, count, out);
-    status = braid_rt_broadcast_f32_start(comm, out, (size_t)count, (int)root,
-                                          NULL, &p->request);
+    status = blocking ? braid_rt_broadcast_f32(comm, out, (size_t)count,
+                                               (int)root, NULL)
+                      : braid_rt_broadcast_f32_start(comm, out, (size_t)count,
+                                                     (int)root, NULL, request);
     break;
   case BRAID_RT_PROGRAM_ALL_GATHER: {
     float *recv = out_outer == 1
@@ -63,15 +72,20 @@ void braid_rt_program_collective_start_f32(
       p->size = size;
       p->chunk = out_chunk;
     }
-    status = braid_rt_all_gather_f32_start(comm, in, recv, (size_t)count, NULL,
-                                           &p->request);
+    status = blocking
+                 ? braid_rt_all_gather_f32(comm, in, recv, (size_t)count, NULL)
+                 : braid_rt_all_gather_f32_start(comm, in, recv, (size_t)count,
+                                                 NULL, request);
     break;
   }
   case BRAID_RT_PROGRAM_REDUCE_SCATTER: {
     float *send = staging(&p->send, &p->send_count, count);
     braid_rt_program_pack_f32(in, in_outer, size, in_chunk, send);
-    status = braid_rt_reduce_scatter_sum_f32_start(
-        comm, send, out, (size_t)(count / size), NULL, &p->request);
+    status = blocking
+                 ? braid_rt_reduce_scatter_sum_f32(comm, send, out,
+                                                   (size_t)(count / size), NULL)
+                 : braid_rt_reduce_scatter_sum_f32_start(
+                       comm, send, out, (size_t)(count / size), NULL, request);
     break;
   }
   case BRAID_RT_PROGRAM_ALL_TO_ALL: {
@@ -82,13 +96,24 @@ void braid_rt_program_collective_start_f32(
     p->outer = out_outer;
     p->size = size;
     p->chunk = out_chunk;
-    status = braid_rt_all_to_all_f32_start(comm, send, recv,
-                                           (size_t)(count / size), NULL,
-                                           &p->request);
+    status = blocking ? braid_rt_all_to_all_f32(comm, send, recv,
+                                                (size_t)(count / size), NULL)
+                      : braid_rt_all_to_all_f32_start(comm, send, recv,
+                                                      (size_t)(count / size),
+                                                      NULL, request);
     break;
   }
   }
   braid_rt_program_spmd_check(status, where);
+}
+
+void braid_rt_program_collective_start_f32(
+    braid_rt_program_collective_t op, int64_t mask, const float *in,
+    int64_t count, int64_t in_outer, int64_t in_chunk, int64_t out_outer,
+    int64_t out_chunk, int64_t root, float *out, braid_rt_program_pending_t *p,
+    const char *where) {
+  issue(op, mask, in, count, in_outer, in_chunk, out_outer, out_chunk, root,
+        out, p, where, 0);
 }
 
 void braid_rt_program_wait(braid_rt_program_pending_t *p) {
@@ -128,9 +153,8 @@ void braid_rt_program_collective_f32(
     int64_t count, int64_t in_outer, int64_t in_chunk, int64_t out_outer,
     int64_t out_chunk, int64_t root, float *out, braid_rt_program_pending_t *p,
     const char *where) {
-  braid_rt_program_collective_start_f32(op, mask, in, count, in_outer,
-                                        in_chunk, out_outer, out_chunk, root,
-                                        out, p, where);
+  issue(op, mask, in, count, in_outer, in_chunk, out_outer, out_chunk, root,
+        out, p, where, 1);
   braid_rt_program_wait(p);
 }
 

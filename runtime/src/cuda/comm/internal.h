@@ -69,8 +69,9 @@ struct braid_rt_request {
   int is_send;
   int issued;
   double start_s;
-  /* When tracing: the first time the host saw it complete (0: not yet). */
-  double complete_s;
+  /* When tracing: the first time the host saw it complete (0: not yet), and
+     when a _start call returned (0: blocking). */
+  double complete_s, issue_end_s;
   braid_rt_request_t *next; /* in the pending or in-flight list */
 };
 

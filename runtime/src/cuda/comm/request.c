@@ -360,7 +360,8 @@ static braid_rt_status_t trace_op(braid_rt_request_t *req, double wait_start_s,
                               .complete_s = req->complete_s ? req->complete_s
                                                             : wait_end_s,
                               .wait_start_s = wait_start_s,
-                              .wait_end_s = wait_end_s};
+                              .wait_end_s = wait_end_s,
+                              .issue_end_s = req->issue_end_s};
   return braid_rt_trace_comm(req->comm->ctx, &op);
 }
 
@@ -439,6 +440,8 @@ braid_rt_status_t braid_rt_op_finish(braid_rt_request_t *req,
     return status;
   }
   if (out_request) {
+    if (ctx->trace)
+      req->issue_end_s = braid_rt_now_seconds();
     *out_request = req;
     return BRAID_RT_OK;
   }
@@ -475,6 +478,8 @@ braid_rt_status_t braid_rt_p2p_enqueue(braid_rt_comm_t *comm,
   }
   append(&ctx->pending, &ctx->pending_tail, &ctx->num_pending, req);
   if (out_request) {
+    if (ctx->trace)
+      req->issue_end_s = braid_rt_now_seconds();
     *out_request = req;
     return BRAID_RT_OK;
   }

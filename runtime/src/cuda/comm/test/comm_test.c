@@ -20,8 +20,9 @@
  *                                      traced: each has its wait and its
  *                                      flight; the started one, tested until
  *                                      done, then waited for 2 ms later, was
- *                                      in flight 2 ms before its wait and
- *                                      complete before it ("trace: ok")
+ *                                      in flight from its start call, 2 ms
+ *                                      before its wait, and complete before
+ *                                      it ("trace: ok")
  *
  * Every collective and transfer, f32 and f64, blocking and started, counts
  * 0, 1, 1000 and 70001, over the world and each axis group of a 2 x n/2
@@ -637,8 +638,12 @@ static int trace_mode(void) {
     fclose(f);
     text[n] = '\0';
     int size = braid_rt_context_size(ctx);
-    TRACE_CHECK(count(text, "\"cat\":\"comm\",\"ph\":\"X\"") == 2 * size, "%s",
-                text);
+    TRACE_CHECK(count(text, "\"name\":\"all_reduce\",\"cat\":\"comm\","
+                            "\"ph\":\"X\"") == 2 * size,
+                "%s", text);
+    TRACE_CHECK(count(text, "\"name\":\"all_reduce start\",\"cat\":"
+                            "\"comm\",\"ph\":\"X\"") == size,
+                "%s", text);
     TRACE_CHECK(count(text, "\"cat\":\"comm_in_flight\",\"ph\":\"b\"") ==
                     2 * size,
                 "%s", text);
@@ -649,8 +654,8 @@ static int trace_mode(void) {
                             "\"f32\",\"count\":16}") == 2 * size,
                 "%s", text);
     /* Rank 0's events first: the blocking one's wait and flight are its
-       enqueue; then the started one's. */
-    double wait_ts, wait_dur, begin_ts, end_ts, unused;
+       enqueue; then the started one's start call, wait and flight. */
+    double wait_ts, wait_dur, begin_ts, end_ts, start_ts, start_dur, unused;
     const char *at = text;
     at = find_event(at, "\"cat\":\"comm\",\"ph\":\"X\"", &wait_ts, &wait_dur);
     at = at ? find_event(at, "\"ph\":\"b\"", &begin_ts, &unused) : NULL;
@@ -660,13 +665,18 @@ static int trace_mode(void) {
                     end_ts - (wait_ts + wait_dur) > -0.002,
                 "blocking: wait %.3f + %.3f, flight %.3f .. %.3f", wait_ts,
                 wait_dur, begin_ts, end_ts);
-    at = find_event(at, "\"cat\":\"comm\",\"ph\":\"X\"", &wait_ts, &wait_dur);
+    at = find_event(at, "\"name\":\"all_reduce start\"", &start_ts, &start_dur);
+    at = at ? find_event(at, "\"cat\":\"comm\",\"ph\":\"X\"", &wait_ts,
+                         &wait_dur)
+            : NULL;
     at = at ? find_event(at, "\"ph\":\"b\"", &begin_ts, &unused) : NULL;
     at = at ? find_event(at, "\"ph\":\"e\"", &end_ts, &unused) : NULL;
     TRACE_CHECK(at && wait_ts - begin_ts >= 2000 && end_ts <= wait_ts &&
-                    end_ts >= begin_ts,
-                "started: wait %.3f + %.3f, flight %.3f .. %.3f", wait_ts,
-                wait_dur, begin_ts, end_ts);
+                    end_ts >= begin_ts && start_ts == begin_ts &&
+                    start_ts + start_dur <= wait_ts - 2000,
+                "started: start %.3f + %.3f, wait %.3f + %.3f, flight %.3f .. "
+                "%.3f",
+                start_ts, start_dur, wait_ts, wait_dur, begin_ts, end_ts);
     remove(path);
     printf("trace: ok\n");
   }
