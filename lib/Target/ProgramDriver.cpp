@@ -107,6 +107,10 @@ FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
                   "'braid.range' argument attribute, for the program to "
                   "generate it";
       info.range = range.getInt();
+      if (auto data = fn.getArgAttrOfType<StringAttr>(i, "braid.data"))
+        info.data = data.str();
+      else if (info.name == "tokens" || info.name == "labels")
+        info.data = info.name;
     }
     if (auto block =
             fn.getArgAttrOfType<braid::ShardingAttr>(i, "braid.block_of")) {
@@ -388,43 +392,52 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     // whole argument's, when each rank holds a block: the job's tokens).
     int64_t tokens = 0;
     for (const ProgramTensor &arg : args)
-      if (arg.name == "tokens") {
+      if (arg.data == "tokens") {
         tokens = arg.type.getNumElements();
         if (arg.sharded)
           for (auto [g, l] : llvm::zip(arg.global, arg.type.getShape()))
             tokens = tokens / l * g;
       }
-    // --data: tokens and labels (i32 with braid.range, the same whole
-    // shape) from the runtime's data source, each step's batch.
+    // --data: tokens and labels (i32 or i64 with braid.range, of one element
+    // type and the same whole shape) from the runtime's data source, each
+    // step's batch. Imported PyTorch models take int64 ids.
     int tokensIndex = -1, labelsIndex = -1;
     for (auto [i, arg] : llvm::enumerate(args)) {
-      if (arg.name == "tokens" && arg.range &&
-          arg.type.getElementType().isInteger(32))
+      Type element = arg.type.getElementType();
+      if (!arg.range || !(element.isInteger(32) || element.isInteger(64)))
+        continue;
+      if (arg.data == "tokens")
         tokensIndex = i;
-      if (arg.name == "labels" && arg.range &&
-          arg.type.getElementType().isInteger(32))
+      if (arg.data == "labels")
         labelsIndex = i;
     }
     if (tokensIndex >= 0 && labelsIndex >= 0 &&
-        wholes[tokensIndex].second == wholes[labelsIndex].second) {
+        wholes[tokensIndex].second == wholes[labelsIndex].second &&
+        args[tokensIndex].type.getElementType() ==
+            args[labelsIndex].type.getElementType()) {
       const ProgramTensor &t = args[tokensIndex];
       int64_t seqLen = t.sharded ? t.global.back() : t.type.getShape().back();
       int64_t batch = wholes[tokensIndex].second / seqLen;
+      // A file token must be a valid id and, as the previous position's
+      // label, a valid class.
+      int64_t vocab = std::min(t.range, args[labelsIndex].range);
       os << "  braid_rt_data_t *braid_data = NULL;\n"
          << "  if (data_source)\n    braid_data = braid_rt_program_data_open("
             "data_source, token_bytes, seed, "
-         << t.range << ", " << seqLen << ", " << batch << ");\n";
-      dataFeed = "    if (braid_data) {\n      braid_rt_program_data_batch("
-                 "braid_data, s, " +
-                 std::to_string(batch) + ", " + std::to_string(seqLen) + ", " +
-                 wholes[tokensIndex].first +
-                 ", " + wholes[labelsIndex].first + ");\n" +
-                 extracts[tokensIndex] + extracts[labelsIndex] + "    }\n";
+         << vocab << ", " << seqLen << ", " << batch << ");\n";
+      dataFeed =
+          "    if (braid_data) {\n      braid_rt_program_data_batch" +
+          std::string(t.type.getElementType().isInteger(64) ? "_i64" : "") +
+          "(braid_data, s, " + std::to_string(batch) + ", " +
+          std::to_string(seqLen) + ", " + wholes[tokensIndex].first + ", " +
+          wholes[labelsIndex].first + ");\n" + extracts[tokensIndex] +
+          extracts[labelsIndex] + "    }\n";
       frees += "  braid_rt_data_close(braid_data);\n";
     } else {
       os << "  (void)token_bytes;\n  if (data_source) {\n"
          << "    fprintf(stderr, \"error: --data needs a training step "
-            "that takes i32 'tokens' and 'labels' with braid.range\\n\");\n"
+            "that takes 'tokens' and 'labels' (braid.data, or by name) of "
+            "one type, i32 or i64, with braid.range\\n\");\n"
          << "    return braid_program_exit(2);\n  }\n";
     }
     os << "  double total_s = 0;\n"

@@ -47,11 +47,13 @@ class Value(NamedTuple):
 
 
 class Arg(NamedTuple):
-    """A func.func argument; `range` sets braid.range for integer inputs."""
+    """A func.func argument; `range` sets braid.range for integer inputs,
+    `data` braid.data ("tokens" or "labels": what a program's --data fills)."""
 
     name: str
     type: TensorType
     range: Optional[int] = None
+    data: Optional[str] = None
 
 
 def mlir_float(x: float) -> str:
@@ -431,7 +433,7 @@ class Layer(Body):
 
 
 class Func(Body):
-    """A ``func.func`` entry point; arguments carry braid.name (and braid.range)."""
+    """A ``func.func`` entry point; arguments carry braid.name (and braid.range, braid.data)."""
 
     KEYWORD = "func.func"
 
@@ -439,6 +441,8 @@ class Func(Body):
         attrs = [f'braid.name = "{spec.name}"']
         if spec.range is not None:
             attrs.append(f"braid.range = {spec.range} : i64")
+        if spec.data is not None:
+            attrs.append(f'braid.data = "{spec.data}"')
         return f"{value.name}: {value.type} {{{', '.join(attrs)}}}"
 
     def return_(self, *values: Value) -> None:

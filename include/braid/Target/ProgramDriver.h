@@ -27,6 +27,9 @@ struct ProgramTensor {
   RankedTensorType type;
   /// Integer inputs: their braid.range (ids drawn from [0, range)).
   int64_t range = 0;
+  /// Integer inputs: "tokens" or "labels" when --data fills them (the
+  /// argument's braid.data, or its name for models that carry none).
+  std::string data;
   /// The step number of a training step (an argument named 'step').
   bool isStep = false;
   /// An argument with braid.block_of: each rank holds a block of it.

@@ -1184,6 +1184,28 @@ def _input_ranges(tracer: _Tracer, inputs: List[Node]) -> Dict[int, int]:
     return ranges
 
 
+def _data_roles(tracer: _Tracer, inputs: List[Node], ranges: Dict[int, int]) -> Dict[int, str]:
+    """braid.data of a language model's inputs: the one integer input that
+    indexes an embedding is "tokens", the one that labels the cross-entropy
+    "labels", when they have the same shape and range (next-token labels,
+    nanoGPT's idx and targets), so that a braidc program's --data fills them."""
+    ids, labels = set(), set()
+    for n in tracer.order:
+        if _is(n, aten.embedding.default):
+            ids.add(id(_root(n.args[1].node)))
+        elif _is(n, aten.nll_loss_forward.default):
+            labels.add(id(_root(n.args[1].node)))
+    by_id = {id(n): n for n in inputs}
+    ids, labels = ids & by_id.keys(), labels & by_id.keys()
+    if len(ids) != 1 or len(labels) != 1 or ids == labels:
+        return {}
+    (t,), (l,) = ids, labels
+    same = by_id[t].shape == by_id[l].shape and by_id[t].dtype == by_id[l].dtype
+    if not same or ranges.get(t) != ranges.get(l):
+        return {}
+    return {t: "tokens", l: "labels"}
+
+
 def _root(n: Node) -> Node:
     while n.kind == "op" and n.op in (aten.view.default, aten._unsafe_view.default,
                                       aten._reshape_alias.default, aten.clone.default):
@@ -1241,7 +1263,8 @@ def import_module(module: torch.nn.Module, example_inputs, loss: Optional[Callab
         raise UnsupportedError("the loss does not depend on the inputs and parameters")
 
     ranges = _input_ranges(tracer, inputs)
-    arg_specs = [Arg(n.name, _ttype(n), ranges.get(id(n))) for n in inputs]
+    roles = _data_roles(tracer, inputs, ranges)
+    arg_specs = [Arg(n.name, _ttype(n), ranges.get(id(n)), roles.get(id(n))) for n in inputs]
     importer = _Importer(tracer, loss_node, inputs, fuse_attention, fuse)
     importer.find_groups()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))

@@ -165,3 +165,34 @@ void braid_rt_program_data_batch(braid_rt_data_t *data, int64_t step,
   braid_rt_program_unmap(host_labels, labels, bytes, /*write=*/1,
                          "--data labels");
 }
+
+void braid_rt_program_data_batch_i64(braid_rt_data_t *data, int64_t step,
+                                     int64_t global_batch, int64_t seq_len,
+                                     int64_t *tokens, int64_t *labels) {
+  /* The source yields int32 ids: read them on the host, widen, upload. */
+  size_t n = (size_t)(global_batch * seq_len);
+  int32_t *ids = (int32_t *)malloc(2 * n * sizeof(int32_t));
+  if (!ids) {
+    fprintf(stderr, "error: rank %d: --data: out of host memory for %zu ids\n",
+            braid_rt_program_spmd.rank, 2 * n);
+    braid_rt_program_spmd_end_all(1);
+    return;
+  }
+  braid_rt_program_spmd_check(
+      braid_rt_data_batch(data, (uint64_t)step, 0, global_batch, ids, ids + n),
+      "--data: reading a batch");
+  size_t bytes = n * sizeof(int64_t);
+  int64_t *host_tokens = (int64_t *)braid_rt_program_map(
+      tokens, bytes, /*read=*/0, "--data tokens");
+  int64_t *host_labels = (int64_t *)braid_rt_program_map(
+      labels, bytes, /*read=*/0, "--data labels");
+  for (size_t i = 0; i < n; ++i) {
+    host_tokens[i] = ids[i];
+    host_labels[i] = ids[n + i];
+  }
+  free(ids);
+  braid_rt_program_unmap(host_tokens, tokens, bytes, /*write=*/1,
+                         "--data tokens");
+  braid_rt_program_unmap(host_labels, labels, bytes, /*write=*/1,
+                         "--data labels");
+}

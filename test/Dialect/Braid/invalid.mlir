@@ -51,8 +51,24 @@ func.func @name_not_string(%a: tensor<2xi32> {braid.name = 3 : i64}) {
 
 // -----
 
+// Tests that braid.data names a --data role.
+// expected-error@+1 {{argument #0: braid.data must be "tokens" or "labels"}}
+func.func @data_role(%a: tensor<2xi64> {braid.data = "targets"}) {
+  return
+}
+
+// -----
+
+// Tests that braid.data applies only to integer arguments.
+// expected-error@+1 {{argument #0: braid.data applies to integer tensors, not 'tensor<2xf32>'}}
+func.func @data_on_float(%a: tensor<2xf32> {braid.data = "tokens"}) {
+  return
+}
+
+// -----
+
 // Tests that unknown argument attributes are rejected.
-// expected-error@+1 {{argument #0: unknown braid attribute 'braid.vocab'; known: braid.name, braid.range}}
+// expected-error@+1 {{argument #0: unknown braid attribute 'braid.vocab'; known: braid.name, braid.range, braid.data}}
 func.func @unknown_arg_attribute(%a: tensor<2xi32> {braid.vocab = 3 : i64}) {
   return
 }

@@ -214,6 +214,23 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                              << argType;
     return success();
   }
+  // The argument's role in a training step's --data batch: token ids, or
+  // labels that are the next tokens (ProgramDriver.cpp feeds them from the
+  // runtime's data source).
+  if (name == "braid.data") {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (!role || (role.getValue() != "tokens" && role.getValue() != "labels"))
+      return op->emitError() << "argument #" << argIndex
+                             << ": braid.data must be \"tokens\" or "
+                                "\"labels\"";
+    auto tensor = dyn_cast<RankedTensorType>(argType);
+    if (!tensor || !tensor.getElementType().isInteger())
+      return op->emitError() << "argument #" << argIndex
+                             << ": braid.data applies to integer tensors, "
+                                "not "
+                             << argType;
+    return success();
+  }
   if (name == "braid.sharding" || name == "braid.block_of") {
     auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
     if (!sharding)
@@ -226,5 +243,5 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
   return op->emitError() << "argument #" << argIndex
                          << ": unknown braid attribute '" << name
                          << "'; known: braid.name, braid.range, "
-                            "braid.sharding, braid.block_of";
+                            "braid.data, braid.sharding, braid.block_of";
 }

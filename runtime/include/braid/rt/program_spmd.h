@@ -188,6 +188,12 @@ void braid_rt_program_data_batch(braid_rt_data_t *data, int64_t step,
                                  int64_t global_batch, int64_t seq_len,
                                  int32_t *tokens, int32_t *labels);
 
+/* braid_rt_program_data_batch for int64 tokens and labels (what PyTorch
+   models take: an imported model's ids). */
+void braid_rt_program_data_batch_i64(braid_rt_data_t *data, int64_t step,
+                                     int64_t global_batch, int64_t seq_len,
+                                     int64_t *tokens, int64_t *labels);
+
 /*--- Collectives (collectives.c) -------------------------------------------*/
 
 typedef enum {
