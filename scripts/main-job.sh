@@ -3,9 +3,10 @@
 # nanoGPT-style nn.Module (python/tests/nanogpt.py, plain PyTorch, standing
 # in for the user's own) with braid.torch, check its loss with braid-eval,
 # compile it with braidc for 4 CPU ranks as dp2 x tp2, train it from the
-# module's weights with braid-run and export the trained weights back to a
-# PyTorch state dict. Then generate a GPT model, evaluate its loss with the
-# reference evaluator, derive its training step and train it on one batch,
+# module's weights on a token file (README.md's bytes) with braid-run and
+# export the trained weights back to a PyTorch state dict. Then generate a
+# GPT model, evaluate its loss with the reference evaluator, derive its
+# training step and train it on one batch,
 # with the loss falling; split it into a 4-stage pipeline with a verified
 # ZB-H1 schedule, and compile it with braidc for 8 CPU ranks as
 # dp2 x tp2 x pp2 (ZB-H1) and train it with braid-run; last, let the planner
@@ -32,9 +33,12 @@ build/bin/braid-eval "$out/nanogpt.mlir" --weights "$out/nanogpt.safetensors"
 echo "== Compiling it for 4 CPU ranks: dp2 x tp2 (attention heads, MLP and embeddings split over tp), 2 micro-batches"
 build/bin/braidc "$out/nanogpt.mlir" --mesh dp=2,tp=2 --microbatches 2 --lr 3e-3 --clip-norm 1.0 \
   -o "$out/nanogpt-dptp"
-echo "== Training it 10 steps on 4 ranks from the module's weights (--resume the start checkpoint)"
+echo "== A token file: README.md's ASCII bytes as uint16 tokens (vocabulary 128)"
+/usr/bin/python3 -c "import sys, numpy as np; t = np.fromfile(sys.argv[1], np.uint8); \
+t[t < 128].astype('<u2').tofile(sys.argv[2]); print('  ', (t < 128).sum(), 'tokens')" README.md "$out/nanogpt.tokens"
+echo "== Training it 10 steps on 4 ranks from the module's weights (--resume the start checkpoint) on them (--data)"
 build/bin/braid-run -n 4 "$out/nanogpt-dptp" --resume "$out/nanogpt.start" --steps 10 \
-  --save "$out/nanogpt.trained"
+  --data "$out/nanogpt.tokens" --save "$out/nanogpt.trained"
 echo "== Exporting the trained weights back to a PyTorch state dict"
 PYTHONPATH="$PYTHONPATH:$root/python/tests" /usr/bin/python3 -m braid.torch export "$out/nanogpt.trained" \
   nanogpt:make --args "$gpt_args" -o "$out/nanogpt.trained.pt"
