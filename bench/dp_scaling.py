@@ -36,40 +36,13 @@ every time and ratio is finite.
 import argparse
 import math
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, BenchError, guarded, parse, run, thread_env
+
 sys.path.insert(0, str(ROOT / "python"))
-
-
-class BenchError(Exception):
-    pass
-
-
-def run(*args, env=None):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True,
-                          env=env).stdout
-
-
-def thread_env(threads, **extra):
-    env = dict(os.environ)
-    env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), **extra)
-    return env
-
-
-def parse(out, steps, what):
-    """The losses as printed and the mean seconds per step."""
-    losses = re.findall(r"^step \d+ loss (\S+)", out, re.M)
-    if len(losses) != 1 + steps or not all(math.isfinite(float(v)) for v in losses):
-        raise BenchError(f"{what}: expected {1 + steps} finite losses, got {losses}:\n{out}")
-    m = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
-    if not m:
-        raise BenchError(f"{what} printed no summary:\n{out}")
-    return losses, float(m.group(1)) / 1e3
 
 
 def main():
@@ -87,18 +60,7 @@ def main():
                         help="exit 1 unless every program ran with finite, consistent results")
     parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
     args = parser.parse_args()
-    try:
-        return measure(args)
-    except BenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except subprocess.CalledProcessError as e:
-        command = " ".join(str(a) for a in e.cmd)
-        print(f"error: {command} exited with status {e.returncode}:\n{e.stderr}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    return guarded(measure, args)
 
 
 def measure(args):
