@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
-                                    const char *call, const char *where) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
-    snprintf(text, sizeof(text), "unknown MPI error");
-  /* Name the MPI function, not its whole argument list. */
-  int name_len = (int)strcspn(call, "(");
-  return braid_rt_fail(ctx, BRAID_RT_COMM_FAILURE, "%s: %.*s failed: %s", where,
-                       name_len, call, text);
-}
-
 braid_rt_status_t braid_rt_backend_check_comm(braid_rt_comm_t *comm,
                                               const char *what) {
   (void)comm;
@@ -65,13 +53,10 @@ braid_rt_status_t braid_rt_context_create(const braid_rt_context_options_t *opts
     return status;
   opts = &options;
 
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (finalized)
-    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_context_create: MPI was already finalised "
-                         "(by an earlier context?); it cannot start again");
+  int initialized = 0;
+  status = braid_rt_mpi_state(&initialized);
+  if (status != BRAID_RT_OK)
+    return status;
 
   braid_rt_context_t *ctx = calloc(1, sizeof(*ctx));
   if (!ctx)
@@ -86,11 +71,8 @@ braid_rt_status_t braid_rt_context_create(const braid_rt_context_options_t *opts
        0.4x the blocking MPI_Allreduce on one machine; the ring algorithm
        matches it (docs/runtime.md). A setting from the user wins. */
     setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "ring", 0);
-    /* SERIALIZED: the runtime may be called from any thread, one at a time. */
-    int provided = 0;
-    int code = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
-    if (code != MPI_SUCCESS) {
-      status = braid_rt_fail_mpi(NULL, code, "MPI_Init_thread", __func__);
+    status = braid_rt_mpi_start(argc, argv);
+    if (status != BRAID_RT_OK) {
       free(ctx);
       return status;
     }

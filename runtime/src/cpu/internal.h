@@ -70,21 +70,6 @@ typedef struct {
 
 #include "backend/backend.h"
 
-/* Records the failure of MPI call `call` (its source text) with MPI error
-   code `code`, in function `where`, and returns BRAID_RT_COMM_FAILURE. */
-braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
-                                    const char *call, const char *where);
-
-/* Evaluates an MPI call; on failure records it in `ctx` and returns a status
-   from the enclosing function. Communicators use MPI_ERRORS_RETURN, so
-   errors reach here instead of aborting the process. */
-#define BRAID_MPI_CHECK(ctx, call)                                             \
-  do {                                                                         \
-    int braid_mpi_code_ = (call);                                              \
-    if (braid_mpi_code_ != MPI_SUCCESS)                                        \
-      return braid_rt_fail_mpi((ctx), braid_mpi_code_, #call, __func__);      \
-  } while (0)
-
 /* Every operation runs in three steps, so that the blocking and the _start
    forms share one body:
      req = braid_rt_request_begin(...)   storage: the heap for a _start call

@@ -43,6 +43,32 @@ braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
 #endif
     ;
 
+/* Records the failure of MPI call `call` (its source text, of which the
+   message keeps the function name) with MPI error code `code`, in function
+   `where`, and returns BRAID_RT_COMM_FAILURE. Both backends start over MPI
+   (the CUDA backend for its bootstrap). */
+braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
+                                    const char *call, const char *where);
+
+/* Evaluates an MPI call; on failure records it in `ctx` and returns a status
+   from the enclosing function. Communicators use MPI_ERRORS_RETURN, so
+   errors reach here instead of aborting the process. */
+#define BRAID_MPI_CHECK(ctx, call)                                             \
+  do {                                                                         \
+    int braid_mpi_code_ = (call);                                              \
+    if (braid_mpi_code_ != MPI_SUCCESS)                                        \
+      return braid_rt_fail_mpi((ctx), braid_mpi_code_, #call, __func__);       \
+  } while (0)
+
+/* Where a context finds MPI: sets *out_initialized to whether it runs
+   already; fails when it was finalised (it cannot start again). */
+braid_rt_status_t braid_rt_mpi_state(int *out_initialized);
+
+/* Starts MPI for a context that owns it: MPI_Init_thread with
+   MPI_THREAD_SERIALIZED, since the runtime may be called from any thread,
+   one at a time. */
+braid_rt_status_t braid_rt_mpi_start(int *argc, char ***argv);
+
 /* Copies ctx's last error into the context-less buffer, where
    braid_rt_context_last_error(NULL) finds it after a failed
    braid_rt_context_create has released ctx. */

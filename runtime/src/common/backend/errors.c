@@ -32,6 +32,39 @@ braid_rt_status_t braid_rt_fail(braid_rt_context_t *ctx,
   return status;
 }
 
+braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
+                                    const char *call, const char *where) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    snprintf(text, sizeof(text), "unknown MPI error");
+  /* Name the MPI function, not its whole argument list. */
+  int name_len = (int)strcspn(call, "(");
+  return braid_rt_fail(ctx, BRAID_RT_COMM_FAILURE, "%s: %.*s failed: %s", where,
+                       name_len, call, text);
+}
+
+braid_rt_status_t braid_rt_mpi_state(int *out_initialized) {
+  int finalized = 0;
+  *out_initialized = 0;
+  MPI_Initialized(out_initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_context_create: MPI was already finalised "
+                         "(by an earlier context?); it cannot start again");
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_mpi_start(int *argc, char ***argv) {
+  int provided = 0;
+  int code = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  if (code != MPI_SUCCESS)
+    return braid_rt_fail_mpi(NULL, code, "MPI_Init_thread",
+                             "braid_rt_context_create");
+  return BRAID_RT_OK;
+}
+
 void braid_rt_keep_context_less_error(const braid_rt_context_t *ctx) {
   snprintf(context_less_error, sizeof(context_less_error), "%s", ctx->error);
 }

@@ -38,16 +38,6 @@ braid_rt_status_t braid_rt_fail_nccl(braid_rt_context_t *ctx, ncclResult_t code,
                        detail && detail[0] ? ": " : "", detail ? detail : "");
 }
 
-braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
-                                    const char *call, const char *where) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
-    snprintf(text, sizeof(text), "unknown MPI error");
-  return braid_rt_fail(ctx, BRAID_RT_COMM_FAILURE, "%s: %.*s failed: %s", where,
-                       name_length(call), call, text);
-}
-
 braid_rt_stream_t *braid_rt_resolve_stream(braid_rt_context_t *ctx,
                                            braid_rt_stream_t *stream) {
   return stream ? stream : &ctx->default_stream;
@@ -326,13 +316,10 @@ braid_rt_context_create(const braid_rt_context_options_t *opts, int *argc,
     return status;
 #endif
 
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (finalized)
-    return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_context_create: MPI was already finalised "
-                         "(by an earlier context?); it cannot start again");
+  int initialized = 0;
+  status = braid_rt_mpi_state(&initialized);
+  if (status != BRAID_RT_OK)
+    return status;
 
   braid_rt_context_t *ctx = calloc(1, sizeof(*ctx));
   if (!ctx)
@@ -347,10 +334,8 @@ braid_rt_context_create(const braid_rt_context_options_t *opts, int *argc,
   if (!initialized) {
     /* OpenMPI starts a singleton without mpirun, so a one-rank run needs no
        launcher. MPI only bootstraps and gathers traces here. */
-    int provided = 0;
-    int code = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
-    if (code != MPI_SUCCESS) {
-      status = braid_rt_fail_mpi(NULL, code, "MPI_Init_thread", __func__);
+    status = braid_rt_mpi_start(argc, argv);
+    if (status != BRAID_RT_OK) {
       free(ctx);
       return status;
     }

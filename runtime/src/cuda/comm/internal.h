@@ -115,15 +115,14 @@ typedef struct {
 
 #include "backend/backend.h"
 
-/* Records a failed CUDA, NCCL or MPI call (`call`: its source text, of which
-   the message keeps the function name) in function `where`. */
+/* Records a failed CUDA or NCCL call (`call`: its source text, of which the
+   message keeps the function name) in function `where` (MPI:
+   braid_rt_fail_mpi, backend.h). */
 braid_rt_status_t braid_rt_fail_cuda(braid_rt_context_t *ctx, cudaError_t code,
                                      const char *call, const char *where);
 braid_rt_status_t braid_rt_fail_nccl(braid_rt_context_t *ctx, ncclResult_t code,
                                      ncclComm_t comm, const char *call,
                                      const char *where);
-braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
-                                    const char *call, const char *where);
 
 /* Evaluate a call; on failure record it in `ctx` and return a status from
    the enclosing function. */
@@ -132,12 +131,6 @@ braid_rt_status_t braid_rt_fail_mpi(braid_rt_context_t *ctx, int code,
     cudaError_t braid_cuda_code_ = (call);                                     \
     if (braid_cuda_code_ != cudaSuccess)                                       \
       return braid_rt_fail_cuda((ctx), braid_cuda_code_, #call, __func__);     \
-  } while (0)
-#define BRAID_MPI_CHECK(ctx, call)                                             \
-  do {                                                                         \
-    int braid_mpi_code_ = (call);                                              \
-    if (braid_mpi_code_ != MPI_SUCCESS)                                        \
-      return braid_rt_fail_mpi((ctx), braid_mpi_code_, #call, __func__);       \
   } while (0)
 
 /* The stream `stream` names: NULL is the context's compute stream. */
