@@ -24,6 +24,10 @@ StringRef mlir::braid::plan::getOpClassName(OpClass c) {
     return "attention";
   case OpClass::Memory:
     return "memory";
+  case OpClass::RowWise:
+    return "rowwise";
+  case OpClass::Loss:
+    return "loss";
   }
   return "?";
 }
@@ -201,7 +205,8 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
           *root, "hardware",
           {"name", "description", "source", "peak_flops", "efficiency",
            "memory_bandwidth", "device_memory", "workspace_bytes",
-           "devices_per_node", "concurrent_devices_per_node", "links"}))
+           "devices_per_node", "concurrent_devices_per_node", "kernel_overhead",
+           "descheduled_wait", "saved_activation_copies", "links"}))
     return std::move(e);
 
   Hardware hw;
@@ -241,6 +246,13 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
   if (llvm::Error e = r.onlyKnown(**eff, "hardware.efficiency", classes))
     return std::move(e);
   for (int c = 0; c < kNumOpClasses; ++c) {
+    // Files written before row-wise ops had their own class: the memory
+    // efficiency, as those files costed them.
+    if ((OpClass(c) == OpClass::RowWise || OpClass(c) == OpClass::Loss) &&
+        !(*eff)->get(classes[c])) {
+      hw.efficiency[c] = hw.efficiency[(int)OpClass::Memory];
+      continue;
+    }
     auto v = r.number(**eff, classes[c],
                       ("hardware.efficiency." + classes[c]).str(), 0, 1);
     if (!v)
@@ -281,6 +293,25 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
       return r.error("hardware.concurrent_devices_per_node",
                      "expected an integer");
     hw.concurrentDevicesPerNode = int(*c);
+  }
+
+  for (auto [key, slot] :
+       {std::pair<StringRef, double *>{"kernel_overhead", &hw.kernelOverhead},
+        {"descheduled_wait", &hw.descheduledWait}}) {
+    if (!root->get(key))
+      continue;
+    auto v = r.number(*root, key, ("hardware." + key).str(), 0, 1, true);
+    if (!v)
+      return v.takeError();
+    *slot = *v;
+  }
+
+  if (root->get("saved_activation_copies")) {
+    auto v = r.number(*root, "saved_activation_copies",
+                      "hardware.saved_activation_copies", 0, 16, true);
+    if (!v)
+      return v.takeError();
+    hw.savedActivationCopies = *v;
   }
 
   auto links = r.object(*root, "links", "hardware.links");
@@ -400,5 +431,11 @@ void mlir::braid::plan::writeHardware(llvm::raw_ostream &os,
                                    {"inter_node", level(hw.interNode)}}}};
   if (hw.concurrentDevicesPerNode > 0)
     root["concurrent_devices_per_node"] = hw.concurrentDevicesPerNode;
+  if (hw.kernelOverhead > 0)
+    root["kernel_overhead"] = hw.kernelOverhead;
+  if (hw.descheduledWait > 0)
+    root["descheduled_wait"] = hw.descheduledWait;
+  if (hw.savedActivationCopies > 0)
+    root["saved_activation_copies"] = hw.savedActivationCopies;
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }

@@ -146,6 +146,14 @@ static OpClass classify(Operation *op, CostOpInterface cost) {
     return OpClass::Attention;
   if (cost.getMatmulFlops() > 0)
     return OpClass::Matmul;
+  if (isa<RowReductionOpInterface>(op)) {
+    // Over class scores with integer labels: a loss or its gradient.
+    bool labels = llvm::any_of(op->getOperandTypes(), [](Type t) {
+      auto s = dyn_cast<ShapedType>(t);
+      return s && isa<IntegerType>(s.getElementType());
+    });
+    return labels ? OpClass::Loss : OpClass::RowWise;
+  }
   return OpClass::Memory;
 }
 
@@ -261,6 +269,8 @@ struct Accumulator {
     Work w{c == OpClass::Matmul ? cost.getMatmulFlops() : cost.getFlops(),
            cost.getBytes()};
     (split ? work.split : work.replicated)[(int)c] += w;
+    // Every rank of a tp group runs the kernel, on its share of the work.
+    work.kernels += 1;
   }
 };
 } // namespace
@@ -285,7 +295,7 @@ static void applyForwardShares(SegmentCost &seg, int r) {
     total += f.split[c].bytes + f.replicated[c].bytes;
   }
   for (int c = 0; c < kNumOpClasses; ++c) {
-    bool compute = c != (int)OpClass::Memory;
+    bool compute = !isBytesBound(OpClass(c));
     double s = compute ? f.split[c].flops : f.split[c].bytes;
     double a = s + (compute ? f.replicated[c].flops : f.replicated[c].bytes);
     double share =
@@ -456,9 +466,11 @@ private:
     // What F keeps: the yields after the carried values.
     Operation *yield = layer.getBody().front().getTerminator();
     unsigned carried = repeat.getNumCarried();
-    for (Value v : yield->getOperands().drop_front(carried))
+    for (Value v : yield->getOperands().drop_front(carried)) {
       (split.isSplit(v) ? seg.savedSplitBytes[r]
                         : seg.savedReplicatedBytes[r]) += bytesOf(v.getType());
+      seg.savedTensors[r] += 1;
+    }
     if (layer.getBody().front().getNumArguments() > 0) {
       double carriedBytes =
           bytesOf(layer.getBody().front().getArgument(0).getType());

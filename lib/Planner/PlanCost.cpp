@@ -153,9 +153,13 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       hardware.getLevel(tp * plan.dp > hardware.devicesPerNode);
   double rate[kNumOpClasses];
   for (int c = 0; c < kNumOpClasses; ++c)
-    rate[c] = c == (int)OpClass::Memory
+    rate[c] = isBytesBound(OpClass(c))
                   ? hardware.memoryBandwidth * hardware.efficiency[c]
                   : peak * hardware.efficiency[c];
+  // Devices sharing cores: each blocking collective also waits for peers
+  // the operating system has descheduled.
+  double wait =
+      hardware.sharesCores(plan.getNumDevices()) ? hardware.descheduledWait : 0;
 
   std::vector<StageCost> stages(numStages);
   int first = 0;
@@ -169,11 +173,15 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         const PassWork &w = seg.passes[r][p];
         for (int c = 0; c < kNumOpClasses; ++c) {
           Work rw = w.getRankWork(OpClass(c), tp, sp);
-          double t = (c == (int)OpClass::Memory ? rw.bytes : rw.flops) /
+          double t = (isBytesBound(OpClass(c)) ? rw.bytes : rw.flops) /
                      rate[c] * scale * instances;
           *times[p] += t;
           st.compute[c] += t;
         }
+        // A fixed cost per kernel, whatever the micro-batch size.
+        double overhead = w.kernels * hardware.kernelOverhead * instances;
+        *times[p] += overhead;
+        st.overhead += overhead;
         int n = seg.tpAllReduces[r][p];
         if (tp > 1 && n > 0) {
           double bytes = seg.tpCollectiveBytes * scale;
@@ -184,14 +192,28 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
                                          CollectiveKind::AllGather, bytes, tp)
                  : getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
                                      CollectiveKind::AllReduce, bytes, tp);
+          t += (sp ? 2 : 1) * wait;
           t *= n * instances;
           *times[p] += t;
           st.tpComm += t;
+          st.wait += (sp ? 2 : 1) * wait * n * instances;
         }
       }
+      double saved = seg.getSavedBytes(plan.recompute, tp, sp) * scale;
+      // A repeat's saved activations are copied into its stack in F and
+      // out in B, each copy reading and writing them at memcpy's bandwidth.
+      double copies = hardware.savedActivationCopies;
+      if (copies > 0 && seg.savedTensors[r] > 0) {
+        double t = 2 * saved / hardware.memoryBandwidth * instances;
+        double o = seg.savedTensors[r] * hardware.kernelOverhead * instances;
+        double first = std::min(1.0, copies);
+        st.forward += first * (t + o);
+        st.backward += (copies - first) * (t + o);
+        st.compute[(int)OpClass::Memory] += copies * t;
+        st.overhead += copies * o;
+      }
       st.params += seg.getRankParams(tp) * instances;
-      st.activationBytes +=
-          seg.getSavedBytes(plan.recompute, tp, sp) * scale * instances;
+      st.activationBytes += saved * instances;
     };
     if (s == 0)
       addSegment(model.pre, 1);
@@ -210,9 +232,11 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     if (plan.zero == 3 && plan.dp > 1) {
       double bytes = st.params * model.elementBytes;
       double t = getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
-                                   CollectiveKind::AllGather, bytes, plan.dp);
+                                   CollectiveKind::AllGather, bytes, plan.dp) +
+                 wait;
       st.forward += t;
       st.backward += t;
+      st.wait += 2 * wait;
     }
     first += sizes[s];
   }
@@ -267,6 +291,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   int m = plan.microbatches;
   double scale = double(plan.microBatchSize) / model.batch;
   int dpn = hardware.devicesPerNode;
+  double wait =
+      hardware.sharesCores(plan.getNumDevices()) ? hardware.descheduledWait : 0;
 
   std::vector<double> peakInFlight(plan.pp, 1.0);
   std::vector<double> rankWork(plan.pp, 0.0);
@@ -307,7 +333,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       bool crosses = (a * stride) / dpn != (b * stride) / dpn;
       const LinkLevel &level = hardware.getLevel(crosses);
       double t = getCollectiveTime(level.get(CollectiveKind::SendRecv),
-                                   CollectiveKind::SendRecv, bytes, 2);
+                                   CollectiveKind::SendRecv, bytes, 2) +
+                 wait;
       costs.comm.push_back(t);
       cost.ppTransferTime = std::max(cost.ppTransferTime, t);
       cost.ppCommBytes = std::max(cost.ppCommBytes, 2.0 * m * bytes);
@@ -334,12 +361,15 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       deferredWeight = costs.weight[0];
       costs.weight[0] = 0;
       tiedTransfer = getCollectiveTime(tiedLevel.get(CollectiveKind::SendRecv),
-                                       CollectiveKind::SendRecv, tiedBytes, 2);
+                                       CollectiveKind::SendRecv, tiedBytes, 2) +
+                     wait;
       cost.ppCommBytes += m * tiedBytes;
     } else if (tied) {
       // Megatron-LM: one all_reduce of the summed gradient at step end.
-      tiedTransfer = getCollectiveTime(tiedLevel.get(CollectiveKind::AllReduce),
-                                       CollectiveKind::AllReduce, tiedBytes, 2);
+      tiedTransfer =
+          getCollectiveTime(tiedLevel.get(CollectiveKind::AllReduce),
+                            CollectiveKind::AllReduce, tiedBytes, 2) +
+          wait;
       cost.ppCommBytes += tiedBytes;
     }
     // The automatic schedule depends on the stage times; the others are
@@ -402,12 +432,25 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
                   : nodeDevices;
   double share = double(nodeDevices) / slots;
   if (share > 1) {
-    double work = 0;
-    for (double w : rankWork)
-      work += w;
+    // The waits for descheduled peers are not work another device can
+    // fill: each rank's come on top of the shared work (what the
+    // calibration measures them as).
+    bool vs = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+    double work = 0, waits = 0;
+    for (int r = 0; r < plan.pp; ++r) {
+      double rankWaits = 0;
+      for (int c = 0; c < chunks; ++c)
+        rankWaits +=
+            m *
+            stages[vs ? (c == 0 ? r : 2 * plan.pp - 1 - r) : c * plan.pp + r]
+                .wait;
+      work += rankWork[r] - rankWaits;
+      waits = std::max(waits, rankWaits);
+    }
     work *= double(plan.dp) * plan.tp;
     int nodes = (plan.getNumDevices() + nodeDevices - 1) / nodeDevices;
-    cost.pipelineTime = std::max(cost.pipelineTime, work / (nodes * slots));
+    cost.pipelineTime =
+        std::max(cost.pipelineTime, work / (nodes * slots) + waits);
   }
   // The busiest rank's compute and collectives.
   bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
@@ -418,6 +461,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       cost.computeTime += m * stages[s].compute[k];
       cost.computeByClass[k] += m * stages[s].compute[k];
     }
+    cost.computeTime += m * stages[s].overhead;
+    cost.overheadTime += m * stages[s].overhead;
     cost.tpCommTime += m * stages[s].tpComm;
   }
   cost.bubbleTime = std::max(0.0, cost.pipelineTime - rankWork[busiest]);
@@ -445,16 +490,19 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       double grads = params * config.gradBytes;
       if (plan.zero == 0) {
         t = getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
-                              CollectiveKind::AllReduce, grads, plan.dp);
+                              CollectiveKind::AllReduce, grads, plan.dp) +
+            wait;
         bytes = 2.0 * (plan.dp - 1) / plan.dp * grads;
       } else {
         t = getCollectiveTime(dpLevel.get(CollectiveKind::ReduceScatter),
-                              CollectiveKind::ReduceScatter, grads, plan.dp);
+                              CollectiveKind::ReduceScatter, grads, plan.dp) +
+            wait;
         bytes = double(plan.dp - 1) / plan.dp * grads;
         if (plan.zero < 3) {
           double p = params * model.elementBytes;
           t += getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
-                                 CollectiveKind::AllGather, p, plan.dp);
+                                 CollectiveKind::AllGather, p, plan.dp) +
+               wait;
           bytes += double(plan.dp - 1) / plan.dp * p;
         } else {
           bytes += 2.0 * m * double(plan.dp - 1) / plan.dp * params *
@@ -547,6 +595,10 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
   os << llvm::formatv("  compute      {0,12}  {1,5:F1}%  (busiest pipeline "
                       "rank)\n",
                       formatSeconds(cost.computeTime), pct(cost.computeTime));
+  if (cost.overheadTime > 0)
+    os << llvm::formatv("    of which kernel overhead {0} ({1:F1}%)\n",
+                        formatSeconds(cost.overheadTime),
+                        pct(cost.overheadTime));
   os << llvm::formatv("  tp comm      {0,12}  {1,5:F1}%\n",
                       formatSeconds(cost.tpCommTime), pct(cost.tpCommTime));
   os << llvm::formatv("  bubble       {0,12}  {1,5:F1}%  (bubble rate {2:F4}, "

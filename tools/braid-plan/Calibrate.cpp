@@ -3,12 +3,16 @@
 // Compute: OpenBLAS sgemm through the runtime's matmul kernel on square
 // matrices (the best rate is the f32 peak; the matmul efficiency is the
 // rate at the sizes small models here use over that peak), the attention
-// kernel (dense-counted FLOPs over the peak), memcpy (the memory bandwidth)
-// and the add kernel (its bandwidth over memcpy's is the memory-bound
-// efficiency). Network: all_reduce, all_gather, reduce_scatter and
-// send/recv over a range of sizes on `ranks` MPI ranks of this machine,
-// each fitted to the ring model (fitLinkCost). One machine has one link
-// level, so both levels get the same figures.
+// kernel (dense-counted FLOPs over the peak), memcpy (the memory bandwidth),
+// the add, GELU and layer-norm kernels (their bandwidth over memcpy's is
+// the memory-bound efficiency), the row-wise kernels at a layer's and a
+// head's sizes (the row-wise efficiency) and a GPT layer's kernels at two
+// batch sizes (the fixed cost per kernel). Network: all_reduce,
+// all_gather, reduce_scatter and send/recv over a range of sizes on `ranks`
+// MPI ranks of this machine, each fitted to the ring model (fitLinkCost),
+// and, when the ranks share cores, the wait of a collective for
+// descheduled peers. One machine has one link level, so both levels get
+// the same figures.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +64,24 @@ template <typename Fn> static double bestOf(int reps, Fn fn) {
   return best;
 }
 
+/// Seconds per call of `fn`: calls repeated until `minSeconds` have passed
+/// (a tiny kernel takes less than the clock resolves), best of `reps`.
+template <typename Fn>
+static double perCall(int reps, double minSeconds, Fn fn) {
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    int64_t calls = 0;
+    double t0 = now(), elapsed;
+    do {
+      fn();
+      ++calls;
+      elapsed = now() - t0;
+    } while (elapsed < minSeconds);
+    best = std::min(best, elapsed / calls);
+  }
+  return best;
+}
+
 static double gemmRate(int64_t n, int reps) {
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   int64_t shape[2] = {n, n};
@@ -69,6 +91,56 @@ static double gemmRate(int64_t n, int reps) {
   };
   run();
   return 2.0 * n * n * n / bestOf(reps, run);
+}
+
+/// Seconds of the forward of a GPT layer (hidden 128, 4 heads, sequence 64,
+/// MLP 512) over `batch` sequences through the runtime's kernels, a buffer
+/// per value as a compiled program has them: 18 kernels (2 layer norms, 6
+/// products and their 6 bias adds, the attention, the GELU, 2 residual
+/// adds), as the cost model counts them.
+constexpr int kLayerKernels = 18;
+static double layerForward(int64_t batch, int reps) {
+  const int64_t s = 64, h = 128, heads = 4, f = 4 * h, t = batch * s;
+  auto buf = [](int64_t n) { return std::vector<float>(n, 0.01f); };
+  std::vector<float> x = buf(t * h), ln1 = buf(t * h), ln2 = buf(t * h),
+                     att = buf(t * h), x1 = buf(t * h), x2 = buf(t * h),
+                     fc = buf(t * f), fcb = buf(t * f), g = buf(t * f);
+  std::vector<std::vector<float>> xw(4, buf(t * h)), xwb(4, buf(t * h)),
+      w(4, buf(h * h)), bias(4, buf(h));
+  std::vector<float> ones(h, 1.0f), zeros(h, 0.0f),
+      wfc = buf(h * f), bfc = buf(f), wp = buf(f * h), bp = buf(h),
+      mp = buf(t * h), mpb = buf(t * h);
+  int64_t th[2] = {t, h}, hh[2] = {h, h}, hf[2] = {h, f}, tf[2] = {t, f},
+          fh[2] = {f, h}, bh[1] = {h}, bfs[1] = {f};
+  auto linear = [&](const float *in, int64_t *inShape, const float *weight,
+                    int64_t *wShape, float *out, const float *b,
+                    int64_t *bShape, int64_t *outShape, float *outB) {
+    braid_rt_matmul_f32(nullptr, in, weight, 2, inShape, 2, wShape, 0, 0, out);
+    braid_rt_add_f32(nullptr, out, b, 2, outShape, 1, bShape, outB);
+  };
+  auto run = [&] {
+    braid_rt_layer_norm_f32(nullptr, x.data(), ones.data(), zeros.data(), t, h,
+                            1e-5, ln1.data());
+    for (int i = 0; i < 3; ++i)
+      linear(ln1.data(), th, w[i].data(), hh, xw[i].data(), bias[i].data(), bh,
+             th, xwb[i].data());
+    (void)braid_rt_attention_f32(nullptr, xwb[0].data(), xwb[1].data(),
+                                 xwb[2].data(), batch, s, s, heads, heads,
+                                 h / heads, 1, 0.17677669529663687, att.data());
+    linear(att.data(), th, w[3].data(), hh, xw[3].data(), bias[3].data(), bh,
+           th, xwb[3].data());
+    braid_rt_add_f32(nullptr, x.data(), xwb[3].data(), 2, th, 2, th, x1.data());
+    braid_rt_layer_norm_f32(nullptr, x1.data(), ones.data(), zeros.data(), t, h,
+                            1e-5, ln2.data());
+    linear(ln2.data(), th, wfc.data(), hf, fc.data(), bfc.data(), bfs, tf,
+           fcb.data());
+    braid_rt_gelu_f32(nullptr, fcb.data(), t * f, BRAID_RT_GELU_TANH, g.data());
+    linear(g.data(), tf, wp.data(), fh, mp.data(), bp.data(), bh, th,
+           mpb.data());
+    braid_rt_add_f32(nullptr, x1.data(), mpb.data(), 2, th, 2, th, x2.data());
+  };
+  run();
+  return perCall(reps, 0.05, run);
 }
 
 llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
@@ -143,10 +215,10 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   double copyTime = bestOf(
       reps, [&] { std::memcpy(out.data(), x.data(), elems * sizeof(float)); });
   double copyBw = 2.0 * elems * sizeof(float) / copyTime;
-  // Memory-bound kernels of a training step over the same arrays: add,
-  // GELU (tanh) and layer norm over rows of 128, each its bytes (inputs
-  // and output) over its time; their (harmonic) mean over memcpy's
-  // bandwidth.
+  // Memory-bound kernels of a training step over the same arrays: add and
+  // GELU (tanh), each its bytes (inputs and output) over its time; their
+  // (harmonic) mean over memcpy's bandwidth. (And the layer norm over rows
+  // of 128, reported: it is row-wise, calibrated below.)
   int64_t shape[1] = {elems};
   double addTime = bestOf(reps, [&] {
     braid_rt_add_f32(nullptr, x.data(), z.data(), 1, shape, 1, shape,
@@ -164,16 +236,159 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   double addBw = 3 * bytes / addTime, geluBw = 2 * bytes / geluTime,
          normBw = 2 * bytes / normTime;
   // Equal bytes through each kernel: the harmonic mean is their bandwidth.
-  double memEff =
-      std::min(1.0, 3 / (1 / addBw + 1 / geluBw + 1 / normBw) / copyBw);
+  // The layer norm is a row-wise op, with its own class (below); its rate
+  // here is for comparison.
+  double memEff = std::min(1.0, 2 / (1 / addBw + 1 / geluBw) / copyBw);
   log << formatv("calibrate: memcpy {0:F2} GB/s; add {1:F2}, gelu {2:F2}, "
-                 "layer_norm {3:F2} GB/s (memory efficiency {4:F3})\n",
+                 "layer_norm {3:F2} GB/s (memory efficiency, add and GELU: "
+                 "{4:F3})\n",
                  copyBw / 1e9, addBw / 1e9, geluBw / 1e9, normBw / 1e9, memEff);
+
+  // Row-wise reductions: the layer norm and its input gradient over rows of
+  // a layer's width, the softmax, the cross-entropy and its gradient over
+  // rows of a head's vocabulary (the models trained here: 256 tokens,
+  // hidden 256, vocabulary 4096), each its bytes as the cost interface
+  // counts them (operands and results) over its time; the harmonic mean
+  // over memcpy's bandwidth of the norms (the row-wise class) and of the
+  // loss and its gradient (the loss class; equal bytes through each, as
+  // for the memory class). The softmax is printed for comparison.
+  double rowEff, lossEff;
+  {
+    int64_t rows = 256, width = 256, vocab = options.quick ? 1024 : 4096;
+    std::vector<float> in(rows * vocab), dy(rows * vocab), res(rows * vocab),
+        scale(width, 1.0f), bias(width, 0.0f);
+    for (size_t i = 0; i < in.size(); ++i) {
+      in[i] = float(i % 97) * 0.01f;
+      dy[i] = float(i % 13) * 0.1f;
+    }
+    std::vector<int32_t> labels(rows);
+    for (int64_t r = 0; r < rows; ++r)
+      labels[r] = int32_t(r * 7 % vocab);
+    float loss = 0, grad = 1;
+    double f = sizeof(float), rc = double(rows) * width,
+           rv = double(rows) * vocab;
+    // Which mean a kernel's rate goes to: the norms (row-wise), the loss
+    // and its gradient (loss), or none (the softmax: printed; the models
+    // here run it inside the attention kernel only).
+    enum Mean { RowWise, Loss, Printed };
+    struct Kernel {
+      const char *name;
+      double bytes;
+      std::function<void()> fn;
+      Mean mean = RowWise;
+    };
+    Kernel kernels[] = {
+        {"layer_norm", (2 * rc + 2 * width) * f,
+         [&] {
+           braid_rt_layer_norm_f32(nullptr, in.data(), scale.data(),
+                                   bias.data(), rows, width, 1e-5, res.data());
+         }},
+        {"layer_norm_grad", (3 * rc + width) * f,
+         [&] {
+           braid_rt_layer_norm_grad_f32(nullptr, in.data(), scale.data(),
+                                        dy.data(), rows, width, 1e-5,
+                                        res.data());
+         }},
+        {"softmax", 2 * rv * f,
+         [&] {
+           braid_rt_softmax_f32(nullptr, in.data(), rows, vocab, 1, res.data());
+         },
+         Printed},
+        {"cross_entropy", (rv + rows + 1) * f,
+         [&] {
+           (void)braid_rt_cross_entropy_f32(nullptr, in.data(), labels.data(),
+                                            rows, vocab, &loss);
+         },
+         Loss},
+        {"cross_entropy_grad", (2 * rv + rows + 1) * f,
+         [&] {
+           (void)braid_rt_cross_entropy_grad_f32(nullptr, in.data(),
+                                                 labels.data(), &grad, rows,
+                                                 vocab, res.data());
+         },
+         Loss},
+    };
+    // Harmonic means: the norms (row-wise), the loss and its gradient
+    // (loss).
+    double inverse[3] = {0, 0, 0};
+    int count[3] = {0, 0, 0};
+    std::string rates;
+    for (Kernel &k : kernels) {
+      double bw = k.bytes / perCall(reps, 0.02, k.fn);
+      inverse[k.mean] += 1 / bw;
+      ++count[k.mean];
+      rates +=
+          formatv("{0}{1} {2:F2}", rates.empty() ? "" : ", ", k.name, bw / 1e9)
+              .str();
+    }
+    rowEff = std::min(1.0, count[RowWise] / inverse[RowWise] / copyBw);
+    lossEff = std::min(1.0, count[Loss] / inverse[Loss] / copyBw);
+    log << formatv("calibrate: row-wise, {0} rows (width {1}, vocabulary "
+                   "{2}): {3} GB/s (row-wise efficiency {4:F3}, loss "
+                   "{5:F3})\n",
+                   rows, width, vocab, rates, rowEff, lossEff);
+  }
+
+  // A kernel's fixed cost: tiny calls (8 elements: add, GELU, layer norm,
+  // softmax; a 2x2 matmul), whose work is negligible; their mean.
+  double overhead;
+  {
+    std::vector<float> a(8, 0.5f), b(8, 0.25f), c(8), ones(8, 1.0f),
+        zeros(8, 0.0f);
+    int64_t eight[1] = {8}, two[2] = {2, 2};
+    double sum = 0;
+    int n = 0;
+    for (const std::function<void()> &fn :
+         std::initializer_list<std::function<void()>>{
+             [&] {
+               braid_rt_add_f32(nullptr, a.data(), b.data(), 1, eight, 1, eight,
+                                c.data());
+             },
+             [&] {
+               braid_rt_gelu_f32(nullptr, a.data(), 8, BRAID_RT_GELU_TANH,
+                                 c.data());
+             },
+             [&] {
+               braid_rt_layer_norm_f32(nullptr, a.data(), ones.data(),
+                                       zeros.data(), 1, 8, 1e-5, c.data());
+             },
+             [&] {
+               braid_rt_softmax_f32(nullptr, a.data(), 1, 8, 1, c.data());
+             },
+             [&] {
+               braid_rt_matmul_f32(nullptr, a.data(), b.data(), 2, two, 2, two,
+                                   0, 0, c.data());
+             }}) {
+      sum += perCall(reps, 0.01, fn);
+      ++n;
+    }
+    double tiny = sum / n;
+    // In a program a kernel's fixed cost is more than its call: small
+    // products run below the GEMM rate, each kernel starts on cold
+    // caches. A GPT layer's forward kernels at 1 and 4 sequences: time is
+    // fixed + per-sample work, t(4) - t(1) = 3 x per-sample, so the fixed
+    // part is (4 t(1) - t(4)) / 3, per kernel.
+    double one = layerForward(1, reps), four = layerForward(4, reps);
+    double fixed = (4 * one - four) / 3 / kLayerKernels;
+    overhead = std::max(tiny, fixed);
+    log << formatv("calibrate: kernel overhead: tiny calls (add, GELU, layer "
+                   "norm, softmax, matmul) {0:F3} us; a GPT layer's forward "
+                   "({1} kernels, hidden 128, sequence 64) {2:F3} ms at batch "
+                   "1, {3:F3} ms at batch 4: {4:F3} us fixed per kernel\n",
+                   tiny * 1e6, kLayerKernels, one * 1e3, four * 1e3,
+                   fixed * 1e6);
+  }
 
   hw.peakFlops["f32"] = peak;
   hw.efficiency[(int)OpClass::Matmul] = matmulEff;
   hw.efficiency[(int)OpClass::Attention] = std::max(1e-3, attnEff);
   hw.efficiency[(int)OpClass::Memory] = memEff;
+  hw.efficiency[(int)OpClass::RowWise] = std::max(1e-4, rowEff);
+  hw.efficiency[(int)OpClass::Loss] = std::max(1e-4, lossEff);
+  hw.kernelOverhead = overhead;
+  // Not measured: how Braid's compiled layers keep activations for the
+  // backward (a copy into the repeat's stack in F, one out of it in B).
+  hw.savedActivationCopies = 2;
   hw.memoryBandwidth = copyBw;
   // A device is one rank with the threads this process computed with:
   // OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core.
@@ -227,11 +442,14 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   args.push_back("--calibrate-comm-worker");
   if (options.quick)
     args.push_back("--quick");
+  if (hw.concurrentDevicesPerNode > 0)
+    args.push_back("--shared-cores");
 
   // Per kind and size, the fastest time of any attempt. On a busy machine
   // one run's timings can be noise (time falling with size); another run
   // of the workers then gives each size more chances.
   std::map<std::string, std::map<double, double>> best;
+  double wait = -1;
   LinkLevel level;
   std::string fitFailure;
   const int attempts = 3;
@@ -266,6 +484,10 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       double bytes, seconds;
       if (f.size() != 3 || f[1].getAsDouble(bytes) || f[2].getAsDouble(seconds))
         continue;
+      if (f[0] == "descheduled_wait") {
+        wait = wait < 0 ? seconds : std::min(wait, seconds);
+        continue;
+      }
       auto [it, inserted] = best[f[0].str()].try_emplace(bytes, seconds);
       if (!inserted)
         it->second = std::min(it->second, seconds);
@@ -319,6 +541,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
                      "calibrate again when it is quiet\n",
                      name, worstBytes, worst * 100);
   }
+  if (wait >= 0) {
+    hw.descheduledWait = wait;
+    log << formatv("calibrate: {0} ranks sharing {1} cores: a collective "
+                   "waits {2:F3} ms for descheduled peers\n",
+                   options.ranks, hw.concurrentDevicesPerNode, wait * 1e3);
+  }
   hw.intraNode = level;
   hw.intraNode.name = "intra_node";
   hw.interNode = level;
@@ -338,8 +566,17 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "products (256 tokens, hidden 128, MLP 512; F, B and W forms) over "
       "it; efficiency.attention: the attention kernel's dense-counted rate "
       "over it; memory_bandwidth: memcpy (read + write); efficiency.memory: "
-      "the harmonic mean bandwidth of the add, GELU and layer-norm kernels "
-      "over memcpy's; links: least-squares fits "
+      "the harmonic mean bandwidth of the add and GELU kernels over "
+      "memcpy's; efficiency.rowwise: the harmonic mean bandwidth of "
+      "the layer norm and its gradient (256 x 256) over memcpy's; "
+      "efficiency.loss: that of cross-entropy and its gradient (256 x "
+      "4096); kernel_overhead: the "
+      "fixed part per kernel of a GPT layer's forward kernels timed at batch "
+      "1 and 4 (at least a tiny call's time); descheduled_wait (ranks "
+      "sharing cores): per round of about a millisecond of GEMMs, the time "
+      "an all_reduce of 1 KiB adds beyond its own; saved_activation_copies: "
+      "2, how Braid's compiled layers keep activations (not measured); "
+      "links: least-squares fits "
       "of the ring model to MPI collectives on this machine (both levels "
       "alike); devices_per_node: cores / threads per rank, or --ranks if "
       "more (then concurrent_devices_per_node: cores / threads per rank); "
@@ -349,10 +586,13 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
 }
 
 int runCommWorker(int argc, char **argv) {
-  bool quickMode = false;
-  for (int i = 2; i < argc; ++i)
+  bool quickMode = false, sharedCores = false;
+  for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0)
       quickMode = true;
+    if (std::strcmp(argv[i], "--shared-cores") == 0)
+      sharedCores = true;
+  }
   braid_rt_context_t *ctx = nullptr;
   if (braid_rt_context_create(nullptr, &argc, &argv, &ctx) != BRAID_RT_OK) {
     fprintf(stderr, "braid-plan: %s\n", braid_rt_context_last_error(nullptr));
@@ -417,9 +657,50 @@ int runCommWorker(int argc, char **argv) {
       MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       t.best = std::min(t.best, slowest);
     }
-  if (rank == 0 && !status)
+  // Ranks sharing cores: rounds of compute (GEMMs of about a millisecond
+  // alone) each followed by a small all_reduce, against the same rounds
+  // with no collective between them (each rank computes when it gets a
+  // core; one barrier at the end). The difference per round, less the
+  // all_reduce's own time, is what a collective waits for peers that are
+  // descheduled. Alternated, the fastest of each kept.
+  double wait = -1;
+  if (sharedCores && !status) {
+    int64_t n = 128, shape[2] = {n, n};
+    std::vector<float> ga(n * n, 0.5f), gb(n * n, 0.25f), gc(n * n);
+    auto work = [&] {
+      for (int i = 0; i < 24; ++i)
+        braid_rt_matmul_f32(nullptr, ga.data(), gb.data(), 2, shape, 2, shape,
+                            0, 0, gc.data());
+    };
+    int syncRounds = quickMode ? 20 : 100;
+    auto timed = [&](bool sync) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now();
+      for (int i = 0; i < syncRounds && !status; ++i) {
+        work();
+        if (sync)
+          status |= braid_rt_all_reduce_sum_f32(world, a.data(), 256,
+                                                nullptr) != BRAID_RT_OK;
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      double elapsed = now() - t0, slowest = 0;
+      MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      return slowest;
+    };
+    double free = 1e30, synced = 1e30;
+    for (int i = 0; i < (quickMode ? 2 : 4) && !status; ++i) {
+      free = std::min(free, timed(false));
+      synced = std::min(synced, timed(true));
+    }
+    double allReduce = timings.front().best; // 1 KiB
+    wait = std::max(0.0, (synced - free) / syncRounds - allReduce);
+  }
+  if (rank == 0 && !status) {
     for (const Timing &t : timings)
       printf("%s %.0f %.9g\n", t.name, double(t.count * sizeof(float)), t.best);
+    if (wait >= 0)
+      printf("descheduled_wait 0 %.9g\n", wait);
+  }
   if (status)
     fprintf(stderr, "braid-plan: rank %d: %s\n", rank,
             braid_rt_context_last_error(ctx));

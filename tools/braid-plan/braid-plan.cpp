@@ -233,6 +233,7 @@ static json::Value toJson(const PlanCost &c) {
                                   {"backward", s.backward},
                                   {"weight", s.weight},
                                   {"tp_comm", s.tpComm},
+                                  {"kernel_overhead", s.overhead},
                                   {"activation_bytes", s.activationBytes},
                                   {"params", s.params}});
   for (const RankMemory &m : c.memory)
@@ -250,6 +251,9 @@ static json::Value toJson(const PlanCost &c) {
       {"matmul_time", c.computeByClass[(int)OpClass::Matmul]},
       {"attention_time", c.computeByClass[(int)OpClass::Attention]},
       {"memory_bound_time", c.computeByClass[(int)OpClass::Memory]},
+      {"rowwise_time", c.computeByClass[(int)OpClass::RowWise]},
+      {"loss_time", c.computeByClass[(int)OpClass::Loss]},
+      {"kernel_overhead_time", c.overheadTime},
       {"tp_comm_time", c.tpCommTime},
       {"bubble_time", c.bubbleTime},
       {"bubble_rate", c.bubbleRate},

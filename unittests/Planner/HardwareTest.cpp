@@ -91,7 +91,8 @@ TEST(HardwareTest, LocatedErrors) {
             "hw.json: hardware.memory_bw: unknown key (expected one of: name, "
             "description, source, peak_flops, efficiency, memory_bandwidth, "
             "device_memory, workspace_bytes, devices_per_node, "
-            "concurrent_devices_per_node, links)");
+            "concurrent_devices_per_node, kernel_overhead, descheduled_wait, "
+            "saved_activation_copies, links)");
   EXPECT_EQ(errorOf(replace(kValid, "\"beta\": 2e10}}}", "\"beta\": 0}}}")),
             "hw.json: hardware.links.inter_node.send_recv.beta: expected a "
             "number in (0, 1e+30], got 0");
@@ -107,6 +108,61 @@ TEST(HardwareTest, LocatedErrors) {
   EXPECT_EQ(llvm::toString(f64.takeError()),
             "hardware 'toy' has no peak FLOP/s for element type 'f64' (it "
             "has: bf16, f32)");
+}
+
+// The figures added for this CPU machine: row-wise ops' efficiency (the
+// memory efficiency where a file does not give it, as such files costed
+// them), a fixed cost per kernel and the wait of collectives for
+// descheduled peers (0 where not given); round trip; located errors.
+TEST(HardwareTest, RowWiseKernelOverheadAndDescheduledWait) {
+  llvm::Expected<Hardware> old = parseHardware(kValid, "hw.json");
+  ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
+  EXPECT_EQ(old->getEfficiency(OpClass::RowWise), 0.75);
+  EXPECT_EQ(old->getEfficiency(OpClass::Loss), 0.75);
+  EXPECT_EQ(old->kernelOverhead, 0);
+  EXPECT_EQ(old->descheduledWait, 0);
+  std::string text = replace(kValid, "\"memory\": 0.75",
+                             "\"memory\": 0.75, \"rowwise\": 0.125, "
+                             "\"loss\": 0.0625");
+  text = replace(text, "\"devices_per_node\": 8",
+                 "\"devices_per_node\": 8, \"kernel_overhead\": 2e-6, "
+                 "\"descheduled_wait\": 0.003, "
+                 "\"saved_activation_copies\": 2");
+  llvm::Expected<Hardware> hw = parseHardware(text, "hw.json");
+  ASSERT_TRUE(bool(hw)) << llvm::toString(hw.takeError());
+  EXPECT_EQ(hw->getEfficiency(OpClass::RowWise), 0.125);
+  EXPECT_EQ(hw->getEfficiency(OpClass::Memory), 0.75);
+  EXPECT_EQ(hw->kernelOverhead, 2e-6);
+  EXPECT_EQ(hw->descheduledWait, 0.003);
+  std::string written;
+  llvm::raw_string_ostream os(written);
+  writeHardware(os, *hw);
+  llvm::Expected<Hardware> again = parseHardware(written, "again.json");
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(again->getEfficiency(OpClass::RowWise), 0.125);
+  EXPECT_EQ(again->getEfficiency(OpClass::Loss), 0.0625);
+  EXPECT_EQ(again->kernelOverhead, 2e-6);
+  EXPECT_EQ(again->descheduledWait, 0.003);
+  EXPECT_EQ(again->savedActivationCopies, 2);
+  EXPECT_EQ(old->savedActivationCopies, 0);
+  EXPECT_EQ(errorOf(replace(text, "\"rowwise\": 0.125", "\"rowwise\": 0")),
+            "hw.json: hardware.efficiency.rowwise: expected a number in (0, "
+            "1], got 0");
+  EXPECT_EQ(errorOf(replace(text, "\"kernel_overhead\": 2e-6",
+                            "\"kernel_overhead\": -1")),
+            "hw.json: hardware.kernel_overhead: expected a number in [0, 1], "
+            "got -1");
+  EXPECT_EQ(errorOf(replace(text, "\"descheduled_wait\": 0.003",
+                            "\"descheduled_wait\": \"3ms\"")),
+            "hw.json: hardware.descheduled_wait: expected a number");
+  // Whether a plan's devices share cores: more on a node than compute at
+  // once.
+  hw->concurrentDevicesPerNode = 4;
+  EXPECT_FALSE(hw->sharesCores(4));
+  EXPECT_TRUE(hw->sharesCores(5));
+  EXPECT_TRUE(hw->sharesCores(64));
+  hw->concurrentDevicesPerNode = 0;
+  EXPECT_FALSE(hw->sharesCores(64));
 }
 
 TEST(HardwareTest, UnknownName) {

@@ -112,6 +112,42 @@ TEST_F(ModelCostTest, SavedActivations) {
   EXPECT_DOUBLE_EQ(l.getSavedBytes(Recompute::None, 2, true), none / 2);
 }
 
+// The kernels each pass runs (each pays the hardware's fixed cost per
+// kernel), the row-wise ops (RowReductionOpInterface: the norms) and the
+// loss (row-wise with integer labels), each class at its own efficiency.
+TEST_F(ModelCostTest, KernelsAndRowWiseWork) {
+  const PassWork &f = model.layers[0].passes[(int)Recompute::None][0];
+  // 2 layer norms, 6 products, 6 bias adds, 2 residual adds, the attention
+  // and the GELU; the reshapes and parameter reads are free.
+  EXPECT_EQ(f.kernels, 18);
+  // The layer norms: each reads x, scale and bias and writes y.
+  double norm = (2 * b * s * h + 2 * h) * 4;
+  auto rowBytes = [](const PassWork &w) {
+    return w.split[(int)OpClass::RowWise].bytes +
+           w.replicated[(int)OpClass::RowWise].bytes;
+  };
+  EXPECT_DOUBLE_EQ(rowBytes(f), 2 * norm);
+  // After the layers: ln_f, the head's product and the loss, which reads
+  // the logits and the labels (i32: a row-wise op with integer labels is
+  // the loss class) and writes a scalar.
+  const PassWork &post = model.post.passes[(int)Recompute::None][0];
+  EXPECT_EQ(post.kernels, 3);
+  EXPECT_DOUBLE_EQ(rowBytes(post), norm);
+  EXPECT_DOUBLE_EQ(post.split[(int)OpClass::Loss].bytes +
+                       post.replicated[(int)OpClass::Loss].bytes,
+                   (b * s * V + b * s + 1) * 4);
+  // Its gradient in B: logits, labels and the scalar gradient in, the
+  // logits' gradient out.
+  const PassWork &postB = model.post.passes[(int)Recompute::None][1];
+  EXPECT_DOUBLE_EQ(postB.split[(int)OpClass::Loss].bytes +
+                       postB.replicated[(int)OpClass::Loss].bytes,
+                   (2 * b * s * V + b * s + 1) * 4);
+  // Before the layers: the lookup and the position add, none row-wise.
+  const PassWork &pre = model.pre.passes[(int)Recompute::None][0];
+  EXPECT_EQ(pre.kernels, 2);
+  EXPECT_EQ(rowBytes(pre), 0);
+}
+
 TEST_F(ModelCostTest, MissingEntry) {
   llvm::Expected<ModelCost> m = extractModelCost(*module, "nope");
   ASSERT_FALSE(bool(m));

@@ -33,6 +33,8 @@ Hardware testHardware() {
   hw.efficiency[0] = 0.5;
   hw.efficiency[1] = 0.25;
   hw.efficiency[2] = 0.8;
+  hw.efficiency[3] = 0.8;
+  hw.efficiency[4] = 0.8;
   hw.memoryBandwidth = 1e11;
   hw.deviceMemory = 1e9;
   hw.workspaceBytes = 1e6;
@@ -266,6 +268,187 @@ TEST_F(PlanCostTest, DevicesSharingCores) {
   llvm::Expected<PlanCost> t = sharing.evaluate(two);
   ASSERT_TRUE(bool(t));
   EXPECT_EQ(t->stepTime, evaluate(two).stepTime);
+}
+
+/// Kernels of every pass of the whole model, per micro-batch.
+static double modelKernels(const ModelCost &model, int pass) {
+  double n =
+      model.pre.passes[0][pass].kernels + model.post.passes[0][pass].kernels;
+  for (const SegmentCost &l : model.layers)
+    n += l.passes[0][pass].kernels * l.count;
+  return n;
+}
+
+// A fixed cost per kernel: F, B and W each take their kernels times it
+// longer, whatever the micro-batch size, and so does the step, m times.
+TEST_F(PlanCostTest, KernelOverhead) {
+  Hardware hw = testHardware();
+  hw.kernelOverhead = 1e-5;
+  const ModelCost &model = costs->getModel();
+  PlanCostModel withOverhead(model, hw);
+  Plan plan;
+  plan.microbatches = 3;
+  plan.microBatchSize = 2;
+  PlanCost base = evaluate(plan);
+  llvm::Expected<PlanCost> o = withOverhead.evaluate(plan);
+  ASSERT_TRUE(bool(o)) << llvm::toString(o.takeError());
+  double f = modelKernels(model, 0), b = modelKernels(model, 1),
+         w = modelKernels(model, 2);
+  EXPECT_GT(f, 0);
+  EXPECT_NEAR(o->stages[0].forward - base.stages[0].forward, 1e-5 * f, 1e-12);
+  EXPECT_NEAR(o->stages[0].backward - base.stages[0].backward, 1e-5 * b, 1e-12);
+  EXPECT_NEAR(o->stages[0].weight - base.stages[0].weight, 1e-5 * w, 1e-12);
+  EXPECT_NEAR(o->stages[0].overhead, 1e-5 * (f + b + w), 1e-12);
+  EXPECT_NEAR(o->overheadTime, 3e-5 * (f + b + w), 1e-12);
+  EXPECT_NEAR(o->stepTime - base.stepTime, 3e-5 * (f + b + w), 1e-12);
+  EXPECT_NEAR(o->computeTime - base.computeTime, 3e-5 * (f + b + w), 1e-12);
+  // Half the micro-batch: half the work, the same overhead.
+  plan.microBatchSize = 1;
+  llvm::Expected<PlanCost> half = withOverhead.evaluate(plan);
+  ASSERT_TRUE(bool(half));
+  EXPECT_EQ(half->stages[0].overhead, o->stages[0].overhead);
+  EXPECT_NEAR(half->stages[0].compute[(int)OpClass::Matmul],
+              o->stages[0].compute[(int)OpClass::Matmul] / 2, 1e-15);
+}
+
+// A repeated layer's saved activations are copied into the repeat's stack
+// in F and out of it in B (savedActivationCopies 2): each copy reads and
+// writes their bytes at the memory bandwidth (a copy's rate) and is a
+// kernel per saved value.
+TEST_F(PlanCostTest, SavedActivationCopies) {
+  Hardware hw = testHardware();
+  hw.savedActivationCopies = 2;
+  hw.kernelOverhead = 1e-6;
+  Hardware noCopies = testHardware();
+  noCopies.kernelOverhead = 1e-6;
+  const ModelCost &model = costs->getModel();
+  PlanCostModel with(model, hw), without(model, noCopies);
+  const SegmentCost &l = model.layers[0];
+  double rate = 1e11; // memcpy's bandwidth
+  for (Recompute rc : {Recompute::None, Recompute::Full}) {
+    Plan plan;
+    plan.recompute = rc;
+    plan.microBatchSize = 2; // the model's batch: its saved bytes
+    llvm::Expected<PlanCost> a = without.evaluate(plan),
+                             c = with.evaluate(plan);
+    ASSERT_TRUE(a && c);
+    double saved = l.getSavedBytes(rc, 1, false);
+    double n = l.savedTensors[(int)rc];
+    // 4 layers, one copy in F and one in B.
+    double copy = 4 * (2 * saved / rate + n * 1e-6);
+    EXPECT_NEAR(c->stages[0].forward - a->stages[0].forward, copy, 1e-15);
+    EXPECT_NEAR(c->stages[0].backward - a->stages[0].backward, copy, 1e-15);
+    EXPECT_EQ(c->stages[0].weight, a->stages[0].weight);
+  }
+  // Full recomputation keeps one value, the layer's input (b s h floats).
+  EXPECT_EQ(l.savedTensors[(int)Recompute::Full], 1);
+  EXPECT_GT(l.savedTensors[(int)Recompute::None], 1);
+  EXPECT_EQ(model.pre.savedTensors[0], 0);
+}
+
+// Row-wise ops (the norms) and the loss take their bytes over the memory
+// bandwidth times their own class's efficiency; nothing else changes.
+TEST_F(PlanCostTest, RowWiseAndLossEfficiency) {
+  Hardware hw = testHardware();
+  hw.efficiency[(int)OpClass::RowWise] = 0.1;
+  hw.efficiency[(int)OpClass::Loss] = 0.05;
+  PlanCostModel slow(costs->getModel(), hw);
+  Plan plan;
+  plan.microBatchSize = 2;
+  PlanCost base = evaluate(plan);
+  llvm::Expected<PlanCost> s = slow.evaluate(plan);
+  ASSERT_TRUE(bool(s));
+  const StageCost &a = base.stages[0], &c = s->stages[0];
+  EXPECT_GT(a.compute[(int)OpClass::RowWise], 0);
+  EXPECT_NEAR(c.compute[(int)OpClass::RowWise],
+              8 * a.compute[(int)OpClass::RowWise], 1e-15);
+  EXPECT_NEAR(c.compute[(int)OpClass::Loss], 16 * a.compute[(int)OpClass::Loss],
+              1e-15);
+  for (OpClass k : {OpClass::Matmul, OpClass::Attention, OpClass::Memory})
+    EXPECT_EQ(c.compute[(int)k], a.compute[(int)k]);
+  // By hand, F: the layer norms (4 layers of 2 and ln_f, each 2 b s h + 2 h
+  // floats) at 0.1 of 1e11 B/s, the loss (b s V logits and b s labels
+  // read, 1 float written) at 0.05; B: the loss's gradient (the logits
+  // twice).
+  const double b = 2, sq = 16, h = 64, V = 128;
+  double norms = 9 * (2 * b * sq * h + 2 * h) * 4;
+  double loss = (b * sq * V + b * sq + 1) * 4;
+  double lossGrad = (2 * b * sq * V + b * sq + 1) * 4;
+  const ModelCost &model = costs->getModel();
+  double rowF = 0;
+  for (auto [seg, n] : {std::pair<const SegmentCost *, double>{&model.pre, 1},
+                        {&model.layers[0], 4},
+                        {&model.post, 1}}) {
+    const PassWork &f = seg->passes[0][0];
+    rowF += n * (f.split[(int)OpClass::RowWise].bytes +
+                 f.replicated[(int)OpClass::RowWise].bytes);
+  }
+  EXPECT_DOUBLE_EQ(rowF, norms);
+  double rowB = 0;
+  for (int p = 1; p < kNumPassKinds; ++p)
+    for (const SegmentCost *seg : {&model.pre, &model.layers[0], &model.post})
+      rowB += (seg == &model.layers[0] ? 4 : 1) *
+              (seg->passes[0][p].split[(int)OpClass::RowWise].bytes +
+               seg->passes[0][p].replicated[(int)OpClass::RowWise].bytes);
+  EXPECT_NEAR(c.compute[(int)OpClass::RowWise], (norms + rowB) / 1e10, 1e-15);
+  EXPECT_NEAR(c.compute[(int)OpClass::Loss], (loss + lossGrad) / 5e9, 1e-15);
+}
+
+// Devices sharing cores wait for descheduled peers at each blocking
+// collective: every tp all_reduce (a reduce_scatter and an all_gather with
+// sp), each pipeline transfer and each dp collective gains the hardware's
+// wait; plans whose devices do not share cores do not.
+TEST_F(PlanCostTest, DescheduledWait) {
+  Hardware shared = testHardware();
+  shared.concurrentDevicesPerNode = 2;
+  Hardware waiting = shared;
+  waiting.descheduledWait = 1e-3;
+  const ModelCost &model = costs->getModel();
+  PlanCostModel plain(model, shared), slow(model, waiting);
+  auto both = [&](const Plan &p) {
+    llvm::Expected<PlanCost> a = plain.evaluate(p), w = slow.evaluate(p);
+    EXPECT_TRUE(a && w);
+    return std::make_pair(*a, *w);
+  };
+  // tp = 4: per micro-batch the embedding's all_reduce, 2 + 2 per layer and
+  // the head's input gradient.
+  Plan tp;
+  tp.tp = 4;
+  auto [t0, t1] = both(tp);
+  double collectives = 1 + 4 * (2 + 2) + 1;
+  EXPECT_NEAR(t1.stages[0].tpComm - t0.stages[0].tpComm, 1e-3 * collectives,
+              1e-12);
+  EXPECT_NEAR(t1.stages[0].wait, 1e-3 * collectives, 1e-12);
+  // The 4 devices' work but the waits, over the 2 that compute at once,
+  // then one device's waits (other devices cannot fill them).
+  const StageCost &st = t1.stages[0];
+  double work = st.forward + st.backward + st.weight;
+  EXPECT_NEAR(t1.pipelineTime, (work - st.wait) * 4 / 2 + st.wait, 1e-12);
+  tp.sequenceParallel = true;
+  auto [s0, s1] = both(tp);
+  EXPECT_NEAR(s1.stages[0].tpComm - s0.stages[0].tpComm, 2e-3 * collectives,
+              1e-12);
+  // dp = 4: one all_reduce of the gradients; ZeRO-1 a reduce_scatter and an
+  // all_gather.
+  Plan dp;
+  dp.dp = 4;
+  auto [d0, d1] = both(dp);
+  EXPECT_NEAR(d1.dpCommTime - d0.dpCommTime, 1e-3, 1e-12);
+  dp.zero = 1;
+  auto [z0, z1] = both(dp);
+  EXPECT_NEAR(z1.dpCommTime - z0.dpCommTime, 2e-3, 1e-12);
+  // pp = 4: each transfer.
+  Plan pp;
+  pp.pp = 4;
+  pp.microbatches = 4;
+  auto [p0, p1] = both(pp);
+  EXPECT_NEAR(p1.ppTransferTime - p0.ppTransferTime, 1e-3, 1e-12);
+  EXPECT_GT(p1.pipelineTime, p0.pipelineTime);
+  // Two devices on the node: they do not share cores, nothing waits.
+  Plan two;
+  two.tp = 2;
+  auto [w0, w1] = both(two);
+  EXPECT_EQ(w1.stepTime, w0.stepTime);
 }
 
 // GPT's wte is read by the embedding (stage 0) and the head (the last

@@ -26,6 +26,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,12 +39,28 @@ enum class OpClass {
   Matmul,
   /// The attention core (q k^T, softmax, p v and their gradients).
   Attention,
-  /// Everything else (elementwise, norms, softmax, embedding, loss): bound
-  /// by memory bandwidth.
+  /// Everything else that is not row-wise (elementwise, embedding, data
+  /// movement): bound by memory bandwidth.
   Memory,
+  /// Row-wise reductions (RowReductionOpInterface: norms, softmax and
+  /// their gradients): costed by bytes like Memory, at their own
+  /// efficiency. On a CPU their per-row statistics and double accumulations
+  /// make them several times slower per byte than a streaming kernel.
+  RowWise,
+  /// Row-wise reductions over class scores with integer labels (a loss such
+  /// as cross-entropy and its gradient): by bytes, at their own efficiency.
+  /// An exponential per score and little else per byte read: on a CPU
+  /// slower per byte again than a norm, and over a large vocabulary most of
+  /// a GPT head's memory-bound time.
+  Loss,
 };
-constexpr int kNumOpClasses = 3;
+constexpr int kNumOpClasses = 5;
 llvm::StringRef getOpClassName(OpClass c);
+/// Whether a class is costed by its bytes over memory bandwidth (else by
+/// its FLOPs over peak).
+inline bool isBytesBound(OpClass c) {
+  return c == OpClass::Memory || c == OpClass::RowWise || c == OpClass::Loss;
+}
 
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, SendRecv };
 constexpr int kNumCollectiveKinds = 4;
@@ -79,8 +96,9 @@ struct Hardware {
   /// Peak FLOP/s per element type name ("bf16", "f16", "f32", "f64").
   std::map<std::string, double> peakFlops;
   /// Achieved fraction of peak (Matmul, Attention) or of memory bandwidth
-  /// (Memory), per op class, in (0, 1].
-  double efficiency[kNumOpClasses] = {1, 1, 1};
+  /// (Memory, RowWise, Loss), per op class, in (0, 1]. A file without
+  /// "rowwise" or "loss" gives those ops the memory efficiency.
+  double efficiency[kNumOpClasses] = {1, 1, 1, 1, 1};
   /// Device memory bandwidth, bytes/s.
   double memoryBandwidth = 1;
   /// Device memory, bytes.
@@ -96,6 +114,23 @@ struct Hardware {
   /// step takes at least the node's work over this many devices, and the
   /// optimizer steps of all devices run at once on them.
   int concurrentDevicesPerNode = 0;
+  /// Seconds each kernel costs beyond its work (the call, its checks, a
+  /// parallel region or a GPU launch), per op the cost interface counts:
+  /// what makes small micro-batches slower per sample than their FLOPs and
+  /// bytes say. 0 in files that do not give it.
+  double kernelOverhead = 0;
+  /// Seconds a blocking collective or pipeline transfer waits, on average,
+  /// for peers that the operating system has descheduled, when devices share
+  /// cores (concurrentDevicesPerNode below the devices of the plan's node):
+  /// added to each tp, pp and dp collective of such plans. 0 in files that
+  /// do not give it.
+  double descheduledWait = 0;
+  /// Copies of each activation a repeated layer keeps for the backward
+  /// (each reads and writes its bytes at memoryBandwidth, a copy's rate,
+  /// and is a kernel): Braid's compiled layers copy it into the repeat's stack
+  /// in F and out of it in B (2); the first copy is costed in F, the others in
+  /// B. 0 (a framework that keeps references) in files that do not give it.
+  double savedActivationCopies = 0;
   /// Links between devices of one node, and between nodes (per device).
   LinkLevel intraNode;
   LinkLevel interNode;
@@ -103,6 +138,12 @@ struct Hardware {
   /// Peak FLOP/s for `dtype`, or an error naming the types the file has.
   llvm::Expected<double> getPeakFlops(llvm::StringRef dtype) const;
   double getEfficiency(OpClass c) const { return efficiency[(int)c]; }
+  /// Whether `devices` devices (a plan's, filling nodes of devicesPerNode)
+  /// share cores: fewer of a node's devices compute at once than it holds.
+  bool sharesCores(int devices) const {
+    int node = std::min(devicesPerNode, devices);
+    return concurrentDevicesPerNode > 0 && concurrentDevicesPerNode < node;
+  }
   /// The level a group uses: within a node if all its devices are in one.
   const LinkLevel &getLevel(bool spansNodes) const {
     return spansNodes ? interNode : intraNode;

@@ -75,6 +75,10 @@ struct PassWork {
   /// Repeated on every rank of the tp group; divided with sequence
   /// parallelism.
   Work replicated[kNumOpClasses];
+  /// Kernels the pass runs (ops the cost interface counts; parameter reads,
+  /// constants and reshapes are free), on every rank of a tp group, each
+  /// paying Hardware::kernelOverhead whatever its size.
+  double kernels = 0;
 
   double getFlops() const;
   double getFlops(OpClass c) const {
@@ -97,6 +101,10 @@ struct SegmentCost {
   /// replicated (divided with sequence parallelism).
   double savedSplitBytes[kNumRecomputeModes] = {0, 0, 0};
   double savedReplicatedBytes[kNumRecomputeModes] = {0, 0, 0};
+  /// Values a repeated layer's F keeps for the backward, per instance: a
+  /// compiled repeat stacks each over the instances (a copy in F, another
+  /// in B; Hardware::savedActivationCopies). 0 outside layers.
+  double savedTensors[kNumRecomputeModes] = {0, 0, 0};
   /// Parameters per instance (elements): divided over tp, replicated.
   double splitParams = 0;
   double replicatedParams = 0;

@@ -97,8 +97,14 @@ struct StageCost {
   double weight = 0;
   /// The collectives' part of the three.
   double tpComm = 0;
-  /// Matmul / attention / memory-bound compute seconds of F + B + W.
-  double compute[kNumOpClasses] = {0, 0, 0};
+  /// Of the collectives (tp, and ZeRO-3's gathers), the waits for
+  /// descheduled peers (Hardware::descheduledWait).
+  double wait = 0;
+  /// Matmul / attention / memory-bound / row-wise compute seconds of F + B
+  /// + W.
+  double compute[kNumOpClasses] = {};
+  /// The kernels' fixed costs (Hardware::kernelOverhead) in F + B + W.
+  double overhead = 0;
   /// Activation bytes F keeps per micro-batch.
   double activationBytes = 0;
   /// Parameters this stage holds on one rank (elements).
@@ -127,8 +133,10 @@ struct PlanCost {
   /// (stepTime's pipeline part minus the busiest rank's work).
   double pipelineTime = 0;
   double computeTime = 0;
-  /// computeTime by op class (Matmul, Attention, Memory).
-  double computeByClass[kNumOpClasses] = {0, 0, 0};
+  /// computeTime by op class (Matmul, Attention, Memory, RowWise), and the
+  /// kernels' fixed costs (the rest of computeTime).
+  double computeByClass[kNumOpClasses] = {};
+  double overheadTime = 0;
   double tpCommTime = 0;
   double bubbleTime = 0;
   double bubbleRate = 0;
