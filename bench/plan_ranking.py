@@ -219,6 +219,13 @@ def main():
         plans = enumerate_plans(args.ranks, args.layers, args.batch, m, args.heads)
         if all(name(p) != name(pick) for p in plans):
             plans.append(pick)
+        reused = {}
+        if args.reuse:
+            for line in args.reuse.read_text().splitlines()[1:]:
+                plan_name, _, _, runs = line.rsplit(",", 3)
+                reused[plan_name] = [float(t) for t in runs.split()]
+            # Only the plans measured then (and the pick) need a prediction.
+            plans = [p for p in plans if name(p) in reused or name(p) == name(pick)]
         rows = []
         for p in plans:
             cost = predict(bin_dir, args.hardware, model, p, args.batch, m)
@@ -227,14 +234,10 @@ def main():
         if not any(r["name"] == name(pick) for r in rows):
             raise SystemExit(f"braid-plan cannot predict the planner's pick {name(pick)}")
         rows.sort(key=lambda r: r["predicted"])
-        print(f"{len(rows)} plans on {args.ranks} ranks (predicted with --hardware {args.hardware}); "
+        print(f"{len(rows)} plans {'of ' + str(args.reuse) + ' ' if args.reuse else ''}on "
+              f"{args.ranks} ranks (predicted with --hardware {args.hardware}); "
               f"the planner's pick: {name(pick)}")
 
-        reused = {}
-        if args.reuse:
-            for line in args.reuse.read_text().splitlines()[1:]:
-                plan_name, _, _, runs = line.rsplit(",", 3)
-                reused[plan_name] = [float(t) for t in runs.split()]
         # The representative set (with --reuse: the plans measured then).
         if args.reuse:
             chosen = [i for i, r in enumerate(rows) if r["name"] in reused]

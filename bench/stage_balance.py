@@ -16,7 +16,12 @@ Prints both per stage, their ratio, each split's imbalance (largest busy
 time over smallest) and the measured step; the planner's split is the one
 with the smallest predicted largest stage (as balanceStageLayers chooses).
 
-    bench/stage_balance.py [--hardware cpu-local] [--steps 3] [--repeats 3] [--check]
+    bench/stage_balance.py [--hardware cpu-local] [--steps 3] [--repeats 3] [--csv FILE]
+        [--reuse FILE] [--check]
+
+--csv writes each split's per-stage prediction and measurement; --reuse
+takes the measurements of such a file instead of running the programs (to
+predict an earlier, quieter measurement with another hardware file).
 
 --check (ctest) exits non-zero unless every split compiled, ran and traced
 a busy time for both ranks; it does not judge the times (a shared machine).
@@ -80,6 +85,10 @@ def main():
     parser.add_argument("--hardware", default="cpu-local")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--csv", type=Path, help="write each split's predicted and measured times")
+    parser.add_argument("--reuse", type=Path,
+                        help="a --csv file of an earlier run: its measurements are reused, the "
+                             "programs neither compiled nor run")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--bin-dir", type=Path, default=ROOT / "build" / "bin")
     args = parser.parse_args()
@@ -89,6 +98,13 @@ def main():
 
     from braid import models
     load_before = "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+    reused = {}
+    if args.reuse:
+        for line in args.reuse.read_text().splitlines()[1:]:
+            split, stage, _, measured, step = line.split(",")
+            entry = reused.setdefault(split.replace(":", ","), {"busy": [0.0, 0.0], "step": 0.0})
+            entry["busy"][int(stage)] = float(measured)
+            entry["step"] = float(step)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -106,6 +122,13 @@ def main():
                 raise SystemExit(f"braid-plan failed on {layers}:\n{proc.stderr}")
             cost = json.loads(proc.stdout)
             predicted = [m * (s["forward"] + s["backward"] + s["weight"]) for s in cost["stages"]]
+            if args.reuse:
+                if layers not in reused:
+                    raise SystemExit(f"{args.reuse} has no measurement of split {layers}")
+                rows.append({"split": layers, "predicted": predicted,
+                             "predicted_step": cost["step_time"],
+                             "busy": [reused[layers]["busy"]], "step": [reused[layers]["step"]]})
+                continue
             prog = tmp / f"split{split[0]}"
             proc = subprocess.run([str(bin_dir / "braidc"), str(model), "-o", str(prog)] + flags,
                                   capture_output=True, text=True)
@@ -113,7 +136,7 @@ def main():
                 raise SystemExit(f"braidc failed on {layers}:\n{proc.stderr}")
             rows.append({"split": layers, "predicted": predicted, "program": prog,
                          "predicted_step": cost["step_time"], "busy": [], "step": []})
-        for _ in range(args.repeats):
+        for _ in range(0 if args.reuse else args.repeats):
             for r in rows:
                 trace = tmp / "trace.json"
                 proc = subprocess.run([str(bin_dir / "braid-run"), "-n", "2", "--threads", "1",
@@ -129,11 +152,13 @@ def main():
                 r["step"].append(float(t.group(1)) / 1e3)
     load_after = "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
+    measured_how = (f"measured: {args.reuse} (reused)" if args.reuse else
+                    f"measured: best of {args.repeats} runs (busy time of the last of "
+                    f"{args.steps} steps); load average {load_before} before, {load_after} after")
     print(f"GPT {args.layers} layers, hidden {args.hidden}, {args.heads} heads, sequence "
           f"{args.seq}, vocabulary {args.vocab}, micro-batch {args.batch}; pp=2 {args.schedule} "
           f"over {m} micro-batches; 2 ranks x 1 thread; predicted with --hardware "
-          f"{args.hardware}; measured: best of {args.repeats} runs (busy time of the last of "
-          f"{args.steps} steps); load average {load_before} before, {load_after} after")
+          f"{args.hardware}; {measured_how}")
     print(f"{'split':>6} {'stage':>5} {'predicted ms':>12} {'measured ms':>11} {'meas/pred':>9}")
     pick = min(rows, key=lambda r: max(r["predicted"]))
     for r in rows:
@@ -147,6 +172,13 @@ def main():
               f"{max(measured) / min(measured):.3f}; step {min(r['step']) * 1e3:.1f} ms measured, "
               f"{r['predicted_step'] * 1e3:.1f} ms predicted"
               f"{'  <- the planner' + chr(39) + 's split' if r is pick else ''}")
+    if args.csv:
+        with open(args.csv, "w") as f:
+            f.write("split,stage,predicted_s,measured_s,step_s\n")
+            for r in rows:
+                for i in range(2):
+                    f.write(f"{r['split'].replace(',', ':')},{i},{r['predicted'][i]:.6g},"
+                            f"{r['measured'][i]:.6g},{min(r['step']):.6g}\n")
     if args.check:
         bad = [r["split"] for r in rows if not all(x > 0 for x in r["measured"])]
         if bad:
