@@ -15,13 +15,17 @@ of each is kept:
   async       dp=2, --async-collectives --schedule-collectives=false: started
               collectives, each where the collective was
   scheduled   dp=2, --async-collectives: braid-schedule-collectives moves the
-              starts up and the waits down
+              starts up and the waits down, a layer's gradient bucket waited
+              for after its braid.repeat
+  layer-waits the scheduled program with --schedule-across-repeats=false:
+              each layer's bucket waited for in its layer body (as before
+              the pass split layers at their waits)
   no-progress the scheduled program with BRAID_PROGRESS=0 (no progress calls
               between ops: a started collective moves only in MPI calls)
 
 It prints each program's ms/step, its speed-up over the best single-rank
 configuration (same global batch, so tokens/s scale alike), scheduled /
-async and scheduled / blocking, and the load average (1 min) at the start
+async, scheduled / blocking and scheduled / layer-waits, and the load average (1 min) at the start
 and the end (the machine is shared). Times are the programs' own
 `summary: ... ms/step` (mean over steps 1 .. S, rank 0's clock).
 
@@ -77,7 +81,9 @@ def measure(args):
                             ("blocking", ["--mesh", "dp=2"]),
                             ("async", ["--mesh", "dp=2", "--async-collectives",
                                        "--schedule-collectives=false"]),
-                            ("scheduled", ["--mesh", "dp=2", "--async-collectives"])]:
+                            ("scheduled", ["--mesh", "dp=2", "--async-collectives"]),
+                            ("layer-waits", ["--mesh", "dp=2", "--async-collectives",
+                                             "--schedule-across-repeats=false"])]:
             programs[name] = tmp / name
             run(bin_dir / "braidc", model, *common, *flags, "-o", programs[name])
         braid_run = bin_dir / "braid-run"
@@ -86,7 +92,7 @@ def measure(args):
             ("single", 1, [programs["single"], *steps], thread_env(1)),
             ("single", 2, [programs["single"], *steps], thread_env(2)),
         ]
-        for name in ("blocking", "async", "scheduled"):
+        for name in ("blocking", "async", "scheduled", "layer-waits"):
             runs.append((name, 1, [braid_run, "-n", 2, "--threads", 1, programs[name], *steps],
                          thread_env(1)))
         runs.append(("no-progress", 1,
@@ -112,11 +118,13 @@ def measure(args):
         "scheduled_over_async": best[("async", 1)] / best[("scheduled", 1)],
         "scheduled_over_blocking": best[("blocking", 1)] / best[("scheduled", 1)],
         "progress_over_no_progress": best[("no-progress", 1)] / best[("scheduled", 1)],
+        "scheduled_over_layer_waits": best[("layer-waits", 1)] / best[("scheduled", 1)],
     }
     failures = [f"{name} at {t} thread(s): {sec!r} s per step" for name, t, sec, _ in rows
                 if not (math.isfinite(sec) and sec > 0)]
     failures += [f"{k} {v!r}" for k, v in ratios.items() if not math.isfinite(v)]
-    dp_losses = {name: losses[(name, 1)] for name in ("blocking", "async", "scheduled", "no-progress")}
+    dp_losses = {name: losses[(name, 1)]
+                 for name in ("blocking", "async", "scheduled", "layer-waits", "no-progress")}
     if len({tuple(v) for v in dp_losses.values()}) != 1:
         failures.append(f"dp programs' losses differ: {dp_losses}")
     tokens = args.batch * args.seq
@@ -145,7 +153,8 @@ def measure(args):
               f"scheduled {single / best[('scheduled', 1)]:.2f}x")
         print(f"scheduled / async: {ratios['scheduled_over_async']:.2f}x; scheduled / blocking: "
               f"{ratios['scheduled_over_blocking']:.2f}x; progress calls on / off: "
-              f"{ratios['progress_over_no_progress']:.2f}x")
+              f"{ratios['progress_over_no_progress']:.2f}x; scheduled / layer-waits: "
+              f"{ratios['scheduled_over_layer_waits']:.2f}x")
         print(f"load average (1 min) at the start: {load_start[0]:.2f}, at the end: "
               f"{load_end[0]:.2f} ({os.cpu_count()} CPUs)")
     if args.check:
