@@ -1,6 +1,7 @@
 /*===- request.c - Waiting for operations, with a timeout (CPU, MPI) -----===*/
 
 #include "internal.h"
+#include "op_info.h"
 
 #include "braid/rt/trace.h"
 
@@ -73,24 +74,14 @@ static void unlink_active(braid_rt_request_t *req) {
   req->active_prev = req->active_next = NULL;
 }
 
-/* "recv of 16 f32 from rank 0 (tag 7) over world (rank 1 of 2, world rank
-   1)": the operation as a timeout or failure message names it. */
+/* The operation as a timeout or failure message names it. */
 static void describe(const braid_rt_request_t *req, char *out,
                      size_t capacity) {
   const braid_rt_comm_t *comm = req->comm;
-  size_t used = (size_t)snprintf(out, capacity, "%s", req->op);
-  if (req->dtype && used < capacity)
-    used += (size_t)snprintf(out + used, capacity - used, " of %zu %s",
-                             req->count, req->dtype);
-  if (req->peer >= 0 && used < capacity)
-    used += (size_t)snprintf(out + used, capacity - used,
-                             " %s rank %d (tag %d)",
-                             req->op[0] == 's' ? "to" : "from", req->peer,
-                             req->tag);
-  if (used < capacity)
-    snprintf(out + used, capacity - used, " over %s (rank %d of %d, world "
-             "rank %d)", comm->name, comm->rank, comm->size,
-             comm->ctx->world.rank);
+  braid_rt_op_info_t info = {req->op,    req->dtype, req->count,
+                             req->peer,  req->tag,   comm->name,
+                             comm->rank, comm->size, comm->ctx->world.rank};
+  braid_rt_describe_op(&info, out, capacity);
 }
 
 /* MPI_Test on `req`; when tracing, notes the time it is first seen complete
@@ -199,13 +190,4 @@ braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active) {
   if (out_active)
     *out_active = active;
   return BRAID_RT_OK;
-}
-
-braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
-                                             const char *what,
-                                             braid_rt_request_t **out_request) {
-  if (out_request)
-    return BRAID_RT_OK;
-  return braid_rt_fail(comm ? comm->ctx : NULL, BRAID_RT_INVALID_ARGUMENT,
-                       "%s: out_request is NULL", what);
 }

@@ -101,13 +101,12 @@ braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
                                           size_t a_bytes, const void *b,
                                           size_t b_bytes);
 
-/*--- Defined by each backend ----------------------------------------------*/
-
-/* Fails unless a _start call was given somewhere to put its request (with
-   the requests, whose code is the backend's). */
+/* Fails unless a _start call was given somewhere to put its request. */
 braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
                                              const char *what,
                                              braid_rt_request_t **out_request);
+
+/*--- Defined by each backend ----------------------------------------------*/
 
 /* What the backend requires of a non-NULL communicator before any
    operation (the CUDA backend: not aborted), and of a non-NULL buffer of

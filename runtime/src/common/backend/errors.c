@@ -112,6 +112,15 @@ braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
                        comm->name);
 }
 
+braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
+                                             const char *what,
+                                             braid_rt_request_t **out_request) {
+  if (out_request)
+    return BRAID_RT_OK;
+  return braid_rt_fail(comm ? comm->ctx : NULL, BRAID_RT_INVALID_ARGUMENT,
+                       "%s: out_request is NULL", what);
+}
+
 void braid_rt_context_options_init(braid_rt_context_options_t *out_opts) {
   memset(out_opts, 0, sizeof(*out_opts));
   out_opts->size = sizeof(*out_opts);

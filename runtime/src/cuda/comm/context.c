@@ -75,15 +75,6 @@ braid_rt_status_t braid_rt_backend_check_buffer(braid_rt_comm_t *comm,
   return BRAID_RT_OK;
 }
 
-braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
-                                             const char *what,
-                                             braid_rt_request_t **out_request) {
-  if (out_request)
-    return BRAID_RT_OK;
-  return braid_rt_fail(comm ? comm->ctx : NULL, BRAID_RT_INVALID_ARGUMENT,
-                       "%s: out_request is NULL", what);
-}
-
 void braid_rt_comm_abort(braid_rt_comm_t *comm) {
   if (comm->broken)
     return;

@@ -111,22 +111,6 @@ braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
   return BRAID_RT_INVALID_ARGUMENT;
 }
 
-void braid_rt_cuda_describe(const braid_rt_cuda_op_info_t *info, char *out,
-                            size_t capacity) {
-  size_t used = (size_t)snprintf(out, capacity, "%s", info->op);
-  if (info->dtype && used < capacity)
-    used += (size_t)snprintf(out + used, capacity - used, " of %zu %s",
-                             info->count, info->dtype);
-  if (info->peer >= 0 && used < capacity)
-    used += (size_t)snprintf(
-        out + used, capacity - used, " %s rank %d (tag %d)",
-        info->op[0] == 's' ? "to" : "from", info->peer, info->tag);
-  if (used < capacity)
-    snprintf(out + used, capacity - used,
-             " over %s (rank %d of %d, world rank %d)", info->comm_name,
-             info->comm_rank, info->comm_size, info->world_rank);
-}
-
 int braid_rt_cuda_timed_out(double start_s, double now_s, double timeout_s) {
   return timeout_s > 0 && now_s - start_s > timeout_s;
 }

@@ -2,10 +2,10 @@
 /*
  * The decisions the CUDA backend makes on the host, as pure functions with
  * no CUDA, NCCL or MPI in them, so that host_test.c checks them on machines
- * without a GPU: which local rank and device a process takes, how an
- * operation is named in messages, when a wait has timed out, and which
- * deferred point-to-point transfers a wait issues. How a mesh splits into
- * axis groups is shared with the CPU backend (common/mesh_shape.h).
+ * without a GPU: which local rank and device a process takes, when a wait
+ * has timed out, and which deferred point-to-point transfers a wait issues.
+ * How a mesh splits into axis groups and how messages name an operation are
+ * shared with the CPU backend (common/mesh_shape.h, common/op_info.h).
  */
 #ifndef BRAID_RT_CUDA_COMM_HOST_H
 #define BRAID_RT_CUDA_COMM_HOST_H
@@ -56,22 +56,6 @@ braid_rt_cuda_choose_device(int world_rank, int local_rank, int local_size,
                             const char *source, int device_count,
                             const char *cuda_error, const char *visible_devices,
                             int *out_device, char *error, size_t capacity);
-
-/* What a message says about an operation. */
-typedef struct {
-  const char *op;    /* "all_reduce" */
-  const char *dtype; /* "f32", or NULL (barrier) */
-  size_t count;
-  int peer; /* rank in the communicator, or -1 for collectives */
-  int tag;
-  const char *comm_name; /* "mesh axes {dp,tp}" */
-  int comm_rank, comm_size, world_rank;
-} braid_rt_cuda_op_info_t;
-
-/* "recv of 16 f32 from rank 0 (tag 7) over world (rank 1 of 2, world rank
-   1)": the same words as the CPU backend's messages. */
-void braid_rt_cuda_describe(const braid_rt_cuda_op_info_t *info, char *out,
-                            size_t capacity);
 
 /* Whether a wait that began at `start_s` has run out of `timeout_s` seconds
    at `now_s` (0: never). */

@@ -1,6 +1,7 @@
 /*===- request.c - Issuing, tracking and waiting (CUDA, NCCL) ------------===*/
 
 #include "internal.h"
+#include "op_info.h"
 
 #include "braid/rt/trace.h"
 
@@ -63,11 +64,11 @@ static braid_rt_status_t new_request(braid_rt_comm_t *comm,
 static void describe(const braid_rt_request_t *req, char *out,
                      size_t capacity) {
   const braid_rt_comm_t *comm = req->comm;
-  braid_rt_cuda_op_info_t info = {
+  braid_rt_op_info_t info = {
       req->op,    req->dtype, req->count,
       req->peer,  req->tag,   comm->name,
       comm->rank, comm->size, comm->ctx->world.rank};
-  braid_rt_cuda_describe(&info, out, capacity);
+  braid_rt_describe_op(&info, out, capacity);
 }
 
 /* Appends to a singly linked list with a tail. */

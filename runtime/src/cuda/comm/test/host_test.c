@@ -9,6 +9,7 @@
 
 #include "host.h"
 #include "mesh_shape.h"
+#include "op_info.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,27 +262,27 @@ static void test_splits(void) {
 
 static void test_describe(void) {
   char text[256];
-  braid_rt_cuda_op_info_t all_reduce = {"all_reduce",     "f32", 16, -1, 0,
+  braid_rt_op_info_t all_reduce = {"all_reduce",     "f32", 16, -1, 0,
                                         "mesh axes {dp}", 1,     2,  2};
-  braid_rt_cuda_describe(&all_reduce, text, sizeof(text));
+  braid_rt_describe_op(&all_reduce, text, sizeof(text));
   CHECK_STR(text, "all_reduce of 16 f32 over mesh axes {dp} (rank 1 of 2, "
                   "world rank 2)");
-  braid_rt_cuda_op_info_t recv = {"recv", "f32", 16, 0, 7, "world", 1, 2, 1};
-  braid_rt_cuda_describe(&recv, text, sizeof(text));
+  braid_rt_op_info_t recv = {"recv", "f32", 16, 0, 7, "world", 1, 2, 1};
+  braid_rt_describe_op(&recv, text, sizeof(text));
   CHECK_STR(text, "recv of 16 f32 from rank 0 (tag 7) over world (rank 1 of "
                   "2, world rank 1)");
-  braid_rt_cuda_op_info_t send = {"send",           "f64", 3, 1, 0,
+  braid_rt_op_info_t send = {"send",           "f64", 3, 1, 0,
                                   "mesh axes {pp}", 0,     2, 4};
-  braid_rt_cuda_describe(&send, text, sizeof(text));
+  braid_rt_describe_op(&send, text, sizeof(text));
   CHECK_STR(text, "send of 3 f64 to rank 1 (tag 0) over mesh axes {pp} (rank "
                   "0 of 2, world rank 4)");
-  braid_rt_cuda_op_info_t barrier = {"barrier", NULL, 0, -1, 0,
+  braid_rt_op_info_t barrier = {"barrier", NULL, 0, -1, 0,
                                      "world",   3,    4, 3};
-  braid_rt_cuda_describe(&barrier, text, sizeof(text));
+  braid_rt_describe_op(&barrier, text, sizeof(text));
   CHECK_STR(text, "barrier over world (rank 3 of 4, world rank 3)");
   /* A short buffer truncates, never overflows. */
   char small[12];
-  braid_rt_cuda_describe(&all_reduce, small, sizeof(small));
+  braid_rt_describe_op(&all_reduce, small, sizeof(small));
   CHECK_STR(small, "all_reduce ");
 }
 
