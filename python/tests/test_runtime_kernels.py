@@ -644,9 +644,10 @@ def test_transpose(k, shape, perm, dtype):
 REDUCE_CASES = [((3, 4), (1,)), ((3, 4), (0,)), ((2, 3, 4), (0, 2)), ((2, 3, 4), (1,)),
                 ((2, 3, 4, 5), (1, 3)), ((2, 3, 4, 5), (0, 1, 2, 3)), ((2, 3, 4, 5), (3, 0)),
                 ((256, 384), (1,)), ((256, 384), (0,)), ((5,), ()),
-                # Above the threads' threshold, the last dimension kept: its
-                # columns split over the threads (a bias gradient's axes).
-                ((8, 64, 96), (0, 1)), ((4, 90, 100), (0,))]
+                # The last dimension kept: a bias gradient's axes, and above
+                # the threads' threshold (2^22 elements) the result rows
+                # split over the threads.
+                ((8, 64, 96), (0, 1)), ((4, 1100, 1000), (0,)), ((2, 3, 700, 1000), (0, 2))]
 
 
 @pytest.mark.parametrize("kind", [SUM, MEAN, MAX])
@@ -980,13 +981,14 @@ def thread_digests():
     def record(name, *arrays):
         digests[name] = hashlib.sha1(b"".join(a.tobytes() for a in arrays)).hexdigest()
 
-    x = n(4, 128, 256)
+    big = n(4, 1100, 1000)
     for kind in (SUM, MEAN, MAX):
         for axes in ((0,), (0, 1), (2,)):
-            shape = [d for i, d in enumerate(x.shape) if i not in axes]
+            shape = [d for i, d in enumerate(big.shape) if i not in axes]
             y = out(*shape)
-            k.reduce_f32(x, 3, x.shape, len(axes), axes, kind, y)
+            k.reduce_f32(big, 3, big.shape, len(axes), axes, kind, y)
             record(f"reduce {kind} {axes}", y)
+    x = n(4, 128, 256)
     xs = [n(2100, 1000), n(5), n(70000)]
     ptrs = (ctypes.c_void_p * 3)(*[a.ctypes.data for a in xs])
     y = out(1)
