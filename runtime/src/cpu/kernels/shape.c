@@ -208,9 +208,8 @@ static inline int64_t reduced_row_offset(int64_t row, int64_t rank,
    instead were 1.4-4x slower on 2 threads than on 1, measured). */
 static void reduce_rows(const float *x, int64_t rank, const int64_t *shape,
                         int64_t num_axes, const int64_t *axes,
-                        braid_rt_reduce_kind_t kind, int64_t rows,
-                        int64_t cols, int64_t count, int64_t o0, int64_t o1,
-                        float *y) {
+                        braid_rt_reduce_kind_t kind, int64_t rows, int64_t cols,
+                        int64_t count, int64_t o0, int64_t o1, float *y) {
   int is_max = kind == BRAID_RT_REDUCE_MAX;
   for (int64_t i = o0 * cols; i < o1 * cols; ++i)
     y[i] = is_max ? -INFINITY : 0.0f;
@@ -290,8 +289,8 @@ void braid_rt_reduce_f32(braid_rt_stream_t *stream, const float *x,
         int64_t o0, o1;
         braid_rt_split_range(out_rows, omp_get_num_threads(),
                              omp_get_thread_num(), 1, &o0, &o1);
-        reduce_rows(x, rank, shape, num_axes, axes, kind, rows, cols, count,
-                    o0, o1, y);
+        reduce_rows(x, rank, shape, num_axes, axes, kind, rows, cols, count, o0,
+                    o1, y);
       }
       return;
     }
