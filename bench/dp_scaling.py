@@ -14,12 +14,12 @@ of each is kept:
               default)
   async       dp=2, --async-collectives --schedule-collectives=false: started
               collectives, each where the collective was
-  scheduled   dp=2, --async-collectives: braid-schedule-collectives moves the
-              starts up and the waits down, a layer's gradient bucket waited
-              for after its braid.repeat
-  layer-waits the scheduled program with --schedule-across-repeats=false:
-              each layer's bucket waited for in its layer body (as before
-              the pass split layers at their waits)
+  scheduled   dp=2, --async-collectives --schedule-across-repeats:
+              braid-schedule-collectives moves the starts up and the waits
+              down, a layer's gradient bucket waited for after its
+              braid.repeat
+  layer-waits the same with --schedule-across-repeats=false (braidc's
+              default): each layer's bucket waited for in its layer body
   no-progress the scheduled program with BRAID_PROGRESS=0 (no progress calls
               between ops: a started collective moves only in MPI calls)
 
@@ -81,7 +81,8 @@ def measure(args):
                             ("blocking", ["--mesh", "dp=2"]),
                             ("async", ["--mesh", "dp=2", "--async-collectives",
                                        "--schedule-collectives=false"]),
-                            ("scheduled", ["--mesh", "dp=2", "--async-collectives"]),
+                            ("scheduled", ["--mesh", "dp=2", "--async-collectives",
+                                           "--schedule-across-repeats"]),
                             ("layer-waits", ["--mesh", "dp=2", "--async-collectives",
                                              "--schedule-across-repeats=false"])]:
             programs[name] = tmp / name

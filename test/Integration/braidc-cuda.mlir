@@ -15,10 +15,10 @@
 //
 // Started collectives under dp=2: each of the 4 instances of @block.W
 // starts its gradient bucket on its own pending site, waited for after the
-// repeat (braid-schedule-collectives' split at the wait).
-// RUN: braidc %t.mlir --target cuda --mesh dp=2 --async-collectives --lr 1e-3 --emit cu -o %t.async.cu
+// repeat (braid-schedule-collectives' split at the wait, --schedule-across-repeats).
+// RUN: braidc %t.mlir --target cuda --mesh dp=2 --async-collectives --schedule-across-repeats --lr 1e-3 --emit cu -o %t.async.cu
 // RUN: FileCheck %s --check-prefix=ASYNC < %t.async.cu
-// RUN: braidc %t.mlir --target cuda --mesh dp=2 --async-collectives --lr 1e-3 -o %t.async
+// RUN: braidc %t.mlir --target cuda --mesh dp=2 --async-collectives --schedule-across-repeats --lr 1e-3 -o %t.async
 // RUN: test -x %t.async
 // ASYNC: braid_rt_program_pending_t braid_pending_{{[0-9]+}}[4];
 //
