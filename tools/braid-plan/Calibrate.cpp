@@ -391,10 +391,11 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.savedActivationCopies = 2;
   hw.memoryBandwidth = copyBw;
   // A device is one rank with the threads this process computed with:
-  // OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core.
+  // OMP_NUM_THREADS (every kernel, the products too, runs on the OpenMP
+  // threads), else OPENBLAS_NUM_THREADS, else every core.
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   unsigned threads = cores;
-  for (const char *var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"})
+  for (const char *var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
     if (const char *v = getenv(var)) {
       int n = atoi(v);
       if (n > 0) {
