@@ -65,6 +65,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "python" / "tests"))
 
+from benchlib import BenchError, guarded  # noqa: E402
+
 
 def run(*args, env=None):
     return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True,
@@ -88,10 +90,6 @@ def step_flops(bin_dir, model):
     if total == 0:
         raise SystemExit("could not read the FLOPs from braid-cost-report:\n" + out)
     return total
-
-
-class BenchError(Exception):
-    pass
 
 
 def time_braid(program, steps, threads, repeats):
@@ -325,18 +323,7 @@ def main():
     args = parser.parse_args()
     if args.torch_worker:
         return torch_worker(args)
-    try:
-        return measure(args)
-    except BenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except subprocess.CalledProcessError as e:
-        command = " ".join(str(a) for a in e.cmd)
-        print(f"error: {command} exited with status {e.returncode}:\n{e.stderr}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    return guarded(measure, args)
 
 
 def measure(args):
