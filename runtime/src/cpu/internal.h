@@ -88,12 +88,4 @@ braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
                                           braid_rt_request_t **out_request,
                                           int mpi_code, const char *mpi_call);
 
-/* Records a communication operation on ctx's trace (trace_events.h); a
-   message on ctx when it cannot. */
-braid_rt_status_t braid_rt_trace_comm(braid_rt_context_t *ctx,
-                                      const braid_rt_trace_comm_t *op);
-
-/* Releases ctx's trace events. */
-void braid_rt_trace_clear(braid_rt_context_t *ctx);
-
 #endif /* BRAID_RT_CPU_INTERNAL_H */

@@ -4,7 +4,8 @@
  * the public entry points of every collective and transfer with their
  * argument checks (collectives.c), the error buffer, the checks every
  * operation makes, context options and queries (errors.c), and meshes with
- * their cache of axis-group communicators (meshes.c). They are compiled into
+ * their cache of axis-group communicators (meshes.c), and the trace events
+ * of trace.h (trace.c). They are compiled into
  * each backend library (braid_rt_cpu over MPI, braid_rt_cuda over NCCL),
  * not once, because they read the backend's own structures: each file
  * includes the backend's private "internal.h" (the backend's directory is
@@ -18,6 +19,9 @@
  *   braid_rt_dtype_t         with name ("f32") and bytes, and the values
  *                            BRAID_RT_F32 and BRAID_RT_F64;
  *
+ * and give its context `int trace` (tracing on) and `braid_rt_trace_events_t
+ * trace_events` (trace.c);
+ *
  * and define the functions of the second part below. What a backend keeps
  * is what differs: MPI or NCCL calls, streams, events, requests.
  */
@@ -28,6 +32,7 @@
 #include "braid/rt/context.h"
 #include "braid/rt/mesh.h"
 #include "braid/rt/status.h"
+#include "trace_events.h"
 
 #include <stddef.h>
 
@@ -106,6 +111,16 @@ braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
                                              const char *what,
                                              braid_rt_request_t **out_request);
 
+/*--- Shared (trace.c) ----------------------------------------------------*/
+
+/* Records a communication operation on ctx's trace (trace_events.h); a
+   message on ctx when it cannot. */
+braid_rt_status_t braid_rt_trace_comm(braid_rt_context_t *ctx,
+                                      const braid_rt_trace_comm_t *op);
+
+/* Releases ctx's trace events. */
+void braid_rt_trace_clear(braid_rt_context_t *ctx);
+
 /*--- Defined by each backend ----------------------------------------------*/
 
 /* What the backend requires of a non-NULL communicator before any
@@ -166,5 +181,18 @@ braid_rt_status_t braid_rt_backend_comm_split(braid_rt_comm_t *comm, int color,
    frees comm and returns the first failure. */
 braid_rt_status_t braid_rt_backend_mesh_release_begin(braid_rt_context_t *ctx);
 braid_rt_status_t braid_rt_backend_comm_release(braid_rt_comm_t *comm);
+
+/* braid_rt_trace_write's steps over the world, rank 0 the root, as the
+   backend waits for them (the CPU backend: with the context's timeout; the
+   CUDA backend: blocking MPI over its bootstrap communicator): MPI_Gather
+   of one int, MPI_Bcast of `bytes` bytes, MPI_Gatherv of chars. */
+braid_rt_status_t braid_rt_backend_trace_gather_int(braid_rt_context_t *ctx,
+                                                    const int *mine, int *all);
+braid_rt_status_t braid_rt_backend_trace_bcast(braid_rt_context_t *ctx,
+                                               void *buf, int bytes);
+braid_rt_status_t braid_rt_backend_trace_gatherv(braid_rt_context_t *ctx,
+                                                 const char *mine, int length,
+                                                 char *all, const int *lengths,
+                                                 const int *offsets);
 
 #endif /* BRAID_RT_COMMON_BACKEND_H */

@@ -188,10 +188,4 @@ braid_rt_status_t braid_rt_drain(braid_rt_context_t *ctx,
 
 void braid_rt_request_free(braid_rt_request_t *req);
 
-/* Records a communication operation on ctx's trace (trace_events.h);
-   releases the events. */
-braid_rt_status_t braid_rt_trace_comm(braid_rt_context_t *ctx,
-                                      const braid_rt_trace_comm_t *op);
-void braid_rt_trace_clear(braid_rt_context_t *ctx);
-
 #endif /* BRAID_RT_CUDA_COMM_INTERNAL_H */
