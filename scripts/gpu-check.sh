@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks Braid's CUDA target on a GPU: the CUDA kernels against the CPU
-# kernels, the NCCL communication layer, the main job's GPT trained 20
+# kernels, the NCCL communication layer (its compressed sums too, bit for
+# bit against the CPU target's), the main job's GPT trained 20
 # AdamW steps on one GPU against the CPU executable's losses, and
 # checkpoints between the targets (the same state saved into the same
 # bytes; a CPU checkpoint resumed on the GPU and, where the CPU executable
@@ -188,10 +189,18 @@ run() {
     else
       record nccl-timeout FAIL "exit $rc (want 42 and the TIMEOUT message): $(tail -1 "$out/nccl-timeout.log")"
     fi
+    # The compressed sums (bf16 / fp16 ring, PowerSGD) bit for bit against
+    # the CPU target's arithmetic: on 1 GPU the entry points, staging and
+    # PowerSGD; on 2 the ring itself over NCCL send/recv.
+    check nccl-compressed-1rank 120 \
+      "$dir/bin/braid-rt-cuda-comm_test_single" compressed
     if [[ $gpus -ge 2 ]] && command -v mpirun >/dev/null; then
       check nccl-2ranks 180 mpirun --allow-run-as-root -n 2 "$dir/bin/braid-rt-cuda-comm_test"
+      check nccl-compressed-2ranks 180 mpirun --allow-run-as-root -n 2 \
+        "$dir/bin/braid-rt-cuda-comm_test" compressed
     else
       record nccl-2ranks skip "needs 2 GPUs (have $gpus) and mpirun ($(command -v mpirun || echo none))"
+      record nccl-compressed-2ranks skip "needs 2 GPUs (have $gpus) and mpirun ($(command -v mpirun || echo none))"
     fi
     check gpt-train 300 "$dir/bin/gpt-cuda" --steps $STEPS --seed 1
     cp "$out/gpt-train.log" "$out/gpt-cuda.out"

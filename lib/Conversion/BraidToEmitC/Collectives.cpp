@@ -160,10 +160,6 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
         kind != CollectiveKind::reduce_scatter)
       return op->emitOpError() << "is marked braid.compress; only all_reduce "
                                   "and reduce_scatter are compressed";
-    if (l.module.target.name != "cpu")
-      return op->emitOpError()
-             << "is compressed (braid.compress), which the "
-             << l.module.target.name << " target does not implement yet";
     if (auto psgd = op->getAttrOfType<DictionaryAttr>("braid.powersgd"))
       return lowerPowerSgd(op, l, psgd, *mask, from, result, pending);
     if (compress.getValue() != "bf16" && compress.getValue() != "fp16")

@@ -1,46 +1,335 @@
-/*===- compressed.c - Compressed sums: not on the CUDA backend yet --------===*/
+/*===- compressed.c - Compressed sums over NCCL: 16-bit ring, PowerSGD ---===*/
 /*
- * The bf16 / fp16 reductions and PowerSGD of collectives.h run on the CPU
- * backend (runtime/src/cpu/compressed.c, powersgd.c). Here they fail with
- * BRAID_RT_UNSUPPORTED, so that the API links and a caller learns why.
+ * The bf16 / fp16 reductions of collectives.h with the CPU backend's
+ * semantics, bit for bit: the same ring (runtime/src/cpu/compressed.c,
+ * scheduled here by host.c's braid_rt_cuda_ring_*), in which each hop
+ * rounds the partial sum it sends to 16 bits and the receiver adds it to
+ * its own f32 values (compressed_kernels.cu, half.h's rounding, one f32
+ * add). Each of the 2 (size - 1) steps is a kernel that narrows the chunk
+ * into a device staging buffer, an NCCL group of one send to rank + 1 and
+ * one receive from rank - 1 (the 16-bit words, typed ncclBfloat16 /
+ * ncclFloat16 but never reduced by NCCL), and a kernel that widens and adds
+ * (or, in the all_gather half, copies). NCCL's own bf16 reductions would
+ * round the receiver's values too and sum in another order; an all_gather
+ * of every rank's 16-bit values then a local sum would send size / 2 times
+ * the bytes and round at other points.
+ *
+ * Everything runs on the communication stream between braid_rt_op_begin
+ * and braid_rt_op_finish, like every collective: ordered after the
+ * caller's earlier work, the caller's stream ordered after it, its
+ * completion tracked (and timed out) as one operation. Staging comes from
+ * the stream-ordered allocator on the same stream, so it is reused only
+ * after the ring that used it.
+ *
+ * PowerSGD is staged through the host: the gradient, error and Q are
+ * copied to host memory, common/powersgd.h computes P, its
+ * orthonormalisation, Q and the result with the CPU backend's own loops,
+ * and only the two all_reduces run on the device (NCCL, f32). That is the
+ * CPU target's arithmetic exactly, at the price of copying the gradient
+ * over PCIe both ways and a host synchronisation per call; device kernels
+ * with the same sums in the same order (one thread per output, double
+ * accumulation without fused multiply-adds, a sequential Gram-Schmidt)
+ * are left for when a GPU can check them.
  */
 
 #include "internal.h"
+#include "op_info.h"
+#include "powersgd.h"
 
-static braid_rt_status_t unsupported(braid_rt_comm_t *comm, const char *op) {
-  return braid_rt_fail(comm ? comm->ctx : NULL, BRAID_RT_UNSUPPORTED,
-                       "%s: 16-bit compressed reductions are not implemented "
-                       "on the CUDA backend yet",
-                       op);
+#include <stdint.h>
+#include <stdlib.h>
+
+/*--- The 16-bit ring ------------------------------------------------------*/
+
+typedef struct {
+  braid_rt_comm_t *comm;
+  const char *op;        /* as messages name the operation */
+  int format;            /* 0 bf16, 1 fp16 */
+  uint16_t *send, *recv; /* device staging, the largest chunk each */
+  char what[256];        /* the operation as a failure message names it */
+} ring_t;
+
+/* A ring of `op` over `comm` on `count` f32. */
+static void ring_init(ring_t *ring, braid_rt_comm_t *comm, const char *op,
+                      int format, size_t count) {
+  ring->comm = comm;
+  ring->op = op;
+  ring->format = format;
+  ring->send = ring->recv = NULL;
+  braid_rt_op_info_t info = {op,         "f32",      count,
+                             -1,         0,          comm->name,
+                             comm->rank, comm->size, comm->ctx->world.rank};
+  braid_rt_describe_op(&info, ring->what, sizeof(ring->what));
+}
+
+/* Records a failed CUDA call of the ring. */
+static braid_rt_status_t ring_cuda(const ring_t *ring, cudaError_t code,
+                                   const char *call) {
+  return braid_rt_fail_cuda(ring->comm->ctx, code, call, ring->op);
+}
+
+/* One hop: sends `n_out` words of ring->send to the next rank and receives
+   `n_in` into ring->recv from the previous one, as one NCCL group. */
+static braid_rt_status_t exchange(const ring_t *ring, size_t n_out,
+                                  size_t n_in) {
+  braid_rt_comm_t *comm = ring->comm;
+  cudaStream_t stream = comm->ctx->comm_stream;
+  ncclDataType_t type = ring->format ? ncclFloat16 : ncclBfloat16;
+  int next = (comm->rank + 1) % comm->size;
+  int prev = (comm->rank + comm->size - 1) % comm->size;
+  ncclGroupStart();
+  ncclResult_t result =
+      ncclSend(ring->send, n_out, type, next, comm->nccl, stream);
+  const char *call = "ncclSend";
+  if (result == ncclSuccess || result == ncclInProgress) {
+    result = ncclRecv(ring->recv, n_in, type, prev, comm->nccl, stream);
+    call = "ncclRecv";
+  }
+  ncclResult_t end = ncclGroupEnd();
+  if (result != ncclSuccess && result != ncclInProgress)
+    return braid_rt_nccl_settle(comm, result, call, ring->what);
+  return braid_rt_nccl_settle(comm, end, "ncclGroupEnd", ring->what);
+}
+
+/* The reduce-scatter half on `acc` (count f32 of device memory, this
+   rank's values, accumulated in place): afterwards acc's chunk `rank`
+   holds the sum. */
+static braid_rt_status_t ring_reduce(const ring_t *ring, float *acc,
+                                     size_t count) {
+  int size = ring->comm->size, rank = ring->comm->rank;
+  cudaStream_t stream = ring->comm->ctx->comm_stream;
+  for (int s = 0; s + 1 < size; ++s) {
+    int out, in;
+    braid_rt_cuda_ring_step(size, rank, s, 0, &out, &in);
+    size_t n_out = braid_rt_cuda_ring_chunk_length(count, size, out);
+    size_t n_in = braid_rt_cuda_ring_chunk_length(count, size, in);
+    cudaError_t code = braid_rt_cuda_narrow(
+        acc + braid_rt_cuda_ring_chunk_begin(count, size, out), ring->send,
+        n_out, ring->format, stream);
+    if (code != cudaSuccess)
+      return ring_cuda(ring, code, "braid_rt_cuda_narrow");
+    braid_rt_status_t status = exchange(ring, n_out, n_in);
+    if (status != BRAID_RT_OK)
+      return status;
+    code = braid_rt_cuda_widen_add(
+        ring->recv, acc + braid_rt_cuda_ring_chunk_begin(count, size, in), n_in,
+        ring->format, stream);
+    if (code != cudaSuccess)
+      return ring_cuda(ring, code, "braid_rt_cuda_widen_add");
+  }
+  return BRAID_RT_OK;
+}
+
+/* The all_gather half: each owner's chunk rounded once more (on the owner
+   too, so that every rank ends with the same bits) and passed round. */
+static braid_rt_status_t ring_gather(const ring_t *ring, float *buf,
+                                     size_t count) {
+  int size = ring->comm->size, rank = ring->comm->rank;
+  cudaStream_t stream = ring->comm->ctx->comm_stream;
+  cudaError_t code = braid_rt_cuda_round_trip(
+      buf + braid_rt_cuda_ring_chunk_begin(count, size, rank),
+      braid_rt_cuda_ring_chunk_length(count, size, rank), ring->format, stream);
+  if (code != cudaSuccess)
+    return ring_cuda(ring, code, "braid_rt_cuda_round_trip");
+  for (int s = 0; s + 1 < size; ++s) {
+    int out, in;
+    braid_rt_cuda_ring_step(size, rank, s, 1, &out, &in);
+    size_t n_out = braid_rt_cuda_ring_chunk_length(count, size, out);
+    size_t n_in = braid_rt_cuda_ring_chunk_length(count, size, in);
+    code = braid_rt_cuda_narrow(
+        buf + braid_rt_cuda_ring_chunk_begin(count, size, out), ring->send,
+        n_out, ring->format, stream);
+    if (code != cudaSuccess)
+      return ring_cuda(ring, code, "braid_rt_cuda_narrow");
+    braid_rt_status_t status = exchange(ring, n_out, n_in);
+    if (status != BRAID_RT_OK)
+      return status;
+    code = braid_rt_cuda_widen(
+        ring->recv, buf + braid_rt_cuda_ring_chunk_begin(count, size, in), n_in,
+        ring->format, stream);
+    if (code != cudaSuccess)
+      return ring_cuda(ring, code, "braid_rt_cuda_widen");
+  }
+  return BRAID_RT_OK;
+}
+
+/* Stream-ordered device staging on the communication stream. */
+static braid_rt_status_t staging_alloc(braid_rt_comm_t *comm, const char *op,
+                                       void **out, size_t bytes) {
+  cudaError_t code =
+      cudaMallocAsync(out, bytes ? bytes : 1, comm->ctx->comm_stream);
+  if (code == cudaErrorMemoryAllocation) {
+    *out = NULL;
+    return braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
+                         "%s over %s: out of device memory for %zu bytes of "
+                         "staging",
+                         op, comm->name, bytes);
+  }
+  if (code != cudaSuccess) {
+    *out = NULL;
+    return braid_rt_fail_cuda(comm->ctx, code, "cudaMallocAsync", op);
+  }
+  return BRAID_RT_OK;
+}
+
+static void staging_free(braid_rt_comm_t *comm, void *p) {
+  if (p)
+    cudaFreeAsync(p, comm->ctx->comm_stream);
+}
+
+/* Ends an operation begun with braid_rt_op_begin: frees the staging behind
+   it on the communication stream, then finishes it (blocking) or, after a
+   failure, releases its request. */
+static braid_rt_status_t finish(braid_rt_request_t *req,
+                                braid_rt_status_t status, void *staging_a,
+                                void *staging_b) {
+  braid_rt_comm_t *comm = req->comm;
+  staging_free(comm, staging_a);
+  staging_free(comm, staging_b);
+  if (status != BRAID_RT_OK) {
+    braid_rt_request_free(req);
+    return status;
+  }
+  return braid_rt_op_finish(req, NULL, ncclSuccess, "ncclGroupEnd");
+}
+
+static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
+                                    size_t count, braid_rt_stream_t *stream,
+                                    int format) {
+  const char *op = "all_reduce (16-bit)";
+  braid_rt_status_t status =
+      braid_rt_check_op(comm, stream, op, count, buf, "buf");
+  /* A group of one sends nothing and rounds nothing, as on the CPU. */
+  if (status != BRAID_RT_OK || comm->size == 1 || count == 0)
+    return status;
+  braid_rt_request_t *req;
+  status = braid_rt_op_begin(comm, stream, op, BRAID_RT_F32, count, &req);
+  if (status != BRAID_RT_OK)
+    return status;
+  size_t words = braid_rt_cuda_ring_staging_words(count, comm->size);
+  ring_t ring;
+  ring_init(&ring, comm, op, format, count);
+  void *staging = NULL;
+  status = staging_alloc(comm, op, &staging, words * sizeof(uint16_t));
+  if (status == BRAID_RT_OK) {
+    ring.send = staging;
+    ring.recv = ring.send + words / 2;
+    status = ring_reduce(&ring, buf, count);
+  }
+  if (status == BRAID_RT_OK)
+    status = ring_gather(&ring, buf, count);
+  return finish(req, status, staging, NULL);
+}
+
+static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
+                                        const float *send, float *recv,
+                                        size_t recv_count,
+                                        braid_rt_stream_t *stream, int format) {
+  const char *op = "reduce_scatter (16-bit)";
+  braid_rt_status_t status =
+      braid_rt_check_op(comm, stream, op, recv_count, send, "send");
+  if (status == BRAID_RT_OK)
+    status = braid_rt_check_op(comm, stream, op, recv_count, recv, "recv");
+  if (status == BRAID_RT_OK)
+    status = braid_rt_check_disjoint(
+        comm, op, send, (size_t)comm->size * recv_count * sizeof(float), recv,
+        recv_count * sizeof(float));
+  if (status != BRAID_RT_OK || recv_count == 0)
+    return status;
+  braid_rt_request_t *req;
+  status = braid_rt_op_begin(comm, stream, op, BRAID_RT_F32, recv_count, &req);
+  if (status != BRAID_RT_OK)
+    return status;
+  int size = comm->size;
+  size_t count = (size_t)size * recv_count;
+  size_t words = braid_rt_cuda_ring_staging_words(count, size);
+  cudaStream_t s = comm->ctx->comm_stream;
+  /* The ring accumulates in place: a copy of `send`, which stays as it
+     is. */
+  void *acc = NULL, *staging = NULL;
+  status = staging_alloc(comm, op, &acc, count * sizeof(float));
+  if (status == BRAID_RT_OK)
+    status = staging_alloc(comm, op, &staging, words * sizeof(uint16_t));
+  if (status == BRAID_RT_OK) {
+    cudaError_t code = cudaMemcpyAsync(acc, send, count * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, s);
+    if (code != cudaSuccess)
+      status = braid_rt_fail_cuda(comm->ctx, code, "cudaMemcpyAsync", op);
+  }
+  if (status == BRAID_RT_OK && size > 1) {
+    ring_t ring;
+    ring_init(&ring, comm, op, format, count);
+    ring.send = staging;
+    ring.recv = ring.send + words / 2;
+    status = ring_reduce(&ring, acc, count);
+  }
+  if (status == BRAID_RT_OK) {
+    /* The block this rank keeps is its f32 accumulation, not rounded
+       again. */
+    cudaError_t code = cudaMemcpyAsync(
+        recv, (float *)acc + (size_t)comm->rank * recv_count,
+        recv_count * sizeof(float), cudaMemcpyDeviceToDevice, s);
+    if (code != cudaSuccess)
+      status = braid_rt_fail_cuda(comm->ctx, code, "cudaMemcpyAsync", op);
+  }
+  return finish(req, status, acc, staging);
 }
 
 braid_rt_status_t
 braid_rt_all_reduce_sum_f32_as_bf16(braid_rt_comm_t *comm, float *buf,
                                     size_t count, braid_rt_stream_t *stream) {
-  (void)buf, (void)count, (void)stream;
-  return unsupported(comm, "braid_rt_all_reduce_sum_f32_as_bf16");
+  return all_reduce(comm, buf, count, stream, 0);
 }
 
 braid_rt_status_t
 braid_rt_all_reduce_sum_f32_as_f16(braid_rt_comm_t *comm, float *buf,
                                    size_t count, braid_rt_stream_t *stream) {
-  (void)buf, (void)count, (void)stream;
-  return unsupported(comm, "braid_rt_all_reduce_sum_f32_as_f16");
+  return all_reduce(comm, buf, count, stream, 1);
 }
 
 braid_rt_status_t braid_rt_reduce_scatter_sum_f32_as_bf16(
     braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
     braid_rt_stream_t *stream) {
-  (void)send, (void)recv, (void)recv_count, (void)stream;
-  return unsupported(comm, "braid_rt_reduce_scatter_sum_f32_as_bf16");
+  return reduce_scatter(comm, send, recv, recv_count, stream, 0);
 }
 
 braid_rt_status_t
 braid_rt_reduce_scatter_sum_f32_as_f16(braid_rt_comm_t *comm, const float *send,
                                        float *recv, size_t recv_count,
                                        braid_rt_stream_t *stream) {
-  (void)send, (void)recv, (void)recv_count, (void)stream;
-  return unsupported(comm, "braid_rt_reduce_scatter_sum_f32_as_f16");
+  return reduce_scatter(comm, send, recv, recv_count, stream, 1);
+}
+
+/*--- PowerSGD, staged through the host -------------------------------------*/
+
+/* A copy on the caller's stream `s` (the host waits for it with
+   braid_rt_drain). */
+static braid_rt_status_t copy(braid_rt_comm_t *comm, const char *op, void *dst,
+                              const void *src, size_t floats,
+                              enum cudaMemcpyKind kind, braid_rt_stream_t *s) {
+  if (floats == 0)
+    return BRAID_RT_OK;
+  cudaError_t code =
+      cudaMemcpyAsync(dst, src, floats * sizeof(float), kind, s->cuda);
+  return code == cudaSuccess
+             ? BRAID_RT_OK
+             : braid_rt_fail_cuda(comm->ctx, code, "cudaMemcpyAsync", op);
+}
+
+/* All-reduces `n` floats of host memory `h` through the device buffer `d`:
+   up, the runtime's f32 all_reduce, down, waited for on the host within
+   the context's timeout. */
+static braid_rt_status_t all_reduce_host(braid_rt_comm_t *comm, const char *op,
+                                         float *h, float *d, size_t n,
+                                         braid_rt_stream_t *s) {
+  braid_rt_status_t status = copy(comm, op, d, h, n, cudaMemcpyHostToDevice, s);
+  if (status == BRAID_RT_OK)
+    status = braid_rt_all_reduce_sum_f32(comm, d, n, s);
+  if (status == BRAID_RT_OK)
+    status = copy(comm, op, h, d, n, cudaMemcpyDeviceToHost, s);
+  if (status == BRAID_RT_OK)
+    status = braid_rt_drain(comm->ctx, s);
+  return status;
 }
 
 braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
@@ -48,9 +337,75 @@ braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
                                                    size_t cols, size_t rank,
                                                    float *q, float *error,
                                                    braid_rt_stream_t *stream) {
-  (void)grad, (void)rows, (void)cols, (void)rank, (void)q, (void)error,
-      (void)stream;
-  return braid_rt_fail(comm ? comm->ctx : NULL, BRAID_RT_UNSUPPORTED,
-                       "braid_rt_powersgd_all_reduce_f32: PowerSGD is not "
-                       "implemented on the CUDA backend yet");
+  const char *op = "powersgd_all_reduce";
+  braid_rt_status_t status =
+      braid_rt_check_op(comm, stream, op, rows * cols, grad, "grad");
+  if (status != BRAID_RT_OK)
+    return status;
+  if (rank == 0 || rank > rows || rank > cols || !q)
+    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "%s over %s: rank %zu must be in 1..min(%zu, %zu) "
+                         "and q given",
+                         op, comm->name, rank, rows, cols);
+  /* The state is device memory too. */
+  status = braid_rt_backend_check_buffer(comm, op, q, "q");
+  if (status == BRAID_RT_OK && error)
+    status = braid_rt_backend_check_buffer(comm, op, error, "error");
+  if (status != BRAID_RT_OK)
+    return status;
+  braid_rt_stream_t *s = braid_rt_resolve_stream(comm->ctx, stream);
+  size_t n = rows * cols;
+  float *m = malloc(n * sizeof(float));
+  float *h = malloc(n * sizeof(float)); /* grad, then the result */
+  float *e = error ? malloc(n * sizeof(float)) : NULL;
+  float *p = malloc(rows * rank * sizeof(float));
+  float *qh = malloc(cols * rank * sizeof(float));
+  float *d = NULL; /* P on the device; Q is reduced in q itself */
+  if (!m || !h || (error && !e) || !p || !qh)
+    status = braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
+                           "%s over %s: out of memory", op, comm->name);
+  if (status == BRAID_RT_OK) {
+    cudaError_t code = cudaMalloc((void **)&d, rows * rank * sizeof(float));
+    if (code != cudaSuccess)
+      status = braid_rt_fail_cuda(comm->ctx, code, "cudaMalloc", op);
+  }
+  /* The caller's values once its earlier work is done. */
+  if (status == BRAID_RT_OK)
+    status = copy(comm, op, h, grad, n, cudaMemcpyDeviceToHost, s);
+  if (status == BRAID_RT_OK && error)
+    status = copy(comm, op, e, error, n, cudaMemcpyDeviceToHost, s);
+  if (status == BRAID_RT_OK)
+    status = copy(comm, op, qh, q, cols * rank, cudaMemcpyDeviceToHost, s);
+  if (status == BRAID_RT_OK)
+    status = braid_rt_drain(comm->ctx, s);
+  if (status == BRAID_RT_OK) {
+    braid_rt_powersgd_host_m(h, e, m, n);
+    /* P = M Q, summed over the ranks, orthonormalised. */
+    braid_rt_powersgd_host_p(m, qh, p, rows, cols, rank);
+    status = all_reduce_host(comm, op, p, d, rows * rank, s);
+  }
+  if (status == BRAID_RT_OK) {
+    braid_rt_powersgd_host_orthonormalise(p, rows, rank);
+    /* Q = M^T P, summed over the ranks in `q`: the next step's warm
+       start. */
+    braid_rt_powersgd_host_q(m, p, qh, rows, cols, rank);
+    status = all_reduce_host(comm, op, qh, q, cols * rank, s);
+  }
+  if (status == BRAID_RT_OK) {
+    braid_rt_powersgd_host_finish(m, p, qh, h, e, rows, cols, rank, comm->size);
+    status = copy(comm, op, grad, h, n, cudaMemcpyHostToDevice, s);
+    if (status == BRAID_RT_OK && error)
+      status = copy(comm, op, error, e, n, cudaMemcpyHostToDevice, s);
+    /* The host buffers go once the copies have read them. */
+    if (status == BRAID_RT_OK)
+      status = braid_rt_drain(comm->ctx, s);
+  }
+  if (d)
+    cudaFree(d);
+  free(m);
+  free(h);
+  free(e);
+  free(p);
+  free(qh);
+  return status;
 }

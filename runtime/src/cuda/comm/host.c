@@ -144,3 +144,29 @@ size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
   }
   return selected;
 }
+
+size_t braid_rt_cuda_ring_chunk_begin(size_t count, int size, int c) {
+  size_t n = (size_t)size, rest = count % n;
+  return count / n * (size_t)c + ((size_t)c < rest ? (size_t)c : rest);
+}
+
+size_t braid_rt_cuda_ring_chunk_length(size_t count, int size, int c) {
+  return braid_rt_cuda_ring_chunk_begin(count, size, c + 1) -
+         braid_rt_cuda_ring_chunk_begin(count, size, c);
+}
+
+static int wrap(int r, int size) { return ((r % size) + size) % size; }
+
+void braid_rt_cuda_ring_step(int size, int rank, int step, int gather,
+                             int *out_send_chunk, int *out_recv_chunk) {
+  /* The all_gather half runs one chunk behind: rank r starts by sending the
+     chunk it owns. */
+  int lag = gather ? 0 : 1;
+  *out_send_chunk = wrap(rank - step - lag, size);
+  *out_recv_chunk = wrap(rank - step - lag - 1, size);
+}
+
+size_t braid_rt_cuda_ring_staging_words(size_t count, int size) {
+  size_t most = braid_rt_cuda_ring_chunk_length(count, size, 0);
+  return 2 * (most ? most : 1);
+}

@@ -3,7 +3,8 @@
  * The decisions the CUDA backend makes on the host, as pure functions with
  * no CUDA, NCCL or MPI in them, so that host_test.c checks them on machines
  * without a GPU: which local rank and device a process takes, when a wait
- * has timed out, and which deferred point-to-point transfers a wait issues.
+ * has timed out, which deferred point-to-point transfers a wait issues,
+ * and the compressed collectives' ring schedule.
  * How a mesh splits into axis groups and how messages name an operation are
  * shared with the CPU backend (common/mesh_shape.h, common/op_info.h).
  */
@@ -91,5 +92,27 @@ typedef struct {
 size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
                                 size_t n, ptrdiff_t target,
                                 unsigned char *out_selected);
+
+/* The compressed collectives' ring (compressed.c), step for step the CPU
+   backend's (runtime/src/cpu/compressed.c), so that both sum the same
+   values in the same order and round them at the same hops: `count`
+   elements are cut into `size` chunks, the first count % size one element
+   longer; chunk c is [begin, begin + length). */
+size_t braid_rt_cuda_ring_chunk_begin(size_t count, int size, int c);
+size_t braid_rt_cuda_ring_chunk_length(size_t count, int size, int c);
+
+/* Step `step` (0..size-2) of the ring on rank `rank`: the chunk it sends to
+   rank + 1 (rounded to 16 bits) and the chunk it receives from rank - 1.
+   In the reduce-scatter half (gather 0) it adds what it receives to its own
+   f32 values, so that after size - 1 steps chunk `rank` holds the whole
+   sum, accumulated from rank + 1 round to `rank` itself; in the all_gather
+   half (gather 1) it replaces its values with the owner's rounded sum. */
+void braid_rt_cuda_ring_step(int size, int rank, int step, int gather,
+                             int *out_send_chunk, int *out_recv_chunk);
+
+/* The 16-bit words of device staging a ring over `count` elements needs:
+   a send and a receive buffer of the largest chunk each (at least one
+   word each, so that a buffer is never empty). */
+size_t braid_rt_cuda_ring_staging_words(size_t count, int size);
 
 #endif /* BRAID_RT_CUDA_COMM_HOST_H */

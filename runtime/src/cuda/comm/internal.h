@@ -188,4 +188,28 @@ braid_rt_status_t braid_rt_drain(braid_rt_context_t *ctx,
 
 void braid_rt_request_free(braid_rt_request_t *req);
 
+/* The compressed collectives' elementwise kernels (compressed_kernels.cu;
+   on the fake device, test/compressed_kernels_host.c), launched on
+   `stream` over `n` elements of device memory, `format` 0 bf16 or 1 fp16,
+   with half.h's rounding:
+     narrow:     out[i] = the 16-bit value nearest in[i]
+     widen_add:  acc[i] = widen(in[i]) + acc[i]    (f32, as the CPU's ring)
+     widen:      out[i] = widen(in[i])
+     round_trip: x[i] = widen(narrow(x[i]))
+   The launch's error, if any (nothing for n == 0). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+cudaError_t braid_rt_cuda_narrow(const float *in, uint16_t *out, size_t n,
+                                 int format, cudaStream_t stream);
+cudaError_t braid_rt_cuda_widen_add(const uint16_t *in, float *acc, size_t n,
+                                    int format, cudaStream_t stream);
+cudaError_t braid_rt_cuda_widen(const uint16_t *in, float *out, size_t n,
+                                int format, cudaStream_t stream);
+cudaError_t braid_rt_cuda_round_trip(float *x, size_t n, int format,
+                                     cudaStream_t stream);
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* BRAID_RT_CUDA_COMM_INTERNAL_H */

@@ -16,6 +16,11 @@
  *   braid-rt-cuda-comm_test timeout-destroy
  *                                      the same, then braid_rt_context_destroy
  *                                      instead of the abort, and exit 43
+ *   braid-rt-cuda-comm_test compressed the bf16 / fp16 all_reduce and
+ *                                      reduce_scatter, bit for bit against the
+ *                                      CPU target's ring (ring_reference.h),
+ *                                      PowerSGD against the CPU target's
+ *                                      arithmetic, and their argument checks
  *   braid-rt-cuda-comm_test trace      a blocking and a started all_reduce
  *                                      traced: each has its wait and its
  *                                      flight; the started one, tested until
@@ -43,6 +48,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "powersgd.h"
+#include "ring_reference.h"
+
+#include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
 
@@ -684,6 +693,284 @@ static int trace_mode(void) {
   return 0;
 }
 
+/*--- Compressed sums (compressed mode) -------------------------------------*/
+
+/* A float of 24 random mantissa bits, magnitude 2^-8 .. 2^8, so that every
+   16-bit hop rounds (ring_cpu_test.c's inputs). */
+static float rough(int rank, size_t index, unsigned salt) {
+  uint64_t h = (uint64_t)rank * 0x9E3779B97F4A7C15ull ^
+               (uint64_t)index * 0xC2B2AE3D27D4EB4Full ^
+               (uint64_t)salt * 0x165667B19E3779F9ull;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  float unit = (float)(h >> 40) / 16777216.0f * 2.0f - 1.0f;
+  return ldexpf(unit, (int)((h >> 8) % 16) - 8);
+}
+
+static float *device_floats(size_t n) { return device_alloc(&types[0], n); }
+
+static float **host_ranks(int size, size_t n) {
+  float **a = calloc((size_t)size, sizeof(*a));
+  for (int r = 0; a && r < size; ++r)
+    if (!(a[r] = calloc(n ? n : 1, sizeof(float))))
+      a = NULL;
+  if (!a) {
+    fprintf(stderr, "FAIL: out of memory\n");
+    braid_rt_context_abort(ctx, 1);
+  }
+  return a;
+}
+
+static void free_ranks(float **a, int size) {
+  for (int r = 0; r < size; ++r)
+    free(a[r]);
+  free(a);
+}
+
+/* got[0..n) must be want's bits (exact) or within rtol of it. */
+static void expect_floats(const char *what, const float *got, const float *want,
+                          size_t n, double rtol) {
+  for (size_t i = 0; i < n; ++i) {
+    ++checks;
+    int same = rtol == 0 ? memcmp(&got[i], &want[i], sizeof(float)) == 0
+                         : fabs((double)got[i] - want[i]) <=
+                               rtol * (fabs((double)want[i]) + 1e-6);
+    if (!same) {
+      fprintf(stderr,
+              "rank %d: FAIL: %s: element %zu of %zu is %.9g, the CPU "
+              "target's arithmetic gives %.9g\n",
+              braid_rt_context_rank(ctx), what, i, n, got[i], want[i]);
+      braid_rt_context_abort(ctx, 1);
+    }
+  }
+}
+
+static void test_compressed_all_reduce(braid_rt_comm_t *comm, size_t count,
+                                       int format) {
+  int size = braid_rt_comm_size(comm), me = braid_rt_comm_rank(comm);
+  float **acc = host_ranks(size, count);
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < count; ++i)
+      acc[r][i] = rough(r, i, (unsigned)count);
+  float *d = device_floats(count);
+  upload(&types[0], d, acc[me], count);
+  if (ring_reference_all_reduce(size, count, format, acc) != 0)
+    braid_rt_context_abort(ctx, 1);
+  CHECK_OK(format ? braid_rt_all_reduce_sum_f32_as_f16(comm, d, count, NULL)
+                  : braid_rt_all_reduce_sum_f32_as_bf16(comm, d, count, NULL));
+  float *got = host_alloc(&types[0], count);
+  download(&types[0], got, d, count);
+  expect_floats(format ? "all_reduce (16-bit) f16" : "all_reduce (16-bit) bf16",
+                got, acc[me], count, 0);
+  free(got);
+  cudaFree(d);
+  free_ranks(acc, size);
+}
+
+static void test_compressed_reduce_scatter(braid_rt_comm_t *comm, size_t block,
+                                           int format) {
+  int size = braid_rt_comm_size(comm), me = braid_rt_comm_rank(comm);
+  size_t count = (size_t)size * block;
+  float **acc = host_ranks(size, count);
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < count; ++i)
+      acc[r][i] = rough(r, i, (unsigned)block + 7);
+  float *send = device_floats(count), *recv = device_floats(block);
+  upload(&types[0], send, acc[me], count);
+  float *sent = host_alloc(&types[0], count);
+  memcpy(sent, acc[me], count * sizeof(float));
+  if (ring_reference_reduce_scatter(size, block, format, acc) != 0)
+    braid_rt_context_abort(ctx, 1);
+  CHECK_OK(format ? braid_rt_reduce_scatter_sum_f32_as_f16(comm, send, recv,
+                                                           block, NULL)
+                  : braid_rt_reduce_scatter_sum_f32_as_bf16(comm, send, recv,
+                                                            block, NULL));
+  float *got = host_alloc(&types[0], count);
+  download(&types[0], got, recv, block);
+  expect_floats("reduce_scatter (16-bit)", got, acc[me] + (size_t)me * block,
+                block, 0);
+  /* The send buffer is left as it was. */
+  download(&types[0], got, send, count);
+  expect_floats("reduce_scatter (16-bit) send", got, sent, count, 0);
+  free(got);
+  free(sent);
+  cudaFree(send);
+  cudaFree(recv);
+  free_ranks(acc, size);
+}
+
+/* PowerSGD against the CPU target's arithmetic (common/powersgd.h) over
+   every rank's gradient, P and Q summed in rank order: bit for bit on 1
+   and 2 ranks (where NCCL's f32 sums are the same), 1e-5 beyond. */
+static void test_powersgd(braid_rt_comm_t *comm, size_t rows, size_t cols,
+                          size_t rank, int with_error) {
+  int size = braid_rt_comm_size(comm), me = braid_rt_comm_rank(comm);
+  size_t n = rows * cols;
+  float **m = host_ranks(size, n), **part = host_ranks(size, rows * rank);
+  float **qpart = host_ranks(size, cols * rank);
+  float *grad = host_alloc(&types[0], n), *err = host_alloc(&types[0], n);
+  float *q0 = host_alloc(&types[0], cols * rank);
+  float *p = host_alloc(&types[0], rows * rank);
+  float *q = host_alloc(&types[0], cols * rank);
+  braid_rt_powersgd_init_q(q0, cols, rank, 5);
+  for (int r = 0; r < size; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      grad[i] = rough(r, i, 11);
+      err[i] = rough(r, i, 13) / 64;
+    }
+    braid_rt_powersgd_host_m(grad, with_error ? err : NULL, m[r], n);
+    braid_rt_powersgd_host_p(m[r], q0, part[r], rows, cols, rank);
+  }
+  for (size_t i = 0; i < rows * rank; ++i)
+    for (int r = 0; r < size; ++r)
+      p[i] = r ? p[i] + part[r][i] : part[r][i];
+  braid_rt_powersgd_host_orthonormalise(p, rows, rank);
+  for (int r = 0; r < size; ++r)
+    braid_rt_powersgd_host_q(m[r], p, qpart[r], rows, cols, rank);
+  for (size_t i = 0; i < cols * rank; ++i)
+    for (int r = 0; r < size; ++r)
+      q[i] = r ? q[i] + qpart[r][i] : qpart[r][i];
+  float *want = host_alloc(&types[0], n), *want_err = host_alloc(&types[0], n);
+  braid_rt_powersgd_host_finish(m[me], p, q, want, want_err, rows, cols, rank,
+                                size);
+
+  /* This rank's inputs on the device. */
+  for (size_t i = 0; i < n; ++i) {
+    grad[i] = rough(me, i, 11);
+    err[i] = rough(me, i, 13) / 64;
+  }
+  float *dgrad = device_floats(n), *derr = device_floats(n);
+  float *dq = device_floats(cols * rank);
+  upload(&types[0], dgrad, grad, n);
+  upload(&types[0], derr, err, n);
+  upload(&types[0], dq, q0, cols * rank);
+  CHECK_OK(braid_rt_powersgd_all_reduce_f32(comm, dgrad, rows, cols, rank, dq,
+                                            with_error ? derr : NULL, NULL));
+  double rtol = size <= 2 ? 0 : 1e-5;
+  download(&types[0], grad, dgrad, n);
+  expect_floats("powersgd grad", grad, want, n, rtol);
+  download(&types[0], q0, dq, cols * rank);
+  expect_floats("powersgd q", q0, q, cols * rank, rtol);
+  download(&types[0], err, derr, n);
+  if (with_error)
+    expect_floats("powersgd error", err, want_err, n, rtol);
+  /* At full rank the approximation is the sum itself, up to the f32
+     Gram-Schmidt's loss of orthogonality (2.7e-4 seen here). */
+  if (rank == (rows < cols ? rows : cols)) {
+    for (size_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int r = 0; r < size; ++r)
+        sum += m[r][i];
+      ++checks;
+      if (fabs(grad[i] - sum) > 2e-3 * (fabs(sum) + 1)) {
+        fprintf(stderr,
+                "rank %d: FAIL: powersgd at full rank: element %zu "
+                "is %.9g, the sum is %.9g\n",
+                me, i, grad[i], sum);
+        braid_rt_context_abort(ctx, 1);
+      }
+    }
+  }
+  cudaFree(dgrad);
+  cudaFree(derr);
+  cudaFree(dq);
+  free(want);
+  free(want_err);
+  free(grad);
+  free(err);
+  free(q0);
+  free(p);
+  free(q);
+  free_ranks(m, size);
+  free_ranks(part, size);
+  free_ranks(qpart, size);
+}
+
+/* `status` must be `want` with a message containing `needle`. */
+static void expect_error(const char *what, braid_rt_status_t status,
+                         braid_rt_status_t want, const char *needle) {
+  ++checks;
+  const char *message = braid_rt_context_last_error(ctx);
+  if (status != want || !strstr(message, needle)) {
+    fprintf(stderr, "rank %d: FAIL: %s: got %s '%s', expected %s with '%s'\n",
+            braid_rt_context_rank(ctx), what, braid_rt_status_string(status),
+            message, braid_rt_status_string(want), needle);
+    braid_rt_context_abort(ctx, 1);
+  }
+}
+
+/* The argument checks: the CPU backend's, and device memory. */
+static void test_compressed_errors(braid_rt_comm_t *comm) {
+  float host[8] = {0};
+  float *d = device_floats(64), *dq = device_floats(16);
+  expect_error("host buffer",
+               braid_rt_all_reduce_sum_f32_as_bf16(comm, host, 8, NULL),
+               BRAID_RT_INVALID_ARGUMENT,
+               "all_reduce (16-bit) over world: buf is host memory");
+  expect_error("NULL buffer",
+               braid_rt_all_reduce_sum_f32_as_f16(comm, NULL, 8, NULL),
+               BRAID_RT_INVALID_ARGUMENT, "all_reduce (16-bit)");
+  expect_error("host recv",
+               braid_rt_reduce_scatter_sum_f32_as_bf16(comm, d, host, 1, NULL),
+               BRAID_RT_INVALID_ARGUMENT,
+               "reduce_scatter (16-bit) over world: recv is host memory");
+  expect_error("overlap",
+               braid_rt_reduce_scatter_sum_f32_as_f16(comm, d, d + 1, 4, NULL),
+               BRAID_RT_INVALID_ARGUMENT,
+               "reduce_scatter (16-bit) over world: the send and receive "
+               "buffers overlap");
+  expect_error(
+      "powersgd rank 0",
+      braid_rt_powersgd_all_reduce_f32(comm, d, 8, 8, 0, dq, NULL, NULL),
+      BRAID_RT_INVALID_ARGUMENT,
+      "powersgd_all_reduce over world: rank 0 must be in 1..min(8, "
+      "8) and q given");
+  expect_error(
+      "powersgd no q",
+      braid_rt_powersgd_all_reduce_f32(comm, d, 8, 8, 2, NULL, NULL, NULL),
+      BRAID_RT_INVALID_ARGUMENT, "and q given");
+  expect_error(
+      "powersgd host q",
+      braid_rt_powersgd_all_reduce_f32(comm, d, 8, 8, 2, host, NULL, NULL),
+      BRAID_RT_INVALID_ARGUMENT,
+      "powersgd_all_reduce over world: q is host memory");
+  expect_error(
+      "powersgd host error",
+      braid_rt_powersgd_all_reduce_f32(comm, d, 8, 8, 2, dq, host, NULL),
+      BRAID_RT_INVALID_ARGUMENT,
+      "powersgd_all_reduce over world: error is host memory");
+  cudaFree(d);
+  cudaFree(dq);
+}
+
+/* The compressed sums over the world, against ring_reference.h (the CPU
+   target's ring, ring_cpu_test.c), and PowerSGD against the CPU target's
+   arithmetic. */
+static int compressed_mode(void) {
+  braid_rt_comm_t *world = braid_rt_context_world(ctx);
+  static const size_t counts[] = {0, 1, 5, 1000, 70001};
+  static const size_t blocks[] = {0, 1, 3, 1000};
+  for (int format = 0; format < 2; ++format) {
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); ++i)
+      test_compressed_all_reduce(world, counts[i], format);
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); ++i)
+      test_compressed_reduce_scatter(world, blocks[i], format);
+  }
+  test_powersgd(world, 6, 5, 2, 1);
+  test_powersgd(world, 6, 5, 2, 0);
+  test_powersgd(world, 4, 7, 4, 1);
+  test_powersgd(world, 64, 48, 4, 1);
+  test_compressed_errors(world);
+  CHECK_OK(braid_rt_stream_synchronize(NULL));
+  if (braid_rt_context_rank(ctx) == 0)
+    printf("cuda compressed collectives: %ld checks passed on %d rank(s), "
+           "bit for bit with the CPU target's ring\n",
+           checks, braid_rt_context_size(ctx));
+  CHECK_OK(braid_rt_context_destroy(ctx));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   braid_rt_context_options_t opts;
   braid_rt_context_options_init(&opts);
@@ -714,6 +1001,8 @@ int main(int argc, char **argv) {
     return tag_order_mode();
   if (trace)
     return trace_mode();
+  if (argc > 1 && strcmp(argv[1], "compressed") == 0)
+    return compressed_mode();
 
   int world = braid_rt_context_size(ctx);
   int64_t dims[2] = {world % 2 == 0 ? 2 : 1,

@@ -110,6 +110,18 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   return cudaErrorMemoryAllocation;
 }
 
+/* The stream-ordered allocator: every operation runs when issued here, so
+   the order is the call order. */
+cudaError_t cudaMallocAsync(void **ptr, size_t bytes, cudaStream_t s) {
+  (void)s;
+  return cudaMalloc(ptr, bytes);
+}
+
+cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s) {
+  (void)s;
+  return cudaFree(ptr);
+}
+
 cudaError_t cudaFree(void *ptr) {
   if (!ptr)
     return cudaSuccess;
@@ -275,7 +287,10 @@ struct ncclComm {
 };
 
 static size_t type_size(ncclDataType_t t) {
-  return t == ncclFloat64 || t == ncclInt64 ? 8 : t == ncclFloat32 ? 4 : 1;
+  return t == ncclFloat64 || t == ncclInt64      ? 8
+         : t == ncclFloat32                      ? 4
+         : t == ncclFloat16 || t == ncclBfloat16 ? 2
+                                                 : 1;
 }
 
 static void check_live(ncclComm_t comm, const char *call) {

@@ -3,8 +3,8 @@
  * Checks host.h without a GPU: local rank and world size from each
  * launcher's variables and their precedence, device choice and its messages,
  * mesh splits against a brute-force list of members, operation names, timeouts,
- * and which deferred transfers a wait issues. Exits non-zero on the first
- * failure.
+ * which deferred transfers a wait issues, and the compressed ring's
+ * schedule. Exits non-zero on the first failure.
  */
 
 #include "host.h"
@@ -357,7 +357,56 @@ static void test_p2p_select(void) {
   check_select(stage, 3, 7, "000");
 }
 
+/* The compressed ring's schedule (host.h), on its own terms; that it is the
+   CPU backend's ring is ring_cpu_test.c's check. */
+static void test_ring(void) {
+  /* 10 elements in 4 chunks: the first two one longer. */
+  CHECK(braid_rt_cuda_ring_chunk_begin(10, 4, 0) == 0);
+  CHECK(braid_rt_cuda_ring_chunk_begin(10, 4, 1) == 3);
+  CHECK(braid_rt_cuda_ring_chunk_begin(10, 4, 2) == 6);
+  CHECK(braid_rt_cuda_ring_chunk_begin(10, 4, 3) == 8);
+  CHECK(braid_rt_cuda_ring_chunk_begin(10, 4, 4) == 10);
+  CHECK(braid_rt_cuda_ring_chunk_length(10, 4, 1) == 3);
+  CHECK(braid_rt_cuda_ring_chunk_length(10, 4, 3) == 2);
+  /* Fewer elements than ranks: empty chunks at the end. */
+  CHECK(braid_rt_cuda_ring_chunk_length(2, 4, 1) == 1);
+  CHECK(braid_rt_cuda_ring_chunk_length(2, 4, 2) == 0);
+  /* Staging: a send and a receive buffer of the largest chunk, never
+     empty. */
+  CHECK(braid_rt_cuda_ring_staging_words(10, 4) == 6);
+  CHECK(braid_rt_cuda_ring_staging_words(12, 4) == 6);
+  CHECK(braid_rt_cuda_ring_staging_words(70001, 2) == 70002);
+  CHECK(braid_rt_cuda_ring_staging_words(0, 3) == 2);
+  /* Reduce-scatter half on 3 ranks: rank 0 sends chunk 2 then 1 and
+     receives chunk 1 then 0, which it ends up owning. */
+  int out, in;
+  braid_rt_cuda_ring_step(3, 0, 0, 0, &out, &in);
+  CHECK(out == 2 && in == 1);
+  braid_rt_cuda_ring_step(3, 0, 1, 0, &out, &in);
+  CHECK(out == 1 && in == 0);
+  /* All_gather half: rank 0 sends its own chunk first. */
+  braid_rt_cuda_ring_step(3, 0, 0, 1, &out, &in);
+  CHECK(out == 0 && in == 2);
+  braid_rt_cuda_ring_step(3, 0, 1, 1, &out, &in);
+  CHECK(out == 2 && in == 1);
+  /* Every step, every half: what a rank receives is what its predecessor
+     sends, and in the reduce half each chunk reaches its owner last. */
+  for (int size = 2; size <= 8; ++size)
+    for (int gather = 0; gather < 2; ++gather)
+      for (int s = 0; s + 1 < size; ++s)
+        for (int r = 0; r < size; ++r) {
+          int p_out, p_in;
+          braid_rt_cuda_ring_step(size, r, s, gather, &out, &in);
+          braid_rt_cuda_ring_step(size, (r + size - 1) % size, s, gather,
+                                  &p_out, &p_in);
+          CHECK(in == p_out);
+          if (!gather && s + 2 == size)
+            CHECK(in == r);
+        }
+}
+
 int main(void) {
+  test_ring();
   test_local_rank();
   test_world_size();
   test_choose_device();
