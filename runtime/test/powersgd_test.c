@@ -13,9 +13,15 @@
  * identity error feedback rests on. Without error feedback (error = NULL) the
  * gap grows linearly (81 after 100 steps, 246 after 300) and must pass the
  * bound: the check can fail.
+ * On 4 ranks both run on a dp = 2 x tp = 2 mesh, over the dp axis, with
+ * other data in each tp block (the dp reduction of a tensor-parallel
+ * weight's block, each block with its own Q and error): every block
+ * recovers its own rank-1 sum and keeps its gap bounded.
  */
 
 #include "test_util.h"
+
+#include "braid/rt/mesh.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,12 +41,14 @@ static double norm(const double *a, size_t n) {
   return sqrt(s);
 }
 
-static void check_rank_one(braid_rt_comm_t *world, int rank, int size) {
+/* `block`: the tp block (0 on a dp-only run), whose data differ. */
+static void check_rank_one(braid_rt_comm_t *world, int rank, int size,
+                           int block) {
   float x[ROWS], y[COLS], g[ROWS * COLS], q[COLS * 1];
   for (size_t r = 0; r < ROWS; ++r)
-    x[r] = value(99, r, 1);
+    x[r] = value(99 + block, r, 1);
   for (size_t c = 0; c < COLS; ++c)
-    y[c] = value(99, c, 2);
+    y[c] = value(99 + block, c, 2);
   double expect[ROWS * COLS], scale = 0;
   for (int i = 0; i < size; ++i)
     scale += 1.0 + i;
@@ -75,13 +83,14 @@ static void check_rank_one(braid_rt_comm_t *world, int rank, int size) {
    ||sum applied - T G|| / ||G|| seen, and checks the error identity. */
 static double early; /* the largest ratio over the first STEPS / 3 steps */
 
-static double track(braid_rt_comm_t *world, int rank, int size, int feedback) {
+static double track(braid_rt_comm_t *world, int rank, int size, int block,
+                    int feedback) {
   static float g[ROWS * COLS], error[ROWS * COLS], q[COLS * RANK];
   static double total[ROWS * COLS], applied[ROWS * COLS], gap[ROWS * COLS];
   for (size_t i = 0; i < ROWS * COLS; ++i) {
     total[i] = 0;
     for (int r = 0; r < size; ++r)
-      total[i] += value(r, i, 5);
+      total[i] += value(r + 16 * block, i, 5);
     applied[i] = 0;
     error[i] = 0;
   }
@@ -89,7 +98,7 @@ static double track(braid_rt_comm_t *world, int rank, int size, int feedback) {
   braid_rt_powersgd_init_q(q, COLS, RANK, 11);
   for (int t = 1; t <= STEPS; ++t) {
     for (size_t i = 0; i < ROWS * COLS; ++i)
-      g[i] = value(rank, i, 5);
+      g[i] = value(rank + 16 * block, i, 5);
     CHECK_OK(braid_rt_powersgd_all_reduce_f32(world, g, ROWS, COLS, RANK, q,
                                               feedback ? error : NULL, NULL));
     for (size_t i = 0; i < ROWS * COLS; ++i) {
@@ -120,15 +129,28 @@ static double track(braid_rt_comm_t *world, int rank, int size, int feedback) {
 int main(int argc, char **argv) {
   CHECK_OK(braid_rt_context_create(NULL, &argc, &argv, &test_ctx));
   braid_rt_comm_t *world = braid_rt_context_world(test_ctx);
-  int rank = braid_rt_comm_rank(world), size = braid_rt_comm_size(world);
-  check_rank_one(world, rank, size);
-  double with = track(world, rank, size, 1), with_early = early;
-  double without = track(world, rank, size, 0), without_early = early;
+  /* On 4 ranks: the dp axis of a dp = 2 x tp = 2 mesh, one tp block each. */
+  braid_rt_mesh_t *mesh = NULL;
+  braid_rt_comm_t *comm = world;
+  int block = 0;
+  if (braid_rt_comm_size(world) == 4) {
+    const int64_t dims[2] = {2, 2};
+    const char *const names[2] = {"dp", "tp"};
+    const int dp_axis = 0;
+    CHECK_OK(braid_rt_mesh_create(test_ctx, 2, dims, names, &mesh));
+    CHECK_OK(braid_rt_mesh_comm(mesh, 1, &dp_axis, &comm));
+    block = (int)braid_rt_mesh_coord(mesh, 1);
+  }
+  int rank = braid_rt_comm_rank(comm), size = braid_rt_comm_size(comm);
+  check_rank_one(comm, rank, size, block);
+  double with = track(comm, rank, size, block, 1), with_early = early;
+  double without = track(comm, rank, size, block, 0), without_early = early;
   if (rank == 0)
-    printf("powersgd on %d ranks: largest ||sum of updates - T G|| / ||G|| "
-           "over %d steps (over the first %d): %.3g (%.3g) with error "
-           "feedback, %.3g (%.3g) without\n",
-           size, STEPS, STEPS / 3, with, with_early, without, without_early);
+    printf("powersgd on %d ranks%s (block %d): largest ||sum of updates - "
+           "T G|| / ||G|| over %d steps (over the first %d): %.3g (%.3g) "
+           "with error feedback, %.3g (%.3g) without\n",
+           size, mesh ? " of the dp axis of dp2 x tp2" : "", block, STEPS,
+           STEPS / 3, with, with_early, without, without_early);
   CHECK(with <= 10.0, "with error feedback the gap reached %.3g ||G||", with);
   CHECK(with <= 1.1 * with_early,
         "with error feedback the gap grew from %.3g to %.3g ||G||", with_early,
@@ -143,6 +165,7 @@ int main(int argc, char **argv) {
               braid_rt_powersgd_all_reduce_f32(world, g, ROWS, COLS, COLS + 1,
                                                q, NULL, NULL),
               BRAID_RT_INVALID_ARGUMENT, "rank 17 must be in 1..min(24, 16)");
+  CHECK_OK(braid_rt_mesh_destroy(mesh));
   CHECK_OK(braid_rt_context_destroy(test_ctx));
   if (rank == 0)
     printf("powersgd_test: ok\n");
