@@ -196,6 +196,7 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
           t *= n * instances;
           *times[p] += t;
           st.tpComm += t;
+          st.comm[p] += t;
           st.wait += (sp ? 2 : 1) * wait * n * instances;
         }
       }
@@ -236,6 +237,8 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
                  wait;
       st.forward += t;
       st.backward += t;
+      st.comm[(int)PassKind::Forward] += t;
+      st.comm[(int)PassKind::Backward] += t;
       st.wait += 2 * wait;
     }
     first += sizes[s];
@@ -297,6 +300,14 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   std::vector<double> peakInFlight(plan.pp, 1.0);
   std::vector<double> rankWork(plan.pp, 0.0);
   int busiest = 0;
+  // Devices sharing a node's cores (ranks on a CPU machine): at most
+  // `slots` of a node's devices compute at once.
+  int nodeDevices = std::min(dpn, plan.getNumDevices());
+  int slots = hardware.concurrentDevicesPerNode > 0
+                  ? std::min(hardware.concurrentDevicesPerNode, nodeDevices)
+                  : nodeDevices;
+  double share = double(nodeDevices) / slots;
+  int nodes = (plan.getNumDevices() + nodeDevices - 1) / nodeDevices;
   if (plan.pp == 1) {
     double t = 0;
     for (const StageCost &s : stages)
@@ -403,8 +414,22 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       }
       schedule = &it->second;
     }
+    // On shared cores the pipeline ranks of every dp x tp replica compute
+    // at the share of the cores they get while they run: a schedule's
+    // bubbles cost only while fewer ranks than cores compute (a rank
+    // waiting for data, or in a collective, leaves its core to the others).
+    sched::CoreSharing sharing;
+    if (share > 1) {
+      sharing.cores = double(nodes) * slots;
+      sharing.replicas = plan.dp * plan.tp;
+      for (const StageCost &st : stages) {
+        sharing.forwardIdle.push_back(st.comm[(int)PassKind::Forward]);
+        sharing.backwardIdle.push_back(st.comm[(int)PassKind::Backward]);
+        sharing.weightIdle.push_back(st.comm[(int)PassKind::Weight]);
+      }
+    }
     llvm::Expected<sched::SimulationResult> sim =
-        sched::simulate(*schedule, costs);
+        sched::simulate(*schedule, costs, {}, sharing);
     if (!sim)
       return sim.takeError();
     cost.pipelineTime = sim->makespan;
@@ -423,15 +448,10 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   for (int r = 0; r < plan.pp; ++r)
     if (rankWork[r] > rankWork[busiest])
       busiest = r;
-  // Devices sharing a node's cores (ranks on a CPU machine): the node's
-  // work over the devices that compute at once bounds the pipeline (a rank
-  // waiting in a bubble leaves its core to the others).
-  int nodeDevices = std::min(dpn, plan.getNumDevices());
-  int slots = hardware.concurrentDevicesPerNode > 0
-                  ? std::min(hardware.concurrentDevicesPerNode, nodeDevices)
-                  : nodeDevices;
-  double share = double(nodeDevices) / slots;
-  if (share > 1) {
+  // Without a pipeline, devices sharing a node's cores take the node's work
+  // over the devices that compute at once (a pipeline's simulation above
+  // shares the cores action by action).
+  if (share > 1 && plan.pp == 1) {
     // The waits for descheduled peers are not work another device can
     // fill: each rank's come on top of the shared work (what the
     // calibration measures them as).
@@ -448,7 +468,6 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       waits = std::max(waits, rankWaits);
     }
     work *= double(plan.dp) * plan.tp;
-    int nodes = (plan.getNumDevices() + nodeDevices - 1) / nodeDevices;
     cost.pipelineTime =
         std::max(cost.pipelineTime, work / (nodes * slots) + waits);
   }

@@ -206,3 +206,165 @@ mlir::braid::sched::simulate(const Schedule &schedule, const CostModel &costs,
       result.cost > 0 ? (result.cost - maxWork) / result.cost : 0;
   return result;
 }
+
+llvm::Expected<SimulationResult>
+mlir::braid::sched::simulate(const Schedule &schedule, const CostModel &costs,
+                             const MemoryModel &memory,
+                             const CoreSharing &sharing) {
+  // The plain simulation checks the schedule and gives the work and the
+  // memory, which sharing the cores does not change.
+  llvm::Expected<SimulationResult> plain = simulate(schedule, costs, memory);
+  if (!plain || !sharing.isShared(schedule.numRanks))
+    return plain;
+  int p = schedule.numRanks, numStages = schedule.getNumStages();
+  for (const std::vector<double> *idle :
+       {&sharing.forwardIdle, &sharing.backwardIdle, &sharing.weightIdle})
+    if (!idle->empty() && static_cast<int>(idle->size()) != numStages)
+      return makeError(llvm::formatv("core sharing has {0} idle times, the "
+                                     "schedule needs {1}",
+                                     idle->size(), numStages));
+  auto idleOf = [&](ActionKind kind, int stage) {
+    auto at = [&](const std::vector<double> &v) {
+      return v.empty() ? 0.0 : v[stage];
+    };
+    switch (kind) {
+    case ActionKind::Forward:
+      return at(sharing.forwardIdle);
+    case ActionKind::Backward:
+      return at(sharing.backwardIdle);
+    case ActionKind::Weight:
+      return at(sharing.weightIdle);
+    case ActionKind::FullBackward:
+      return at(sharing.backwardIdle) + at(sharing.weightIdle);
+    default:
+      return 0.0;
+    }
+  };
+
+  SimulationResult result = std::move(*plain);
+  EndTimes ends(numStages, schedule.numMicrobatches);
+  std::vector<size_t> next(p, 0);
+  // The action each rank runs: what is left of its compute (at full speed)
+  // and of its idle part, which follows the compute.
+  struct Running {
+    bool active = false;
+    double compute = 0, idle = 0;
+  };
+  std::vector<Running> running(p);
+  std::vector<bool> started(p, false);
+  double now = 0;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (;;) {
+    // Start what can start now; the earliest later arrival of data.
+    double arrival = kInf;
+    bool done = true;
+    for (int r = 0; r < p; ++r) {
+      const std::vector<Action> &actions = schedule.ranks[r];
+      while (!running[r].active && next[r] < actions.size()) {
+        const Action &a = actions[next[r]];
+        TimedAction &timed = result.timeline[r][next[r]];
+        if (a.isCommunication()) {
+          timed.start = timed.end = now;
+          ++next[r];
+          continue;
+        }
+        int stage = schedule.getStage(r, a.chunk);
+        double ready = 0;
+        bool known = true;
+        auto needs = [&](int from, double end) {
+          if (!EndTimes::isKnown(end)) {
+            known = false;
+            return;
+          }
+          int fromRank = schedule.getRankAndChunk(from).first;
+          ready = std::max(
+              ready,
+              end + (fromRank == r ? 0.0 : costs.getCommTime(from, stage)));
+        };
+        if (a.kind == ActionKind::Forward && stage > 0)
+          needs(stage - 1, ends.getForward(stage - 1, a.microbatch));
+        if (a.kind == ActionKind::Backward ||
+            a.kind == ActionKind::FullBackward) {
+          needs(stage, ends.getForward(stage, a.microbatch));
+          if (stage + 1 < numStages)
+            needs(stage + 1, ends.getBackward(stage + 1, a.microbatch));
+        }
+        if (a.kind == ActionKind::Weight)
+          needs(stage, ends.getBackward(stage, a.microbatch));
+        if (!known)
+          break;
+        if (ready > now) {
+          arrival = std::min(arrival, ready);
+          break;
+        }
+        double duration = costs.getDuration(a.kind, stage);
+        double idle = std::min(duration, idleOf(a.kind, stage));
+        running[r] = {true, duration - idle, idle};
+        timed.start = now;
+        if (!started[r]) {
+          started[r] = true;
+          result.rankStart[r] = now;
+        }
+      }
+      done &= !running[r].active && next[r] == actions.size();
+    }
+    if (done)
+      break;
+    // Ranks computing share the cores; those in an idle part do not.
+    int computing = 0;
+    for (const Running &run : running)
+      computing += run.active && run.compute > 0;
+    double rate = computing ? std::min(1.0, sharing.cores / (double(computing) *
+                                                             sharing.replicas))
+                            : 1.0;
+    double step = arrival - now;
+    for (const Running &run : running)
+      if (run.active)
+        step = std::min(step, run.compute > 0 ? run.compute / rate : run.idle);
+    if (!std::isfinite(step))
+      return makeError("the ranks wait for each other under core sharing");
+    now += step;
+    for (int r = 0; r < p; ++r) {
+      Running &run = running[r];
+      if (!run.active)
+        continue;
+      if (run.compute > 0) {
+        run.compute -= step * rate;
+        // Rounding: an action finishing in this step finishes exactly.
+        if (run.compute <= 1e-12 * std::max(1.0, now))
+          run.compute = 0;
+      } else {
+        run.idle -= step;
+        if (run.idle <= 1e-12 * std::max(1.0, now))
+          run.idle = 0;
+      }
+      if (run.compute > 0 || run.idle > 0)
+        continue;
+      const Action &a = schedule.ranks[r][next[r]];
+      int stage = schedule.getStage(r, a.chunk);
+      result.timeline[r][next[r]].end = now;
+      result.rankEnd[r] = now;
+      if (a.kind == ActionKind::Forward)
+        ends.getForward(stage, a.microbatch) = now;
+      else if (a.kind != ActionKind::Weight)
+        ends.getBackward(stage, a.microbatch) = now;
+      run.active = false;
+      ++next[r];
+    }
+  }
+
+  double first = kInf, last = 0, maxWork = 0;
+  result.cost = 0;
+  for (int r = 0; r < p; ++r) {
+    if (!started[r])
+      continue;
+    first = std::min(first, result.rankStart[r]);
+    last = std::max(last, result.rankEnd[r]);
+    result.cost = std::max(result.cost, result.getRankTime(r));
+    maxWork = std::max(maxWork, result.rankWork[r]);
+  }
+  result.makespan = std::isfinite(first) ? last - first : 0;
+  result.bubbleRate =
+      result.cost > 0 ? (result.cost - maxWork) / result.cost : 0;
+  return result;
+}

@@ -259,9 +259,36 @@ TEST_F(PlanCostTest, DevicesSharingCores) {
   double work = 0;
   for (const StageCost &st : pplain.stages)
     work += 16 * (st.forward + st.backward + st.weight);
-  EXPECT_NEAR(ps->pipelineTime, std::max(pplain.pipelineTime, work / 2),
-              1e-12 * ps->pipelineTime);
-  EXPECT_GT(ps->pipelineTime, pplain.pipelineTime);
+  // A pipeline runs its schedule with the ranks computing at once sharing
+  // the 2 cores (sched::CoreSharing): at least the node's work over them,
+  // more while fewer ranks than cores compute (the warm-up and cool-down).
+  sched::CostModel stageCosts;
+  sched::CoreSharing cores;
+  cores.cores = 2;
+  for (const StageCost &st : pplain.stages) {
+    stageCosts.forward.push_back(st.forward);
+    stageCosts.backward.push_back(st.backward);
+    stageCosts.weight.push_back(st.weight);
+    cores.forwardIdle.push_back(st.comm[0]);
+    cores.backwardIdle.push_back(st.comm[1]);
+    cores.weightIdle.push_back(st.comm[2]);
+  }
+  stageCosts.comm.assign(3, pplain.ppTransferTime);
+  sched::Schedule zbh1 = sched::buildZBH1(4, 16);
+  llvm::Expected<sched::SimulationResult> onCores =
+      sched::simulate(zbh1, stageCosts, {}, cores);
+  llvm::Expected<sched::SimulationResult> alone =
+      sched::simulate(zbh1, stageCosts);
+  ASSERT_TRUE(onCores && alone);
+  EXPECT_NEAR(ps->pipelineTime - pplain.pipelineTime,
+              onCores->makespan - alone->makespan, 1e-12 * ps->pipelineTime);
+  EXPECT_GT(ps->pipelineTime, std::max(pplain.pipelineTime, work / 2));
+  // The schedule matters: 1F1B's warm-up and cool-down leave a core unused
+  // longer than ZB-H1's, which fills them with W.
+  pp.schedule = sched::ScheduleKind::OneFOneB;
+  llvm::Expected<PlanCost> ones = sharing.evaluate(pp);
+  ASSERT_TRUE(bool(ones));
+  EXPECT_GT(ones->pipelineTime, ps->pipelineTime);
   // Two devices on the node: nothing shared.
   Plan two;
   two.dp = 2;

@@ -99,6 +99,59 @@ TEST(SimulatorTest, SameRankHandOverIsFree) {
   EXPECT_DOUBLE_EQ(r.makespan, 6);
 }
 
+// Tests ranks sharing cores against timelines worked out by hand: 1F1B,
+// p = 2, m = 2, F = 1, B = 1, W = 1 (BW = 2), no transfer time, one core.
+//   t 0-1   rank 0 F0 alone (rank 1 waits for it): full speed
+//   t 1-3   rank 0 F1 and rank 1 F0 together: half speed each
+//   t 3-5   rank 1 BW0 alone (rank 0 waits for its gradient)
+//   t 5-7   rank 0 BW0 and rank 1 F1 together: F1 ends, BW0 half done
+//   t 7-9   rank 0 BW0 and rank 1 BW1 together: BW0 ends, BW1 half done
+//   t 9-10  rank 1 BW1 alone; t 10-12 rank 0 BW1 alone
+// One core runs all 12 units of work; the plain simulation's 9 assumes a
+// core per rank.
+TEST(SimulatorTest, CoreSharing) {
+  Schedule s = build1F1B(2, 2);
+  CostModel costs = CostModel::uniform(2, 1, 1, 1, 1, 0);
+  CoreSharing one;
+  one.cores = 1;
+  llvm::Expected<SimulationResult> r = simulate(s, costs, {}, one);
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  EXPECT_DOUBLE_EQ(run(s, costs).makespan, 9);
+  EXPECT_DOUBLE_EQ(r->makespan, 12);
+  EXPECT_DOUBLE_EQ(r->timeline[1][0].end, 3); // rank 1 F0
+  EXPECT_DOUBLE_EQ(r->timeline[0][2].end, 9); // rank 0 BW0
+  EXPECT_DOUBLE_EQ(r->rankWork[0], 6);        // work is the plain one
+  // Two replicas of the pipeline on two cores run as one on one core.
+  CoreSharing two;
+  two.cores = 2;
+  two.replicas = 2;
+  EXPECT_DOUBLE_EQ(simulate(s, costs, {}, two)->makespan, 12);
+  // As many cores as ranks: no sharing, the plain timeline.
+  CoreSharing enough;
+  enough.cores = 2;
+  EXPECT_FALSE(enough.isShared(2));
+  EXPECT_DOUBLE_EQ(simulate(s, costs, {}, enough)->makespan, 9);
+  // Half of each F idle (a collective's wait): it takes its time alone and
+  // leaves the core to the other rank.
+  //   t 0-1    rank 0 F0: compute 0.5, idle 0.5
+  //   t 1-2.5  rank 0 F1, rank 1 F0: compute at half speed to 2, idle
+  //   t 2.5-4.5 rank 1 BW0 alone
+  //   t 4.5-6  rank 0 BW0 with rank 1 F1 (compute to 5.5, idle to 6):
+  //            BW0 has 1 left
+  //   t 6-8    BW0 with rank 1 BW1: BW0 ends, BW1 has 1 left
+  //   t 8-9    BW1 alone; t 9-11 rank 0 BW1 alone
+  one.forwardIdle = {0.5, 0.5};
+  r = simulate(s, costs, {}, one);
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  EXPECT_DOUBLE_EQ(r->timeline[1][0].end, 2.5);
+  EXPECT_DOUBLE_EQ(r->makespan, 11);
+  one.forwardIdle = {0.5};
+  r = simulate(s, costs, {}, one);
+  ASSERT_FALSE(static_cast<bool>(r));
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "core sharing has 1 idle times, the schedule needs 2");
+}
+
 // Tests that a schedule that waits for data nobody produces is reported.
 TEST(SimulatorTest, ReportsStuckSchedules) {
   Schedule s("hand", 2, 1);

@@ -100,6 +100,9 @@ struct StageCost {
   /// Of the collectives (tp, and ZeRO-3's gathers), the waits for
   /// descheduled peers (Hardware::descheduledWait).
   double wait = 0;
+  /// Of F, B and W, the time in collectives (tp, and ZeRO-3's gathers):
+  /// a rank waiting in one occupies no core where ranks share cores.
+  double comm[kNumPassKinds] = {};
   /// Matmul / attention / memory-bound / row-wise compute seconds of F + B
   /// + W.
   double compute[kNumOpClasses] = {};

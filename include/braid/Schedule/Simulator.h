@@ -68,6 +68,36 @@ llvm::Expected<SimulationResult> simulate(const Schedule &schedule,
                                           const CostModel &costs,
                                           const MemoryModel &memory = {});
 
+/// Ranks that share cores: a CPU machine running more ranks than it has
+/// cores. The ranks that compute at a moment share `cores` alike, each at
+/// min(1, cores / (computing ranks x replicas)) of its own speed, where
+/// `replicas` identical pipelines run in step beside this one (the dp x tp
+/// copies of a plan). A rank waiting for data leaves its core to the
+/// others, so a schedule's bubbles cost only while fewer ranks than cores
+/// compute. Per stage, the idle times are the part of F, B and W that
+/// occupies no core (a collective's waits; empty: none); that part takes
+/// its own time whatever the others do.
+struct CoreSharing {
+  double cores = 0;
+  int replicas = 1;
+  std::vector<double> forwardIdle, backwardIdle, weightIdle;
+
+  /// Whether the ranks of `replicas` pipelines of `numRanks` ranks can
+  /// ever compute more at once than there are cores.
+  bool isShared(int numRanks) const {
+    return cores > 0 && double(numRanks) * replicas > cores;
+  }
+};
+
+/// As above, with every rank's compute progressing at the share of the
+/// cores that `sharing` gives it while it runs (an event-driven simulation:
+/// the time of an action depends on which other ranks compute alongside).
+/// rankWork and peakMemory are those of the plain simulation.
+llvm::Expected<SimulationResult> simulate(const Schedule &schedule,
+                                          const CostModel &costs,
+                                          const MemoryModel &memory,
+                                          const CoreSharing &sharing);
+
 } // namespace mlir::braid::sched
 
 #endif // BRAID_SCHEDULE_SIMULATOR_H
