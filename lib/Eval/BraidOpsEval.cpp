@@ -121,7 +121,11 @@ static LogicalResult evaluateOp(RepeatOp op, EvalContext &ctx,
       args.push_back(&t);
     SmallVector<Tensor> outs;
     std::string prefix = op.getParamPrefix(first + slot);
-    if (failed(ctx.callLayer(layer, prefix, args, outs)))
+    // The instance run next; the last has none and reads its own.
+    int64_t next =
+        n + 1 < count ? (op.getReverse() ? slot - 1 : slot + 1) : slot;
+    std::string nextPrefix = op.getParamPrefix(first + next);
+    if (failed(ctx.callLayer(layer, prefix, nextPrefix, args, outs)))
       return failure();
     for (auto [stack, out] : llvm::zip_equal(
              stacked, ArrayRef<Tensor>(outs).drop_front(numCarried)))

@@ -41,7 +41,10 @@ static void initialise(Tensor &t, InitAttr init, uint64_t seed,
 }
 
 FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
-  std::string name = prefix + op.getName().str();
+  // braid-zero3-prefetch reads the next instance's share ahead of it.
+  std::string name =
+      (op->hasAttr("braid.next_instance") ? nextPrefix : prefix) +
+      op.getName().str();
   auto type = cast<RankedTensorType>(op.getType());
   auto it = parameters.find(name);
   if (it != parameters.end()) {
@@ -219,11 +222,16 @@ LogicalResult Evaluator::checkAllWeightsUsed(FunctionOpInterface fn) {
 }
 
 LogicalResult Evaluator::callLayer(LayerOp layer, StringRef instancePrefix,
+                                   StringRef nextInstancePrefix,
                                    ArrayRef<const Tensor *> args,
                                    SmallVectorImpl<Tensor> &results) {
-  std::string saved = prefix;
+  std::string saved = prefix, savedNext = nextPrefix;
+  nextPrefix = prefix + nextInstancePrefix.str();
   prefix += instancePrefix.str();
-  llvm::scope_exit restore([&] { prefix = saved; });
+  llvm::scope_exit restore([&] {
+    prefix = saved;
+    nextPrefix = savedNext;
+  });
   return evaluateBlock(layer.getBody().front(), args, results);
 }
 
@@ -379,6 +387,7 @@ Evaluator::makeInputs(FunctionOpInterface fn, const TensorMap &given) {
 FailureOr<SmallVector<Tensor>> Evaluator::run(FunctionOpInterface fn,
                                               ArrayRef<Tensor> inputs) {
   prefix.clear();
+  nextPrefix.clear();
   return call(fn, inputs);
 }
 

@@ -202,6 +202,7 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   if (options.zero >= 3 && options.dp > 1 && options.zero3Prefetch > 0) {
     Zero3PrefetchPassOptions prefetch;
     prefetch.depth = options.zero3Prefetch;
+    prefetch.acrossRepeats = true; // layer instances start the next's
     pm.addPass(createZero3PrefetchPass(prefetch));
   }
 }

@@ -260,14 +260,18 @@ def test_async_collectives_train_like_sync(tmp_path, braid_opt, braid_eval, mesh
 def test_zero3_prefetch_trains_like_just_in_time(tmp_path, braid_opt, braid_eval, mesh, depth):
     """braid-zero3-prefetch only moves where parameter gathers start: 3
     AdamW steps with clipping give bit-identical losses and parameters, with
-    and without braid-async-collectives before it."""
+    and without braid-async-collectives before it, and with the gathers
+    crossing the layers' instances (across-repeats)."""
     model = tmp_path / "model.mlir"
     model.write_text(models.gpt(**MODEL_CONFIGS["gpt"]))
     parted = braid_opt.run(model, "--braid-autodiff", "--braid-train-step=lr=0.01 clip-norm=1.0",
                            f"--braid-shard={mesh}", "--braid-propagate-sharding", "--braid-partition").stdout
     runs = []
     for name, passes in [("jit", []), ("prefetch", [f"--braid-zero3-prefetch=depth={depth}"]),
-                         ("async", ["--braid-async-collectives", f"--braid-zero3-prefetch=depth={depth}"])]:
+                         ("async", ["--braid-async-collectives", f"--braid-zero3-prefetch=depth={depth}"]),
+                         ("across", [f"--braid-zero3-prefetch=depth={depth} across-repeats=1"]),
+                         ("async-across", ["--braid-async-collectives",
+                                           f"--braid-zero3-prefetch=depth={depth} across-repeats=1"])]:
         program = tmp_path / f"{name}.mlir"
         program.write_text(parted)
         if passes:
@@ -276,6 +280,8 @@ def test_zero3_prefetch_trains_like_just_in_time(tmp_path, braid_opt, braid_eval
             # consumes the ones already waited for.
             text = program.read_text()
             assert re.search(r"braid.wait .*\n.*braid.param .*\n.*all_gather_start", text)
+            # Across: each layer instance starts the next one's first gathers.
+            assert ("braid.next_instance" in text) == name.endswith("across")
         out = braid_eval.run(program, "--steps", 3, "--seed", 2, "--mesh", "mesh",
                              "--save-weights", tmp_path / f"{name}.st").stdout
         runs.append((_steps(out), {k: st.to_numpy(t) for k, t in st.load(tmp_path / f"{name}.st").items()}))

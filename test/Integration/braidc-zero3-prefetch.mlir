@@ -1,10 +1,12 @@
 // Tests braidc --zero3-prefetch: under dp=2 with ZeRO-3 the executable on
 // 2 ranks trains to bit-identical losses and gradient norms whether the
 // parameter gathers run just in time (0), one group ahead (the default) or
-// two ahead after --async-collectives; the compile replays in braid-opt;
-// a negative depth is refused.
+// two ahead after --async-collectives, each layer instance starting the
+// next one's first gathers (3 layers: the two buffers of a carried future
+// both reused, forward and in the reverse backward repeat); the compile
+// replays in braid-opt; a negative depth is refused.
 //
-// RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
+// RUN: %PYTHON -m braid.models gpt --layers 3 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: braidc %t.mlir --mesh dp=2 --zero 3 --lr 0.01 --clip-norm 1.0 --zero3-prefetch 0 -o %t.jit
 // RUN: braidc %t.mlir --mesh dp=2 --zero 3 --lr 0.01 --clip-norm 1.0 -o %t.ahead1
 // RUN: braidc %t.mlir --mesh dp=2 --zero 3 --lr 0.01 --clip-norm 1.0 --zero3-prefetch 2 --async-collectives -o %t.ahead2
@@ -26,6 +28,13 @@
 // RUN: diff -B %t.emitc.mlir %t.replay.mlir
 // RUN: FileCheck %s --check-prefix=AHEAD < %t.emitc.mlir
 // AHEAD: braid.all_gather_start
+// A layer starts the next instance's gathers on the site its caller gives,
+// none on the last instance; the repeat alternates two sites (n % 2).
+// AHEAD: cmp ne, %{{.*}} : (!emitc.ptr<!emitc.opaque<"braid_rt_program_pending_t">>
+// AHEAD-NEXT: if %
+// AHEAD: call_opaque "braid_rt_program_collective_start_f32"
+// AHEAD: rem %{{.*}} : (i64, i64) -> i64
+// AHEAD: conditional %{{.*}} : !emitc.ptr<!emitc.opaque<"braid_rt_program_pending_t">>
 //
 // RUN: not braidc %t.mlir --mesh dp=2 --zero 3 --zero3-prefetch -1 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: zero3-prefetch must be non-negative (0: gather just in time), got -1

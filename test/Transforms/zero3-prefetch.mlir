@@ -94,3 +94,103 @@ func.func @stored(%x: tensor<2x8xf32> {braid.name = "x"}) -> tensor<2x8xf32> {
   %y = braid.matmul %h, %gb : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
+
+// With across-repeats, a repeated layer's first `depth` groups are started
+// by the instance before (reading the next instance's share, marked
+// braid.next_instance) and carried into the next instance as futures; the
+// first instance's start before the repeat, placed as a group of the
+// function. Forward and reverse repeats alike; identical results.
+// RUN: braid-opt %s --braid-zero3-prefetch="depth=1 across-repeats=1" | FileCheck %s --check-prefix=ACROSS1
+// RUN: braid-opt %s --braid-zero3-prefetch="depth=2 across-repeats=1" | FileCheck %s --check-prefix=ACROSS2
+// RUN: braid-opt %s --braid-zero3-prefetch="depth=1 across-repeats=1" -o %t.across1.mlir
+// RUN: braid-opt %s --braid-zero3-prefetch="depth=2 across-repeats=1" -o %t.across2.mlir
+// RUN: braid-eval %s --entry g --mesh mesh --seed 3 --dump > %t.g.plain
+// RUN: braid-eval %t.across1.mlir --entry g --mesh mesh --seed 3 --dump > %t.g.across1
+// RUN: braid-eval %t.across2.mlir --entry g --mesh mesh --seed 3 --dump > %t.g.across2
+// RUN: diff %t.g.plain %t.g.across1
+// RUN: diff %t.g.plain %t.g.across2
+
+// Depth 1: the layer's first group (ln) crosses; the next instance's starts
+// right before the op that consumes the last group (w). Before each repeat,
+// its first instance's: h.0 forward, h.2 in reverse; the second repeat's
+// right before the first (the group before it, as in any block).
+// ACROSS1-LABEL: braid.layer @block(
+// ACROSS1-SAME: %{{.*}}: tensor<2x8xf32>, %[[F0:.*]]: !braid.future<tensor<8xf32>>, %[[F1:.*]]: !braid.future<tensor<8xf32>>) -> (tensor<2x8xf32>, !braid.future<tensor<8xf32>>, !braid.future<tensor<8xf32>>)
+// ACROSS1-NEXT: %[[LW:.*]] = braid.wait %[[F0]]
+// ACROSS1-NEXT: %[[LB:.*]] = braid.wait %[[F1]]
+// ACROSS1-NEXT: braid.param "w" {
+// ACROSS1-NEXT: braid.all_gather_start
+// ACROSS1-NEXT: braid.layer_norm %{{.*}}, %[[LW]], %[[LB]]
+// ACROSS1-NEXT: braid.wait
+// ACROSS1-NEXT: %[[NW:.*]] = braid.param "ln.weight" {{{.*}}braid.next_instance
+// ACROSS1-NEXT: %[[SW:.*]] = braid.all_gather_start %[[NW]]
+// ACROSS1-NEXT: %[[NB:.*]] = braid.param "ln.bias" {{{.*}}braid.next_instance
+// ACROSS1-NEXT: %[[SB:.*]] = braid.all_gather_start %[[NB]]
+// ACROSS1-NEXT: braid.matmul
+// ACROSS1-NEXT: %[[Y:.*]] = braid.silu
+// ACROSS1-NEXT: braid.yield %[[Y]], %[[SW]], %[[SB]]
+// ACROSS1-LABEL: func.func @g
+// ACROSS1: braid.wait
+// ACROSS1-NEXT: %[[P0:.*]] = braid.param "h.0.ln.weight"
+// ACROSS1-NOT: next_instance
+// ACROSS1-NEXT: %[[S0:.*]] = braid.all_gather_start %[[P0]]
+// ACROSS1-NEXT: braid.param "h.0.ln.bias"
+// ACROSS1-NEXT: %[[S1:.*]] = braid.all_gather_start
+// ACROSS1-NEXT: %[[X1:.*]] = braid.matmul
+// ACROSS1-NEXT: %[[P2:.*]] = braid.param "h.2.ln.weight"
+// ACROSS1-NEXT: %[[S2:.*]] = braid.all_gather_start %[[P2]]
+// ACROSS1-NEXT: braid.param "h.2.ln.bias"
+// ACROSS1-NEXT: %[[S3:.*]] = braid.all_gather_start
+// ACROSS1-NEXT: %[[H:.*]]:3 = braid.repeat @block(%[[X1]], %[[S0]], %[[S1]]) {count = 3 : i64, prefix = "h"}
+// ACROSS1-NEXT: %[[X2:.*]] = braid.silu %[[H]]#0
+// ACROSS1-NEXT: braid.repeat @block(%[[X2]], %[[S2]], %[[S3]]) {count = 3 : i64, prefix = "h", reverse}
+
+// Depth 2: both groups cross, each right before the op consuming the group
+// two behind it (the layer norm, the matmul); two groups in flight at each
+// point, instance boundaries included.
+// ACROSS2-LABEL: braid.layer @block(
+// ACROSS2-SAME: %{{.*}}: tensor<2x8xf32>, %[[F0:.*]]: !braid.future<tensor<8xf32>>, %[[F1:.*]]: !braid.future<tensor<8xf32>>, %[[F2:.*]]: !braid.future<tensor<8x8xf32>>)
+// ACROSS2-NEXT: braid.wait %[[F0]]
+// ACROSS2-NEXT: braid.wait %[[F1]]
+// ACROSS2-NEXT: %[[NW:.*]] = braid.param "ln.weight" {{{.*}}braid.next_instance
+// ACROSS2-NEXT: %[[SW:.*]] = braid.all_gather_start %[[NW]]
+// ACROSS2-NEXT: braid.param "ln.bias" {{{.*}}braid.next_instance
+// ACROSS2-NEXT: %[[SB:.*]] = braid.all_gather_start
+// ACROSS2-NEXT: braid.layer_norm
+// ACROSS2-NEXT: braid.wait %[[F2]]
+// ACROSS2-NEXT: braid.param "w" {{{.*}}braid.next_instance
+// ACROSS2-NEXT: %[[SM:.*]] = braid.all_gather_start
+// ACROSS2-NEXT: braid.matmul
+// ACROSS2-NEXT: %[[Y:.*]] = braid.silu
+// ACROSS2-NEXT: braid.yield %[[Y]], %[[SW]], %[[SB]], %[[SM]]
+// ACROSS2-LABEL: func.func @g
+// ACROSS2: braid.param "h.0.w"
+// ACROSS2-NEXT: braid.all_gather_start
+// ACROSS2-NEXT: braid.matmul
+// ACROSS2-NEXT: braid.param "h.2.ln.weight"
+// ACROSS2: braid.param "h.2.w"
+// ACROSS2-NEXT: braid.all_gather_start
+// ACROSS2-NEXT: braid.repeat @block({{.*}}) {count = 3 : i64, prefix = "h"}
+
+braid.layer @block(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %lw = braid.param "ln.weight" {block_of = #braid.sharding<@mesh, [["dp"]]>, init = #braid.init<normal(1.0)>} : tensor<4xf32>
+  %lb = braid.param "ln.bias" {block_of = #braid.sharding<@mesh, [["dp"]]>, init = #braid.init<normal(1.0)>} : tensor<4xf32>
+  %glw = braid.all_gather %lw on @mesh ["dp"] {dim = 0 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+  %glb = braid.all_gather %lb on @mesh ["dp"] {dim = 0 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+  %n = braid.layer_norm %x, %glw, %glb : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %w = braid.param "w" {block_of = #braid.sharding<@mesh, [["dp"], []]>, init = #braid.init<normal(0.5)>} : tensor<4x8xf32>
+  %gw = braid.all_gather %w on @mesh ["dp"] {dim = 0 : i64} : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  %h = braid.matmul %n, %gw : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %y = braid.silu %h : tensor<2x8xf32>
+  braid.yield %y : tensor<2x8xf32>
+}
+
+func.func @g(%x: tensor<2x8xf32> {braid.name = "x", braid.block_of = #braid.sharding<@mesh, [["dp"], []]>}) -> (tensor<2x8xf32> {braid.block_of = #braid.sharding<@mesh, [["dp"], []]>}) {
+  %pe = braid.param "e" {block_of = #braid.sharding<@mesh, [["dp"], []]>, init = #braid.init<normal(0.5)>} : tensor<4x8xf32>
+  %ge = braid.all_gather %pe on @mesh ["dp"] {dim = 0 : i64} : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  %x1 = braid.matmul %x, %ge : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %h = braid.repeat @block(%x1) {prefix = "h", count = 3 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %x2 = braid.silu %h : tensor<2x8xf32>
+  %r = braid.repeat @block(%x2) {prefix = "h", count = 3 : i64, reverse} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %r : tensor<2x8xf32>
+}

@@ -30,8 +30,9 @@ public:
   virtual ~EvalContext();
 
   /// The value of the parameter `op` declares, under the current layer
-  /// instance's prefix. Fails (with a diagnostic on `op`) if the weights do
-  /// not provide it with the declared shape.
+  /// instance's prefix (the next instance's with `braid.next_instance`). Fails
+  /// (with a diagnostic on `op`) if the weights do not provide it with the
+  /// declared shape.
   virtual FailureOr<Tensor> getParameter(ParamOp op) = 0;
 
   /// Replaces the value of the tensor `op` names (under the current layer
@@ -51,8 +52,10 @@ public:
 
   /// Evaluates `layer` on `args` with parameter names prefixed by
   /// `prefix` (for example "h.3."), appending its yielded values to
-  /// `results`.
+  /// `results`. Reads marked `braid.next_instance` take `nextPrefix`, the
+  /// prefix of the instance the repeat runs next.
   virtual LogicalResult callLayer(LayerOp layer, StringRef prefix,
+                                  StringRef nextPrefix,
                                   ArrayRef<const Tensor *> args,
                                   SmallVectorImpl<Tensor> &results) = 0;
 

@@ -159,7 +159,7 @@ public:
   LogicalResult exchange(Operation *op, MeshOp mesh, ArrayRef<StringRef> axes,
                          const Tensor &mine, SmallVectorImpl<Tensor> &group,
                          unsigned &position) override;
-  LogicalResult callLayer(LayerOp layer, StringRef prefix,
+  LogicalResult callLayer(LayerOp layer, StringRef prefix, StringRef nextPrefix,
                           ArrayRef<const Tensor *> args,
                           SmallVectorImpl<Tensor> &results) override;
   LogicalResult runPipeline(PipelineOp op, ArrayRef<const Tensor *> args,
@@ -183,6 +183,8 @@ private:
   llvm::StringMap<ParamOp> declarations;
   /// Prefix of the layer instance being evaluated ("" at top level).
   std::string prefix;
+  /// Prefix of the instance its repeat runs next (its own for the last).
+  std::string nextPrefix;
 };
 
 } // namespace mlir::braid

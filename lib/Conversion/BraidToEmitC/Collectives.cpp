@@ -172,6 +172,21 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
             pending, l.whereText()});
     return success();
   }
+  // An instance's start of the next instance's parameter gather
+  // (braid-zero3-prefetch across-repeats): the last instance, given no
+  // site, has no next one to start it for.
+  std::optional<OpBuilder::InsertionGuard> guard;
+  auto read = input.getDefiningOp<ParamOp>();
+  if (op.isStarted() && l.yieldedPending.contains(op->getResult(0)) && read &&
+      read->hasAttr("braid.next_instance")) {
+    Value null = emitc::LiteralOp::create(l.b, l.loc, pending.getType(),
+                                          l.b.getStringAttr("nullptr"));
+    Value started = emitc::CmpOp::create(
+        l.b, l.loc, l.b.getI1Type(), emitc::CmpPredicate::ne, pending, null);
+    auto ifOp = emitc::IfOp::create(l.b, l.loc, started);
+    guard.emplace(l.b);
+    l.b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
+  }
   l.call(op.isStarted() ? "braid_rt_program_collective_start_f32"
                         : "braid_rt_program_collective_f32",
          {l.enumValue("braid_rt_program_collective_t", getRuntimeKind(kind)),

@@ -340,11 +340,19 @@ void FunctionLowering::copy(Type elementType, Value from, Value to,
 
 LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                                           Value slots, ArrayRef<Value> outs,
-                                          ArrayRef<Value> pendingOuts) {
+                                          ArrayRef<Value> pendingOuts,
+                                          ArrayRef<Value> pendingIns,
+                                          Value nextSlots) {
   Block &entry = target.getBody().front();
   for (auto [arg, buffer] : llvm::zip(body.getArguments(),
                                       entry.getArguments()))
     buffers[arg] = buffer;
+  // A future carried in: the instance before started it on the site given.
+  auto pendingIn = pendingIns.begin();
+  for (BlockArgument arg : body.getArguments())
+    if (isa<FutureType>(arg.getType()) && pendingIn != pendingIns.end())
+      pendingOf[arg] = *pendingIn++;
+  nextLayerSlots = nextSlots;
   // Yielded futures: each a collective started in this body, once.
   Operation *terminator = body.getTerminator();
   auto pendingOut = pendingOuts.begin();

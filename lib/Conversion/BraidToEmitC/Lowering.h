@@ -258,10 +258,14 @@ public:
 
   /// Lowers the body of `fn` (a func.func or braid.layer) into `target`.
   /// `slots` is the layer instance's slot numbers (null for a function),
-  /// `outs` the out-pointer arguments of the results.
+  /// `outs` the out-pointer arguments of the results; `pendingOuts` the
+  /// caller's sites of the yielded futures, `pendingIns` those of the
+  /// futures carried in, `nextSlots` the next instance's slot numbers.
   LogicalResult lowerBody(Block &body, emitc::FuncOp target, Value slots,
                           ArrayRef<Value> outs,
-                          ArrayRef<Value> pendingOuts = {});
+                          ArrayRef<Value> pendingOuts = {},
+                          ArrayRef<Value> pendingIns = {},
+                          Value nextSlots = {});
 
   //===--- Helpers for op lowerings ---------------------------------------===//
 
@@ -403,6 +407,9 @@ public:
   std::string where;
   /// The slot numbers of the current layer instance (null outside layers).
   Value layerSlots;
+  /// Those of the instance its repeat runs next, for the reads marked
+  /// braid.next_instance (its own on the last instance).
+  Value nextLayerSlots;
 
 private:
   /// Reuse: the operand buffer that result `v` of the op being lowered may
@@ -458,6 +465,9 @@ std::string describe(Operation *op);
 /// Whether the value `read` gives may be overwritten (by a store of the same
 /// parameter) before its last use.
 bool isOverwrittenWhileLive(ParamOp read);
+/// Whether `layer` reads parameters of the instance run after the current
+/// one (braid.next_instance): its function then takes their slot numbers.
+bool readsNextInstance(LayerOp layer);
 
 /// The lowerings of each concern, added to `t`.
 void populateParamLowerings(LoweringTable &t);

@@ -605,14 +605,24 @@ LogicalResult ModuleLowering::run(StringRef entry) {
       inputs.push_back(bufferType);
     }
     unsigned numArgs = fn.getNumArguments();
-    if (isLayer)
-      inputs.insert(inputs.begin() + numArgs,
-                    emitc::PointerType::get(top.getI64Type()));
-    // A yielded future also takes the caller's pending site for it.
+    // A layer takes its instance's slot numbers, and the next instance's
+    // when it reads its parameters ahead.
+    bool next = isLayer && readsNextInstance(cast<LayerOp>(fn));
+    unsigned numSlots = isLayer ? (next ? 2 : 1) : 0;
+    inputs.insert(inputs.begin() + numArgs, numSlots,
+                  emitc::PointerType::get(top.getI64Type()));
+    // A yielded future also takes the caller's pending site for it, and a
+    // future carried in the site to wait on.
     unsigned numOuts = fn.getResultTypes().size();
     auto pendingType = emitc::PointerType::get(
         emitc::OpaqueType::get(ctx, "braid_rt_program_pending_t"));
+    unsigned numPendingOuts = 0;
     for (Type t : fn.getResultTypes())
+      if (isa<FutureType>(t)) {
+        inputs.push_back(pendingType);
+        ++numPendingOuts;
+      }
+    for (Type t : fn.getArgumentTypes())
       if (isa<FutureType>(t))
         inputs.push_back(pendingType);
     auto target = emitc::FuncOp::create(
@@ -623,11 +633,15 @@ LogicalResult ModuleLowering::run(StringRef entry) {
     b.setInsertionPointToStart(body);
     FunctionLowering lowering(*this, b);
     Value slots = isLayer ? body->getArgument(numArgs) : Value();
-    auto rest = body->getArguments().drop_front(numArgs + (isLayer ? 1 : 0));
+    Value nextSlots = next ? body->getArgument(numArgs + 1) : Value();
+    auto rest = body->getArguments().drop_front(numArgs + numSlots);
     SmallVector<Value> outArgs(rest.begin(), rest.begin() + numOuts);
-    SmallVector<Value> pendingArgs(rest.begin() + numOuts, rest.end());
+    SmallVector<Value> pendingArgs(rest.begin() + numOuts,
+                                   rest.begin() + numOuts + numPendingOuts);
+    SmallVector<Value> pendingIns(rest.begin() + numOuts + numPendingOuts,
+                                  rest.end());
     return lowering.lowerBody(fn.getFunctionBody().front(), target, slots,
-                              outArgs, pendingArgs);
+                              outArgs, pendingArgs, pendingIns, nextSlots);
   };
   // Emitted names flatten '.' and other characters: two symbols may meet.
   llvm::StringMap<Operation *> emittedNames;

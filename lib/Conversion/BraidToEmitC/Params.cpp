@@ -35,9 +35,11 @@ static FailureOr<Value> getParamSlot(Operation *op, StringRef name,
   auto layer = op->getParentOfType<LayerOp>();
   auto &params = l.module.layerParams[layer];
   int64_t j = std::distance(params.begin(), params.find(name));
+  // braid-zero3-prefetch reads the next instance's share ahead of it.
+  Value slots =
+      op->hasAttr("braid.next_instance") ? l.nextLayerSlots : l.layerSlots;
   Value entry = emitc::SubscriptOp::create(
-      l.b, l.loc, cast<TypedValue<emitc::PointerType>>(l.layerSlots),
-      l.index(j));
+      l.b, l.loc, cast<TypedValue<emitc::PointerType>>(slots), l.index(j));
   return emitc::LoadOp::create(l.b, l.loc, l.b.getI64Type(), entry)
       .getResult();
 }
@@ -83,6 +85,12 @@ bool mlir::braid::lowering::isOverwrittenWhileLive(ParamOp read) {
   return false;
 }
 
+bool mlir::braid::lowering::readsNextInstance(LayerOp layer) {
+  return llvm::any_of(layer.getBody().front().getOps<ParamOp>(), [](ParamOp p) {
+    return p->hasAttr("braid.next_instance");
+  });
+}
+
 static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   OpBuilder &b = l.b;
   Location loc = l.loc;
@@ -90,12 +98,50 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   int64_t count = op.getCount();
   unsigned carried = op.getNumCarried();
   int64_t perInstance = l.module.layerParams[layer].size();
+  auto pendingType = emitc::PointerType::get(
+      emitc::OpaqueType::get(b.getContext(), "braid_rt_program_pending_t"));
 
   // Carried values live in `current`; each instance writes `next`, which is
   // copied back (the instance's operands and results must not overlap).
+  // A carried future (braid-zero3-prefetch across-repeats) is in flight
+  // across the instances instead: two buffers and sites, the operand's and
+  // one more, of which instance n waits on the one in `n % 2` and starts
+  // the next instance's collective on the other.
   SmallVector<Value> current, next, stacked;
+  SmallVector<std::pair<Value, Value>> carriedFutures; // buffers, sites
   for (unsigned i = 0; i < carried; ++i) {
     Value input = op.getInputs()[i];
+    if (isa<FutureType>(input.getType())) {
+      Value pending = l.pendingOf.lookup(input);
+      if (!pending || l.pendingCount.lookup(input))
+        return op.emitOpError() << "carries in a future not started in this "
+                                   "function; generated code starts it here";
+      auto bufferType =
+          cast<emitc::PointerType>(getBufferType(input.getType()));
+      auto pair = [&](Type element, Value a, Value b2) {
+        Value list = emitc::VariableOp::create(
+            b, loc, emitc::ArrayType::get({2}, element),
+            emitc::OpaqueAttr::get(b.getContext(), ""));
+        SmallVector<Value, 2> values = {a, b2};
+        for (auto [k, v] : llvm::enumerate(values))
+          emitc::AssignOp::create(b, loc,
+                                  emitc::SubscriptOp::create(
+                                      b, loc,
+                                      cast<TypedValue<emitc::ArrayType>>(list),
+                                      ValueRange{l.i64(k)}),
+                                  v);
+        return list;
+      };
+      Value other = l.allocate(cast<RankedTensorType>(
+          cast<FutureType>(input.getType()).getValueType()));
+      carriedFutures.push_back(
+          {pair(bufferType, l.get(input), other),
+           pair(pendingType, pending, l.module.getPendingSite(b, loc))});
+      l.alias(op.getResult(i), other); // dropped: nothing waits for it
+      current.push_back(Value());
+      next.push_back(Value());
+      continue;
+    }
     Value cur = l.result(op.getResult(i));
     l.copy(l.typeOf(input).getElementType(), l.get(input), cur,
            l.countOf(input));
@@ -131,6 +177,57 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
                      .getResult()});
   Value slots = emitc::AddressOfOp::create(
       b, loc, emitc::PointerType::get(b.getI64Type()), slotEntry);
+  // The instance run next (the last one's own): its slots, and whether
+  // there is one.
+  bool readsNext = readsNextInstance(layer);
+  Value hasNext;
+  if (readsNext || !carriedFutures.empty())
+    hasNext = emitc::CmpOp::create(
+        b, loc, b.getI1Type(), emitc::CmpPredicate::lt,
+        emitc::AddOp::create(b, loc, b.getI64Type(), iv, one).getResult(),
+        upper);
+  Value nextSlots;
+  if (readsNext) {
+    Value step = op.getReverse() ? l.i64(-1) : one;
+    Value nextInstance = emitc::ConditionalOp::create(
+        b, loc, b.getI64Type(), hasNext,
+        emitc::AddOp::create(b, loc, b.getI64Type(), instance, step)
+            .getResult(),
+        instance);
+    Value nextEntry = emitc::SubscriptOp::create(
+        b, loc, cast<TypedValue<emitc::ArrayType>>(slotTable),
+        ValueRange{emitc::MulOp::create(b, loc, b.getI64Type(), nextInstance,
+                                        l.i64(perInstance))
+                       .getResult()});
+    nextSlots = emitc::AddressOfOp::create(
+        b, loc, emitc::PointerType::get(b.getI64Type()), nextEntry);
+  }
+  // Carried futures: this instance's side (`n % 2`) and the next's.
+  Value mine, theirs;
+  if (!carriedFutures.empty()) {
+    Value two = l.i64(2);
+    mine = emitc::RemOp::create(b, loc, b.getI64Type(), iv, two);
+    theirs = emitc::RemOp::create(
+        b, loc, b.getI64Type(),
+        emitc::AddOp::create(b, loc, b.getI64Type(), iv, one).getResult(), two);
+  }
+  auto pick = [&](Value list, Value index) -> Value {
+    auto array = cast<TypedValue<emitc::ArrayType>>(list);
+    Value element =
+        emitc::SubscriptOp::create(b, loc, array, ValueRange{index});
+    return emitc::LoadOp::create(b, loc, array.getType().getElementType(),
+                                 element);
+  };
+  SmallVector<Value> futureIns, futureOuts, sitesIn, sitesOut;
+  for (auto [buffers, sites] : carriedFutures) {
+    futureIns.push_back(pick(buffers, mine));
+    futureOuts.push_back(pick(buffers, theirs));
+    sitesIn.push_back(pick(sites, mine));
+    // The last instance starts nothing: there is no next one to wait.
+    sitesOut.push_back(emitc::ConditionalOp::create(
+        b, loc, pendingType, hasNext, pick(sites, theirs),
+        emitc::LiteralOp::create(b, loc, pendingType, "nullptr")));
+  }
 
   // The instance's slice of a stacked buffer: `instance` times the slice's
   // element count past its start.
@@ -143,14 +240,24 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
                                         l.i64(sliceCount));
     return emitc::AddOp::create(b, loc, buffer.getType(), buffer, offset);
   };
-  SmallVector<Value> args(current);
+  SmallVector<Value> args;
+  unsigned f = 0;
+  for (Value v : current)
+    args.push_back(v ? v : futureIns[f++]);
   for (Value input : op.getInputs().drop_front(carried))
     args.push_back(slice(l.get(input), input));
   args.push_back(slots);
-  args.append(next);
+  if (nextSlots)
+    args.push_back(nextSlots);
+  f = 0;
+  for (Value v : next)
+    args.push_back(v ? v : futureOuts[f++]);
   for (auto [buffer, value] :
        llvm::zip(stacked, op.getResults().drop_front(carried)))
     args.push_back(slice(buffer, value));
+  // The sites of the futures yielded, in result order: the carried ones
+  // first.
+  args.append(sitesOut);
   // A stacked future: each instance starts its collective on its own site
   // (its request and staging stay until the wait after the loop).
   for (Value r : op.getResults().drop_front(carried)) {
@@ -166,10 +273,12 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
             cast<emitc::LValueType>(site.getType()).getValueType()),
         site));
   }
+  args.append(sitesIn);
   l.call(getEmittedFunctionName(layer.getSymName()), args);
   for (unsigned i = 0; i < carried; ++i)
-    l.copy(l.typeOf(op.getResult(i)).getElementType(), next[i], current[i],
-           l.countOf(op.getResult(i)));
+    if (current[i])
+      l.copy(l.typeOf(op.getResult(i)).getElementType(), next[i], current[i],
+             l.countOf(op.getResult(i)));
   return success();
 }
 

@@ -290,11 +290,29 @@ func.func @blocks_ones(%x: tensor<6x4xf32>) {
 
 braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
 braid.layer @carries(%f: !braid.future<tensor<4xf32>>) -> !braid.future<tensor<4xf32>> {
-  braid.yield %f : !braid.future<tensor<4xf32>>
+  %x = braid.wait %f : !braid.future<tensor<4xf32>>
+  %g = braid.all_reduce_start sum %x on @mesh ["dp"] : tensor<4xf32> -> !braid.future<tensor<4xf32>>
+  braid.yield %g : !braid.future<tensor<4xf32>>
 }
 func.func @repeat_carried_future(%x: tensor<4xf32>) {
-  // expected-error@+1 {{layer @carries carries a future; only stacked results may be futures}}
-  %0 = braid.repeat @carries(%x) {count = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %f = braid.all_reduce_start sum %x on @mesh ["dp"] : tensor<4xf32> -> !braid.future<tensor<4xf32>>
+  // expected-error@+1 {{result #0 is a carried future, which the last instance drops; it must have no uses}}
+  %0 = braid.repeat @carries(%f) {count = 2 : i64} : (!braid.future<tensor<4xf32>>) -> !braid.future<tensor<4xf32>>
+  %y = braid.wait %0 : !braid.future<tensor<4xf32>>
+  return
+}
+
+// -----
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+braid.layer @takes(%f: !braid.future<tensor<4xf32>>) -> tensor<4xf32> {
+  %x = braid.wait %f : !braid.future<tensor<4xf32>>
+  braid.yield %x : tensor<4xf32>
+}
+func.func @repeat_stacked_future(%x: tensor<2x4xf32>) {
+  %f = braid.all_reduce_start sum %x on @mesh ["dp"] : tensor<2x4xf32> -> !braid.future<tensor<2x4xf32>>
+  // expected-error@+1 {{layer @takes takes a future as a stacked operand; only carried operands may be futures}}
+  %0 = braid.repeat @takes(%f) {count = 2 : i64, carried = 0 : i64} : (!braid.future<tensor<2x4xf32>>) -> tensor<2x4xf32>
   return
 }
 

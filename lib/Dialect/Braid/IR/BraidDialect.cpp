@@ -100,6 +100,14 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                            "...]}");
     return success();
   }
+  if (name == "braid.next_instance") {
+    // braid-zero3-prefetch: a layer instance reads the next one's share.
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<ParamOp>(op) ||
+        !op->getParentOfType<LayerOp>())
+      return op->emitError("braid.next_instance is a unit attribute of a "
+                           "braid.param in a braid.layer");
+    return success();
+  }
   if (name == "braid.shardings") {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     SmallVector<Value> tensors;
@@ -123,7 +131,7 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                          << "'; known: braid.phase, braid.shardings, "
                             "braid.cause, braid.bucket, braid.compress, "
                             "braid.powersgd, braid.chunk, braid.chunk_stages, "
-                            "braid.schedule";
+                            "braid.schedule, braid.next_instance";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

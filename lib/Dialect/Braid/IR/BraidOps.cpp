@@ -259,13 +259,21 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                             "equal its argument types"
                          << (getCarried() ? " for the carried values" : "");
 
-  // A carried value passes from instance to instance: it cannot be in
-  // flight.
-  for (Type t : ins.take_front(carried))
-    if (isa<FutureType>(t))
-      return emitOpError() << "layer @" << getLayer()
-                           << " carries a future; only stacked results may "
-                              "be futures";
+  // A carried future (an instance starting the next one's collective) is
+  // dropped after the last instance, whose successor does not run: nothing
+  // may wait for it.
+  for (auto [i, t] : llvm::enumerate(ins.take_front(carried)))
+    if (isa<FutureType>(t) && i < getNumResults() &&
+        !getResult(i).use_empty())
+      return emitOpError() << "result #" << i
+                           << " is a carried future, which the last instance "
+                              "drops; it must have no uses";
+  // Only stacked results are futures of a stack.
+  if (llvm::any_of(ins.drop_front(carried),
+                   [](Type t) { return isa<FutureType>(t); }))
+    return emitOpError() << "layer @" << getLayer()
+                         << " takes a future as a stacked operand; only "
+                            "carried operands may be futures";
 
   // The types the operands and results must have: carried ones as in the
   // layer, stacked ones with a leading dimension of `count` (a stacked

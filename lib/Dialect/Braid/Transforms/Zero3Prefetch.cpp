@@ -7,13 +7,24 @@
 // norm's weight and bias) before the current group's compute, so they move
 // while it runs, with at most `depth` groups in flight beyond the one in use.
 //
+// With `across-repeats`, the gathers do not stop at a layer's block: a
+// repeated layer's first `depth` groups are started by the instance before
+// (the read of the next instance's share is marked `braid.next_instance`)
+// and carried into the next instance as futures, the first instance's
+// before the repeat; so instance i + 1's first layer norm does not wait for
+// its parameters, while still at most `depth` groups are in flight.
+//
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "braid-zero3-prefetch"
@@ -28,13 +39,17 @@ using namespace mlir::braid;
 
 namespace {
 
-/// One parameter gather: the parameter read, its started all_gather and the
-/// wait that hands the whole parameter to its users.
+/// One parameter gather: the parameter read, its started all_gather and
+/// what consumes its future: the wait that hands the whole parameter to its
+/// users, or a repeat that carries it into its first instance.
 struct Gather {
   ParamOp param;
   Operation *start;
-  WaitOp wait;
+  Operation *use;
 };
+
+/// Marks a read of the parameter of the instance its repeat runs next.
+static constexpr llvm::StringLiteral kNextInstance = "braid.next_instance";
 
 /// Whether `op` may write parameter `name`: a store of it, a repeat whose
 /// layer (or a layer it repeats) stores any parameter, since instances'
@@ -77,10 +92,10 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
     Value future = op.getResult(0);
     if (!future.hasOneUse())
       return std::nullopt;
-    auto wait = dyn_cast<WaitOp>(*future.getUsers().begin());
-    if (!wait || wait->getBlock() != op.getBlock())
+    Operation *use = *future.getUsers().begin();
+    if (!isa<WaitOp, RepeatOp>(use) || use->getBlock() != op.getBlock())
       return std::nullopt;
-    return Gather{param, &op, wait};
+    return Gather{param, &op, use};
   }
   b.setInsertionPoint(&op);
   Operation *start = collective.createStart(b);
@@ -101,39 +116,97 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
   return Gather{param, start, wait};
 }
 
-static void prefetch(Block &block, int64_t depth) {
-  OpBuilder b(block.getParentOp()->getContext());
+/// The op that first needs what `wait` gives: the next one that is not a
+/// wait or a parameter read.
+static Operation *getNeeder(Operation *wait) {
+  Operation *op = wait->getNextNode();
+  while (isa<WaitOp, ParamOp>(op))
+    op = op->getNextNode();
+  return op;
+}
+
+/// The wait in `repeat`'s layer of the future it carries in as operand
+/// `index`, if there is exactly one.
+static WaitOp getCarriedWait(RepeatOp repeat, unsigned index) {
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+      repeat, repeat.getLayerAttr());
+  if (!layer || index >= layer.getBody().getNumArguments())
+    return {};
+  Value arg = layer.getBody().getArgument(index);
+  return arg.hasOneUse() ? dyn_cast<WaitOp>(*arg.getUsers().begin()) : WaitOp();
+}
+
+/// The parameter gathers of `block`, all started, grouped by the op that
+/// first needs them, in order of need: `groups[k]` is started before
+/// `anchors[k]` at the latest. Gathers a repeat carries into its layer form
+/// one group per op of the layer that needs them, all anchored at the
+/// repeat.
+static void collectGroups(Block &block, OpBuilder &b,
+                          SmallVectorImpl<SmallVector<Gather>> &groups,
+                          SmallVectorImpl<Operation *> &anchors) {
   SmallVector<Gather> gathers;
   for (Operation &op : llvm::make_early_inc_range(block))
     if (std::optional<Gather> g = asGather(op, b))
       gathers.push_back(*g);
-  if (gathers.empty())
-    return;
-  // Each wait sits where its value is first needed: a group is the gathers
-  // waited for before one op, in order of need.
-  auto needer = [](const Gather &g) {
-    Operation *op = g.wait->getNextNode();
-    while (isa<WaitOp, ParamOp>(op))
-      op = op->getNextNode();
-    return op;
+  // Sorted by the use, then (for a repeat) by the wait in its layer; the
+  // key tells groups apart.
+  struct Need {
+    Gather gather;
+    unsigned position, inner;
+    // The repeat (or null) and the op that needs the parameters.
+    std::pair<Operation *, Operation *> key;
   };
-  llvm::sort(gathers, [](const Gather &a, const Gather &b) {
-    return a.wait->isBeforeInBlock(b.wait);
-  });
-  SmallVector<SmallVector<Gather>> groups;
-  SmallVector<Operation *> needers;
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(block))
+    position[&op] = i;
+  SmallVector<Need> needs;
   for (const Gather &g : gathers) {
-    Operation *n = needer(g);
-    if (needers.empty() || n != needers.back()) {
-      groups.emplace_back();
-      needers.push_back(n);
+    Need n{g, position.lookup(g.use), 0, {nullptr, nullptr}};
+    if (auto repeat = dyn_cast<RepeatOp>(g.use)) {
+      n.key = {repeat, nullptr};
+      unsigned index =
+          g.start->getResult(0).getUses().begin()->getOperandNumber();
+      if (WaitOp wait = getCarriedWait(repeat, index)) {
+        n.key.second = getNeeder(wait);
+        for (Operation *op = wait; op; op = op->getPrevNode())
+          ++n.inner;
+      }
+    } else {
+      n.key = {nullptr, getNeeder(g.use)};
     }
-    groups.back().push_back(g);
+    needs.push_back(n);
   }
-  // The top: after the leading parameter reads (they have no operands).
+  llvm::stable_sort(needs, [](const Need &a, const Need &b) {
+    return std::tie(a.position, a.inner) < std::tie(b.position, b.inner);
+  });
+  std::pair<Operation *, Operation *> lastKey;
+  for (const Need &n : needs) {
+    if (groups.empty() || n.key != lastKey) {
+      groups.emplace_back();
+      anchors.push_back(n.key.first ? n.key.first : n.key.second);
+      lastKey = n.key;
+    }
+    groups.back().push_back(n.gather);
+  }
+}
+
+/// The top of `block`: after the leading parameter reads (they have no
+/// operands).
+static Operation *getTop(Block &block) {
   Operation *top = &block.front();
   while (isa<ParamOp>(top))
     top = top->getNextNode();
+  return top;
+}
+
+static void prefetch(Block &block, int64_t depth) {
+  OpBuilder b(block.getParentOp()->getContext());
+  SmallVector<SmallVector<Gather>> groups;
+  SmallVector<Operation *> needers;
+  collectGroups(block, b, groups, needers);
+  if (groups.empty())
+    return;
+  Operation *top = getTop(block);
   // The first `depth` groups start at the top of the block; group k >= depth
   // right before the op that consumes group k - depth (after its waits), so
   // it moves while that op and the ones up to group k's consumer compute,
@@ -167,6 +240,127 @@ static void prefetch(Block &block, int64_t depth) {
   }
 }
 
+/// Starts the first `depth` groups of `layer`'s body (already prefetched)
+/// in the instance before: each gather reads the next instance's share
+/// (`braid.next_instance`) right before the op that consumes group
+/// `m + j - depth` of the `m` groups, and its future is carried into the
+/// next instance, which waits for it where it waited before; each of
+/// `repeats` (all of `layer`'s uses) starts its first instance's gathers
+/// before itself. Returns whether the layer changed.
+static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
+                           int64_t depth) {
+  Block &body = layer.getBody().front();
+  OpBuilder b(layer.getContext());
+  SmallVector<SmallVector<Gather>> groups;
+  SmallVector<Operation *> needers;
+  collectGroups(body, b, groups, needers);
+  int64_t m = groups.size();
+  if (m == 0)
+    return false;
+  unsigned carried = RepeatOp(repeats.front()).getNumCarried();
+  if (llvm::any_of(repeats,
+                   [&](RepeatOp r) { return r.getNumCarried() != carried; }))
+    return false;
+  int64_t crossing = std::min(depth, m);
+  // The next instance's parameters are read while this one runs: nothing
+  // this body runs may write them (instances without a prefix share theirs).
+  for (int64_t j = 0; j < crossing; ++j)
+    for (Gather &g : groups[j]) {
+      if (!isa<WaitOp>(g.use) || g.param->hasAttr(kNextInstance))
+        return false;
+      for (Operation &op : body)
+        if (mayWrite(&op, g.param.getName()))
+          return false;
+    }
+  LLVM_DEBUG(llvm::dbgs() << "braid-zero3-prefetch: @" << layer.getSymName()
+                          << " starts " << crossing
+                          << " group(s) of the next instance\n");
+
+  // With fewer groups than `depth`, some start at the top of the instance
+  // before: after its parameter reads and the starts that move.
+  DenseSet<Operation *> moving;
+  for (int64_t j = 0; j < crossing; ++j)
+    for (const Gather &g : groups[j])
+      moving.insert(g.start);
+  Operation *top = &body.front();
+  while (isa<ParamOp>(top) || moving.contains(top))
+    top = top->getNextNode();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  SmallVector<Value> futures;
+  SmallVector<ParamOp> reads;
+  SmallVector<Operation *> starts;
+  for (int64_t j = 0; j < crossing; ++j) {
+    Operation *anchor = m + j - depth >= 0 ? needers[m + j - depth] : top;
+    for (Gather &g : groups[j]) {
+      // The wait takes the future the instance before started.
+      Value arg = body.insertArgument(carried + futures.size(),
+                                      g.start->getResult(0).getType(),
+                                      g.start->getLoc());
+      g.use->setOperand(0, arg);
+      b.setInsertionPoint(anchor);
+      auto next = cast<ParamOp>(b.clone(*g.param));
+      next->setAttr(kNextInstance, b.getUnitAttr());
+      g.start->moveBefore(anchor);
+      g.start->replaceUsesOfWith(g.param.getResult(), next.getResult());
+      if (g.param->use_empty())
+        g.param->erase();
+      futures.push_back(g.start->getResult(0));
+      reads.push_back(next);
+      starts.push_back(g.start);
+    }
+  }
+  SmallVector<Value> yields(yield.getOperands());
+  yields.insert(yields.begin() + carried, futures.begin(), futures.end());
+  yield->setOperands(yields);
+  MLIRContext *ctx = layer.getContext();
+  layer.setFunctionTypeAttr(TypeAttr::get(FunctionType::get(
+      ctx, body.getArgumentTypes(), ValueRange(yields).getTypes())));
+  // No attributes on the carried futures.
+  auto widen = [&](ArrayAttr attrs) {
+    SmallVector<Attribute> list(attrs.begin(), attrs.end());
+    list.insert(list.begin() + carried, futures.size(),
+                DictionaryAttr::get(ctx));
+    return ArrayAttr::get(ctx, list);
+  };
+  if (ArrayAttr attrs = layer.getArgAttrsAttr())
+    layer.setArgAttrsAttr(widen(attrs));
+  if (ArrayAttr attrs = layer.getResAttrsAttr())
+    layer.setResAttrsAttr(widen(attrs));
+
+  // Each repeat starts its first instance's gathers before itself.
+  for (RepeatOp repeat : repeats) {
+    b.setInsertionPoint(repeat);
+    int64_t firstRun =
+        static_cast<int64_t>(repeat.getFirst()) +
+        (repeat.getReverse() ? static_cast<int64_t>(repeat.getCount()) - 1 : 0);
+    std::string prefix = repeat.getParamPrefix(firstRun);
+    SmallVector<Value> inputs(repeat.getInputs());
+    SmallVector<Value> before;
+    for (auto [read, start] : llvm::zip(reads, starts)) {
+      auto param = cast<ParamOp>(b.clone(*read));
+      param->removeAttr(kNextInstance);
+      param.setName(prefix + read.getName().str());
+      IRMapping mapping;
+      mapping.map(read.getResult(), param.getResult());
+      before.push_back(b.clone(*start, mapping)->getResult(0));
+    }
+    inputs.insert(inputs.begin() + carried, before.begin(), before.end());
+    SmallVector<Type> types(repeat.getResultTypes());
+    SmallVector<Type> futureTypes(ValueRange(before).getTypes());
+    types.insert(types.begin() + carried, futureTypes.begin(),
+                 futureTypes.end());
+    auto wider =
+        RepeatOp::create(b, repeat.getLoc(), types, inputs, repeat->getAttrs());
+    if (repeat.getCarried())
+      wider.setCarried(carried + before.size());
+    for (auto [i, r] : llvm::enumerate(repeat.getResults()))
+      r.replaceAllUsesWith(
+          wider.getResult(i < carried ? i : i + before.size()));
+    repeat.erase();
+  }
+  return true;
+}
+
 struct Zero3PrefetchPass
     : public braid::impl::Zero3PrefetchPassBase<Zero3PrefetchPass> {
   using Zero3PrefetchPassBase::Zero3PrefetchPassBase;
@@ -180,13 +374,44 @@ struct Zero3PrefetchPass
     }
     if (depth == 0)
       return;
-    SmallVector<Block *> blocks;
+    // Layer bodies first: their groups decide what crosses the repeats;
+    // then the blocks that run repeats, whose gathers include the ones
+    // carried into them.
+    SmallVector<Block *> layerBlocks, blocks;
     getOperation().walk([&](Operation *op) {
       if (isa<LayerOp, FunctionOpInterface>(op))
         for (Region &r : op->getRegions())
           for (Block &blk : r)
-            blocks.push_back(&blk);
+            (isa<LayerOp>(op) ? layerBlocks : blocks).push_back(&blk);
     });
+    for (Block *blk : layerBlocks)
+      prefetch(*blk, depth);
+    if (acrossRepeats) {
+      ModuleOp module = getOperation();
+      llvm::SetVector<Block *> again;
+      for (LayerOp layer : llvm::to_vector(module.getOps<LayerOp>())) {
+        // Only layers that nothing but repeats use change signature.
+        std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(layer, module);
+        SmallVector<RepeatOp> repeats;
+        if (!uses || llvm::any_of(*uses, [&](const SymbolTable::SymbolUse &u) {
+              auto repeat = dyn_cast<RepeatOp>(u.getUser());
+              if (repeat)
+                repeats.push_back(repeat);
+              return !repeat;
+            }))
+          continue;
+        SmallVector<Block *> parents;
+        for (RepeatOp repeat : repeats)
+          parents.push_back(repeat->getBlock());
+        if (!repeats.empty() && prefetchAcross(layer, repeats, depth))
+          again.insert(parents.begin(), parents.end());
+      }
+      // A layer running a repeat is placed again with the new gathers.
+      for (Block *blk : again)
+        if (isa<LayerOp>(blk->getParentOp()))
+          prefetch(*blk, depth);
+    }
     for (Block *blk : blocks)
       prefetch(*blk, depth);
   }

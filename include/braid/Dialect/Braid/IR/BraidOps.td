@@ -199,7 +199,8 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
         : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<AnyRankedTensor>:$inputs,
+  let arguments = (ins FlatSymbolRefAttr:$layer,
+                       Variadic<AnyTypeOf<[AnyRankedTensor, Braid_FutureType]>>:$inputs,
                        DefaultValuedStrAttr<StrAttr, "">:$prefix, I64Attr:$count,
                        DefaultValuedAttr<I64Attr, "0">:$first,
                        OptionalAttr<I64Attr>:$carried, UnitAttr:$reverse,

@@ -376,13 +376,25 @@ def Zero3PrefetchPass : Pass<"braid-zero3-prefetch", "::mlir::ModuleOp"> {
     %y = braid.matmul %x, %gw ...
     ```
 
-    Gathers do not cross a block: a repeated layer's first gathers are
-    not started by the previous instance.
+    With `across-repeats`, gathers cross a repeated layer's instances:
+    the layer's first `depth` groups are started by the instance before,
+    reading the next instance's share (`braid.param` marked
+    `braid.next_instance`) right before the op that consumes group
+    `m + j - depth` of its `m` groups, and carried into the next instance
+    as futures (the repeat's carried operands), which waits for them where
+    it did; the first instance's start before the repeat, placed among the
+    enclosing block's groups. Without it, gathers do not cross a block: a
+    repeated layer's first gathers are not started by the previous
+    instance.
   }];
   let options = [
     Option<"depth", "depth", "int64_t", /*default=*/"1",
            "Parameter groups gathered ahead of the one in use (0: just in "
            "time).">,
+    Option<"acrossRepeats", "across-repeats", "bool", /*default=*/"false",
+           "Start a repeated layer's first groups in the instance before, "
+           "carried into the next as futures (the first instance's before "
+           "the repeat).">,
   ];
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
