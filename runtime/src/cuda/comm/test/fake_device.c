@@ -25,10 +25,27 @@
  *
  * BRAID_FAKE_NCCL_ASYNC_ERROR=1 makes ncclCommGetAsyncError report
  * ncclRemoteError once a communicator has run an operation.
+ *
+ * Built with BRAID_FAKE_NCCL_MPI (braid_rt_cuda_fake_device_mpi), NCCL runs
+ * over MPI instead, on any number of ranks under mpirun: a communicator is
+ * an MPI communicator (the world's duplicate, ncclCommSplit an
+ * MPI_Comm_split), the collectives are MPI's, and a group's transfers to
+ * other ranks are non-blocking MPI messages waited for at ncclGroupEnd (in
+ * order between two ranks, as NCCL delivers them); transfers to oneself
+ * still match within the group. So the backend's multi-rank logic (the
+ * compressed ring, splits) runs here, each rank's device memory its host
+ * memory. The host waits for a group's messages at ncclGroupEnd, where
+ * NCCL would queue them on a stream: a program whose ranks issue their
+ * transfers in different orders (comm_test.c's default mode) can hang
+ * here; the ring, each hop one send and one receive on every rank, cannot.
  */
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+
+#ifdef BRAID_FAKE_NCCL_MPI
+#include <mpi.h>
+#endif
 
 #include <pthread.h>
 #include <sched.h>
@@ -284,7 +301,25 @@ struct ncclComm {
   int aborted, finalized;
   int polls_in_progress; /* ncclInProgress left to report */
   int ran;               /* operations issued */
+  int rank, size;
+#ifdef BRAID_FAKE_NCCL_MPI
+  MPI_Comm mpi;
+#endif
 };
+
+#ifdef BRAID_FAKE_NCCL_MPI
+static MPI_Datatype mpi_type(ncclDataType_t t) {
+  return t == ncclFloat64   ? MPI_DOUBLE
+         : t == ncclInt64   ? MPI_INT64_T
+         : t == ncclFloat32 ? MPI_FLOAT
+                            : MPI_BYTE;
+}
+
+static void mpi_check(int code, const char *what) {
+  if (code != MPI_SUCCESS)
+    die(what);
+}
+#endif
 
 static size_t type_size(ncclDataType_t t) {
   return t == ncclFloat64 || t == ncclInt64      ? 8
@@ -327,24 +362,45 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
                                     ncclUniqueId id, int rank,
                                     ncclConfig_t *config) {
   (void)id;
+#ifdef BRAID_FAKE_NCCL_MPI
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (nranks != world)
+    die("ncclCommInitRankConfig: the fake's world is MPI's");
+#else
   if (nranks != 1 || rank != 0)
     die("the fake device runs one rank");
+#endif
   if (!config || config->blocking != 0)
     die("communicators must be created non-blocking");
   *comm = calloc(1, sizeof(**comm));
   (*comm)->polls_in_progress = 2;
+  (*comm)->rank = rank;
+  (*comm)->size = nranks;
+#ifdef BRAID_FAKE_NCCL_MPI
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->mpi), "MPI_Comm_dup");
+#endif
   return ncclInProgress;
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                            ncclComm_t *newcomm, ncclConfig_t *config) {
-  (void)color;
-  (void)key;
   check_live(comm, "ncclCommSplit");
   if (!config || config->blocking != 0)
     die("split communicators must be non-blocking");
   *newcomm = calloc(1, sizeof(**newcomm));
   (*newcomm)->polls_in_progress = 1;
+#ifdef BRAID_FAKE_NCCL_MPI
+  MPI_Comm split;
+  mpi_check(MPI_Comm_split(comm->mpi, color, key, &split), "MPI_Comm_split");
+  (*newcomm)->mpi = split;
+  MPI_Comm_rank(split, &(*newcomm)->rank);
+  MPI_Comm_size(split, &(*newcomm)->size);
+#else
+  (void)color;
+  (void)key;
+  (*newcomm)->size = 1;
+#endif
   return ncclInProgress;
 }
 
@@ -363,13 +419,13 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
   check_live(comm, "ncclCommUserRank");
-  *rank = 0;
+  *rank = comm->rank;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
   check_live(comm, "ncclCommCount");
-  *count = 1;
+  *count = comm->size;
   return ncclSuccess;
 }
 
@@ -393,10 +449,15 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   check_live(comm, "ncclCommDestroy");
   if (!comm->finalized)
     die("ncclCommDestroy on a communicator that was not finalised");
+#ifdef BRAID_FAKE_NCCL_MPI
+  MPI_Comm_free(&comm->mpi);
+#endif
   free(comm);
   return ncclSuccess;
 }
 
+#ifndef BRAID_FAKE_NCCL_MPI
+/* A collective of one rank: its input is its result. */
 static ncclResult_t collective(const void *send, void *recv, size_t count,
                                ncclDataType_t type, ncclComm_t comm,
                                cudaStream_t s, const char *call) {
@@ -407,33 +468,77 @@ static ncclResult_t collective(const void *send, void *recv, size_t count,
     memmove(recv, send, count * type_size(type));
   return ncclSuccess;
 }
+#endif
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t s) {
   (void)op;
+#ifdef BRAID_FAKE_NCCL_MPI
+  check_live(comm, "ncclAllReduce");
+  ++comm->ran;
+  mpi_check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count,
+                          mpi_type(type), MPI_SUM, comm->mpi),
+            "MPI_Allreduce");
+  (void)s;
+  return ncclSuccess;
+#else
   return collective(send, recv, count, type, comm, s, "ncclAllReduce");
+#endif
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t s) {
+#ifdef BRAID_FAKE_NCCL_MPI
+  check_live(comm, "ncclAllGather");
+  ++comm->ran;
+  int bytes = (int)(count * type_size(type));
+  mpi_check(
+      MPI_Allgather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE, comm->mpi),
+      "MPI_Allgather");
+  (void)s;
+  return ncclSuccess;
+#else
   return collective(send, recv, count, type, comm, s, "ncclAllGather");
+#endif
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
                                ncclDataType_t type, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t s) {
   (void)op;
+#ifdef BRAID_FAKE_NCCL_MPI
+  check_live(comm, "ncclReduceScatter");
+  ++comm->ran;
+  mpi_check(MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(type),
+                                     MPI_SUM, comm->mpi),
+            "MPI_Reduce_scatter_block");
+  (void)s;
+  return ncclSuccess;
+#else
   return collective(send, recv, count, type, comm, s, "ncclReduceScatter");
+#endif
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
                            ncclDataType_t type, int root, ncclComm_t comm,
                            cudaStream_t s) {
+#ifdef BRAID_FAKE_NCCL_MPI
+  check_live(comm, "ncclBroadcast");
+  ++comm->ran;
+  if (comm->rank == root && send != recv && count)
+    memmove(recv, send, count * type_size(type));
+  mpi_check(MPI_Bcast(recv, (int)(count * type_size(type)), MPI_BYTE, root,
+                      comm->mpi),
+            "MPI_Bcast");
+  (void)s;
+  return ncclSuccess;
+#else
   if (root != 0)
     die("ncclBroadcast from a root outside a one-rank communicator");
   return collective(send, recv, count, type, comm, s, "ncclBroadcast");
+#endif
 }
 
 /* The transfers of the open group, matched at its end. */
@@ -444,6 +549,7 @@ static struct {
   size_t bytes;
   ncclComm_t comm;
   cudaStream_t stream;
+  int peer;
 } transfers[MAX_TRANSFERS];
 static int num_transfers, group_depth;
 
@@ -457,9 +563,31 @@ ncclResult_t ncclGroupEnd(void) {
     die("ncclGroupEnd without ncclGroupStart");
   if (--group_depth > 0)
     return ncclSuccess;
+#ifdef BRAID_FAKE_NCCL_MPI
+  /* Transfers to other ranks: MPI messages, receives posted first. */
+  MPI_Request requests[MAX_TRANSFERS];
+  int num_requests = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < num_transfers; ++i) {
+      if (transfers[i].peer == transfers[i].comm->rank ||
+          transfers[i].is_send != pass)
+        continue;
+      int bytes = (int)transfers[i].bytes;
+      int code =
+          pass
+              ? MPI_Isend(transfers[i].buf, bytes, MPI_BYTE, transfers[i].peer,
+                          0, transfers[i].comm->mpi, &requests[num_requests++])
+              : MPI_Irecv(transfers[i].buf, bytes, MPI_BYTE, transfers[i].peer,
+                          0, transfers[i].comm->mpi, &requests[num_requests++]);
+      mpi_check(code, pass ? "MPI_Isend" : "MPI_Irecv");
+      transfers[i].matched = 1;
+    }
+  mpi_check(MPI_Waitall(num_requests, requests, MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+#endif
   /* A rank's sends to itself feed its receives from itself, in order. */
   for (int r = 0; r < num_transfers; ++r) {
-    if (transfers[r].is_send)
+    if (transfers[r].is_send || transfers[r].matched)
       continue;
     for (int s = 0; s < num_transfers; ++s) {
       if (!transfers[s].is_send || transfers[s].matched ||
@@ -484,8 +612,8 @@ static ncclResult_t transfer(int is_send, void *buf, size_t count,
                              ncclDataType_t type, int peer, ncclComm_t comm,
                              cudaStream_t s) {
   check_live(comm, is_send ? "ncclSend" : "ncclRecv");
-  if (peer != 0)
-    die("a transfer to a peer outside a one-rank communicator");
+  if (peer < 0 || peer >= comm->size)
+    die("a transfer to a peer outside the communicator");
   if (num_transfers == MAX_TRANSFERS)
     die("too many transfers in one group");
   ++comm->ran;
@@ -496,6 +624,7 @@ static ncclResult_t transfer(int is_send, void *buf, size_t count,
   transfers[num_transfers].bytes = count * type_size(type);
   transfers[num_transfers].comm = comm;
   transfers[num_transfers].stream = s;
+  transfers[num_transfers].peer = peer;
   ++num_transfers;
   return ncclGroupEnd();
 }
