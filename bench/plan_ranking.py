@@ -25,16 +25,26 @@ ranks of this machine (braid-run, one thread per rank).
 3. Prints predicted against measured per plan, the Spearman rank
    correlation of the two (ties averaged), and the planner's pick against
    the fastest measured plan, with the load average before and after.
+4. Memory (issue 13: the predicted memory per rank within 15% of the
+   measured peak resident set): every run of a plan records each rank's
+   peak resident set (getrusage of the rank's process, as
+   bench/pipeline_memory.py does); each rank's largest over the runs is
+   compared with braid-plan's memory of its pipeline rank (world rank r
+   holds stage r mod pp, docs/codegen.md), and the plans whose every rank
+   is within 15% are counted. --memory-only runs each plan once for this
+   (no timing).
 
     bench/plan_ranking.py [--ranks 4] [--hardware cpu-local] [--plans 16 | --all]
-        [--steps 5] [--repeats 3] [--csv FILE] [--check]
+        [--steps 5] [--repeats 3] [--csv FILE] [--reuse FILE] [--memory-only] [--check]
 
 --check (ctest) exits non-zero unless every measured plan compiled, ran and
-printed a finite time, and the correlation is a number; it does not judge
-the correlation (a timing on a shared machine).
+printed a finite time and a peak resident set per rank, and the correlation
+is a number; it judges neither the correlation (a timing on a shared
+machine) nor the memory.
 """
 
 import argparse
+import csv
 import json
 import math
 import os
@@ -50,6 +60,17 @@ sys.path.insert(0, str(ROOT / "python"))
 
 SCHEDULES = ["1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "auto"]
 RECOMPUTE = ["none", "selective", "full"]
+# Runs one rank and prints its world rank (from the MPI launcher's
+# environment) and peak resident set in KiB on stderr (as
+# bench/pipeline_memory.py), in one write so that the ranks' lines do not
+# interleave.
+RSS_WRAPPER = ("import os, resource, subprocess, sys; "
+               "rank = next((os.environ[k] for k in ('OMPI_COMM_WORLD_RANK', 'PMIX_RANK', "
+               "'PMI_RANK') if k in os.environ), '?'); "
+               "code = subprocess.run(sys.argv[1:]).returncode; "
+               "os.write(2, ('maxrss_kib %s %d\\n' % (rank, resource.getrusage("
+               "resource.RUSAGE_CHILDREN).ru_maxrss)).encode()); sys.exit(code)")
+MEMORY_TOLERANCE = 0.15
 
 
 def divisors(n):
@@ -186,10 +207,17 @@ def main():
     parser.add_argument("--reuse", type=Path,
                         help="a --csv file of an earlier run: its plans' runs are reused, not "
                              "measured again (to predict the same timings with other hardware)")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="run each plan once (2 steps) for its peak resident set per rank; "
+                             "no timing")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--bin-dir", type=Path, default=ROOT / "build" / "bin")
     args = parser.parse_args()
     bin_dir = args.bin_dir
+    if args.memory_only:
+        if args.reuse:
+            raise SystemExit("--memory-only measures; --reuse does not")
+        args.repeats, args.steps = 1, 1
     m = args.global_batch // args.batch
     if m * args.batch != args.global_batch:
         raise SystemExit("--global-batch must be a multiple of --batch")
@@ -219,18 +247,21 @@ def main():
         plans = enumerate_plans(args.ranks, args.layers, args.batch, m, args.heads)
         if all(name(p) != name(pick) for p in plans):
             plans.append(pick)
-        reused = {}
+        reused, reused_rss = {}, {}
         if args.reuse:
-            for line in args.reuse.read_text().splitlines()[1:]:
-                plan_name, _, _, runs = line.rsplit(",", 3)
-                reused[plan_name] = [float(t) for t in runs.split()]
+            with open(args.reuse, newline="") as f:
+                for row in csv.DictReader(f):
+                    reused[row["plan"]] = [float(t) for t in row["runs_s"].split()]
+                    if row.get("rss_mib"):  # files written before it have none
+                        reused_rss[row["plan"]] = [float(x) for x in row["rss_mib"].split()]
             # Only the plans measured then (and the pick) need a prediction.
             plans = [p for p in plans if name(p) in reused or name(p) == name(pick)]
         rows = []
         for p in plans:
             cost = predict(bin_dir, args.hardware, model, p, args.batch, m)
             if cost is not None:
-                rows.append({"plan": p, "name": name(p), "predicted": cost["step_time"]})
+                rows.append({"plan": p, "name": name(p), "predicted": cost["step_time"],
+                             "memory": [rank["total"] / 2**20 for rank in cost["memory"]]})
         if not any(r["name"] == name(pick) for r in rows):
             raise SystemExit(f"braid-plan cannot predict the planner's pick {name(pick)}")
         rows.sort(key=lambda r: r["predicted"])
@@ -261,6 +292,7 @@ def main():
 
         for i, r in enumerate(measured):
             r["runs"] = list(reused.get(r["name"], []))
+            r["rss"] = list(reused_rss.get(r["name"], []))
             if r["runs"]:
                 continue
             prog = tmp / f"plan{i}"
@@ -275,13 +307,20 @@ def main():
                 if "program" not in r:
                     continue
                 proc = subprocess.run([str(bin_dir / "braid-run"), "-n", str(args.ranks),
-                                       "--threads", "1", str(r["program"]), "--steps",
-                                       str(1 + args.steps), "--seed", "0"],
+                                       "--threads", "1", sys.executable, "-c", RSS_WRAPPER,
+                                       str(r["program"]), "--steps", str(1 + args.steps),
+                                       "--seed", "0"],
                                       capture_output=True, text=True, env=env)
                 t = re.search(r"^summary: \d+ steps, (\S+) ms/step", proc.stdout, re.M)
-                if proc.returncode != 0 or not t:
-                    raise SystemExit(f"{r['name']} failed:\n{proc.stdout}\n{proc.stderr}")
+                rss = {int(k): int(v) / 1024 for k, v in
+                       re.findall(r"^maxrss_kib (\d+) (\d+)", proc.stderr, re.M)}
+                if proc.returncode != 0 or not t or sorted(rss) != list(range(args.ranks)):
+                    raise SystemExit(f"{r['name']} failed (a time and a peak resident set per "
+                                     f"rank expected):\n{proc.stdout}\n{proc.stderr}")
                 r["runs"].append(float(t.group(1)) / 1e3)
+                # A rank's peak over the runs (the runs differ by a few pages).
+                r["rss"] = [max(rss[k], r["rss"][k] if k < len(r["rss"]) else 0)
+                            for k in range(args.ranks)]
         for r in measured:
             r["measured"] = min(r["runs"])
     load_after = load()
@@ -294,32 +333,61 @@ def main():
           f"{args.global_batch}; {args.ranks} ranks x 1 thread on {os.cpu_count()} cores; best of "
           f"{args.repeats} runs of {args.steps} steps; load average {load_before} before, "
           f"{load_after} after")
-    order = sorted(measured, key=lambda r: r["measured"])
-    measured_rank = {id(r): i + 1 for i, r in enumerate(order)}
-    print(f"{'#pred':>5} {'#meas':>5} {'predicted ms':>12} {'measured ms':>11} {'meas/pred':>9}  plan")
-    for i, r in enumerate(measured):
-        mark = "  <- the planner's pick" if r is chosen_row else ""
-        print(f"{i + 1:>5} {measured_rank[id(r)]:>5} {r['predicted'] * 1e3:>12.2f} "
-              f"{r['measured'] * 1e3:>11.2f} {r['measured'] / r['predicted']:>9.2f}  {r['name']}{mark}")
-    print(f"Spearman rank correlation (predicted, measured) over {len(measured)} plans: {rho:.3f}")
-    if chosen_row is None:
-        print(f"the planner's pick {name(pick)} is not among the plans of {args.reuse}")
-    else:
-        gap = chosen_row["measured"] / best["measured"] - 1
-        print(f"the planner's pick {chosen_row['name']}: {chosen_row['measured'] * 1e3:.2f} ms "
-              f"measured, {100 * gap:.1f}% slower than the fastest measured ({best['name']}, "
-              f"{best['measured'] * 1e3:.2f} ms)")
-    if args.csv:
-        with open(args.csv, "w") as f:
-            f.write("plan,predicted_s,measured_s,runs_s\n")
-            for r in measured:
-                f.write(f"{r['name']},{r['predicted']:.6g},{r['measured']:.6g},"
-                        f"{' '.join(f'{t:.6g}' for t in r['runs'])}\n")
-    if args.check:
-        bad = [r["name"] for r in measured if not math.isfinite(r["measured"]) or r["measured"] <= 0]
-        if bad or len(measured) < 2 or math.isnan(rho):
-            raise SystemExit(f"check failed: {bad or 'no correlation'}")
+    if not args.memory_only:
+        order = sorted(measured, key=lambda r: r["measured"])
+        measured_rank = {id(r): i + 1 for i, r in enumerate(order)}
+        print(f"{'#pred':>5} {'#meas':>5} {'predicted ms':>12} {'measured ms':>11} "
+              f"{'meas/pred':>9}  plan")
+        for i, r in enumerate(measured):
+            mark = "  <- the planner's pick" if r is chosen_row else ""
+            print(f"{i + 1:>5} {measured_rank[id(r)]:>5} {r['predicted'] * 1e3:>12.2f} "
+                  f"{r['measured'] * 1e3:>11.2f} {r['measured'] / r['predicted']:>9.2f}  "
+                  f"{r['name']}{mark}")
+        print(f"Spearman rank correlation (predicted, measured) over {len(measured)} plans: "
+              f"{rho:.3f}")
+        if chosen_row is None:
+            print(f"the planner's pick {name(pick)} is not among the plans of {args.reuse}")
+        else:
+            gap = chosen_row["measured"] / best["measured"] - 1
+            print(f"the planner's pick {chosen_row['name']}: {chosen_row['measured'] * 1e3:.2f} ms "
+                  f"measured, {100 * gap:.1f}% slower than the fastest measured ({best['name']}, "
+                  f"{best['measured'] * 1e3:.2f} ms)")
 
+    # Memory: each world rank's peak resident set against its pipeline
+    # rank's predicted memory (world rank r runs stage r mod pp).
+    with_rss = [r for r in measured if r["rss"]]
+    if with_rss:
+        print(f"memory per rank, MiB: predicted (braid-plan, pipeline rank r mod pp) / measured "
+              f"peak resident set, and their ratio")
+        within = 0
+        ratios = []
+        for r in with_rss:
+            pp = r["plan"]["pp"]
+            pairs = [(r["memory"][k % pp], rss) for k, rss in enumerate(r["rss"])]
+            rr = [pred / rss for pred, rss in pairs]
+            ratios += rr
+            ok = all(abs(x - 1) <= MEMORY_TOLERANCE for x in rr)
+            within += ok
+            cells = " ".join(f"{pred:.0f}/{rss:.0f}" for pred, rss in pairs)
+            print(f"  {min(rr):5.2f}-{max(rr):5.2f}{' ok' if ok else '   '}  {cells:<32}  {r['name']}")
+        print(f"memory: {within} of {len(with_rss)} plans predicted within "
+              f"{100 * MEMORY_TOLERANCE:.0f}% of the measured peak resident set on every rank; "
+              f"predicted / measured over all ranks {min(ratios):.2f}-{max(ratios):.2f} "
+              f"(median {sorted(ratios)[len(ratios) // 2]:.2f})")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["plan", "predicted_s", "measured_s", "runs_s", "predicted_mib", "rss_mib"])
+            for r in measured:
+                w.writerow([r["name"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
+                            " ".join(f"{t:.6g}" for t in r["runs"]),
+                            " ".join(f"{x:.1f}" for x in r["memory"]),
+                            " ".join(f"{x:.1f}" for x in r["rss"])])
+    if args.check:
+        bad = [r["name"] for r in measured if not math.isfinite(r["measured"]) or r["measured"] <= 0
+               or (not args.reuse and len(r["rss"]) != args.ranks)]
+        if bad or len(measured) < 2 or (math.isnan(rho) and not args.memory_only):
+            raise SystemExit(f"check failed: {bad or 'no correlation'}")
 
 if __name__ == "__main__":
     main()
