@@ -47,10 +47,11 @@ struct CommReportPass
   double wireBytes = 0, fullBytes = 0;
 
   /// Reports the collectives of `block` (run `times` times, in `where`,
-  /// phase `phase` for untagged ops), recursing into repeated layers.
+  /// phase `phase` for untagged ops), recursing into repeated layers; a
+  /// layer body runs once per instance of `instances`.
   void report(Block &block, double times, StringRef where,
               std::optional<Phase> phase, llvm::raw_ostream &os,
-              llvm::StringMap<Totals> &totals) {
+              llvm::StringMap<Totals> &totals, int64_t instances = 0) {
     for (Operation &op : block) {
       std::optional<Phase> p = getPhase(&op);
       if (!p)
@@ -60,12 +61,18 @@ struct CommReportPass
             repeat, repeat.getLayerAttr());
         std::string inner = ("@" + layer.getSymName()).str();
         report(layer.getBody().front(), times * repeat.getCount(), inner, p,
-               os, totals);
+               os, totals, repeat.getCount());
         continue;
       }
       auto coll = dyn_cast<CollectiveOpInterface>(op);
       if (!coll)
         continue;
+      // A gather of the next instance's share (braid-zero3-prefetch): the
+      // last instance, which has none, does not start it.
+      auto read = coll.getInput().getDefiningOp<ParamOp>();
+      double opTimes = times;
+      if (read && read->hasAttr("braid.next_instance") && instances > 0)
+        opTimes = times * (instances - 1) / instances;
       auto mesh =
           SymbolTable::lookupNearestSymbolFrom<MeshOp>(&op, coll.getMeshAttr());
       if (!mesh)
@@ -94,8 +101,8 @@ struct CommReportPass
           wire = factor * 4.0 * (shape[0] + shape[1]) * r;
           steps *= 2;
         }
-        wireBytes += times * wire;
-        fullBytes += times * sent;
+        wireBytes += opTimes * wire;
+        fullBytes += opTimes * sent;
         sent = wire;
       }
       double seconds = steps * alpha + sent / bandwidth;
@@ -104,7 +111,7 @@ struct CommReportPass
       os << llvm::format("%-24s %-5s %-15s %-8s %4lld %14.0f %14.0f %12.3e %6.0f  ",
                          where.str().c_str(), phaseName.str().c_str(),
                          kind.str().c_str(), axes.c_str(), (long long)n, size,
-                         sent, seconds, times)
+                         sent, seconds, opTimes)
          << (async ? "[async] " : "")
          << (compress ? "[" + compress.getValue().str() + "] " : "")
          << (cause ? cause.getValue() : StringRef("-")) << "\n";
@@ -113,9 +120,9 @@ struct CommReportPass
             "phase " + phaseName.str() + " axis " + axes,
             where.str() + " phase " + phaseName.str() + " axis " + axes}) {
         Totals &t = totals[key];
-        t.sent += times * sent;
-        t.sentElements += times * factor * elements;
-        t.seconds += times * seconds;
+        t.sent += opTimes * sent;
+        t.sentElements += opTimes * factor * elements;
+        t.seconds += opTimes * seconds;
       }
     }
   }
