@@ -46,7 +46,13 @@ step, overlap within 0-100%), the blocking dp-only programs overlap nothing
 (every wait spans its collective's whole flight) and every async program
 overlaps some communication on every rank.
 
+--config NAME runs only that configuration (repeatable); --async-flag FLAG
+adds a braidc flag to the async programs (repeatable), e.g.
+--async-flag=--schedule-into-pipelines=false to start the dp reductions
+of the gradients a pipeline returns after it rather than inside it.
+
     bench/comm_overlap.py [--steps S] [--repeats R] [--csv] [--check]
+                          [--config NAME] [--async-flag FLAG]
 """
 
 import argparse
@@ -123,7 +129,15 @@ def main():
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless every program ran with finite, consistent results")
     parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
+    parser.add_argument("--config", action="append", default=[],
+                        help="run only this configuration (dp2, dp2xpp2, dp4; repeatable)")
+    parser.add_argument("--async-flag", action="append", default=[],
+                        help="an extra braidc flag for the async programs (repeatable)")
     args = parser.parse_args()
+    known = [c[0] for c in configurations(args.microbatches)]
+    for name in args.config:
+        if name not in known:
+            parser.error(f"--config {name}: expected one of {', '.join(known)}")
     if args.batch % (4 * args.microbatches):
         parser.error(f"--batch {args.batch} must split over dp=4 and over dp=2 x "
                      f"{args.microbatches} micro-batches")
@@ -134,7 +148,8 @@ def measure(args):
     from braid import models
     bin_dir = Path(args.bin_dir)
     common = ["--lr", "3e-4", "--clip-norm", "1.0"]
-    configs = configurations(args.microbatches)
+    configs = [c for c in configurations(args.microbatches)
+               if not args.config or c[0] in args.config]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         programs = {}
@@ -145,7 +160,7 @@ def measure(args):
                                             heads=args.heads, seq=args.seq, vocab=args.vocab,
                                             batch=args.batch // micro))
             for mode in MODES:
-                extra = ["--async-collectives"] if mode == "async" else []
+                extra = ["--async-collectives", *args.async_flag] if mode == "async" else []
                 programs[config, mode] = tmp / f"{config}-{mode}"
                 run(bin_dir / "braidc", model, *common, *flags, *extra,
                     "-o", programs[config, mode])

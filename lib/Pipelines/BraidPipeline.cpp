@@ -195,6 +195,7 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     if (options.scheduleCollectives) {
       ScheduleCollectivesPassOptions schedule;
       schedule.acrossRepeats = options.scheduleAcrossRepeats;
+      schedule.intoPipelines = options.scheduleIntoPipelines;
       pm.addPass(createScheduleCollectivesPass(schedule));
     }
   }

@@ -143,7 +143,12 @@ def test_pipeline_with_data_and_tensor_parallelism_equals_serial(tmp_path, braid
     every device of the mesh.
 
     f32: every step's loss equals serial's within 1e-5, and the parameters
-    equal those of the same mesh without a pipeline within 1e-5. (Against
+    equal those of the same mesh without a pipeline within 1e-5, 5e-4 with
+    dp (a pipeline reduces each gradient's mean over micro-batches over dp
+    once per step, the flat program every micro-batch's gradient: another
+    order of sums, which AdamW at lr 0.01 turns into parameter differences
+    of up to 3.1e-4 of the tensor's largest element on zb-v; f64 below
+    shows both exact). (Against
     serial, f32 parameters of tp runs differ by up to ~6e-5 relative with or
     without a pipeline: a sharded reduction sums in another order, and
     AdamW turns the rounding of near-zero gradient elements into steps of
@@ -155,7 +160,7 @@ def test_pipeline_with_data_and_tensor_parallelism_equals_serial(tmp_path, braid
     assert len(reference[0]) == len(piped[0]) == 3
     for x, y in zip(reference[0], piped[0]):
         assert abs(x - y) <= RTOL * abs(x), (reference[0], piped[0])
-    _assert_same(flat, piped)
+    _assert_same(flat, piped, rtol=5e-4 if "dp=" in mesh else RTOL)
     exact = _train_spmd(braid_opt, braid_eval, tmp_path, "piped64", layers, m, mesh, (split, schedule), "f64")
     reference64 = _train(braid_opt, braid_eval, tmp_path, "serial64", layers,
                          ["--braid-autodiff", f"--braid-train-step={STEP} accumulation={m}"], dtype="f64")

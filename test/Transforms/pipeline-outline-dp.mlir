@@ -1,27 +1,38 @@
-// Tests that braid-pipeline-outline moves the data-parallel all_reduce of a
-// gradient the gradient function returns out of the W piece into the
-// braid.pipeline callers, so that it sums the means once per step rather
+// Tests that braid-pipeline-outline moves the data-parallel all_reduces of
+// the gradients the gradient function returns out of the W pieces into the
+// braid.pipeline callers, so that they sum the means once per step rather
 // than every micro-batch's gradient (as Megatron reduces gradients after
-// the pipeline); a reduction inside a layer body stays where it is.
+// the pipeline): the bias's, and the layer's, whose all_reduce first leaves
+// the layer body of @block.W for one of the stacked gradient after each
+// repeat. Each moved reduction keeps its chunk (buckets stay per stage).
 //
 // RUN: braid-opt %s --braid-pipeline-split="stages=2" --braid-autodiff --braid-train-step="accumulation=2 pipeline" --braid-shard="dp=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline | FileCheck %s
 
-// The layer's weight gradient is still reduced in the layer body.
+// The layer's weight gradient is yielded unreduced.
 // CHECK-LABEL: braid.layer @block.W(
-// CHECK: braid.all_reduce sum {{.*}} on @mesh ["dp"]
+// CHECK-NOT: braid.all_reduce
+// CHECK: braid.yield
 
-// Chunk 1's W returns the bias's gradient unreduced (its local sum over
-// the batch).
+// Chunk 1's W returns the layer's stacked gradient and the bias's
+// unreduced (its local sum over the batch).
 // CHECK-LABEL: func.func @forward_grad.c1.W(
 // CHECK-NOT: braid.all_reduce
 // CHECK: %[[G:.*]] = braid.reduce sum
 // CHECK-NOT: braid.all_reduce
-// CHECK: return {{.*}}, %[[G]] :
+// CHECK: %[[S:.*]] = braid.repeat @block.W(
+// CHECK-NOT: braid.all_reduce
+// CHECK: return %[[S]], %[[G]] :
+// CHECK-LABEL: func.func @forward_grad.c0.W(
+// CHECK-NOT: braid.all_reduce
+// CHECK: return
 
-// The step reduces the mean over dp, after the pipeline.
+// The step reduces the means over dp, after the pipeline, each tagged with
+// the chunk that computed it.
 // CHECK-LABEL: func.func @train_step(
 // CHECK: %[[P:.*]]:4 = braid.pipeline @forward_grad(
-// CHECK-NEXT: braid.all_reduce sum %[[P]]#3 on @mesh ["dp"] {{.*}} : tensor<8xf32>
+// CHECK-NEXT: braid.all_reduce sum %[[P]]#1 on @mesh ["dp"] {{{.*}}braid.chunk = 1 : i64} : tensor<1x8x8xf32>
+// CHECK-NEXT: braid.all_reduce sum %[[P]]#2 on @mesh ["dp"] {{{.*}}braid.chunk = 0 : i64} : tensor<1x8x8xf32>
+// CHECK-NEXT: braid.all_reduce sum %[[P]]#3 on @mesh ["dp"] {{{.*}}braid.chunk = 1 : i64} : tensor<8xf32>
 
 braid.layer @block(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<8x8xf32>

@@ -425,6 +425,8 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                                   })
                                   .wasInterrupted();
   for (Operation &op : body) {
+    if (loweredEarly.contains(&op))
+      continue;
     loc = op.getLoc();
     where = describe(&op);
     current = opIndex.lookup(&op);
@@ -481,6 +483,33 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   }
   finishPlan(target);
   return success();
+}
+
+LogicalResult FunctionLowering::lowerEarly(Operation *op) {
+  Location outerLoc = loc;
+  std::string outerWhere = where;
+  loc = op->getLoc();
+  where = describe(op);
+  std::optional<LogicalResult> lowered = module.table.lower(op, *this);
+  loweredEarly.insert(op);
+  // A started collective reads its operand until its wait.
+  for (Value r : op->getResults())
+    if (isa<FutureType>(r.getType()))
+      for (Value x : op->getOperands())
+        extendTo(get(x), r);
+  loc = outerLoc;
+  where = outerWhere;
+  if (!lowered)
+    return op->emitOpError() << "has no lowering to EmitC yet";
+  return *lowered;
+}
+
+bool FunctionLowering::isAddress(Operation *e) {
+  if (isa<emitc::ConstantOp, emitc::LiteralOp, emitc::GetGlobalOp,
+          emitc::AddressOfOp>(e))
+    return true;
+  auto call = dyn_cast<emitc::CallOpaqueOp>(e);
+  return call && call.getCallee().starts_with("braid_rt_program_buffer_");
 }
 
 LogicalResult
@@ -549,13 +578,6 @@ void FunctionLowering::guardStage(Operation *op, Block *block,
                                   Operation *last, int64_t stage) {
   // What the lowering of `op` emitted: its buffers' addresses stay where
   // they are (later ops use them), the rest runs under the condition.
-  auto isAddress = [](Operation *e) {
-    if (isa<emitc::ConstantOp, emitc::LiteralOp, emitc::GetGlobalOp,
-            emitc::AddressOfOp>(e))
-      return true;
-    auto call = dyn_cast<emitc::CallOpaqueOp>(e);
-    return call && call.getCallee().starts_with("braid_rt_program_buffer_");
-  };
   auto emitted = llvm::make_range(
       last ? std::next(Block::iterator(last)) : block->begin(),
       b.getInsertionPoint());

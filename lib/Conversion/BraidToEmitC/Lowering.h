@@ -378,6 +378,17 @@ public:
   /// pipeline stage `stage` (its buffers stay visible to later ops).
   void guardStage(Operation *op, Block *block, Operation *last,
                   int64_t stage);
+  /// The placement of the ops after this function's pipeline, or null.
+  const StagePlacement *getPlacement() const { return placement; }
+  /// Lowers `op`, an op of the body after the one being lowered, as part
+  /// of the latter (which runs it: a start issued inside a pipeline, see
+  /// Pipelines.cpp): its buffers live from the current op on, and the body
+  /// skips it later.
+  LogicalResult lowerEarly(Operation *op);
+  bool isLoweredEarly(Operation *op) const { return loweredEarly.contains(op); }
+  /// Whether the emitted `e` only computes an address or a constant (a
+  /// buffer's, a global's): it may stay outside a stage's guard.
+  static bool isAddress(Operation *e);
   /// The C string naming the current op (its location), for messages.
   Value whereText() { return text(where); }
   /// A C string literal.
@@ -434,6 +445,8 @@ private:
   Block *body = nullptr;
   /// The placement of the ops after a pipeline on its stages, if any.
   const StagePlacement *placement = nullptr;
+  /// Ops lowered early, as part of an op before them (lowerEarly).
+  DenseSet<Operation *> loweredEarly;
   DenseMap<Operation *, int64_t> opIndex;
   int64_t current = 0;
   /// The planned buffers, the buffer value of each, and its address

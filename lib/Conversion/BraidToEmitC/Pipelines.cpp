@@ -6,6 +6,9 @@
 
 #include "Lowering.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::lowering;
@@ -23,6 +26,16 @@ struct PipelinePlan : PipelineDriver {
     char phase = 0;
   };
   std::vector<std::vector<Action>> parsed;
+};
+
+/// A started collective marked braid.start_in_pipeline that the pipeline
+/// issues: the code of it and of the pure ops it reads the pipeline's
+/// results through (a bucket's concat), run on `stage` once the means of
+/// `results` are complete.
+struct EarlyStart {
+  int64_t stage = 0;
+  SmallVector<int64_t> results;
+  SmallVector<Operation *> code;
 };
 } // namespace
 
@@ -56,6 +69,94 @@ static LogicalResult readPipeline(PipelineOp op, func::FuncOp fn,
   return success();
 }
 
+/// Lowers the starts marked braid.start_in_pipeline (braid-schedule-
+/// collectives) that read results of `op` through pure ops only, all placed
+/// with them on the stage computing those results: their code is emitted
+/// here, and all of it but the addresses (which later ops use) is moved
+/// into that stage's actions by the caller. The others are lowered where
+/// they are, after the pipeline.
+static LogicalResult lowerEarlyStarts(PipelineOp op, FunctionLowering &l,
+                                      std::vector<EarlyStart> &early) {
+  const StagePlacement *placement = l.getPlacement();
+  if (!placement)
+    return success();
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    auto start = dyn_cast<CollectiveOpInterface>(next);
+    if (!start || !start.isStarted() ||
+        !next->hasAttr("braid.start_in_pipeline"))
+      continue;
+    EarlyStart s;
+    llvm::SetVector<Operation *> cone;
+    bool ok = true;
+    SmallVector<Value> work(next->getOperands());
+    while (ok && !work.empty()) {
+      Value v = work.pop_back_val();
+      if (auto result = dyn_cast<OpResult>(v);
+          result && result.getOwner() == op) {
+        if (!llvm::is_contained(s.results, result.getResultNumber()))
+          s.results.push_back(result.getResultNumber());
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      ok = def && def->getBlock() == op->getBlock() &&
+           op->isBeforeInBlock(def) && isPure(def) &&
+           def->getNumRegions() == 0 && !l.isLoweredEarly(def);
+      if (ok && cone.insert(def))
+        llvm::append_range(work, def->getOperands());
+    }
+    if (!ok || s.results.empty())
+      continue;
+    s.stage = l.getPipelineStage(op->getResult(s.results.front()));
+    ok = s.stage != StagePlacement::kAll &&
+         llvm::all_of(s.results, [&](int64_t k) {
+           return l.getPipelineStage(op->getResult(k)) == s.stage;
+         });
+    SmallVector<Operation *> ops(cone.begin(), cone.end());
+    llvm::sort(
+        ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    ops.push_back(next);
+    ok = ok && llvm::all_of(ops, [&](Operation *x) {
+           return placement->getStage(x) == s.stage &&
+                  placement->getBroadcasts(x).empty();
+         });
+    if (!ok)
+      continue;
+    Block *block = l.b.getInsertionBlock();
+    Operation *last = l.b.getInsertionPoint() == block->begin()
+                          ? nullptr
+                          : &*std::prev(l.b.getInsertionPoint());
+    for (Operation *x : ops)
+      if (failed(l.lowerEarly(x)))
+        return failure();
+    DenseSet<Operation *> moved;
+    for (Operation &e : llvm::make_range(last ? std::next(Block::iterator(last))
+                                              : block->begin(),
+                                         l.b.getInsertionPoint()))
+      if (!FunctionLowering::isAddress(&e)) {
+        s.code.push_back(&e);
+        moved.insert(&e);
+      }
+    // What moves into the stage's code must not be needed outside it.
+    auto inside = [&](Value v) {
+      return v && v.getDefiningOp() && moved.contains(v.getDefiningOp());
+    };
+    for (Operation *e : s.code)
+      for (Operation *user : e->getUsers())
+        if (!moved.contains(user))
+          return next->emitOpError()
+                 << "is marked braid.start_in_pipeline, but its code is "
+                    "used outside the stage that issues it";
+    for (Operation *x : ops)
+      for (Value r : x->getResults())
+        if (inside(l.get(r)))
+          return next->emitOpError()
+                 << "is marked braid.start_in_pipeline, but its buffers "
+                    "would be defined inside the stage that issues it";
+    early.push_back(std::move(s));
+  }
+  return success();
+}
+
 /// A scheduled braid.pipeline on a pipeline axis: every stage runs its
 /// rank's actions of the schedule as straight-line code under
 /// `if (stage == r)` (all receives of the step started first; then piece
@@ -63,9 +164,10 @@ static LogicalResult readPipeline(PipelineOp op, func::FuncOp fn,
 /// what the peer's chunks use, and waits for receives), then the
 /// weight-gradient pieces that read another stage's W results (a tied
 /// parameter's gradient sum) after those arrive, then the means over
-/// micro-batches of the results it computed; each mean is then broadcast
-/// from its stage to the whole pipeline, so every stage runs the rest of
-/// the step (clipping, optimizer) on the whole model's values.
+/// micro-batches of the results it computed; each mean stays on its stage
+/// (StagePlacement places what follows). A start marked
+/// braid.start_in_pipeline on a stage's results is issued in that stage's
+/// code right after the action completing their means.
 static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
   OpBuilder &b = l.b;
   Location loc = l.loc;
@@ -161,6 +263,9 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
   SmallVector<Value> means;
   for (Value r : op.getResults())
     means.push_back(l.result(r));
+  std::vector<EarlyStart> early;
+  if (failed(lowerEarlyStarts(op, l, early)))
+    return failure();
 
   for (int64_t r = 0; r < numRanks; ++r) {
     Value cond = emitc::CmpOp::create(b, loc, b.getI1Type(),
@@ -258,6 +363,19 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         }
       }
     };
+    // The early starts of this stage whose means are complete, here: in
+    // flight while the stage runs its remaining actions. Every rank of a
+    // start's group runs this stage's code, so they issue it in one order.
+    auto issueEarlyStarts = [&]() {
+      for (EarlyStart &s : early)
+        if (s.stage == r && !s.code.empty() &&
+            llvm::all_of(s.results,
+                         [&](int64_t k) { return nextMean[k] == m; })) {
+          for (Operation *e : s.code)
+            e->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+          s.code.clear();
+        }
+    };
     auto compute = [&](int64_t mb, int64_t chunk, char phase,
                        bool late) -> LogicalResult {
       auto it = plan.pieces.find({chunk, phase});
@@ -333,6 +451,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         return failure();
       }
       l.call("braid_rt_program_trace_end", {});
+      issueEarlyStarts();
     }
     // After the schedule: the W results other stages' deferred pieces read,
     // those this stage's read, its deferred pieces.
@@ -351,6 +470,7 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       if (failed(compute(mb, chunk, 'W', true)))
         return failure();
       l.call("braid_rt_program_trace_end", {});
+      issueEarlyStarts();
     }
     // Every micro-batch of the results this stage computes is in a mean.
     for (auto [k, v] : llvm::enumerate(ret->getOperands()))

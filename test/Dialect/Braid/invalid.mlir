@@ -987,6 +987,16 @@ func.func @bad_chunk_stages(%x: tensor<2xf32>) attributes {braid.chunk_stages = 
 
 // -----
 
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+
+func.func @start_in_pipeline_blocking(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{braid.start_in_pipeline is a unit attribute of a started collective}}
+  %0 = braid.all_reduce sum %x on @mesh ["dp"] {braid.start_in_pipeline} : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
 // expected-error@+1 {{result #0: braid.instances must be array<i64: first, count> with first >= 0 and count >= 1}}
 func.func @bad_instances(%x: tensor<2xf32>) -> (tensor<2xf32> {braid.instances = array<i64: 0>}) {
   return %x : tensor<2xf32>

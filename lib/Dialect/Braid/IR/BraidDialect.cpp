@@ -108,6 +108,16 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                            "braid.param in a braid.layer");
     return success();
   }
+  if (name == "braid.start_in_pipeline") {
+    // braid-schedule-collectives: issued inside the pipeline computing its
+    // operands (see the lowering of braid.pipeline).
+    auto collective = dyn_cast<CollectiveOpInterface>(op);
+    if (!isa<UnitAttr>(attr.getValue()) || !collective ||
+        !collective.isStarted())
+      return op->emitError("braid.start_in_pipeline is a unit attribute of "
+                           "a started collective");
+    return success();
+  }
   if (name == "braid.shardings") {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     SmallVector<Value> tensors;
@@ -131,7 +141,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                          << "'; known: braid.phase, braid.shardings, "
                             "braid.cause, braid.bucket, braid.compress, "
                             "braid.powersgd, braid.chunk, braid.chunk_stages, "
-                            "braid.schedule, braid.next_instance";
+                            "braid.schedule, braid.next_instance, "
+                            "braid.start_in_pipeline";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

@@ -92,6 +92,122 @@ bool isLinear(Operation *op) {
   return false;
 }
 
+/// Whether every caller of `grad` is a braid.pipeline, which returns the
+/// means of its results over micro-batches.
+static bool isCalledByPipelinesOnly(func::FuncOp grad, ModuleOp module) {
+  std::optional<SymbolTable::UseRange> uses = grad.getSymbolUses(module);
+  return uses && !uses->empty() &&
+         llvm::all_of(*uses, [](const SymbolTable::SymbolUse &use) {
+           return isa<PipelineOp>(use.getUser());
+         });
+}
+
+/// Moves the all_reduces of weight gradients that a repeated layer yields
+/// (a layer's data-parallel gradient reduction in the body of `@block.W`)
+/// out of the layer: each repeat of it is followed by one all_reduce of the
+/// stacked gradient, which sums each instance's slice as the body did.
+/// hoistGradientSums then moves that out of the function like any returned
+/// gradient's, so a layer's gradients are reduced once per step, on their
+/// means, instead of once per micro-batch, and a stage can start them when
+/// its last W action of the chunk has run. Only where every use of the
+/// layer is a W repeat in `grad`, and only an all_reduce whose result the
+/// body yields as stacked results and nothing else uses.
+static void hoistLayerReductions(func::FuncOp grad, ModuleOp module) {
+  if (!isCalledByPipelinesOnly(grad, module))
+    return;
+  Block &body = grad.getBody().front();
+  llvm::MapVector<Operation *, SmallVector<RepeatOp>> repeatsOf;
+  for (auto repeat : body.getOps<RepeatOp>())
+    if (getPhase(repeat) == Phase::W)
+      if (auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+              repeat, repeat.getLayerAttr()))
+        repeatsOf[layer].push_back(repeat);
+  for (auto &[op, repeats] : repeatsOf) {
+    auto layer = cast<LayerOp>(op);
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(layer, module);
+    if (!uses || llvm::count_if(*uses, [](const SymbolTable::SymbolUse &) {
+                   return true;
+                 }) != static_cast<int64_t>(repeats.size()))
+      continue; // repeated elsewhere too
+    unsigned firstStacked = 0;
+    for (RepeatOp repeat : repeats)
+      firstStacked = std::max(firstStacked, repeat.getNumCarried());
+    Block &layerBody = layer.getBody().front();
+    Operation *yield = layerBody.getTerminator();
+    // A summing all_reduce (or a started one and its wait) whose result is
+    // only yielded, as stacked results.
+    struct Moved {
+      Operation *reduce;
+      WaitOp wait; // of a started reduce, or null
+      Value result;
+    };
+    SmallVector<Moved> moved;
+    for (Operation &inner : layerBody) {
+      auto collective = dyn_cast<CollectiveOpInterface>(&inner);
+      std::optional<ReduceKind> kind =
+          collective ? collective.getReduction() : std::nullopt;
+      if (!collective ||
+          collective.getCollectiveKind() != CollectiveKind::all_reduce ||
+          !kind || *kind != ReduceKind::sum ||
+          collective.getResultTensorType() != collective.getInput().getType())
+        continue;
+      Moved m{&inner, nullptr, inner.getResult(0)};
+      if (collective.isStarted()) {
+        if (!m.result.hasOneUse())
+          continue;
+        m.wait = dyn_cast<WaitOp>(*m.result.getUsers().begin());
+        if (!m.wait)
+          continue;
+        m.result = m.wait.getResult();
+      }
+      if (m.result.use_empty() ||
+          llvm::any_of(m.result.getUses(), [&](OpOperand &use) {
+            return use.getOwner() != yield ||
+                   use.getOperandNumber() < firstStacked;
+          }))
+        continue;
+      moved.push_back(m);
+    }
+    if (moved.empty())
+      continue;
+    // After each repeat, the reductions of the stacked results the moved
+    // ones fed, tagged with the repeat's chunk and phase.
+    for (RepeatOp repeat : repeats) {
+      OpBuilder b(repeat->getContext());
+      b.setInsertionPointAfter(repeat);
+      for (Moved &m : moved)
+        for (OpOperand &use : m.result.getUses()) {
+          Value stacked = repeat.getResult(use.getOperandNumber());
+          auto tag = [&](Operation *copy) {
+            copy->setAttr(kChunkAttrName, repeat->getAttr(kChunkAttrName));
+            setPhase(copy, Phase::W);
+          };
+          IRMapping mapping;
+          mapping.map(m.reduce->getOperand(0), stacked);
+          Operation *copy = b.clone(*m.reduce, mapping);
+          tag(copy);
+          Operation *first = copy;
+          if (m.wait) {
+            copy->getResult(0).setType(FutureType::get(
+                b.getContext(), cast<RankedTensorType>(stacked.getType())));
+            mapping.map(m.wait.getFuture(), copy->getResult(0));
+            copy = b.clone(*m.wait, mapping);
+            tag(copy);
+          }
+          copy->getResult(0).setType(stacked.getType());
+          stacked.replaceAllUsesExcept(copy->getResult(0), first);
+        }
+    }
+    for (Moved &m : moved) {
+      m.result.replaceAllUsesWith(m.reduce->getOperand(0));
+      if (m.wait)
+        m.wait.erase();
+      m.reduce->erase();
+    }
+  }
+}
+
 /// Moves the sums of weight gradients that several chunks contribute to (a
 /// tied parameter's, e.g. GPT's embedding and head) and the all_reduces of
 /// gradients the function returns out of the gradient function into its
@@ -241,7 +357,10 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
       mapping.map(v, pipeline.getResult(firstPartial + i));
     for (Operation *op : moved) {
       Operation *copy = b.clone(*op, mapping);
-      copy->removeAttr(kChunkAttrName);
+      // A collective keeps its chunk: braid-bucket-collectives then fuses
+      // only one chunk's, whose operands are on one stage.
+      if (!isa<CollectiveOpInterface>(copy))
+        copy->removeAttr(kChunkAttrName);
       copy->removeAttr(kPhaseAttrName);
     }
     for (auto [i, old] : llvm::enumerate(caller.getResults()))
@@ -269,6 +388,7 @@ struct PipelineOutlinePass
     }
     Block &body = grad.getBody().front();
     inheritChunks(body);
+    hoistLayerReductions(grad, module);
     hoistGradientSums(grad, module);
 
     // Pieces in order of their first op; parameters are read where used.

@@ -9,7 +9,8 @@
 // The order is a list schedule of the block's dataflow graph:
 //   - ops are visited in their original order and placed, each after its
 //     unplaced dependences (SSA values, also those used in nested regions,
-//     and the order of ops that touch parameters);
+//     the order of ops that touch parameters, and a PowerSGD reduction
+//     after the reads of the state it updates);
 //   - a start is placed as soon as what it still needs is cheap to pull
 //     ahead: pure ops and parameter reads (never a braid.repeat, a pipeline
 //     or another wait), and fewer than `max-in-flight` collectives are
@@ -28,6 +29,12 @@
 // collective per instance), and after it come the wait and a repeat of
 // `<name>.waited` (loop fission at the wait). Only the order changes:
 // every op computes what it did, so results are bit-identical.
+//
+// Likewise a future cannot start inside a braid.pipeline, whose results
+// are all ready only when it ends, yet a stage's gradient reductions
+// should overlap its remaining schedule actions. So, last, the starts
+// placed right after a pipeline on its results are marked
+// `braid.start_in_pipeline`, which the lowering honours (Pipelines.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -184,6 +191,19 @@ void BlockScheduler::computeDependences() {
           d.insert(ancestor);
       }
     });
+    // A PowerSGD reduction updates its state params, which it names, in
+    // place: their reads come first (and are pulled ahead with it).
+    if (auto psgd = op->getAttrOfType<DictionaryAttr>("braid.powersgd");
+        psgd && isa<CollectiveOpInterface>(op))
+      for (StringRef key : {"q", "error"})
+        if (auto name = psgd.getAs<StringAttr>(key))
+          for (Operation *other : original) {
+            if (position[other] >= position[op])
+              break;
+            if (auto read = dyn_cast<ParamOp>(other);
+                read && read.getName() == name.getValue())
+              d.insert(read);
+          }
     bool writes = mayWriteParameters(op);
     bool reads = isa<ParamOp, WaitOp, CollectiveOpInterface>(op) || writes ||
                  !computesOnly(op);
@@ -522,6 +542,37 @@ static void splitAtWaits(LayerOp layer, ArrayRef<RepeatOp> repeats,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Starting inside pipelines
+//===----------------------------------------------------------------------===//
+
+/// Marks the starts that the schedule placed right after `pipeline` and
+/// that read its results through pure ops only (a bucket's reshapes and
+/// concat): they may be issued inside it, once those results are final on
+/// their stage. Stops at the first other op, so the marked starts are
+/// those that were already in flight from the pipeline's end.
+static void markStartsInPipeline(PipelineOp pipeline) {
+  DenseSet<Value> fromPipeline(pipeline->result_begin(),
+                               pipeline->result_end());
+  auto onPipeline = [&](Operation *op) {
+    return op->getNumOperands() > 0 &&
+           llvm::all_of(op->getOperands(),
+                        [&](Value v) { return fromPipeline.contains(v); });
+  };
+  for (Operation *op = pipeline->getNextNode();
+       op && !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode()) {
+    if (!onPipeline(op))
+      break;
+    if (isStart(op)) {
+      op->setAttr("braid.start_in_pipeline", UnitAttr::get(op->getContext()));
+      continue;
+    }
+    if (!isMovablePure(op))
+      break;
+    fromPipeline.insert(op->result_begin(), op->result_end());
+  }
+}
+
 struct ScheduleCollectivesPass
     : public braid::impl::ScheduleCollectivesPassBase<ScheduleCollectivesPass> {
   using ScheduleCollectivesPassBase::ScheduleCollectivesPassBase;
@@ -564,6 +615,8 @@ struct ScheduleCollectivesPass
     });
     for (Block *block : blocks)
       BlockScheduler(*block, maxInFlight).run();
+    if (intoPipelines)
+      getOperation().walk(markStartsInPipeline);
   }
 };
 

@@ -433,6 +433,20 @@ def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::Module
     in flight (and starts moved early before it leave room for them); a
     layer is split at no more waits than `max-in-flight` allows.
 
+    In a pipelined step, the data-parallel reductions of the gradients a
+    `braid.pipeline` returns (moved out of the pieces by
+    `braid-pipeline-outline`, bucketed per chunk) depend on the whole
+    pipeline op, so no reordering can start them before it ends. With
+    `into-pipelines`, every start that the schedule placed right after a
+    pipeline, on its results through pure ops only (a bucket's reshapes
+    and concat), is marked `braid.start_in_pipeline`: the generated code
+    issues it, with those pure ops, inside the pipeline, on the stage that
+    computes its operands, as soon as their last micro-batch is
+    accumulated (after the last W action producing them), so it is in
+    flight while the stage runs its remaining actions; it is waited for
+    where the schedule put the wait. The mark changes no value (braid-eval
+    ignores it); the starts it marks were already counted in flight.
+
     Only the order changes, so results are bit-identical. Collectives are
     recognised through `CollectiveOpInterface`.
 
@@ -480,6 +494,11 @@ def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::Module
            "Split layers at the waits of their reductions, so that each "
            "instance's collective stays in flight after it, until after the "
            "repeat.">,
+    Option<"intoPipelines", "into-pipelines", "bool", /*default=*/"true",
+           "Mark the starts placed right after a braid.pipeline on its "
+           "results (braid.start_in_pipeline): generated code issues each "
+           "inside the pipeline, once the stage has run the last W action "
+           "producing its operand.">,
   ];
   let dependentDialects = ["::mlir::braid::BraidDialect"];
 }
