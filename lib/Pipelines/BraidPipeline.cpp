@@ -43,14 +43,13 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.powersgdRank < 1)
     return optionError("powersgd-rank must be positive, got " +
                        Twine(o.powersgdRank));
-  // (With async-collectives the scheduler may start the reduction before
-  // its state is read; it runs blocking anyway.)
-  if (o.gradCompression == "powersgd" &&
-      (o.tp > 1 || o.pp > 1 || o.zero > 0 || o.microbatches > 1 ||
-       o.asyncCollectives))
-    return optionError("grad-compression powersgd runs on a dp mesh alone "
-                       "yet (no tp, pp, zero, microbatches > 1 or "
-                       "async-collectives)");
+  // ZeRO reduces gradients with reduce_scatter into each device's share,
+  // which PowerSGD does not approximate.
+  if (o.gradCompression == "powersgd" && o.zero > 0)
+    return optionError("grad-compression powersgd approximates all_reduces, "
+                       "but zero " + Twine(o.zero) +
+                       " reduces gradients with reduce_scatter: drop zero, "
+                       "or compress with bf16 or fp16");
   if (o.gradCompression != "none" && o.dp == 1)
     return optionError("grad-compression " + o.gradCompression +
                        " compresses data-parallel gradient reductions, but "

@@ -4,7 +4,8 @@
 // gradients are reduce_scattered), the compile replays in braid-opt, the
 // losses of 5 steps stay within 1e-4 (relative) of the uncompressed run's
 // but are not all equal to them, braid-comm-report shows the bytes saved,
-// and bad values are clear errors.
+// PowerSGD resumes exactly and runs with --async-collectives, and bad
+// values are clear errors.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 //
@@ -59,10 +60,20 @@
 //
 // RUN: not braidc %t.mlir --mesh dp=2 --grad-compression int8 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: unknown grad-compression 'int8'; expected none, bf16, fp16 or powersgd
-// RUN: not braidc %t.mlir --mesh dp=2,tp=2 --grad-compression powersgd -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-TP
-// PSGD-TP: grad-compression powersgd runs on a dp mesh alone yet (no tp, pp, zero, microbatches > 1 or async-collectives)
-// RUN: not braidc %t.mlir --mesh dp=2 --grad-compression powersgd --async-collectives -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-ASYNC
-// PSGD-ASYNC: grad-compression powersgd runs on a dp mesh alone yet (no tp, pp, zero, microbatches > 1 or async-collectives)
+// RUN: not braidc %t.mlir --mesh dp=2 --zero 1 --grad-compression powersgd -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-ZERO
+// PSGD-ZERO: grad-compression powersgd approximates all_reduces, but zero 1 reduces gradients with reduce_scatter: drop zero, or compress with bf16 or fp16
+//
+// PowerSGD with --async-collectives: the reductions are started (their
+// state read first in the block, before any start the scheduler moves
+// early) and complete at their start, so the losses are the blocking
+// program's. (Micro-batches, dp2 x tp2 and dp2 x pp2: their curves and
+// checkpoints in test_grad_compression.py.)
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="dp=2" --braid-propagate-sharding --braid-partition --braid-compress-gradients="format=powersgd rank=2" --braid-async-collectives --braid-schedule-collectives | FileCheck %s --check-prefix=PSGD-START
+// PSGD-START: braid.all_reduce_start sum {{.*}}braid.compress = "powersgd"
+// RUN: braidc %t.mlir --mesh dp=2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 --async-collectives -o %t.psgd.async
+// RUN: braid-run -n 2 %t.psgd.async --steps 4 --seed 1 > %t.psgd.async.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.psgd.async.out %t.psgd.out --rtol 0 | FileCheck %s --check-prefix=PSGD-ASYNC
+// PSGD-ASYNC: ok: 4 losses within 0
 //
 // bf16 with --async-collectives: the started reductions complete at their
 // start and train exactly as the blocking bf16 program.

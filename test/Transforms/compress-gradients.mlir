@@ -44,14 +44,14 @@ braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 2>}
 // REPORT: compressed gradient reductions: sent 28 bytes instead of 56, saved 28 bytes
 // FORMAT: braid-compress-gradients: unknown format 'int8'; expected bf16, fp16 or powersgd
 //
-// PowerSGD: the 2-D gradient's all_reduce reads its state first (Q, and
-// this device's error block over dp) and is not bucketed; 1-D gradients,
+// PowerSGD: the 2-D gradient's all_reduce reads its state first (on this
+// dp x tp mesh Q per tp block, the error per device) and is not bucketed; 1-D gradients,
 // reduce_scatters and the rest stay exact. Wire bytes: P [2, 1] and
 // Q [3, 1] in f32 instead of the 2 x 3 matrix; at rank 2 P and Q would
 // be larger than the matrix, which then stays exact.
 // PSGD-LABEL: func.func @grads
-// PSGD: braid.param "powersgd.grads.0.q" {init = #braid.init<normal(1.000000e+00)>, state} : tensor<3x1xf32>
-// PSGD: braid.param "powersgd.grads.0.error" {block_of = #braid.sharding<@mesh, {{\[\["dp"\], \[\]\]}}>, init = #braid.init<zeros>, state} : tensor<2x3xf32>
+// PSGD: braid.param "powersgd.grads.0.q" {block_of = #braid.sharding<@mesh, {{\[\["tp"\], \[\]\]}}>, init = #braid.init<normal(1.000000e+00)>, state} : tensor<3x1xf32>
+// PSGD: braid.param "powersgd.grads.0.error" {block_of = #braid.sharding<@mesh, {{\[\["dp", "tp"\], \[\]\]}}>, init = #braid.init<zeros>, state} : tensor<2x3xf32>
 // PSGD: braid.all_reduce sum %{{.*}} on @mesh ["dp"] {braid.cause = "a", braid.compress = "powersgd", braid.powersgd = {error = "powersgd.grads.0.error", q = "powersgd.grads.0.q", rank = 1 : i64}} : tensor<2x3xf32>
 // PSGD-NOT: braid.compress
 // PSGD-REPORT: all_reduce dp 2 24 20 {{.*}} [powersgd] a

@@ -82,16 +82,17 @@ static LogicalResult lowerAllSlice(CollectiveOpInterface op,
 
 /// An all_reduce marked for PowerSGD (braid-compress-gradients): the
 /// runtime's PowerSGD on the buffers of its state params, which the pass
-/// read in the same block.
+/// read in the same block, for each matrix of the batch its leading
+/// dimensions make.
 static LogicalResult lowerPowerSgd(CollectiveOpInterface op,
                                    FunctionLowering &l, DictionaryAttr psgd,
                                    int64_t mask, Value from, Value result,
                                    Value pending) {
   auto type = cast<RankedTensorType>(op.getInput().getType());
-  if (op.getCollectiveKind() != CollectiveKind::all_reduce ||
-      type.getRank() != 2)
+  int64_t rank = type.getRank();
+  if (op.getCollectiveKind() != CollectiveKind::all_reduce || rank < 2)
     return op->emitOpError() << "is marked for PowerSGD, which takes the "
-                                "all_reduce of a 2-D tensor";
+                                "all_reduce of a matrix or a batch of them";
   Value state[2];
   const char *keys[2] = {"q", "error"};
   for (int i = 0; i < 2; ++i) {
@@ -103,9 +104,10 @@ static LogicalResult lowerPowerSgd(CollectiveOpInterface op,
       return op->emitOpError() << "is marked for PowerSGD, but its state '"
                                << name << "' is not read before it";
   }
+  int64_t rows = type.getDimSize(rank - 2), cols = type.getDimSize(rank - 1);
   l.call("braid_rt_program_powersgd_f32",
-         {l.i64(mask), from, l.i64(type.getDimSize(0)),
-          l.i64(type.getDimSize(1)),
+         {l.i64(mask), from, l.i64(type.getNumElements() / (rows * cols)),
+          l.i64(rows), l.i64(cols),
           l.i64(psgd.getAs<IntegerAttr>("rank").getInt()), state[0], state[1],
           result, pending, l.whereText()});
   return success();

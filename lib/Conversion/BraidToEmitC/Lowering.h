@@ -190,9 +190,14 @@ public:
   bool stageLocal = false;
   /// In a pipelined program: the stages whose pieces read each slot.
   std::vector<std::set<int64_t>> pieceReaders;
-  /// Whether pieces read each slot that `op` (a store or a repeat) writes
-  /// only on `stage`; records `stage` as their owner if so. False for a
-  /// braid.pipeline, which every stage runs.
+  /// The slots `op` updates in place: a PowerSGD reduction's state (its
+  /// `keys` of braid.powersgd), and for a repeat those of the reductions
+  /// in its layer's instances.
+  SmallVector<int64_t>
+  getInPlaceSlots(Operation *op, ArrayRef<StringRef> keys = {"q", "error"});
+  /// Whether pieces read each slot that `op` (a store, a repeat or a
+  /// PowerSGD reduction) writes only on `stage`; records `stage` as their
+  /// owner if so. False for a braid.pipeline, which every stage runs.
   bool claimSlots(Operation *op, int64_t stage);
   /// The slots of `repeat`'s instances and of the repeats in its layer.
   SmallVector<int64_t> getAllRepeatSlots(RepeatOp repeat);

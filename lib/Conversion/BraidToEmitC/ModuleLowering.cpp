@@ -29,6 +29,53 @@ SmallVector<int64_t> ModuleLowering::getAllRepeatSlots(RepeatOp repeat) {
   return all;
 }
 
+SmallVector<int64_t> ModuleLowering::getInPlaceSlots(Operation *op,
+                                                     ArrayRef<StringRef> keys) {
+  SmallVector<int64_t> slotsOf;
+  // (The wait of a started reduction keeps its attributes; the start is
+  // what updates the state.)
+  auto psgdOf = [](Operation *o) {
+    return isa<CollectiveOpInterface>(o)
+               ? o->getAttrOfType<DictionaryAttr>("braid.powersgd")
+               : DictionaryAttr();
+  };
+  if (auto psgd = psgdOf(op)) {
+    for (StringRef key : keys)
+      if (auto name = psgd.getAs<StringAttr>(key))
+        if (auto it = slotOf.find(name.getValue()); it != slotOf.end())
+          slotsOf.push_back(it->second);
+    return slotsOf;
+  }
+  auto repeat = dyn_cast<RepeatOp>(op);
+  if (!repeat)
+    return slotsOf;
+  auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+      repeat, repeat.getLayerAttr());
+  if (!layer)
+    return slotsOf;
+  // The layer names its state locally; each instance's slot adds the
+  // repeat's prefix (nested repeats only under an empty one).
+  for (int64_t i = repeat.getFirst(), e = repeat.getFirst() + repeat.getCount();
+       i < e; ++i)
+    layer.walk([&](Operation *inner) {
+      if (isa<RepeatOp>(inner)) {
+        if (i == repeat.getFirst())
+          llvm::append_range(slotsOf, getInPlaceSlots(inner, keys));
+        return;
+      }
+      auto psgd = psgdOf(inner);
+      if (!psgd)
+        return;
+      for (StringRef key : keys)
+        if (auto name = psgd.getAs<StringAttr>(key))
+          if (auto it =
+                  slotOf.find(repeat.getParamPrefix(i) + name.getValue().str());
+              it != slotOf.end())
+            slotsOf.push_back(it->second);
+    });
+  return slotsOf;
+}
+
 bool ModuleLowering::claimSlots(Operation *op, int64_t stage) {
   if (isa<PipelineOp>(op))
     return false; // every stage runs its part of a pipeline
@@ -37,6 +84,8 @@ bool ModuleLowering::claimSlots(Operation *op, int64_t stage) {
     written.push_back(slotOf.lookup(store.getName()));
   else if (auto repeat = dyn_cast<RepeatOp>(op))
     written = getAllRepeatSlots(repeat);
+  else
+    written = getInPlaceSlots(op);
   for (int64_t slot : written)
     if (llvm::any_of(pieceReaders[slot],
                      [&](int64_t reader) { return reader != stage; }))
@@ -353,6 +402,17 @@ void ModuleLowering::emitInitFunction(Location loc) {
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value seed = entry->getArgument(0);
+  // PowerSGD's Q starts alike on every device, also where each tp block
+  // keeps its own (a gradient replicated over tp must stay so): each block
+  // is initialised as the whole [cols, R] tensor of its name.
+  llvm::DenseSet<int64_t> alike;
+  module.walk([&](func::FuncOp f) {
+    if (f.getBody().empty())
+      return;
+    for (Operation &op : f.getBody().front())
+      for (int64_t slot : getInPlaceSlots(&op, {"q"}))
+        alike.insert(slot);
+  });
   auto f32Ptr = emitc::PointerType::get(b.getF32Type());
   // The communicators, in the same order on every rank (creating one is
   // collective over the world).
@@ -400,7 +460,7 @@ void ModuleLowering::emitInitFunction(Location loc) {
     Value bArg = emitc::ConstantOp::create(
         b, loc, b.getF64Type(),
         b.getF64FloatAttr(param.init.getB().convertToDouble()));
-    if (param.blockOf) {
+    if (param.blockOf && !alike.contains(slot)) {
       SmallVector<int64_t> global, spec;
       (void)getBlockSpec(module, param.blockOf, param.type.getShape(), global,
                          spec); // checked in getSlot

@@ -50,7 +50,7 @@ void braid_rt_program_collective_compressed_f32(
   braid_rt_program_spmd_check(status, where);
 }
 
-void braid_rt_program_powersgd_f32(int64_t mask, const float *in,
+void braid_rt_program_powersgd_f32(int64_t mask, const float *in, int64_t batch,
                                    int64_t rows, int64_t cols, int64_t rank,
                                    float *q, float *error, float *out,
                                    braid_rt_program_pending_t *p,
@@ -59,9 +59,12 @@ void braid_rt_program_powersgd_f32(int64_t mask, const float *in,
   p->request = NULL;
   p->out = NULL;
   p->where = where;
-  braid_rt_copy_f32(braid_rt_program_stream(), in, rows * cols, out);
-  braid_rt_program_spmd_check(
-      braid_rt_powersgd_all_reduce_f32(comm, out, (size_t)rows, (size_t)cols,
-                                       (size_t)rank, q, error, NULL),
-      where);
+  int64_t matrix = rows * cols;
+  braid_rt_copy_f32(braid_rt_program_stream(), in, batch * matrix, out);
+  for (int64_t i = 0; i < batch; ++i)
+    braid_rt_program_spmd_check(
+        braid_rt_powersgd_all_reduce_f32(
+            comm, out + i * matrix, (size_t)rows, (size_t)cols, (size_t)rank,
+            q + i * cols * rank, error + i * matrix, NULL),
+        where);
 }

@@ -93,13 +93,16 @@ struct CommReportPass
       // braid-compress-gradients: 16 bits per element on the wire.
       auto compress = op.getAttrOfType<StringAttr>("braid.compress");
       if (compress) {
-        // PowerSGD: two all_reduces of P ([rows, R]) and Q ([cols, R]), f32.
+        // PowerSGD: per matrix, two all_reduces of P ([rows, R]) and Q
+        // ([cols, R]), f32.
         double wire = factor * elements * 2;
         if (auto psgd = op.getAttrOfType<DictionaryAttr>("braid.powersgd")) {
           auto shape = cast<ShapedType>(in).getShape();
           int64_t r = psgd.getAs<IntegerAttr>("rank").getInt();
-          wire = factor * 4.0 * (shape[0] + shape[1]) * r;
-          steps *= 2;
+          int64_t rows = shape[shape.size() - 2], cols = shape.back();
+          double matrices = elements / double(rows * cols);
+          wire = factor * 4.0 * matrices * (rows + cols) * r;
+          steps *= 2 * matrices;
         }
         wireBytes += opTimes * wire;
         fullBytes += opTimes * sent;

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::braid {
@@ -28,17 +29,37 @@ struct CompressGradientsPass
     : public braid::impl::CompressGradientsPassBase<CompressGradientsPass> {
   using CompressGradientsPassBase::CompressGradientsPassBase;
 
-  /// Marks the all_reduce of a 2-D gradient for PowerSGD and reads its state
-  /// before it: Q ([cols, rank], the warm start, alike on every device:
-  /// normal(1) from its name) and this device's error feedback ([rows,
-  /// cols], its block of a [devices * rows, cols] tensor split over the
-  /// axes, zeros at first). Both are optimizer state, so checkpoints save
-  /// and restore them; in a repeated layer the prefix gives every instance
-  /// its own. The lowering finds them by the names in braid.powersgd and
-  /// updates them in place.
+  /// Marks the all_reduce of a gradient of matrices for PowerSGD and reads
+  /// its state before it: Q ([..., cols, rank], the warm start, alike over
+  /// the reduction's axes: normal(1) from its name) and this device's error
+  /// feedback ([..., rows, cols], zeros at first). Leading dimensions are a
+  /// batch of matrices, each approximated on its own (a repeat's stacked
+  /// gradients: a pipeline returns each chunk's layer gradients stacked).
+  /// The gradient is this device's block (a tensor-parallel weight's is its
+  /// tp block), so on a mesh with other axes each block has its own state:
+  /// Q is its block of a tensor split over those axes, the error its block
+  /// of one split over every axis. Both are optimizer state, so checkpoints
+  /// save and restore every device's; in a repeated layer the prefix gives
+  /// every instance its own. The reads go first in the block, so that no
+  /// reordering (a scheduled start) runs the reduction before them. The
+  /// lowering finds them by the names in braid.powersgd and updates them in
+  /// place.
   void addPowerSgdState(CollectiveOpInterface op,
                         llvm::DenseMap<Operation *, int64_t> &sites) {
     auto type = cast<RankedTensorType>(op.getInput().getType());
+    // The error is split over the reduction's axes and the mesh's other
+    // axes of more than one device (in mesh order), Q over the latter.
+    SmallVector<Attribute> all, others;
+    if (auto mesh =
+            SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr()))
+      for (auto [axis, size] : llvm::zip(
+               mesh.getAxes().getAsRange<StringAttr>(), mesh.getShape())) {
+        bool reduced = llvm::is_contained(op.getAxes(), Attribute(axis));
+        if (reduced || size > 1)
+          all.push_back(axis);
+        if (!reduced && size > 1)
+          others.push_back(axis);
+      }
     Operation *owner = op->getParentOp();
     while (owner && !isa<LayerOp, func::FuncOp>(owner))
       owner = owner->getParentOp();
@@ -47,21 +68,32 @@ struct CompressGradientsPass
     std::string base =
         ("powersgd." + ownerName + "." + std::to_string(sites[owner]++)).str();
     OpBuilder b(op);
+    Operation *&lastRead = stateReads[op->getBlock()];
+    if (lastRead)
+      b.setInsertionPointAfter(lastRead);
+    else
+      b.setInsertionPointToStart(op->getBlock());
     MLIRContext *ctx = b.getContext();
     Location loc = op.getLoc();
-    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    SmallVector<int64_t> qShape(type.getShape().drop_back(2));
+    qShape.append({type.getShape().back(), rank});
     auto normal =
         InitAttr::get(ctx, InitKind::normal, APFloat(1.0), APFloat(0.0));
     auto zeros =
         InitAttr::get(ctx, InitKind::zeros, APFloat(0.0), APFloat(0.0));
-    ParamOp::create(b, loc, RankedTensorType::get({cols, rank}, b.getF32Type()),
-                    base + ".q", normal, /*state=*/true, /*block_of=*/nullptr);
-    auto split = ShardingAttr::get(
-        ctx, op.getMeshAttr(),
-        ArrayAttr::get(ctx, {op.getAxes(), ArrayAttr::get(ctx, {})}),
-        ArrayAttr(), ArrayRef<int64_t>());
-    ParamOp::create(b, loc, RankedTensorType::get({rows, cols}, b.getF32Type()),
-                    base + ".error", zeros, /*state=*/true, split);
+    // Dimension 0 split over `axes`, the others whole.
+    auto firstOver = [&](ArrayRef<Attribute> axes) {
+      SmallVector<Attribute> dims(type.getRank(), ArrayAttr::get(ctx, {}));
+      dims[0] = ArrayAttr::get(ctx, axes);
+      return ShardingAttr::get(ctx, op.getMeshAttr(), ArrayAttr::get(ctx, dims),
+                               ArrayAttr(), ArrayRef<int64_t>());
+    };
+    ParamOp::create(b, loc, RankedTensorType::get(qShape, b.getF32Type()),
+                    base + ".q", normal, /*state=*/true,
+                    others.empty() ? ShardingAttr() : firstOver(others));
+    lastRead =
+        ParamOp::create(b, loc, type.clone(b.getF32Type()), base + ".error",
+                        zeros, /*state=*/true, firstOver(all));
     op->setAttr("braid.compress", b.getStringAttr("powersgd"));
     op->setAttr(
         "braid.powersgd",
@@ -70,6 +102,9 @@ struct CompressGradientsPass
              b.getNamedAttr("q", b.getStringAttr(base + ".q")),
              b.getNamedAttr("error", b.getStringAttr(base + ".error"))}));
   }
+
+  /// The last state read inserted at the start of each block.
+  llvm::DenseMap<Block *, Operation *> stateReads;
 
   void runOnOperation() override {
     if (format != "bf16" && format != "fp16" && format != "powersgd") {
@@ -110,17 +145,20 @@ struct CompressGradientsPass
           }))
         return;
       if (format == "powersgd") {
-        // 2-D gradients only, where P and Q are smaller than the matrix;
-        // the others stay exact.
-        if (kind == CollectiveKind::all_reduce && type.getRank() == 2 &&
-            (type.getDimSize(0) + type.getDimSize(1)) * rank <
-                type.getNumElements())
-          powerSgd.push_back(op);
+        // Matrices (a 2-D gradient, or a batch of them) where P and Q are
+        // smaller than each; the others stay exact.
+        if (kind == CollectiveKind::all_reduce && type.getRank() >= 2) {
+          int64_t rows = type.getDimSize(type.getRank() - 2),
+                  cols = type.getDimSize(type.getRank() - 1);
+          if ((rows + cols) * rank < rows * cols)
+            powerSgd.push_back(op);
+        }
         return;
       }
       op->setAttr("braid.compress", mark);
     });
     llvm::DenseMap<Operation *, int64_t> sites;
+    stateReads.clear();
     for (CollectiveOpInterface op : powerSgd)
       addPowerSgdState(op, sites);
   }

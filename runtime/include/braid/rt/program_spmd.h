@@ -259,12 +259,14 @@ void braid_rt_program_collective_compressed_f32(
     int64_t count, int64_t in_outer, int64_t in_chunk, int64_t format,
     float *out, braid_rt_program_pending_t *p, const char *where);
 
-/* An all_reduce marked for PowerSGD (compressed.c): out = the rank-`rank`
-   approximation of the group's sum of `in` ([rows][cols]), with the state
-   params' buffers `q` ([cols][rank]) and `error` ([rows][cols], this
-   rank's) updated in place (braid_rt_powersgd_all_reduce_f32). Blocking, as
+/* An all_reduce marked for PowerSGD (compressed.c): for each of the `batch`
+   matrices of `in` ([batch][rows][cols]), out = the rank-`rank`
+   approximation of the group's sum of it, with its slices of the state
+   params' buffers `q` ([batch][cols][rank]) and `error` ([batch][rows][cols],
+   this rank's) updated in place (braid_rt_powersgd_all_reduce_f32, one
+   matrix after the other). Blocking, as
    braid_rt_program_collective_compressed_f32. */
-void braid_rt_program_powersgd_f32(int64_t mask, const float *in,
+void braid_rt_program_powersgd_f32(int64_t mask, const float *in, int64_t batch,
                                    int64_t rows, int64_t cols, int64_t rank,
                                    float *q, float *error, float *out,
                                    braid_rt_program_pending_t *p,

@@ -559,14 +559,22 @@ def CompressGradientsPass : Pass<"braid-compress-gradients", "::mlir::ModuleOp">
     before `braid-bucket-collectives`, which buckets only collectives
     marked alike.
 
-    `format=powersgd rank=R` marks instead the all_reduces of 2-D gradients
-    (`braid.compress = "powersgd"`, `braid.powersgd = {rank, q, error}`)
-    and reads their state before them: `powersgd.<owner>.<k>.q` ([cols, R],
-    the warm start, normal(1)) and `.error` (this device's error feedback,
-    its block of a tensor split over the axes), both `state` params, so
-    checkpoints keep them. The lowering calls the runtime's PowerSGD
-    (`braid_rt_powersgd_all_reduce_f32`); other gradients stay exact and
-    PowerSGD reductions are never bucketed.
+    `format=powersgd rank=R` marks instead the all_reduces of 2-D gradients,
+    and of stacked ones (a pipeline's per-chunk layer gradients), each
+    matrix of the batch on its own (`braid.compress = "powersgd"`,
+    `braid.powersgd = {rank, q, error}`), and reads their state first in
+    their block (so that no later reordering, such as a scheduled start,
+    runs a reduction before its state is read): `powersgd.<owner>.<k>.q`
+    ([..., cols, R], the warm start, normal(1)) and `.error` (this device's
+    error feedback, zeros), both `state` params, so checkpoints keep them.
+    The shapes are the local block's (a tensor-parallel weight's gradient
+    is its tp block): the error is this device's block of a tensor split
+    over every mesh axis of more than one device, Q its block of one split
+    over the axes other than the reduction's (replicated on a dp mesh).
+    `<owner>` is the enclosing layer or function, and a repeated layer's
+    instances each have their own. The lowering calls the runtime's
+    PowerSGD (`braid_rt_powersgd_all_reduce_f32`, per matrix); other
+    gradients stay exact and PowerSGD reductions are never bucketed.
   }];
   let options = [
     Option<"format", "format", "std::string", /*default=*/"\"bf16\"",
