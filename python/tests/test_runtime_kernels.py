@@ -408,9 +408,9 @@ def test_rotary(k, shape, base, inverse):
 def attention_ref(q, k_, v, causal, scale):
     """BraidOpsEval.cpp's attention in torch float64 (differentiable)."""
     B, S, Hq, D = q.shape
-    T, Hkv = k_.shape[1], k_.shape[2]
+    T, Hkv = k.shape[1], k.shape[2]
     group = Hq // Hkv
-    kk = k_.repeat_interleave(group, dim=2)  # query head h uses KV head h // group
+    kk = k.repeat_interleave(group, dim=2)  # query head h uses KV head h // group
     vv = v.repeat_interleave(group, dim=2)
     scores = torch.einsum("bshd,bthd->bhst", q, kk) * scale
     if causal:
@@ -770,6 +770,139 @@ def test_gelu_grad(k, approximate):
     dx = out(*x.shape)
     k.gelu_grad_f32(x, dy, x.size, approximate, dx)
     check(dx, tx.grad.numpy())
+
+
+# ---------------------------------------------------------------------------
+# In place: generated code's buffer reuse passes a result equal to an operand
+# (kernels.h, docs/codegen.md#memory); the bits and the speed are those of
+# distinct buffers.
+# ---------------------------------------------------------------------------
+
+def in_place_cases(k, n):
+    """(name, kernel call taking the result, operands, index of the operand
+    the result may be) of every kernel that accepts a result equal to an
+    operand, on n elements."""
+    x, dy, pos = normal(n) * 3, normal(n), positive(n)
+    one = positive(1)
+    cases = [(f"{op}", lambda a, r, op=op: getattr(k, op + "_f32")(a[0], n, r), [x], 0)
+             for op in ("neg", "exp", "relu", "silu", "round_bf16")]
+    cases += [(f"{op}", lambda a, r, op=op: getattr(k, op + "_f32")(a[0], n, r), [pos], 0)
+              for op in ("sqrt", "rsqrt")]
+    for approx in (GELU_EXACT, GELU_TANH):
+        cases.append((f"gelu {approx}", lambda a, r, ap=approx: k.gelu_f32(a[0], n, ap, r), [x], 0))
+        for i in (0, 1):
+            cases.append((f"gelu_grad {approx} over {i}",
+                          lambda a, r, ap=approx: k.gelu_grad_f32(a[0], a[1], n, ap, r), [x, dy], i))
+    for op in ("relu_grad", "silu_grad"):
+        for i in (0, 1):
+            cases.append((f"{op} over {i}", lambda a, r, op=op: getattr(k, op + "_f32")(a[0], a[1], n, r),
+                          [x, dy], i))
+    for op in ("add", "sub", "mul", "div"):
+        for i in (0, 1):
+            cases.append((f"{op} over {i}", lambda a, r, op=op: getattr(k, op + "_f32")(
+                a[0], a[1], 1, (n,), 1, (n,), r), [x, pos], i))
+        cases.append((f"{op} broadcast", lambda a, r, op=op: getattr(k, op + "_f32")(
+            a[0], a[1], 1, (n,), 1, (1,), r), [x, one], 0))
+    return cases
+
+
+@pytest.mark.parametrize("n", [37, 100003])
+def test_in_place_same_bits(k, n):
+    # Above 2^15 elements on the threads, an odd count leaving a remainder
+    # after the vector loop.
+    for name, call, operands, i in in_place_cases(k, n):
+        separate = out(n)
+        call([a.copy() for a in operands], separate)
+        args = [a.copy() for a in operands]
+        call(args, args[i])
+        assert np.array_equal(args[i].view(np.uint32), separate.view(np.uint32)), name
+    p, g, m, v = normal(n), normal(n), normal(n) * 0.1, positive(n) * 0.01
+    hp = (np.array([1e-3], np.float32), np.array([4], np.int32), np.array([0.5], np.float32), n,
+          0.9, 0.95, 1e-8, 0.1)
+    outs = [out(n) for _ in range(3)]
+    k.adamw_update_f32(p, g, m, v, *hp, *outs)
+    pi, mi, vi = p.copy(), m.copy(), v.copy()
+    k.adamw_update_f32(pi, g, mi, vi, *hp, pi, mi, vi)
+    assert all(np.array_equal(a.view(np.uint32), b.view(np.uint32))
+               for a, b in zip((pi, mi, vi), outs)), "adamw"
+    lr, scale = np.array([0.1], np.float32), np.array([0.25], np.float32)
+    np_, nb = out(n), out(n)
+    k.sgd_update_f32(p, g, m, lr, scale, n, 0.9, 1, 0.01, np_, nb)
+    pi, bi = p.copy(), m.copy()
+    k.sgd_update_f32(pi, g, bi, lr, scale, n, 0.9, 1, 0.01, pi, bi)
+    assert np.array_equal(pi, np_) and np.array_equal(bi, nb), "sgd"
+
+
+# SHA-256 (first 16 hex digits) of the results on ACTIVATION_INPUTS, as the
+# kernels computed them before issue 15 made in-place calls vectorize (and
+# as braid/rt/elementwise_math.h's formulas give them on any x86-64, scalar
+# or vectorized, native or portable: arithmetic only, no FMA). A change of
+# these bits changes what programs compute, fused or not.
+ACTIVATION_DIGESTS = {
+    "gelu tanh": "507ef7ad167cf121",
+    "gelu_grad tanh": "9ca0a8ede608cf2d",
+    "silu": "6af62cbe1f07ce1a",
+    "silu_grad": "15c7da854a91a50c",
+    "exp": "c53fac57fa04313e",
+}
+
+
+def activation_inputs():
+    n = 120011
+    x = np.linspace(-40.0, 40.0, n - 8).astype(np.float32)
+    x = np.concatenate([x, np.array([0.0, -0.0, 1e-40, -1e-40, 88.5, -88.5, 104.0, -104.0],
+                                    np.float32)])
+    dy = (((np.arange(n) * 37) % 101 - 50) / 50.0).astype(np.float32)
+    return x, dy
+
+
+def test_activation_bits_unchanged(k):
+    import hashlib
+    x, dy = activation_inputs()
+    n = x.size
+    calls = {
+        "gelu tanh": lambda r, xx, d: k.gelu_f32(xx, n, GELU_TANH, r),
+        "gelu_grad tanh": lambda r, xx, d: k.gelu_grad_f32(xx, d, n, GELU_TANH, r),
+        "silu": lambda r, xx, d: k.silu_f32(xx, n, r),
+        "silu_grad": lambda r, xx, d: k.silu_grad_f32(xx, d, n, r),
+        "exp": lambda r, xx, d: k.exp_f32(xx, n, r),
+    }
+    got = {}
+    for name, call in calls.items():
+        r = out(n)
+        call(r, x.copy(), dy.copy())
+        got[name] = hashlib.sha256(r.tobytes()).hexdigest()[:16]
+        xx, d = x.copy(), dy.copy()  # in place over the last operand
+        call(d if "grad" in name else xx, xx, d)
+        r2 = d if "grad" in name else xx
+        assert hashlib.sha256(r2.tobytes()).hexdigest()[:16] == got[name], f"{name} in place"
+    if os.environ.get("BRAID_PRINT_DIGESTS"):
+        print(got)
+    assert got == ACTIVATION_DIGESTS
+
+
+def test_in_place_as_fast(k):
+    # Clang guards a vector loop over distinct pointers with a check that
+    # they are a vector apart, which an in-place call failed: it ran the
+    # scalar loop, 14 times slower for the tanh GELU gradient (issue 15).
+    # Best of 40 calls each; twice is far from both (1.0 now; 3.6 with the
+    # portable library's 4-wide vectors, 14 with AVX-512).
+    import time
+    n = 256 * 512
+    x, dy, dx = normal(n), normal(n), out(n)
+
+    def best(result):
+        times = []
+        for _ in range(40):
+            start = time.perf_counter()
+            k.gelu_grad_f32(x, dy, n, GELU_TANH, result)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    separate = best(dx)
+    in_place = best(dy)
+    assert in_place < 2 * separate, f"in place {in_place * 1e6:.0f} us, " \
+                                     f"separate {separate * 1e6:.0f} us"
 
 
 # ---------------------------------------------------------------------------

@@ -63,7 +63,7 @@ static int same_shape(int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
                              const int64_t *b_shape, float *out) {             \
     if (same_shape(a_rank, a_shape, b_rank, b_shape)) {                        \
       int64_t n = braid_rt_num_elements(a_shape, a_rank);                      \
-      BRAID_RT_PARALLEL_FOR(n)                                                 \
+      BRAID_RT_PARALLEL_FOR_SIMD(n)                                            \
       for (int64_t i = 0; i < n; ++i) {                                        \
         float x = a[i], y = b[i];                                              \
         out[i] = (EXPR);                                                       \
@@ -88,6 +88,7 @@ static int same_shape(int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
       binary_row_offsets(r, a_rank, a_shape, b_rank, b_shape, rank, &oa, &ob); \
       const float *pa = a + oa, *pb = b + ob;                                  \
       float *po = out + r * cols;                                              \
+      BRAID_RT_SIMD                                                            \
       for (int64_t j = 0; j < cols; ++j) {                                     \
         float x = pa[j * sa], y = pb[j * sb];                                  \
         po[j] = (EXPR);                                                        \
@@ -103,7 +104,7 @@ DEFINE_BINARY(div, x / y)
 #define DEFINE_UNARY(NAME, EXPR)                                               \
   void braid_rt_##NAME##_f32(braid_rt_stream_t *stream, const float *in,       \
                              int64_t count, float *y) {                        \
-    BRAID_RT_PARALLEL_FOR(count)                                               \
+    BRAID_RT_PARALLEL_FOR_SIMD(count)                                          \
     for (int64_t i = 0; i < count; ++i) {                                      \
       float x = in[i];                                                         \
       y[i] = (EXPR);                                                           \
@@ -125,7 +126,7 @@ static inline double gelu_exact(double x) {
 void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        braid_rt_gelu_approximation_t approximate, float *y) {
   if (approximate == BRAID_RT_GELU_TANH) {
-    BRAID_RT_PARALLEL_FOR(count)
+    BRAID_RT_PARALLEL_FOR_SIMD(count)
     for (int64_t i = 0; i < count; ++i)
       y[i] = braid_rt_gelu_tanh_of(x[i]);
   } else {
@@ -137,14 +138,14 @@ void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
 
 void braid_rt_relu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             const float *dy, int64_t count, float *dx) {
-  BRAID_RT_PARALLEL_FOR(count)
+  BRAID_RT_PARALLEL_FOR_SIMD(count)
   for (int64_t i = 0; i < count; ++i)
     dx[i] = braid_rt_relu_grad_of(x[i], dy[i]);
 }
 
 void braid_rt_silu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             const float *dy, int64_t count, float *dx) {
-  BRAID_RT_PARALLEL_FOR(count)
+  BRAID_RT_PARALLEL_FOR_SIMD(count)
   for (int64_t i = 0; i < count; ++i)
     dx[i] = braid_rt_silu_grad_of(x[i], dy[i]);
 }
@@ -154,7 +155,7 @@ void braid_rt_gelu_grad_f32(braid_rt_stream_t *stream, const float *x,
                             braid_rt_gelu_approximation_t approximate,
                             float *dx) {
   if (approximate == BRAID_RT_GELU_TANH) {
-    BRAID_RT_PARALLEL_FOR(count)
+    BRAID_RT_PARALLEL_FOR_SIMD(count)
     for (int64_t i = 0; i < count; ++i)
       dx[i] = braid_rt_gelu_tanh_grad_of(x[i], dy[i]);
   } else {

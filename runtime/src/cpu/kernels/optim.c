@@ -129,7 +129,7 @@ static void adamw(const float *param, const float *grad, const float *m,
     return;
   }
   double c1 = 1.0 - pow(b1, t), c2 = 1.0 - pow(b2, t);
-  BRAID_RT_PARALLEL_FOR(count)
+  BRAID_RT_PARALLEL_FOR_SIMD(count)
   for (int64_t i = 0; i < count; ++i) {
     double g = grad[i] * scale;
     double nm = b1 * m[i] + (1.0 - b1) * g;
@@ -179,7 +179,7 @@ void braid_rt_sgd_update_f32(braid_rt_stream_t *stream, const float *param,
     }
     return;
   }
-  BRAID_RT_PARALLEL_FOR(count)
+  BRAID_RT_PARALLEL_FOR_SIMD(count)
   for (int64_t i = 0; i < count; ++i) {
     double p = param[i];
     double g = grad[i] * scale + weight_decay * p;
