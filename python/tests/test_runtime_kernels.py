@@ -408,9 +408,9 @@ def test_rotary(k, shape, base, inverse):
 def attention_ref(q, k_, v, causal, scale):
     """BraidOpsEval.cpp's attention in torch float64 (differentiable)."""
     B, S, Hq, D = q.shape
-    T, Hkv = k.shape[1], k.shape[2]
+    T, Hkv = k_.shape[1], k_.shape[2]
     group = Hq // Hkv
-    kk = k.repeat_interleave(group, dim=2)  # query head h uses KV head h // group
+    kk = k_.repeat_interleave(group, dim=2)  # query head h uses KV head h // group
     vv = v.repeat_interleave(group, dim=2)
     scores = torch.einsum("bshd,bthd->bhst", q, kk) * scale
     if causal:
