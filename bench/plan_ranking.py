@@ -29,7 +29,8 @@ ranks of this machine (braid-run, one thread per rank).
    measured peak resident set): every run of a plan records each rank's
    peak resident set (getrusage of the rank's process, as
    bench/pipeline_memory.py does); each rank's largest over the runs is
-   compared with braid-plan's memory of its pipeline rank (world rank r
+   compared with braid-plan's memory (--compiled-buffers: braidc's program
+   buffers counted) of its pipeline rank (world rank r
    holds stage r mod pp, docs/codegen.md), and the plans whose every rank
    is within 15% are counted. --memory-only runs each plan once for this
    (no timing).
@@ -155,8 +156,9 @@ def parse_flags(text):
 
 
 def predict(bin_dir, hardware, model, plan, batch, microbatches):
+    # --compiled-buffers: the memory braidc's program holds, as measured.
     args = [str(bin_dir / "braid-plan"), str(model), "--hardware", hardware, "--json",
-            "--mbs", str(batch // plan["dp"])] + flags(plan, microbatches)
+            "--compiled-buffers", "--mbs", str(batch // plan["dp"])] + flags(plan, microbatches)
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         return None

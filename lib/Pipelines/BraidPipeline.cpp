@@ -93,8 +93,11 @@ mlir::braid::parseStageLayers(llvm::StringRef text) {
   text.split(parts, ',', -1, /*KeepEmpty=*/true);
   for (llvm::StringRef part : parts) {
     int64_t n = 0;
-    if (part.trim().getAsInteger(10, n) || n < 1)
-      return optionError("stage-layers: expected positive layer counts "
+    // 0 is legal where the chunk still holds ops outside layers (the
+    // first: the embedding; the last: the head); braid-pipeline-split
+    // refuses a chunk left with nothing.
+    if (part.trim().getAsInteger(10, n) || n < 0)
+      return optionError("stage-layers: expected layer counts (0 or more) "
                          "separated by commas, got '" +
                          part + "' in '" + text + "'");
     layers.push_back(n);

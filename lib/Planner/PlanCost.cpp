@@ -278,7 +278,77 @@ PlanCostModel::getMemory(const Plan &plan, const std::vector<StageCost> &stages,
     }
     m.workspace = hardware.workspaceBytes;
   }
+  if (config.compiledBuffers)
+    addCompiledBuffers(plan, stages, memory);
   return memory;
+}
+
+void PlanCostModel::addCompiledBuffers(const Plan &plan,
+                                       const std::vector<StageCost> &stages,
+                                       std::vector<RankMemory> &memory) const {
+  // What braidc's memory plan allocates (docs/codegen.md, "Memory plan").
+  int chunks = std::max<int>(1, stages.size() / plan.pp);
+  int numStages = stages.size();
+  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+  double scale = double(plan.microBatchSize) / model.batch;
+  bool sp = plan.sequenceParallel && plan.tp > 1;
+  double gradBytes = config.gradBytes;
+  // Every parameter's gradient on one rank of a tp group.
+  double allGrads =
+      model.pre.getRankParams(plan.tp) + model.post.getRankParams(plan.tp);
+  for (const SegmentCost &l : model.layers)
+    allGrads += l.getRankParams(plan.tp) * l.count;
+  allGrads *= gradBytes;
+  // The largest segment's intermediates of one micro-batch.
+  double widest =
+      std::max(model.pre.getSavedBytes(Recompute::None, plan.tp, sp),
+               model.post.getSavedBytes(Recompute::None, plan.tp, sp));
+  for (const SegmentCost &l : model.layers)
+    widest = std::max(widest, l.getSavedBytes(Recompute::None, plan.tp, sp));
+  double working = config.workingActivationCopies * widest * scale;
+  double noRecompute = model.pre.getSavedBytes(Recompute::None, plan.tp, sp) +
+                       model.post.getSavedBytes(Recompute::None, plan.tp, sp);
+  for (const SegmentCost &l : model.layers)
+    noRecompute += l.getSavedBytes(Recompute::None, plan.tp, sp) * l.count;
+  // What stage s hands on per micro-batch (and receives back as gradient).
+  auto handed = [&](int s) {
+    const StageCost &st = stages[s];
+    const SegmentCost &last =
+        st.numLayers > 0 ? model.getLayer(st.firstLayer + st.numLayers - 1)
+                         : model.pre;
+    return last.outputBytes * scale / plan.tp;
+  };
+  // The step's arena is sized alike on every pipeline rank: for the one
+  // keeping the most activations.
+  double peakActivations = 0;
+  for (const RankMemory &m : memory)
+    peakActivations = std::max(peakActivations, m.activations);
+  for (int rank = 0; rank < plan.pp; ++rank) {
+    RankMemory &m = memory[rank];
+    double params = 0, receives = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                     : c * plan.pp + rank;
+      params += stages[s].params;
+      // Every micro-batch's receives are started at once: the input of a
+      // stage after the first, the output's gradient before the last.
+      if (s > 0)
+        receives += plan.microbatches * handed(s - 1);
+      if (s < numStages - 1)
+        receives += plan.microbatches * handed(s);
+    }
+    // A pipeline returns the mean of every gradient on every stage;
+    // without one the accumulated gradients stay whole under ZeRO-2/3.
+    double grads = plan.pp > 1 ? allGrads : params * gradBytes;
+    m.buffers = std::max(0.0, grads - m.grads) + receives + working +
+                (peakActivations - m.activations);
+    // Without a pipeline, recomputation leaves braidc's plan as it is (its
+    // peak is not where the saved activations are: the same bytes with
+    // and without it, dp4, tp4 and dp2 x tp2 of the GPT of
+    // docs/planner.md): the activations without it.
+    if (plan.pp == 1 && plan.recompute != Recompute::None)
+      m.buffers += std::max(0.0, noRecompute * scale - m.activations);
+  }
 }
 
 llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
@@ -657,15 +727,23 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
   }
   os << llvm::formatv("memory per rank (device: {0}):\n",
                       formatMemory(hardware.deviceMemory));
-  os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
-                      "rank", "params", "grads", "optimizer", "activations",
-                      "workspace", "total");
+  // The compiled program's buffers, where counted (compiledBuffers).
+  bool buffers = llvm::any_of(
+      cost.memory, [](const RankMemory &m) { return m.buffers > 0; });
+  os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} ", "rank",
+                      "params", "grads", "optimizer", "activations",
+                      "workspace");
+  os << (buffers ? llvm::formatv("{0,12} ", "buffers").str() : "")
+     << llvm::formatv("{0,12}\n", "total");
   for (size_t r = 0; r < cost.memory.size(); ++r) {
     const RankMemory &m = cost.memory[r];
-    os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} {6,12}\n",
-                        r, formatMemory(m.params), formatMemory(m.grads),
+    os << llvm::formatv("  {0,4} {1,12} {2,12} {3,12} {4,12} {5,12} ", r,
+                        formatMemory(m.params), formatMemory(m.grads),
                         formatMemory(m.optimizer), formatMemory(m.activations),
-                        formatMemory(m.workspace), formatMemory(m.getTotal()));
+                        formatMemory(m.workspace));
+    os << (buffers ? llvm::formatv("{0,12} ", formatMemory(m.buffers)).str()
+                   : "")
+       << llvm::formatv("{0,12}\n", formatMemory(m.getTotal()));
   }
   os << (cost.fits ? "fits in device memory\n"
                    : "does NOT fit in device memory\n");

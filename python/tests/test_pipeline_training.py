@@ -2,7 +2,8 @@
 micro-batches through braid.pipeline, the gradient function cut into
 per-chunk pieces and scheduled, trained 3 AdamW steps (warm-up, cosine
 decay, clipping) by braid-eval --pipeline on simulated pipeline ranks in
-schedule order. Every step's loss and the final parameters must equal the
+schedule order, chunks of no layer (the embedding or the head alone)
+included. Every step's loss and the final parameters must equal the
 serial program's (unsplit, the same micro-batches accumulated in one loop)
 within 1e-5 relative in f32, for every schedule."""
 
@@ -72,6 +73,12 @@ CASES += [(layers, f"stages={p} chunks=2", "interleaved-1f1b", m)
           for layers, p in ((4, 2), (8, 2), (8, 4)) for m in (p, 2 * p)]
 CASES += [(layers, f"stages={p} chunks=2 placement=v", "zb-v", m)
           for layers, p in ((4, 2), (8, 2), (8, 4)) for m in (p, 2 * p)]
+# Chunks of no layer: the embedding alone on the first, the head alone on
+# the last (issue 13: ZB-V's rank 0 then runs both and one layer).
+CASES += [(4, "stages=2 chunks=2 placement=v layers=" + layers, "zb-v", 4)
+          for layers in ("0,2,1,1", "1,2,1,0", "0,3,1,0")]
+CASES += [(4, "stages=2 chunks=2 layers=0,2,1,1", "interleaved-1f1b", 4),
+          (4, "stages=2 layers=4,0", "1f1b", 4), (4, "stages=2 layers=0,4", "zb-h1", 2)]
 
 
 @pytest.mark.parametrize("layers,split,schedule,m", CASES)

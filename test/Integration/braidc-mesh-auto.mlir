@@ -115,6 +115,6 @@
 // RUN: not braidc %t.mlir --mesh dp=2 --stage-layers 1,3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=LAYERS
 // LAYERS: braidc: stage-layers places layers on pipeline stages, but pp=1
 // RUN: not braidc %t.mlir --mesh pp=2 --stage-layers 1,x -o %t.bad 2>&1 | FileCheck %s --check-prefix=LAYERSBAD
-// LAYERSBAD: braidc: stage-layers: expected positive layer counts separated by commas, got 'x' in '1,x'
+// LAYERSBAD: braidc: stage-layers: expected layer counts (0 or more) separated by commas, got 'x' in '1,x'
 // RUN: not braidc %t.mlir --mesh pp=2 --stage-layers 1,1,2 -o %t.bad 2>&1 | FileCheck %s --check-prefix=LAYERSN
 // LAYERSN: braidc: stage-layers gives 3 numbers, but pp x chunks = 2 chunks need one each

@@ -1,7 +1,8 @@
 // Tests that braid-pipeline-split places layer instances and the ops outside
 // layers into chunks, balanced by forward FLOPs or as given, splits repeats
 // at chunk boundaries without renumbering instances, and assigns chunks to
-// stages in a loop or a V.
+// stages in a loop or a V; a chunk may hold no layer where it still runs
+// ops outside layers.
 //
 // Forward FLOPs (CostOpInterface): the input projection 2*4*4*8 + 32 = 288,
 // each layer 2*4*8*8 + 32 (matmul) + 32 (relu) = 576, the head
@@ -15,6 +16,7 @@
 // RUN: braid-opt %s --braid-pipeline-split="stages=3" --braid-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: braid-opt %s --braid-pipeline-split="stages=3" --braid-autodiff --braid-train-step | FileCheck %s --check-prefix=TRAIN
 // RUN: not braid-opt %s --braid-pipeline-split="stages=2 chunks=2 layers=0,3,0,3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOP
+// RUN: braid-opt %s --braid-pipeline-split="stages=2 chunks=2 placement=v layers=0,3,3,0 report" | FileCheck %s --check-prefix=EDGES
 
 // TWO: braid-pipeline-split: @forward, 2 chunks on 2 stages (balanced, placement loop)
 // TWO-NEXT: chunk stage F FLOPs layers
@@ -64,7 +66,27 @@
 // TRAIN-DAG: braid.repeat @train_step.h.3.update({{.*}}) {carried = 3 : i64, count = 3 : i64, first = 3 : i64, prefix = "h"}
 // TRAIN-DAG: braid.repeat @train_step.h.update({{.*}}) {carried = 3 : i64, count = 3 : i64, prefix = "h"}
 
-// LOOP: error: braid-pipeline-split: chunk 2 would run nothing; give it at least one layer
+// A chunk of no layer that still runs ops outside layers: the first chunk
+// holds only the input projection, the last only the head (in a V, both on
+// stage 0). Chunk 2 of LOOP above would hold nothing.
+// LOOP: error: braid-pipeline-split: chunk 2 would run nothing (no layer, and no ops outside layers fall in it); give it at least one layer
+// EDGES: braid-pipeline-split: @forward, 4 chunks on 2 stages (as given, placement v)
+// EDGES-NEXT: chunk stage F FLOPs layers
+// EDGES-NEXT: 0 0 288 (1 ops outside layers)
+// EDGES-NEXT: 1 1 1728 h.0-2
+// EDGES-NEXT: 2 1 1728 h.3-5
+// EDGES-NEXT: 3 0 4353 (2 ops outside layers)
+// EDGES-NEXT: chunk 0 parameters: w_in
+// EDGES-NEXT: chunk 1 parameters: h.0.w h.1.w h.2.w
+// EDGES-NEXT: chunk 2 parameters: h.3.w h.4.w h.5.w
+// EDGES-NEXT: chunk 3 parameters: w_out
+// EDGES-LABEL: func.func @forward
+// EDGES-SAME: braid.chunk_stages = array<i64: 0, 1, 1, 0>
+// EDGES: braid.matmul {{.*}}braid.chunk = 0 : i64
+// EDGES: braid.repeat @block({{.*}}) {braid.chunk = 1 : i64, count = 3 : i64, prefix = "h"}
+// EDGES: braid.repeat @block({{.*}}) {braid.chunk = 2 : i64, count = 3 : i64, first = 3 : i64, prefix = "h"}
+// EDGES: braid.matmul {{.*}}braid.chunk = 3 : i64
+// EDGES: braid.cross_entropy {{.*}}braid.chunk = 3 : i64
 
 braid.layer @block(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<8x8xf32>

@@ -117,6 +117,13 @@ static cl::opt<bool> tiedSumAtEnd(
              "gradient after it (=false: the first stage's whole W after "
              "the schedule)"),
     cl::init(true), cl::cat(planCategory));
+static cl::opt<bool> compiledBuffers(
+    "compiled-buffers",
+    cl::desc("Also count the buffers braidc's compiled program holds "
+             "(memory column 'buffers': the gradient means on every "
+             "pipeline stage, receive buffers, the layers' and pieces' "
+             "arenas, the step arena sized for the busiest rank)"),
+    cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",
     cl::desc("Evaluate the plan this many times and print the mean time of "
@@ -242,6 +249,7 @@ static json::Value toJson(const PlanCost &c) {
                                   {"optimizer", m.optimizer},
                                   {"activations", m.activations},
                                   {"workspace", m.workspace},
+                                  {"buffers", m.buffers},
                                   {"total", m.getTotal()}});
   return json::Object{
       {"plan", c.plan.str()},
@@ -340,6 +348,7 @@ int main(int argc, char **argv) {
   config.optimizerBytes = optimizerBytes;
   config.overlapGradientReduce = overlapGradReduce;
   config.tiedGradientAtStepEnd = tiedSumAtEnd;
+  config.compiledBuffers = compiledBuffers;
   PlanCostModel costModel(*model, *hw, config);
   auto start = std::chrono::steady_clock::now();
   Expected<PlanCost> cost = costModel.evaluate(*plan);

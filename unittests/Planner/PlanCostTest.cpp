@@ -555,4 +555,94 @@ TEST_F(PlanCostTest, TiedEmbeddingWeightGradientAfterTheSchedule) {
   }
 }
 
+// TrainingConfig::compiledBuffers: each of braidc's buffers the planner
+// counts, one test per term (RankMemory::buffers).
+class CompiledBuffersTest : public PlanCostTest {
+protected:
+  PlanCost evaluateWith(const Plan &plan, double copies) {
+    TrainingConfig config;
+    config.compiledBuffers = true;
+    config.workingActivationCopies = copies;
+    PlanCostModel model(costs->getModel(), testHardware(), config);
+    llvm::Expected<PlanCost> c = model.evaluate(plan);
+    EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
+    return c ? *c : PlanCost();
+  }
+  double savedWithout(const SegmentCost &s) const {
+    return s.getSavedBytes(Recompute::None, 1, false);
+  }
+};
+
+TEST_F(CompiledBuffersTest, OffByDefault) {
+  Plan plan;
+  plan.pp = 2;
+  plan.microbatches = 4;
+  for (const RankMemory &m : evaluate(plan).memory)
+    EXPECT_EQ(m.buffers, 0);
+}
+
+TEST_F(CompiledBuffersTest, WorkingArenasOfOneMicrobatch) {
+  // No pipeline, no ZeRO: only the arenas, `copies` times the widest
+  // segment's activations without recomputation, per micro-batch.
+  const ModelCost &mc = costs->getModel();
+  double widest = std::max(savedWithout(mc.pre), savedWithout(mc.post));
+  for (const SegmentCost &l : mc.layers)
+    widest = std::max(widest, savedWithout(l));
+  ASSERT_GT(widest, 0);
+  Plan plan;
+  plan.microBatchSize = 2 * mc.batch;
+  EXPECT_DOUBLE_EQ(evaluateWith(plan, 3).memory[0].buffers, 3 * widest * 2);
+  EXPECT_EQ(evaluateWith(plan, 0).memory[0].buffers, 0);
+}
+
+TEST_F(CompiledBuffersTest, GradientsStayWholeUnderZero) {
+  // The compiled step accumulates every gradient whole: ZeRO-2 shards
+  // them only after.
+  Plan plan;
+  plan.dp = 4;
+  plan.zero = 2;
+  RankMemory m = evaluateWith(plan, 0).memory[0];
+  EXPECT_DOUBLE_EQ(m.buffers, 3 * m.grads);
+}
+
+TEST_F(CompiledBuffersTest, RecomputationKeepsTheUnpipelinedPlan) {
+  // Without a pipeline braidc's plan is the same with and without
+  // recomputation: the activations without it.
+  const ModelCost &mc = costs->getModel();
+  double none = savedWithout(mc.pre) + savedWithout(mc.post);
+  for (const SegmentCost &l : mc.layers)
+    none += savedWithout(l) * l.count;
+  Plan plan;
+  plan.microBatchSize = mc.batch;
+  plan.recompute = Recompute::Full;
+  RankMemory m = evaluateWith(plan, 0).memory[0];
+  ASSERT_LT(m.activations, none);
+  EXPECT_DOUBLE_EQ(m.activations + m.buffers, none);
+}
+
+TEST_F(CompiledBuffersTest, PipelineGradientMeansReceivesAndBusiestRank) {
+  // pp=2 GPipe over 4 micro-batches: every stage holds every gradient's
+  // mean, all 4 receives of its boundary (forward on rank 1, backward on
+  // rank 0), and the step arena of the rank keeping the most activations.
+  const ModelCost &mc = costs->getModel();
+  ASSERT_EQ(mc.getNumLayers(), 4);
+  Plan plan;
+  plan.pp = 2;
+  plan.microbatches = 4;
+  plan.schedule = sched::ScheduleKind::GPipe;
+  plan.microBatchSize = mc.batch;
+  PlanCost c = evaluateWith(plan, 0);
+  double all = mc.getParams() * 4;
+  double handed = mc.getLayer(1).outputBytes;
+  ASSERT_GT(handed, 0);
+  double peak = std::max(c.memory[0].activations, c.memory[1].activations);
+  ASSERT_NE(c.memory[0].activations, c.memory[1].activations);
+  for (int r = 0; r < 2; ++r) {
+    const RankMemory &m = c.memory[r];
+    EXPECT_DOUBLE_EQ(m.buffers,
+                     all - m.grads + 4 * handed + peak - m.activations)
+        << "rank " << r;
+  }
+}
+
 } // namespace

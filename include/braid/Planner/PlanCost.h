@@ -85,6 +85,21 @@ struct TrainingConfig {
   /// stage's whole W after the schedule, as a compiled pipeline runs it
   /// when the sum stays in a W piece (ModelCost::tiedParams).
   bool tiedGradientAtStepEnd = true;
+  /// Also count the buffers braidc's compiled program holds beyond the
+  /// model's state and the schedule's saved activations
+  /// (RankMemory::buffers): what `bench/plan_ranking.py` sets against each
+  /// rank's resident set. Off by default: the gradient means on every
+  /// pipeline stage are braidc's today, not a pipeline's necessity, and
+  /// would bar large models from pipelines.
+  bool compiledBuffers = false;
+  /// With compiledBuffers: the arenas of one micro-batch's layer and
+  /// pipeline piece calls (their intermediates, their gradients, and what B
+  /// hands to W), in units of the largest segment's activations without
+  /// recomputation for one micro-batch. Fitted to braidc's memory plan
+  /// (`braidc --memory-report`) of 16 plans of a small GPT on 4 ranks
+  /// (docs/planner.md): what it holds beyond the other terms is 3.3-9.5
+  /// such units, about 5 in the middle.
+  double workingActivationCopies = 5;
 };
 
 /// One model stage (a chunk of one pipeline rank), per micro-batch.
@@ -121,8 +136,13 @@ struct RankMemory {
   double optimizer = 0;
   double activations = 0;
   double workspace = 0;
+  /// With TrainingConfig::compiledBuffers, what braidc's program holds
+  /// besides: gradient buffers ZeRO does not shrink there, receive buffers,
+  /// the layers' and pieces' working arenas, and the step arena sized for
+  /// the busiest pipeline rank (PlanCostModel::getMemory).
+  double buffers = 0;
   double getTotal() const {
-    return params + grads + optimizer + activations + workspace;
+    return params + grads + optimizer + activations + workspace + buffers;
   }
 };
 
@@ -199,6 +219,11 @@ public:
   std::vector<RankMemory>
   getMemory(const Plan &plan, const std::vector<StageCost> &stages,
             const std::vector<double> &peakInFlight) const;
+
+  /// With TrainingConfig::compiledBuffers: sets each rank's buffers.
+  void addCompiledBuffers(const Plan &plan,
+                          const std::vector<StageCost> &stages,
+                          std::vector<RankMemory> &memory) const;
 
   const ModelCost &getModel() const { return model; }
   const Hardware &getHardware() const { return hardware; }

@@ -193,8 +193,12 @@ struct PipelineSplitPass
       hasWork[c] = true;
     for (int64_t c = 0; c < k; ++c)
       if (!hasWork[c]) {
+        // A chunk may hold no layer when it holds ops outside layers: the
+        // first takes those before the first layer (an embedding), the last
+        // those after the last (a head).
         func.emitError() << "braid-pipeline-split: chunk " << c
-                         << " would run nothing; give it at least one layer";
+                         << " would run nothing (no layer, and no ops outside "
+                            "layers fall in it); give it at least one layer";
         return signalPassFailure();
       }
 

@@ -637,7 +637,10 @@ def PipelineSplitPass : Pass<"braid-pipeline-split", "::mlir::ModuleOp"> {
     a split is uneven where that balances better. `layers=a,b,...` gives the
     number of layer instances of each chunk instead (the ops before the
     first layer go to chunk 0, the ops after the last to the last chunk);
-    every instance must be placed exactly once.
+    every instance must be placed exactly once. A count may be 0 where the
+    chunk still runs something: chunk 0 then holds only the ops before the
+    first layer (a GPT's embedding), the last chunk only those after the
+    last (the head); a chunk left with nothing is an error.
 
     A repeat whose instances fall into several chunks becomes one repeat
     per chunk (`first`/`count` keep the instance numbers, so parameter
