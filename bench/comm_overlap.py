@@ -46,7 +46,8 @@ step, overlap within 0-100%), the blocking dp-only programs overlap nothing
 (every wait spans its collective's whole flight) and every async program
 overlaps some communication on every rank.
 
---config NAME runs only that configuration (repeatable); --async-flag FLAG
+--config NAME runs only that configuration (repeatable; dp2xpp2-zbv, the
+same under ZB-V, two chunks per rank, runs only when named); --async-flag FLAG
 adds a braidc flag to the async programs (repeatable), e.g.
 --async-flag=--schedule-into-pipelines=false to start the dp reductions
 of the gradients a pipeline returns after it rather than inside it.
@@ -78,7 +79,14 @@ def configurations(microbatches):
         ("dp2xpp2", 4, ["--mesh", "dp=2,pp=2", "--schedule", "1f1b",
                         "--microbatches", str(microbatches)], microbatches),
         ("dp4", 4, ["--mesh", "dp=4"], 1),
+        # Only with --config: two chunks per rank, so a stage's last W of
+        # one chunk comes before the other chunk's B and W.
+        ("dp2xpp2-zbv", 4, ["--mesh", "dp=2,pp=2", "--schedule", "zb-v",
+                            "--microbatches", str(microbatches)], microbatches),
     ]
+
+
+OPT_IN = ("dp2xpp2-zbv",)
 
 
 def trace_figures(text, ranks, steps, what):
@@ -130,7 +138,8 @@ def main():
                         help="exit 1 unless every program ran with finite, consistent results")
     parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
     parser.add_argument("--config", action="append", default=[],
-                        help="run only this configuration (dp2, dp2xpp2, dp4; repeatable)")
+                        help="run only this configuration (dp2, dp2xpp2, dp4, and "
+                             "dp2xpp2-zbv, ZB-V, run only when named; repeatable)")
     parser.add_argument("--async-flag", action="append", default=[],
                         help="an extra braidc flag for the async programs (repeatable)")
     args = parser.parse_args()
@@ -149,7 +158,7 @@ def measure(args):
     bin_dir = Path(args.bin_dir)
     common = ["--lr", "3e-4", "--clip-norm", "1.0"]
     configs = [c for c in configurations(args.microbatches)
-               if not args.config or c[0] in args.config]
+               if c[0] in args.config or (not args.config and c[0] not in OPT_IN)]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         programs = {}
