@@ -695,6 +695,15 @@ def PipelineOutlinePass : Pass<"braid-pipeline-outline", "::mlir::ModuleOp"> {
     pieces in dependence order (ties in program order), so it computes
     exactly what it did; a dependence cycle between pieces is an error.
 
+    When every caller of `@<entry>_grad` is a `braid.pipeline`, the sum of
+    a tied parameter's partial gradients and the summing all_reduces of the
+    gradients it returns move into the callers, after the pipeline (which
+    returns means; these ops are linear, so only the order of sums
+    changes); an all_reduce a W layer only yields as a stacked result first
+    leaves the layer for one of the stacked gradient after each repeat. So
+    every data-parallel gradient is reduced once per step, not once per
+    micro-batch, and a moved collective keeps its `braid.chunk`.
+
     ```
     $ braid-opt gpt.mlir --braid-pipeline-split=stages=4 --braid-autodiff \
         --braid-pipeline-outline
