@@ -73,6 +73,18 @@ Work PassWork::getRankWork(OpClass c, int tp, bool sequenceParallel) const {
   return {s.flops / tp + r.flops / rdiv, s.bytes / tp + r.bytes / rdiv};
 }
 
+bool SegmentCost::hasWork() const {
+  const PassWork &f = passes[(int)Recompute::None][(int)PassKind::Forward];
+  if (f.kernels > 0)
+    return true;
+  for (int c = 0; c < kNumOpClasses; ++c)
+    if (f.split[c].flops + f.split[c].bytes + f.replicated[c].flops +
+            f.replicated[c].bytes >
+        0)
+      return true;
+  return false;
+}
+
 double SegmentCost::getSavedBytes(Recompute r, int tp,
                                   bool sequenceParallel) const {
   return savedSplitBytes[(int)r] / tp +

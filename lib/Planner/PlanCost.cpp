@@ -110,9 +110,21 @@ llvm::Error PlanCostModel::validate(const Plan &plan) const {
                                 "chunks)",
                                 plan.stageLayers.size(), stages));
     int64_t sum = 0;
-    for (int n : plan.stageLayers) {
-      if (n < 1)
-        return fail("every stage needs at least one layer");
+    for (int s = 0; s < stages; ++s) {
+      int n = plan.stageLayers[s];
+      if (n < 0)
+        return fail(
+            llvm::formatv("stage {0} has a negative layer count {1}", s, n));
+      // A stage of no layer runs the ops before the layers (stage 0) or
+      // after them (the last), as braid-pipeline-split places them.
+      bool edge = (s == 0 && model.pre.hasWork()) ||
+                  (s == stages - 1 && model.post.hasWork());
+      if (n == 0 && !edge)
+        return fail(llvm::formatv(
+            "stage {0} would run nothing: only the first stage (the ops "
+            "before the layers) and the last (the ops after them) can have "
+            "0 layers, where there are such ops",
+            s));
       sum += n;
     }
     if (sum != layers)
@@ -408,8 +420,12 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
         costs.comm.push_back(0);
         continue;
       }
+      // What the stage hands on: its last layer's output, or the
+      // embedding's where stage 0 has no layer.
       const SegmentCost &last =
-          model.getLayer(stages[s].firstLayer + stages[s].numLayers - 1);
+          stages[s].numLayers > 0
+              ? model.getLayer(stages[s].firstLayer + stages[s].numLayers - 1)
+              : model.pre;
       double bytes = last.outputBytes * scale / plan.tp;
       bool crosses = (a * stride) / dpn != (b * stride) / dpn;
       const LinkLevel &level = hardware.getLevel(crosses);
@@ -718,9 +734,11 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
   for (size_t s = 0; s < cost.stages.size(); ++s) {
     const StageCost &st = cost.stages[s];
     os << llvm::formatv("  {0,5} {1,9} {2,12} {3,12} {4,12} {5,12} {6,12}\n", s,
-                        llvm::formatv("{0}-{1}", st.firstLayer,
-                                      st.firstLayer + st.numLayers - 1)
-                            .str(),
+                        st.numLayers == 0
+                            ? std::string("none")
+                            : llvm::formatv("{0}-{1}", st.firstLayer,
+                                            st.firstLayer + st.numLayers - 1)
+                                  .str(),
                         formatSeconds(st.forward), formatSeconds(st.backward),
                         formatSeconds(st.weight), formatSeconds(st.tpComm),
                         formatMemory(st.activationBytes));

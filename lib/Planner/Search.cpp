@@ -11,10 +11,12 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -260,6 +262,172 @@ struct TopEntry {
 };
 } // namespace
 
+llvm::Expected<std::vector<std::vector<int>>>
+mlir::braid::plan::balanceRankLayers(const PlanCostModel &model,
+                                     const Plan &plan, int limit) {
+  llvm::Expected<std::vector<int>> start = balanceStageLayers(model, plan);
+  if (!start)
+    return start.takeError();
+  if (start->size() < 2)
+    return std::vector<std::vector<int>>{*start};
+  int stages = start->size();
+  const ModelCost &mc = model.getModel();
+  int64_t layers = mc.getNumLayers();
+  // Each layer's F, B, W alone, and the embedding's and the head's: a
+  // stage's times are their sums (what getStageCosts adds up, but for the
+  // fixed part of ZeRO-3's gathers), so a split costs O(stages) to score.
+  Plan unit = plan;
+  unit.pp = layers;
+  unit.chunks = 0;
+  unit.schedule = ScheduleKind::OneFOneB;
+  unit.microbatches = 1;
+  unit.stageLayers.clear();
+  llvm::Expected<std::vector<StageCost>> perLayer = model.getStageCosts(unit);
+  if (!perLayer)
+    return perLayer.takeError();
+  auto timesOf = [](const StageCost &st) {
+    return std::array<double, 3>{st.forward, st.backward, st.weight};
+  };
+  std::vector<std::array<double, 3>> layer;
+  for (const StageCost &st : *perLayer)
+    layer.push_back(timesOf(st));
+  std::array<double, 3> pre = {0, 0, 0}, post = {0, 0, 0};
+  bool emptyFirst = mc.pre.hasWork(), emptyLast = mc.post.hasWork();
+  for (bool first : {true, false}) {
+    if (!(first ? emptyFirst : emptyLast))
+      continue;
+    Plan alone = unit;
+    alone.pp = 2;
+    alone.stageLayers = first ? std::vector<int>{0, (int)layers}
+                              : std::vector<int>{(int)layers, 0};
+    llvm::Expected<std::vector<StageCost>> c = model.getStageCosts(alone);
+    if (!c)
+      return c.takeError();
+    (first ? pre : post) = timesOf((*c)[first ? 0 : 1]);
+  }
+  for (int p = 0; p < 3; ++p) {
+    layer.front()[p] -= pre[p];
+    layer.back()[p] -= post[p];
+  }
+  // Prefix sums: a stage's layers cost O(1).
+  std::vector<std::array<double, 3>> prefix(layers + 1, {0, 0, 0});
+  for (int64_t i = 0; i < layers; ++i)
+    for (int p = 0; p < 3; ++p)
+      prefix[i + 1][p] = prefix[i][p] + layer[i][p];
+  // The descent's score: (busiest rank's work, sum of squared rank work);
+  // none for a split the cost model refuses (a middle stage of no layer,
+  // or an edge stage with nothing outside layers to run).
+  using Score = std::array<double, 2>;
+  std::vector<StageCost> costs(stages);
+  std::vector<double> work(plan.pp);
+  auto score = [&](const std::vector<int> &sizes) -> std::optional<Score> {
+    std::fill(work.begin(), work.end(), 0.0);
+    int64_t next = 0;
+    for (int s = 0; s < stages; ++s) {
+      if (sizes[s] == 0 && !(s == 0 && emptyFirst) &&
+          !(s == stages - 1 && emptyLast))
+        return std::nullopt;
+      std::array<double, 3> t;
+      for (int p = 0; p < 3; ++p)
+        t[p] = (s == 0 ? pre[p] : 0) + (s == stages - 1 ? post[p] : 0) +
+               prefix[next + sizes[s]][p] - prefix[next][p];
+      next += sizes[s];
+      costs[s].forward = t[0];
+      costs[s].backward = t[1];
+      costs[s].weight = t[2];
+      work[rankOfStage(plan, s)] += t[0] + t[1] + t[2];
+    }
+    double busiest = 0, squares = 0;
+    for (double w : work) {
+      busiest = std::max(busiest, w);
+      squares += w * w;
+    }
+    return Score{busiest, squares};
+  };
+  auto same = [](double a, double b) {
+    return std::fabs(a - b) <= kTie * std::max(std::fabs(a), std::fabs(b));
+  };
+  auto better = [&](const Score &a, const Score &b) {
+    for (int i = 0; i < 2; ++i)
+      if (!same(a[i], b[i]))
+        return a[i] < b[i];
+    return false;
+  };
+  // Calls `visit(from, to)` with one layer moved from stage `from` to
+  // stage `to` in `sizes` (restored after): between any two stages where
+  // there are at most 16 (ZB-V's rank 0 holds the first and the last, so
+  // a layer moves between them without passing rank 1), between
+  // neighbours beyond.
+  auto forEachMove = [&](std::vector<int> &sizes, auto visit) {
+    for (int from = 0; from < stages; ++from)
+      for (int to = 0; to < stages; ++to) {
+        if (from == to || sizes[from] == 0 ||
+            (stages > 16 && std::abs(from - to) != 1))
+          continue;
+        --sizes[from];
+        ++sizes[to];
+        visit();
+        ++sizes[from];
+        --sizes[to];
+      }
+  };
+  std::vector<int> sizes = *start;
+  std::optional<Score> current = score(sizes);
+  if (!current)
+    return std::vector<std::vector<int>>{};
+  double startBusiest = (*current)[0];
+  // Steepest descent; each step strictly improves the score, so it ends
+  // (the cap guards against tolerance cycles).
+  for (int64_t step = 0; step < 4 * layers * stages; ++step) {
+    std::optional<std::vector<int>> next;
+    Score nextScore = *current;
+    forEachMove(sizes, [&] {
+      std::optional<Score> s = score(sizes);
+      if (s && better(*s, nextScore)) {
+        next = sizes;
+        nextScore = *s;
+      }
+    });
+    if (!next)
+      break;
+    sizes = std::move(*next);
+    current = nextScore;
+  }
+  // Nothing new where balancing the stages balanced the ranks as well.
+  if (!((*current)[0] < startBusiest) || same((*current)[0], startBusiest))
+    return std::vector<std::vector<int>>{};
+  // Splits whose busiest rank is as busy, reached by such moves: where the
+  // head runs last or with a layer changes the V's critical path, which
+  // the schedule's simulation sees. Ordered by the pipeline bound (a
+  // smaller first stage lets the later ranks start sooner), then the
+  // spread of the ranks' work.
+  std::vector<std::vector<int>> plateau = {sizes};
+  for (size_t i = 0; i < plateau.size() && (int)plateau.size() < limit; ++i) {
+    std::vector<int> from = plateau[i];
+    forEachMove(from, [&] {
+      if ((int)plateau.size() >= limit || llvm::is_contained(plateau, from))
+        return;
+      std::optional<Score> s = score(from);
+      if (s && same((*s)[0], (*current)[0]))
+        plateau.push_back(from);
+    });
+  }
+  std::vector<std::pair<std::array<double, 2>, std::vector<int>>> ranked;
+  for (std::vector<int> &split : plateau) {
+    std::optional<Score> s = score(split);
+    Plan q = plan;
+    q.stageLayers = split;
+    ranked.push_back({{getPipelineBound(q, costs), (*s)[1]}, split});
+  }
+  llvm::stable_sort(ranked, [&](const auto &x, const auto &y) {
+    return better(x.first, y.first);
+  });
+  std::vector<std::vector<int>> result;
+  for (auto &entry : ranked)
+    result.push_back(std::move(entry.second));
+  return result;
+}
+
 bool mlir::braid::plan::isAlikePlan(const PlanCost &a, const PlanCost &b) {
   const Plan &p = a.plan, &q = b.plan;
   double scale = std::max(a.stepTime, b.stepTime);
@@ -314,6 +482,9 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
   std::vector<Candidate> candidates;
   std::map<std::tuple<int, int, int, int, int, int, int>, std::vector<int>>
       balanced;
+  std::map<std::tuple<int, int, int, int, int, int, int, int>,
+           std::vector<std::vector<int>>>
+      rankBalanced;
   double inf = std::numeric_limits<double>::infinity();
   result.minMemory = inf;
   // Meshes: fewer pipeline stages first, then less tensor parallelism (so
@@ -478,6 +649,30 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
                     // Only where it differs from the even split.
                     if (!it->second.empty() && it->second != even)
                       layouts.push_back(it->second);
+                    // Balanced per rank: differs where a rank runs
+                    // several stages or a stage may hold the embedding or
+                    // the head alone; it depends on the placement. With
+                    // several chunks, the splits as balanced that the
+                    // bound cannot rank go to the simulation too.
+                    int chunksPerRank = stages / pp;
+                    auto rankKey = std::make_tuple(
+                        tp, (int)sp, (int)rc, (int)mbs, zero == 3 ? dp : 0, pp,
+                        stages, (int)(kind == ScheduleKind::ZBV));
+                    auto rt = rankBalanced.find(rankKey);
+                    if (rt == rankBalanced.end()) {
+                      llvm::Expected<std::vector<std::vector<int>>> b =
+                          balanceRankLayers(costModel, plan,
+                                            chunksPerRank > 1 ? 4 : 1);
+                      std::vector<std::vector<int>> splits;
+                      if (b)
+                        splits = std::move(*b);
+                      else
+                        llvm::consumeError(b.takeError());
+                      rt = rankBalanced.emplace(rankKey, splits).first;
+                    }
+                    for (const std::vector<int> &split : rt->second)
+                      if (!llvm::is_contained(layouts, split))
+                        layouts.push_back(split);
                   }
                 }
                 for (std::vector<int> &layout : layouts) {

@@ -92,7 +92,8 @@ static cl::opt<std::string> recomputeName("recompute",
 static cl::opt<std::string> stageLayersSpec(
     "stage-layers",
     cl::desc("Layers per model stage, e.g. 3,3,2 (pp * chunks entries; "
-             "default: as even as possible)"),
+             "default: as even as possible); the first and the last may be "
+             "0 (the embedding or the head alone)"),
     cl::cat(planCategory));
 static cl::opt<double>
     gradBytes("grad-bytes",

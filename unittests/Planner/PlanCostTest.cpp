@@ -171,6 +171,57 @@ TEST_F(PlanCostTest, StageBoundaries) {
             std::string::npos);
 }
 
+// The first stage may hold the embedding alone and the last the head
+// alone (ZB-V puts both on rank 0); a middle stage of no layer runs
+// nothing and is refused, as braid-pipeline-split refuses it.
+TEST_F(PlanCostTest, StageOfNoLayer) {
+  Plan plan;
+  plan.pp = 2;
+  plan.microbatches = 4;
+  plan.schedule = sched::ScheduleKind::ZBV;
+  plan.stageLayers = {0, 2, 1, 1};
+  PlanCost c = evaluate(plan);
+  ASSERT_EQ(c.stages.size(), 4u);
+  EXPECT_EQ(c.stages[0].numLayers, 0);
+  EXPECT_EQ(c.stages[1].firstLayer, 0);
+  // The embedding's work, less than a layer's.
+  EXPECT_GT(c.stages[0].forward, 0);
+  EXPECT_LT(c.stages[0].forward, c.stages[2].forward);
+  // Stage 0 sends the embedding's output: as many bytes as a layer's.
+  plan.stageLayers = {1, 1, 1, 1};
+  PlanCost one = evaluate(plan);
+  EXPECT_EQ(c.ppCommBytes, one.ppCommBytes);
+  EXPECT_GT(c.ppCommBytes, 0);
+  plan.stageLayers = {1, 2, 1, 0};
+  PlanCost head = evaluate(plan);
+  EXPECT_EQ(head.stages[3].numLayers, 0);
+  EXPECT_GT(head.stages[3].forward, 0);
+  // Rank 0 holds stages 0 and 3: the embedding, one layer, the head.
+  EXPECT_EQ(head.stages[0].params + head.stages[3].params,
+            c.stages[0].params + c.stages[3].params);
+  plan.stageLayers = {1, 0, 2, 1};
+  llvm::Error e = costs->validate(plan);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e))
+                .find("stage 1 would run nothing: only the first stage"),
+            std::string::npos);
+  plan.stageLayers = {2, 3, -1, 0};
+  e = costs->validate(plan);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e))
+                .find("stage 2 has a negative layer count -1"),
+            std::string::npos);
+  // A model with nothing outside its layers has no stage of no layer.
+  ModelCost bare = costs->getModel();
+  bare.pre = SegmentCost();
+  PlanCostModel bareCosts(bare, testHardware());
+  plan.stageLayers = {0, 2, 1, 1};
+  e = bareCosts.validate(plan);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("stage 0 would run nothing"),
+            std::string::npos);
+}
+
 TEST_F(PlanCostTest, InvalidPlans) {
   Plan plan;
   plan.pp = 2;

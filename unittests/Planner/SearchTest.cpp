@@ -169,6 +169,13 @@ std::vector<PlanCost> exhaustive(PlanCostModel &cm, const SearchOptions &o) {
                   layouts = {even};
                   if (b && *b != even)
                     layouts.push_back(*b);
+                  llvm::Expected<std::vector<std::vector<int>>> rb =
+                      balanceRankLayers(cm, p);
+                  EXPECT_TRUE(bool(rb));
+                  if (rb)
+                    for (const std::vector<int> &split : *rb)
+                      if (!llvm::is_contained(layouts, split))
+                        layouts.push_back(split);
                 }
                 for (auto &layout : layouts) {
                   p.stageLayers = layout;
@@ -481,6 +488,113 @@ TEST(SearchTest, BalancesStagesByTime) {
   SearchResult r = search(cm, o);
   ASSERT_FALSE(r.top.empty());
   EXPECT_EQ(r.top[0].plan.stageLayers, (std::vector<int>{2, 3, 3, 2}));
+}
+
+/// The toy model with an embedding of `pre` layers' work and a head of
+/// `post` layers' (issue 13's GPT: a layer about 80 ms a step, the
+/// embedding 10, the head 150).
+ModelCost headModel(int layers, double pre, double post) {
+  ModelCost m = toyModel(layers);
+  for (auto [s, w] : {std::pair{&m.pre, pre}, std::pair{&m.post, post}}) {
+    for (int r = 0; r < kNumRecomputeModes; ++r)
+      for (int p = 0; p < kNumPassKinds; ++p)
+        s->passes[r][p] = splitWork(w * 1e9);
+    s->splitParams = w * 1e6;
+    s->outputBytes = 1e6;
+  }
+  return m;
+}
+
+// ZB-V runs stages 0 and 3 on rank 0. With 4 layers and a head of nearly
+// two, every split of at least one layer per stage leaves rank 0 the
+// embedding, the head and two layers; the embedding alone on stage 0, or
+// the head alone on stage 3, balances the ranks, and the search picks
+// such a split.
+TEST(SearchTest, BalancesRanksWithAStageOfNoLayer) {
+  ModelCost model = headModel(4, 0.125, 1.875);
+  PlanCostModel cm(model, toyHardware());
+  Plan p;
+  p.pp = 2;
+  p.schedule = ScheduleKind::ZBV;
+  p.microbatches = 8;
+  p.microBatchSize = 8;
+  llvm::Expected<std::vector<std::vector<int>>> splits =
+      balanceRankLayers(cm, p);
+  ASSERT_TRUE(bool(splits)) << llvm::toString(splits.takeError());
+  // Rank 0: 0.125 + 1 + 1.875, rank 1: 3 layers. First the split whose
+  // rank 1 starts soonest (the embedding alone before it), then the others
+  // as even: one layer on rank 0, with the embedding or with the head.
+  using Splits = std::vector<std::vector<int>>;
+  ASSERT_FALSE(splits->empty());
+  EXPECT_EQ(splits->front(), (std::vector<int>{0, 2, 1, 1}));
+  Splits sorted = *splits;
+  llvm::sort(sorted);
+  EXPECT_EQ(sorted,
+            (Splits{{0, 1, 2, 1}, {0, 2, 1, 1}, {1, 1, 2, 0}, {1, 2, 1, 0}}));
+  auto busiest = [&](const std::vector<int> &s) {
+    Plan q = p;
+    q.stageLayers = s;
+    llvm::Expected<std::vector<StageCost>> c = cm.getStageCosts(q);
+    if (!c) {
+      llvm::consumeError(c.takeError());
+      return 1e300;
+    }
+    double rank[2] = {0, 0};
+    for (size_t i = 0; i < c->size(); ++i)
+      rank[i == 0 || i == 3 ? 0 : 1] +=
+          (*c)[i].forward + (*c)[i].backward + (*c)[i].weight;
+    return std::max(rank[0], rank[1]);
+  };
+  // Against every split of 4 layers into 4 stages, empty ones included
+  // (the cost model refuses an empty middle stage): the least busiest
+  // rank, and every split that reaches it.
+  double best = 1e300;
+  for (int a = 0; a <= 4; ++a)
+    for (int b = 0; a + b <= 4; ++b)
+      for (int c = 0; a + b + c <= 4; ++c)
+        best = std::min(best, busiest({a, b, c, 4 - a - b - c}));
+  for (const std::vector<int> &s : *splits)
+    EXPECT_NEAR(busiest(s), best, 1e-12 * best);
+  Splits optimal;
+  for (int a = 0; a <= 4; ++a)
+    for (int b = 0; a + b <= 4; ++b)
+      for (int c = 0; a + b + c <= 4; ++c)
+        if (busiest({a, b, c, 4 - a - b - c}) <= best * (1 + 1e-12))
+          optimal.push_back({a, b, c, 4 - a - b - c});
+  EXPECT_EQ(optimal, sorted);
+  EXPECT_EQ(busiest({1, 0, 2, 1}), 1e300);
+  // One layer per stage (balanceStageLayers' split) is a third slower.
+  llvm::Expected<std::vector<int>> stages = balanceStageLayers(cm, p);
+  ASSERT_TRUE(bool(stages));
+  EXPECT_EQ(*stages, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_GT(busiest(*stages), 1.3 * best);
+  // The search: ZB-V with one of them beats 1F1B's best (3, 1).
+  SearchOptions o;
+  o.devices = 2;
+  o.pp = 2;
+  o.globalBatch = 64;
+  o.microBatchSizes = {8};
+  o.schedules = {ScheduleKind::OneFOneB, ScheduleKind::ZBV};
+  o.topK = 10;
+  SearchResult r = search(cm, o);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_EQ(r.top[0].plan.schedule, ScheduleKind::ZBV);
+  EXPECT_TRUE(llvm::is_contained(sorted, r.top[0].plan.stageLayers));
+  bool oneF = false;
+  for (const PlanCost &c : r.top)
+    if (c.plan.schedule == ScheduleKind::OneFOneB) {
+      oneF = true;
+      EXPECT_LT(r.top[0].stepTime, c.stepTime);
+    }
+  EXPECT_TRUE(oneF);
+  // Without work outside the layers no stage may be empty, and one layer
+  // per stage balances the ranks already: nothing to add.
+  ModelCost bare = toyModel(4);
+  PlanCostModel bareCosts(bare, toyHardware());
+  llvm::Expected<std::vector<std::vector<int>>> even =
+      balanceRankLayers(bareCosts, p);
+  ASSERT_TRUE(bool(even));
+  EXPECT_TRUE(even->empty());
 }
 
 TEST(SearchTest, PlanFlags) {

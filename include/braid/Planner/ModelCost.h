@@ -120,6 +120,10 @@ struct SegmentCost {
   double outputBytes = 0;
 
   double getParams() const { return splitParams + replicatedParams; }
+  /// Whether its forward runs anything (a kernel, FLOPs or bytes): a
+  /// pipeline stage may then hold it with no layer (the embedding, the
+  /// head).
+  bool hasWork() const;
   /// Parameters one rank of a tp group holds.
   double getRankParams(int tp) const {
     return splitParams / tp + replicatedParams;

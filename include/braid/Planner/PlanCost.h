@@ -55,7 +55,8 @@ struct Plan {
   /// Layer instances per model stage (pp * chunks entries, summing to the
   /// model's layers); empty: as even as possible (the first stages take the
   /// remainder). The ops before the layers go with stage 0, those after with
-  /// the last stage.
+  /// the last stage; either of these two may have 0 layers where the model
+  /// has such ops (the embedding or the head alone).
   std::vector<int> stageLayers;
 
   int getNumDevices() const { return dp * tp * pp; }

@@ -62,8 +62,9 @@ struct SearchOptions {
   /// tried only where pp * micro-batches is at most this.
   int64_t maxAutoPairs = 2048;
   /// Also try stage boundaries balanced by predicted time (layers moved off
-  /// the stages that hold the embedding and the head), besides the even
-  /// split.
+  /// the stages that hold the embedding and the head: balanceStageLayers,
+  /// and balanceRankLayers, which may leave the embedding or the head
+  /// alone on a stage), besides the even split.
   bool balanceStages = true;
   /// Fixed choices (what the user gave): only plans with these.
   std::optional<int> dp, tp, pp;
@@ -151,6 +152,25 @@ llvm::Expected<SearchResult> searchPlans(PlanCostModel &costModel,
 /// micro-batches' activations).
 llvm::Expected<std::vector<int>> balanceStageLayers(const PlanCostModel &model,
                                                     const Plan &plan);
+
+/// Layer instances per stage that balance the pipeline ranks rather than
+/// the stages: a rank of a chunked schedule (ZB-V's V, interleaved 1F1B's
+/// loop) runs several stages, so the sum over them is what must be even.
+/// The first stage may hold no layer where the model has ops before its
+/// layers (the embedding alone), the last where it has ops after them (the
+/// head alone): with ZB-V, rank 0 then holds the embedding, the head and
+/// few layers. A local search from balanceStageLayers' split (moves of one
+/// layer between two stages, any two where there are at most 16) minimises
+/// the busiest rank's F + B + W, then the pipeline's lower bound (the time
+/// before the later ranks can start), then the spread of the ranks' work.
+/// Returns it and up to `limit` - 1 others whose busiest rank is as busy,
+/// reached by such moves, in that order (which of them is fastest the
+/// schedule's simulation tells, not the bound); nothing where its busiest
+/// rank is no less busy than balanceStageLayers' (the search then has
+/// nothing to add).
+llvm::Expected<std::vector<std::vector<int>>>
+balanceRankLayers(const PlanCostModel &model, const Plan &plan,
+                  int limit = 8);
 
 /// What the model's dimensions allow, read from the program through the
 /// structural tensor-parallel planner: tp must divide every dimension it
