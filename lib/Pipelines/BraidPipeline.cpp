@@ -43,13 +43,6 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.powersgdRank < 1)
     return optionError("powersgd-rank must be positive, got " +
                        Twine(o.powersgdRank));
-  // ZeRO reduces gradients with reduce_scatter into each device's share,
-  // which PowerSGD does not approximate.
-  if (o.gradCompression == "powersgd" && o.zero > 0)
-    return optionError("grad-compression powersgd approximates all_reduces, "
-                       "but zero " + Twine(o.zero) +
-                       " reduces gradients with reduce_scatter: drop zero, "
-                       "or compress with bf16 or fp16");
   if (o.gradCompression != "none" && o.dp == 1)
     return optionError("grad-compression " + o.gradCompression +
                        " compresses data-parallel gradient reductions, but "

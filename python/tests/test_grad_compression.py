@@ -45,6 +45,7 @@ PLANS = {
     "dp2-mb2": (2, ["--mesh", "dp=2", "--microbatches", "2"]),
     "dp2xtp2": (4, ["--mesh", "dp=2,tp=2"]),
     "dp2xpp2": (4, ["--mesh", "dp=2,pp=2", "--microbatches", "2"]),
+    "dp2-zero2": (2, ["--mesh", "dp=2", "--zero", "2"]),
 }
 
 
@@ -140,3 +141,21 @@ def test_powersgd_state_is_checkpointed(tmp_path, plan):
         metadata["braid.fnv1a64." + name] = _fnv1a64(zeros.tobytes())
     st.save(str(path), tensors, metadata)
     assert _run(program, 2, "--resume", tmp_path / "ck", plan=plan) != straight[2:]
+
+
+def test_powersgd_zero_keeps_its_share_of_the_approximation(tmp_path):
+    """ZeRO-2 reduce_scatters each layer gradient; with PowerSGD each device
+    keeps its share of the same approximation dp2 applies whole, so after a
+    step the layers' parameters are dp2's bit for bit."""
+    params = {}
+    for plan in ("dp2", "dp2-zero2"):
+        (tmp_path / plan).mkdir()
+        program = _compile(tmp_path / plan, "powersgd", "--grad-compression", "powersgd",
+                           "--powersgd-rank", "2", plan=plan)
+        _run(program, 1, "--save", tmp_path / plan / "ck", plan=plan)
+        tensors, _ = st.load_with_metadata(str(tmp_path / plan / "ck" / "checkpoint.safetensors"))
+        params[plan] = {n: st.to_numpy(t) for n, t in tensors.items()
+                        if n.startswith("h.") and ".powersgd." not in n and ".adamw" not in n}
+    assert params["dp2"].keys() == params["dp2-zero2"].keys() and params["dp2"]
+    for name, value in params["dp2"].items():
+        assert np.array_equal(value, params["dp2-zero2"][name]), f"{name} differs"

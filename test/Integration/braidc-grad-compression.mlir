@@ -60,8 +60,12 @@
 //
 // RUN: not braidc %t.mlir --mesh dp=2 --grad-compression int8 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: unknown grad-compression 'int8'; expected none, bf16, fp16 or powersgd
-// RUN: not braidc %t.mlir --mesh dp=2 --zero 1 --grad-compression powersgd -o %t.bad 2>&1 | FileCheck %s --check-prefix=PSGD-ZERO
-// PSGD-ZERO: grad-compression powersgd approximates all_reduces, but zero 1 reduces gradients with reduce_scatter: drop zero, or compress with bf16 or fp16
+// With ZeRO the gradients' reduce_scatters keep their share of the
+// approximation (test_grad_compression.py compares the parameters with
+// dp2's).
+// RUN: braidc %t.mlir --mesh dp=2 --zero 2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 --emit mlir -o %t.psgd.z2.emitc.mlir
+// RUN: FileCheck %s --check-prefix=PSGD-ZERO < %t.psgd.z2.emitc.mlir
+// PSGD-ZERO: braid_rt_program_powersgd_reduce_scatter_f32
 //
 // PowerSGD with --async-collectives: the reductions are started (their
 // state read first in the block, before any start the scheduler moves

@@ -72,3 +72,25 @@ func.func @stacked(%w: tensor<2x4x3xf32>) -> tensor<2x4x3xf32> {
   %r = braid.all_reduce sum %w on @mesh ["dp"] : tensor<2x4x3xf32>
   return %r : tensor<2x4x3xf32>
 }
+
+// -----
+
+// Tests that a reduce_scatter of a matrix (ZeRO's gradient reduction) is
+// marked too, its state shaped like its input (the whole local gradient),
+// and that braid-comm-report counts the all_reduces of P and Q it sends,
+// (8 + 6) x 1 floats at 2 x (2 - 1) / 2 = 56 bytes, instead of the
+// reduce_scatter's 192 x (2 - 1) / 2 = 96.
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+
+// CHECK-LABEL: func.func @scattered
+// CHECK-NEXT: braid.param "powersgd.scattered.0.q" {init = #braid.init<normal(1.000000e+00)>, state} : tensor<6x1xf32>
+// CHECK-NEXT: braid.param "powersgd.scattered.0.error" {block_of = #braid.sharding<@mesh, {{\[\["dp"\], \[\]\]}}>, init = #braid.init<zeros>, state} : tensor<8x6xf32>
+// CHECK: braid.reduce_scatter %{{.*}} on @mesh ["dp"] {braid.compress = "powersgd", braid.powersgd = {error = "powersgd.scattered.0.error", q = "powersgd.scattered.0.q", rank = 1 : i64}, dim = 0 : i64} : (tensor<8x6xf32>) -> tensor<4x6xf32>
+// REPORT-LABEL: braid-comm-report: @scattered
+// REPORT: reduce_scatter dp 2 192 56 {{.*}} [powersgd]
+// REPORT: compressed gradient reductions: sent 56 bytes instead of 96, saved 40 bytes
+func.func @scattered(%w: tensor<8x6xf32>) -> tensor<4x6xf32> {
+  %r = braid.reduce_scatter %w on @mesh ["dp"] {dim = 0 : i64} : (tensor<8x6xf32>) -> tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
+}

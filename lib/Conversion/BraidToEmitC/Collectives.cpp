@@ -83,16 +83,20 @@ static LogicalResult lowerAllSlice(CollectiveOpInterface op,
 /// An all_reduce marked for PowerSGD (braid-compress-gradients): the
 /// runtime's PowerSGD on the buffers of its state params, which the pass
 /// read in the same block, for each matrix of the batch its leading
-/// dimensions make.
+/// dimensions make; a reduce_scatter keeps its block of the result.
 static LogicalResult lowerPowerSgd(CollectiveOpInterface op,
                                    FunctionLowering &l, DictionaryAttr psgd,
-                                   int64_t mask, Value from, Value result,
-                                   Value pending) {
+                                   int64_t mask, int64_t size, Value from,
+                                   Value result, Value pending) {
   auto type = cast<RankedTensorType>(op.getInput().getType());
   int64_t rank = type.getRank();
-  if (op.getCollectiveKind() != CollectiveKind::all_reduce || rank < 2)
+  CollectiveKind kind = op.getCollectiveKind();
+  if ((kind != CollectiveKind::all_reduce &&
+       kind != CollectiveKind::reduce_scatter) ||
+      rank < 2)
     return op->emitOpError() << "is marked for PowerSGD, which takes the "
-                                "all_reduce of a matrix or a batch of them";
+                                "all_reduce or reduce_scatter of a matrix or "
+                                "a batch of them";
   Value state[2];
   const char *keys[2] = {"q", "error"};
   for (int i = 0; i < 2; ++i) {
@@ -105,11 +109,23 @@ static LogicalResult lowerPowerSgd(CollectiveOpInterface op,
                                << name << "' is not read before it";
   }
   int64_t rows = type.getDimSize(rank - 2), cols = type.getDimSize(rank - 1);
-  l.call("braid_rt_program_powersgd_f32",
-         {l.i64(mask), from, l.i64(type.getNumElements() / (rows * cols)),
-          l.i64(rows), l.i64(cols),
-          l.i64(psgd.getAs<IntegerAttr>("rank").getInt()), state[0], state[1],
-          result, pending, l.whereText()});
+  int64_t batch = type.getNumElements() / (rows * cols);
+  int64_t approxRank = psgd.getAs<IntegerAttr>("rank").getInt();
+  SmallVector<Value> args{l.i64(mask), from,        l.i64(batch),
+                          l.i64(rows), l.i64(cols), l.i64(approxRank),
+                          state[0],    state[1]};
+  if (kind == CollectiveKind::all_reduce) {
+    args.append({result, pending, l.whereText()});
+    l.call("braid_rt_program_powersgd_f32", args);
+    return success();
+  }
+  // ZeRO: the whole approximation, then this device's block of it.
+  int64_t dim = *op.getScatterDim();
+  if (dim < 0)
+    dim += rank;
+  auto [outer, chunk] = splitView(type.getShape(), dim, size);
+  args.append({l.i64(outer), l.i64(chunk), result, pending, l.whereText()});
+  l.call("braid_rt_program_powersgd_reduce_scatter_f32", args);
   return success();
 }
 
@@ -163,7 +179,7 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
       return op->emitOpError() << "is marked braid.compress; only all_reduce "
                                   "and reduce_scatter are compressed";
     if (auto psgd = op->getAttrOfType<DictionaryAttr>("braid.powersgd"))
-      return lowerPowerSgd(op, l, psgd, *mask, from, result, pending);
+      return lowerPowerSgd(op, l, psgd, *mask, size, from, result, pending);
     if (compress.getValue() != "bf16" && compress.getValue() != "fp16")
       return op->emitOpError() << "braid.compress is '" << compress.getValue()
                                << "'; generated code sends bf16 or fp16";

@@ -68,3 +68,18 @@ void braid_rt_program_powersgd_f32(int64_t mask, const float *in, int64_t batch,
             q + i * cols * rank, error + i * matrix, NULL),
         where);
 }
+
+void braid_rt_program_powersgd_reduce_scatter_f32(
+    int64_t mask, const float *in, int64_t batch, int64_t rows, int64_t cols,
+    int64_t rank, float *q, float *error, int64_t outer, int64_t chunk,
+    float *out, braid_rt_program_pending_t *p, const char *where) {
+  int64_t count = batch * rows * cols;
+  if (!p->send || p->send_count < count) {
+    braid_rt_program_free(p->send);
+    p->send = braid_rt_program_alloc_f32(count);
+    p->send_count = count;
+  }
+  braid_rt_program_powersgd_f32(mask, in, batch, rows, cols, rank, q, error,
+                                p->send, p, where);
+  braid_rt_program_all_slice_f32(mask, p->send, outer, chunk, out);
+}

@@ -101,7 +101,8 @@ struct CommReportPass
           int64_t r = psgd.getAs<IntegerAttr>("rank").getInt();
           int64_t rows = shape[shape.size() - 2], cols = shape.back();
           double matrices = elements / double(rows * cols);
-          wire = factor * 4.0 * matrices * (rows + cols) * r;
+          // (A reduce_scatter too: it all_reduces P and Q, then slices.)
+          wire = 2.0 * (n - 1) / n * 4.0 * matrices * (rows + cols) * r;
           steps *= 2 * matrices;
         }
         wireBytes += opTimes * wire;

@@ -29,7 +29,7 @@ struct CompressGradientsPass
     : public braid::impl::CompressGradientsPassBase<CompressGradientsPass> {
   using CompressGradientsPassBase::CompressGradientsPassBase;
 
-  /// Marks the all_reduce of a gradient of matrices for PowerSGD and reads
+  /// Marks the reduction of a gradient of matrices for PowerSGD and reads
   /// its state before it: Q ([..., cols, rank], the warm start, alike over
   /// the reduction's axes: normal(1) from its name) and this device's error
   /// feedback ([..., rows, cols], zeros at first). Leading dimensions are a
@@ -146,8 +146,9 @@ struct CompressGradientsPass
         return;
       if (format == "powersgd") {
         // Matrices (a 2-D gradient, or a batch of them) where P and Q are
-        // smaller than each; the others stay exact.
-        if (kind == CollectiveKind::all_reduce && type.getRank() >= 2) {
+        // smaller than each; the others stay exact. A reduce_scatter
+        // (ZeRO) keeps its share of the approximation.
+        if (type.getRank() >= 2) {
           int64_t rows = type.getDimSize(type.getRank() - 2),
                   cols = type.getDimSize(type.getRank() - 1);
           if ((rows + cols) * rank < rows * cols)

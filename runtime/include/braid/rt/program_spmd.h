@@ -272,6 +272,15 @@ void braid_rt_program_powersgd_f32(int64_t mask, const float *in, int64_t batch,
                                    braid_rt_program_pending_t *p,
                                    const char *where);
 
+/* A reduce_scatter marked for PowerSGD (ZeRO's gradient reductions): the
+   approximation of the whole sum as braid_rt_program_powersgd_f32, staged in
+   `p`'s send buffer, then this rank's block of it: out[o][c] =
+   sum[o][position][c] of its [outer][size][chunk] view. */
+void braid_rt_program_powersgd_reduce_scatter_f32(
+    int64_t mask, const float *in, int64_t batch, int64_t rows, int64_t cols,
+    int64_t rank, float *q, float *error, int64_t outer, int64_t chunk,
+    float *out, braid_rt_program_pending_t *p, const char *where);
+
 /* all_slice: out[o][c] = in[o][position][c], no communication. */
 void braid_rt_program_all_slice_f32(int64_t mask, const float *in,
                                     int64_t outer, int64_t chunk, float *out);
