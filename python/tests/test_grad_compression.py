@@ -15,8 +15,10 @@ the loss at every step at most 1.2 above the uncompressed run's (measured
 0.93 on dp=2, around step 40) and the last below 0.06 (measured 0.037,
 uncompressed 0.0126). The same band holds, against the uncompressed run of
 the same plan, with 2 micro-batches (each micro-batch's reductions
-compressed), on dp=2 x tp=2 (each tp block's reduction with its own state)
-and on dp=2 x pp=2 (each stage compressing its own reductions). Its state
+compressed), on dp=2 x tp=2 (each tp block's reduction with its own state),
+on dp=2 x pp=2 (each stage compressing its own reductions) and with ZeRO-2
+(each device keeping its share of the approximation: after a step the
+layers' parameters are dp=2's bit for bit). Its state
 (each 2-D gradient's Q and error feedback) is in the checkpoint: 2 steps,
 then 2 resumed, print the 4 uninterrupted steps' losses exactly, and
 resuming from the checkpoint with that state zeroed does not (under tp a

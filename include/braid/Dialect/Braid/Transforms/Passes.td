@@ -559,12 +559,14 @@ def CompressGradientsPass : Pass<"braid-compress-gradients", "::mlir::ModuleOp">
     before `braid-bucket-collectives`, which buckets only collectives
     marked alike.
 
-    `format=powersgd rank=R` marks instead the all_reduces of 2-D gradients,
-    and of stacked ones (a pipeline's per-chunk layer gradients), each
-    matrix of the batch on its own (`braid.compress = "powersgd"`,
-    `braid.powersgd = {rank, q, error}`), and reads their state first in
-    their block (so that no later reordering, such as a scheduled start,
-    runs a reduction before its state is read): `powersgd.<owner>.<k>.q`
+    `format=powersgd rank=R` marks instead the all_reduces and
+    reduce_scatters (ZeRO's: each device keeps its share of the
+    approximation) of 2-D gradients, and of stacked ones (a pipeline's
+    per-chunk layer gradients), each matrix of the batch on its own
+    (`braid.compress = "powersgd"`, `braid.powersgd = {rank, q, error}`),
+    and reads their state first in their block (so that no later
+    reordering, such as a scheduled start, runs a reduction before its
+    state is read): `powersgd.<owner>.<k>.q`
     ([..., cols, R], the warm start, normal(1)) and `.error` (this device's
     error feedback, zeros), both `state` params, so checkpoints keep them.
     The shapes are the local block's (a tensor-parallel weight's gradient
