@@ -78,6 +78,12 @@
 // RUN: braid-run -n 2 %t.psgd.async --steps 4 --seed 1 > %t.psgd.async.out
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.psgd.async.out %t.psgd.out --rtol 0 | FileCheck %s --check-prefix=PSGD-ASYNC
 // PSGD-ASYNC: ok: 4 losses within 0
+// The same on dp2 x pp2, whose starts are issued inside the pipeline.
+// RUN: braidc %t.mlir --mesh dp=2,pp=2 --microbatches 2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 -o %t.psgd.pp
+// RUN: braid-run -n 4 %t.psgd.pp --steps 4 --seed 1 > %t.psgd.pp.out
+// RUN: braidc %t.mlir --mesh dp=2,pp=2 --microbatches 2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 --async-collectives -o %t.psgd.pp.async
+// RUN: braid-run -n 4 %t.psgd.pp.async --steps 4 --seed 1 > %t.psgd.pp.async.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.psgd.pp.async.out %t.psgd.pp.out --rtol 0 | FileCheck %s --check-prefix=PSGD-ASYNC
 //
 // bf16 with --async-collectives: the started reductions complete at their
 // start and train exactly as the blocking bf16 program.
