@@ -192,7 +192,10 @@ def Braid_RepeatOp : Braid_Op<"repeat", [
     whose slice `i - first` is instance `i`'s collective, and `braid.wait`
     on it waits for all of them. So a layer's collective stays in flight
     while the following instances compute (`braid-schedule-collectives`
-    splits a layer at its waits). Carried values are never futures.
+    splits a layer at its waits). A carried value may be a future too
+    (`braid-zero3-prefetch` across repeats): instance `i` waits for what
+    instance `i - 1` started (the first instance for the operand); the
+    last instance's is dropped, so the repeat's result for it has no uses.
 
     ```mlir
     %h = braid.repeat @block(%x) {prefix = "h", count = 12 : i64}
