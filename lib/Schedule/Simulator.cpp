@@ -51,6 +51,25 @@ private:
   int numMicrobatches;
   std::vector<double> forward, backward;
 };
+
+/// The step's cost (the longest rank), makespan and bubble rate, over the
+/// ranks that ran an action.
+void summarize(SimulationResult &result, const std::vector<bool> &started) {
+  double first = std::numeric_limits<double>::infinity(), last = 0;
+  double maxWork = 0;
+  result.cost = 0;
+  for (int r = 0, e = started.size(); r < e; ++r) {
+    if (!started[r])
+      continue;
+    first = std::min(first, result.rankStart[r]);
+    last = std::max(last, result.rankEnd[r]);
+    result.cost = std::max(result.cost, result.getRankTime(r));
+    maxWork = std::max(maxWork, result.rankWork[r]);
+  }
+  result.makespan = std::isfinite(first) ? last - first : 0;
+  result.bubbleRate =
+      result.cost > 0 ? (result.cost - maxWork) / result.cost : 0;
+}
 } // namespace
 
 llvm::Expected<SimulationResult>
@@ -191,19 +210,7 @@ mlir::braid::sched::simulate(const Schedule &schedule, const CostModel &costs,
     }
   }
 
-  double first = std::numeric_limits<double>::infinity(), last = 0;
-  double maxWork = 0;
-  for (int r = 0; r < p; ++r) {
-    if (!started[r])
-      continue;
-    first = std::min(first, result.rankStart[r]);
-    last = std::max(last, result.rankEnd[r]);
-    result.cost = std::max(result.cost, result.getRankTime(r));
-    maxWork = std::max(maxWork, result.rankWork[r]);
-  }
-  result.makespan = std::isfinite(first) ? last - first : 0;
-  result.bubbleRate =
-      result.cost > 0 ? (result.cost - maxWork) / result.cost : 0;
+  summarize(result, started);
   return result;
 }
 
@@ -353,18 +360,6 @@ mlir::braid::sched::simulate(const Schedule &schedule, const CostModel &costs,
     }
   }
 
-  double first = kInf, last = 0, maxWork = 0;
-  result.cost = 0;
-  for (int r = 0; r < p; ++r) {
-    if (!started[r])
-      continue;
-    first = std::min(first, result.rankStart[r]);
-    last = std::max(last, result.rankEnd[r]);
-    result.cost = std::max(result.cost, result.getRankTime(r));
-    maxWork = std::max(maxWork, result.rankWork[r]);
-  }
-  result.makespan = std::isfinite(first) ? last - first : 0;
-  result.bubbleRate =
-      result.cost > 0 ? (result.cost - maxWork) / result.cost : 0;
+  summarize(result, started);
   return result;
 }
