@@ -3,6 +3,7 @@
 #include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -85,4 +86,20 @@ LayerOp mlir::braid::buildLayer(OpBuilder &b, Location loc, StringRef name,
   }
   YieldOp::create(inner, loc, mapped);
   return layer;
+}
+
+std::optional<SmallVector<RepeatOp>>
+mlir::braid::getRepeatsOnlyUsing(LayerOp layer, ModuleOp module) {
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(layer, module);
+  if (!uses)
+    return std::nullopt;
+  SmallVector<RepeatOp> repeats;
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    auto repeat = dyn_cast<RepeatOp>(use.getUser());
+    if (!repeat)
+      return std::nullopt;
+    repeats.push_back(repeat);
+  }
+  return repeats;
 }

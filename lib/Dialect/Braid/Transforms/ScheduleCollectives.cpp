@@ -40,6 +40,7 @@
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -591,16 +592,11 @@ struct ScheduleCollectivesPass
       SmallVector<LayerOp> layers(module.getOps<LayerOp>());
       for (LayerOp layer : layers) {
         // Only layers that nothing but repeats use change signature.
-        std::optional<SymbolTable::UseRange> uses =
-            SymbolTable::getSymbolUses(layer, module);
-        SmallVector<RepeatOp> repeats;
-        if (!uses || llvm::any_of(*uses, [&](const SymbolTable::SymbolUse &u) {
-              auto repeat = dyn_cast<RepeatOp>(u.getUser());
-              if (repeat)
-                repeats.push_back(repeat);
-              return !repeat;
-            }))
+        std::optional<SmallVector<RepeatOp>> found =
+            getRepeatsOnlyUsing(layer, module);
+        if (!found)
           continue;
+        SmallVector<RepeatOp> &repeats = *found;
         if (!repeats.empty())
           splitAtWaits(layer, repeats, maxInFlight, symbols);
       }

@@ -18,6 +18,7 @@
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
+#include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -391,16 +392,11 @@ struct Zero3PrefetchPass
       llvm::SetVector<Block *> again;
       for (LayerOp layer : llvm::to_vector(module.getOps<LayerOp>())) {
         // Only layers that nothing but repeats use change signature.
-        std::optional<SymbolTable::UseRange> uses =
-            SymbolTable::getSymbolUses(layer, module);
-        SmallVector<RepeatOp> repeats;
-        if (!uses || llvm::any_of(*uses, [&](const SymbolTable::SymbolUse &u) {
-              auto repeat = dyn_cast<RepeatOp>(u.getUser());
-              if (repeat)
-                repeats.push_back(repeat);
-              return !repeat;
-            }))
+        std::optional<SmallVector<RepeatOp>> found =
+            getRepeatsOnlyUsing(layer, module);
+        if (!found)
           continue;
+        SmallVector<RepeatOp> &repeats = *found;
         SmallVector<Block *> parents;
         for (RepeatOp repeat : repeats)
           parents.push_back(repeat->getBlock());

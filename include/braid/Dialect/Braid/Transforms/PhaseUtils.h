@@ -47,6 +47,11 @@ LayerOp buildLayer(OpBuilder &b, Location loc, StringRef name,
 /// The type of `count` stacked values of `type` (a leading dimension).
 RankedTensorType stackedType(Type type, int64_t count);
 
+/// The braid.repeat ops that instantiate `layer`, or nothing when anything
+/// else uses it too (then its signature must not change).
+std::optional<SmallVector<RepeatOp>> getRepeatsOnlyUsing(LayerOp layer,
+                                                         ModuleOp module);
+
 } // namespace mlir::braid
 
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PHASEUTILS_H
