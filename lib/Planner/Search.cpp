@@ -51,6 +51,19 @@ static int rankOfStage(const Plan &plan, int s) {
   return s % plan.pp;
 }
 
+/// `plan` cut into one stage a layer, one micro-batch, 1F1B: its stage
+/// costs are each layer's time alone (the embedding's ops added to the
+/// first, the head's to the last).
+static Plan perLayerPlan(const Plan &plan, int64_t layers) {
+  Plan unit = plan;
+  unit.pp = layers;
+  unit.chunks = 0;
+  unit.schedule = ScheduleKind::OneFOneB;
+  unit.microbatches = 1;
+  unit.stageLayers.clear();
+  return unit;
+}
+
 //===----------------------------------------------------------------------===//
 // Stage boundaries
 //===----------------------------------------------------------------------===//
@@ -131,14 +144,7 @@ mlir::braid::plan::balanceStageLayers(const PlanCostModel &model,
             .str());
   if (stages == 1)
     return std::vector<int>{(int)layers};
-  // One layer per stage: each stage's time is its layer's, the embedding's
-  // ops added to the first and the head's to the last.
-  Plan unit = plan;
-  unit.pp = layers;
-  unit.chunks = 0;
-  unit.schedule = ScheduleKind::OneFOneB;
-  unit.microbatches = 1;
-  unit.stageLayers.clear();
+  Plan unit = perLayerPlan(plan, layers);
   llvm::Expected<std::vector<StageCost>> costs = model.getStageCosts(unit);
   if (!costs)
     return costs.takeError();
@@ -276,12 +282,7 @@ mlir::braid::plan::balanceRankLayers(const PlanCostModel &model,
   // Each layer's F, B, W alone, and the embedding's and the head's: a
   // stage's times are their sums (what getStageCosts adds up, but for the
   // fixed part of ZeRO-3's gathers), so a split costs O(stages) to score.
-  Plan unit = plan;
-  unit.pp = layers;
-  unit.chunks = 0;
-  unit.schedule = ScheduleKind::OneFOneB;
-  unit.microbatches = 1;
-  unit.stageLayers.clear();
+  Plan unit = perLayerPlan(plan, layers);
   llvm::Expected<std::vector<StageCost>> perLayer = model.getStageCosts(unit);
   if (!perLayer)
     return perLayer.takeError();
