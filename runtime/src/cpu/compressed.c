@@ -177,14 +177,8 @@ static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
                                         braid_rt_stream_t *stream,
                                         const wire_t *wire) {
   const char *op = "reduce_scatter (16-bit)";
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, op, recv_count, send, "send");
-  if (status == BRAID_RT_OK)
-    status = braid_rt_check_op(comm, stream, op, recv_count, recv, "recv");
-  if (status == BRAID_RT_OK)
-    status = braid_rt_check_disjoint(
-        comm, op, send, (size_t)comm->size * recv_count * sizeof(float), recv,
-        recv_count * sizeof(float));
+  braid_rt_status_t status = braid_rt_check_reduce_scatter(
+      comm, stream, op, send, recv, recv_count, sizeof(float));
   if (status != BRAID_RT_OK || recv_count == 0)
     return status;
   int size = comm->size, rank = comm->rank;

@@ -20,15 +20,10 @@ braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
                                                    float *q, float *error,
                                                    braid_rt_stream_t *stream) {
   const char *op = "powersgd_all_reduce";
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, op, rows * cols, grad, "grad");
+  braid_rt_status_t status = braid_rt_check_powersgd(
+      comm, stream, op, grad, rows, cols, rank, q, error);
   if (status != BRAID_RT_OK)
     return status;
-  if (rank == 0 || rank > rows || rank > cols || !q)
-    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "%s over %s: rank %zu must be in 1..min(%zu, %zu) "
-                         "and q given",
-                         op, comm->name, rank, rows, cols);
   float *m = malloc(rows * cols * sizeof(float));
   float *p = malloc(rows * rank * sizeof(float));
   if (!m || !p) {

@@ -127,16 +127,8 @@ static braid_rt_status_t reduce_scatter_sum(braid_rt_comm_t *comm,
                                             braid_rt_dtype_t type,
                                             braid_rt_stream_t *stream,
                                             braid_rt_request_t **out_request) {
-  braid_rt_status_t status = braid_rt_check_op(comm, stream, "reduce_scatter",
-                                               recv_count, send, "send");
-  if (status == BRAID_RT_OK)
-    status = braid_rt_check_op(comm, stream, "reduce_scatter", recv_count, recv,
-                               "recv");
-  if (status == BRAID_RT_OK)
-    status =
-        braid_rt_check_disjoint(comm, "reduce_scatter", send,
-                                (size_t)comm->size * recv_count * type.bytes,
-                                recv, recv_count * type.bytes);
+  braid_rt_status_t status = braid_rt_check_reduce_scatter(
+      comm, stream, "reduce_scatter", send, recv, recv_count, type.bytes);
   if (status != BRAID_RT_OK)
     return status;
   return braid_rt_backend_reduce_scatter_sum(comm, send, recv, recv_count, type,

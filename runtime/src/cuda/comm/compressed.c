@@ -226,14 +226,8 @@ static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
                                         size_t recv_count,
                                         braid_rt_stream_t *stream, int format) {
   const char *op = "reduce_scatter (16-bit)";
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, op, recv_count, send, "send");
-  if (status == BRAID_RT_OK)
-    status = braid_rt_check_op(comm, stream, op, recv_count, recv, "recv");
-  if (status == BRAID_RT_OK)
-    status = braid_rt_check_disjoint(
-        comm, op, send, (size_t)comm->size * recv_count * sizeof(float), recv,
-        recv_count * sizeof(float));
+  braid_rt_status_t status = braid_rt_check_reduce_scatter(
+      comm, stream, op, send, recv, recv_count, sizeof(float));
   if (status != BRAID_RT_OK || recv_count == 0)
     return status;
   braid_rt_request_t *req;
@@ -338,19 +332,8 @@ braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
                                                    float *q, float *error,
                                                    braid_rt_stream_t *stream) {
   const char *op = "powersgd_all_reduce";
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, op, rows * cols, grad, "grad");
-  if (status != BRAID_RT_OK)
-    return status;
-  if (rank == 0 || rank > rows || rank > cols || !q)
-    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "%s over %s: rank %zu must be in 1..min(%zu, %zu) "
-                         "and q given",
-                         op, comm->name, rank, rows, cols);
-  /* The state is device memory too. */
-  status = braid_rt_backend_check_buffer(comm, op, q, "q");
-  if (status == BRAID_RT_OK && error)
-    status = braid_rt_backend_check_buffer(comm, op, error, "error");
+  braid_rt_status_t status = braid_rt_check_powersgd(
+      comm, stream, op, grad, rows, cols, rank, q, error);
   if (status != BRAID_RT_OK)
     return status;
   braid_rt_stream_t *s = braid_rt_resolve_stream(comm->ctx, stream);
