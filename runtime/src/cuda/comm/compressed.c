@@ -91,52 +91,21 @@ static braid_rt_status_t exchange(const ring_t *ring, size_t n_out,
   return braid_rt_nccl_settle(comm, end, "ncclGroupEnd", ring->what);
 }
 
-/* The reduce-scatter half on `acc` (count f32 of device memory, this
-   rank's values, accumulated in place): afterwards acc's chunk `rank`
-   holds the sum. */
-static braid_rt_status_t ring_reduce(const ring_t *ring, float *acc,
-                                     size_t count) {
+/* One half of the ring on `buf` (count f32 of device memory): each of the
+   size - 1 steps narrows the chunk it sends, exchanges, and widens what it
+   receives into buf, adding it to buf's values (the reduce-scatter half;
+   afterwards buf's chunk `rank` holds the sum) or replacing them (the
+   all_gather half, `gather`). */
+static braid_rt_status_t ring_pass(const ring_t *ring, float *buf, size_t count,
+                                   int gather) {
   int size = ring->comm->size, rank = ring->comm->rank;
   cudaStream_t stream = ring->comm->ctx->comm_stream;
   for (int s = 0; s + 1 < size; ++s) {
     int out, in;
-    braid_rt_cuda_ring_step(size, rank, s, 0, &out, &in);
+    braid_rt_cuda_ring_step(size, rank, s, gather, &out, &in);
     size_t n_out = braid_rt_cuda_ring_chunk_length(count, size, out);
     size_t n_in = braid_rt_cuda_ring_chunk_length(count, size, in);
     cudaError_t code = braid_rt_cuda_narrow(
-        acc + braid_rt_cuda_ring_chunk_begin(count, size, out), ring->send,
-        n_out, ring->format, stream);
-    if (code != cudaSuccess)
-      return ring_cuda(ring, code, "braid_rt_cuda_narrow");
-    braid_rt_status_t status = exchange(ring, n_out, n_in);
-    if (status != BRAID_RT_OK)
-      return status;
-    code = braid_rt_cuda_widen_add(
-        ring->recv, acc + braid_rt_cuda_ring_chunk_begin(count, size, in), n_in,
-        ring->format, stream);
-    if (code != cudaSuccess)
-      return ring_cuda(ring, code, "braid_rt_cuda_widen_add");
-  }
-  return BRAID_RT_OK;
-}
-
-/* The all_gather half: each owner's chunk rounded once more (on the owner
-   too, so that every rank ends with the same bits) and passed round. */
-static braid_rt_status_t ring_gather(const ring_t *ring, float *buf,
-                                     size_t count) {
-  int size = ring->comm->size, rank = ring->comm->rank;
-  cudaStream_t stream = ring->comm->ctx->comm_stream;
-  cudaError_t code = braid_rt_cuda_round_trip(
-      buf + braid_rt_cuda_ring_chunk_begin(count, size, rank),
-      braid_rt_cuda_ring_chunk_length(count, size, rank), ring->format, stream);
-  if (code != cudaSuccess)
-    return ring_cuda(ring, code, "braid_rt_cuda_round_trip");
-  for (int s = 0; s + 1 < size; ++s) {
-    int out, in;
-    braid_rt_cuda_ring_step(size, rank, s, 1, &out, &in);
-    size_t n_out = braid_rt_cuda_ring_chunk_length(count, size, out);
-    size_t n_in = braid_rt_cuda_ring_chunk_length(count, size, in);
-    code = braid_rt_cuda_narrow(
         buf + braid_rt_cuda_ring_chunk_begin(count, size, out), ring->send,
         n_out, ring->format, stream);
     if (code != cudaSuccess)
@@ -144,13 +113,38 @@ static braid_rt_status_t ring_gather(const ring_t *ring, float *buf,
     braid_rt_status_t status = exchange(ring, n_out, n_in);
     if (status != BRAID_RT_OK)
       return status;
-    code = braid_rt_cuda_widen(
-        ring->recv, buf + braid_rt_cuda_ring_chunk_begin(count, size, in), n_in,
-        ring->format, stream);
+    float *to = buf + braid_rt_cuda_ring_chunk_begin(count, size, in);
+    code = gather
+               ? braid_rt_cuda_widen(ring->recv, to, n_in, ring->format, stream)
+               : braid_rt_cuda_widen_add(ring->recv, to, n_in, ring->format,
+                                         stream);
     if (code != cudaSuccess)
-      return ring_cuda(ring, code, "braid_rt_cuda_widen");
+      return ring_cuda(ring, code,
+                       gather ? "braid_rt_cuda_widen"
+                              : "braid_rt_cuda_widen_add");
   }
   return BRAID_RT_OK;
+}
+
+/* The reduce-scatter half on `acc` (this rank's values, accumulated in
+   place). */
+static braid_rt_status_t ring_reduce(const ring_t *ring, float *acc,
+                                     size_t count) {
+  return ring_pass(ring, acc, count, 0);
+}
+
+/* The all_gather half: each owner's chunk rounded once more (on the owner
+   too, so that every rank ends with the same bits) and passed round. */
+static braid_rt_status_t ring_gather(const ring_t *ring, float *buf,
+                                     size_t count) {
+  int size = ring->comm->size, rank = ring->comm->rank;
+  cudaError_t code = braid_rt_cuda_round_trip(
+      buf + braid_rt_cuda_ring_chunk_begin(count, size, rank),
+      braid_rt_cuda_ring_chunk_length(count, size, rank), ring->format,
+      ring->comm->ctx->comm_stream);
+  if (code != cudaSuccess)
+    return ring_cuda(ring, code, "braid_rt_cuda_round_trip");
+  return ring_pass(ring, buf, count, 1);
 }
 
 /* Stream-ordered device staging on the communication stream. */
