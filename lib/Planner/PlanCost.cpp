@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <set>
 using namespace mlir::braid;
 using namespace mlir::braid::plan;
 
@@ -426,9 +427,77 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
           stages[s].numLayers > 0
               ? model.getLayer(stages[s].firstLayer + stages[s].numLayers - 1)
               : model.pre;
+    m.buffers +=
+        getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank);
       double bytes = last.outputBytes * scale / plan.tp;
       bool crosses = (a * stride) / dpn != (b * stride) / dpn;
       const LinkLevel &level = hardware.getLevel(crosses);
+double PlanCostModel::getAccumulationBytes(const Plan &plan) const {
+  // Without a pipeline, micro-batches run in braid-train-step's
+  // accumulation loop (a braid.repeat carrying the gradient sums). Its
+  // zero sums are filled whole, every parameter's gradient unsharded,
+  // before the partitioner slices them to the rank's share; the loop then
+  // holds three shares at once (the slice, the carried sum and its next
+  // copy), and the micro-batch's function one more (its gradient results,
+  // copied into the next sum). A share is the rank's gradient after the
+  // micro-batch's reduction: divided over tp, and over dp with ZeRO.
+  // braidc's memory report of dp4, tp4 and dp2 x tp2 with and without
+  // ZeRO-1 (docs/planner.md). One micro-batch has no loop.
+  if (plan.pp != 1 || plan.microbatches < 2)
+    return 0;
+  double gradBytes = config.gradBytes;
+  double whole = model.getParams() * gradBytes;
+  double share =
+      model.pre.getRankParams(plan.tp) + model.post.getRankParams(plan.tp);
+  for (const SegmentCost &l : model.layers)
+    share += l.getRankParams(plan.tp) * l.count;
+  share *= gradBytes / (plan.zero >= 1 ? plan.dp : 1);
+  // What the memory already counts of them: the rank's gradients, whole
+  // (addCompiledBuffers counts them whole under ZeRO-2/3 too).
+  double counted = share * (plan.zero >= 1 ? plan.dp : 1);
+  return std::max(0.0, std::max(whole, 3 * share) + share - counted);
+}
+
+double PlanCostModel::getStagingBytes(const Plan &plan,
+                                      const std::vector<StageCost> &stages,
+                                      int rank) const {
+  // With sequence parallelism, every reduce_scatter and all_gather call
+  // site of the program keeps a staging buffer in the runtime for the
+  // whole run (runtime/src/program/collectives.c: the blocks of the split
+  // sequence dimension moved to the front), a whole activation of one
+  // micro-batch each. A layer body (one for all of a repeat's instances)
+  // has 4 sites per tensor-parallel all_reduce of its F and B: a
+  // reduce_scatter and an all_gather in F or B, and W gathering the input
+  // of the weight gradient again (braidc's tp4 GPT: 16 per block, 2 for the
+  // embedding, 2 for the head); the ops before and after the layers 2.
+  // Not braidc's memory plan: beside it in the resident set.
+  if (!plan.sequenceParallel || plan.tp < 2)
+    return 0;
+  int chunks = std::max<int>(1, stages.size() / plan.pp);
+  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+  double scale = double(plan.microBatchSize) / model.batch;
+  auto sites = [](const SegmentCost &s) {
+    return s.tpAllReduces[(int)Recompute::None][(int)PassKind::Forward] +
+           s.tpAllReduces[(int)Recompute::None][(int)PassKind::Backward];
+  };
+  std::set<const SegmentCost *> bodies;
+  double bytes = 0;
+  for (int c = 0; c < chunks; ++c) {
+    int s =
+        vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank) : c * plan.pp + rank;
+    const StageCost &st = stages[s];
+    for (int i = st.firstLayer; i < st.firstLayer + st.numLayers; ++i)
+      bodies.insert(&model.getLayer(i));
+    if (s == 0)
+      bytes += 2 * sites(model.pre) * model.pre.tpCollectiveBytes;
+    if (s == (int)stages.size() - 1)
+      bytes += 2 * sites(model.post) * model.post.tpCollectiveBytes;
+  }
+  for (const SegmentCost *l : bodies)
+    bytes += 4 * sites(*l) * l->tpCollectiveBytes;
+  return bytes * scale;
+}
+
       double t = getCollectiveTime(level.get(CollectiveKind::SendRecv),
                                    CollectiveKind::SendRecv, bytes, 2) +
                  wait;

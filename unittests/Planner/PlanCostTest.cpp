@@ -673,6 +673,61 @@ TEST_F(CompiledBuffersTest, RecomputationKeepsTheUnpipelinedPlan) {
 
 TEST_F(CompiledBuffersTest, PipelineGradientMeansReceivesAndBusiestRank) {
   // pp=2 GPipe over 4 micro-batches: every stage holds every gradient's
+TEST_F(CompiledBuffersTest, AccumulationLoopHoldsWholeZerosAndThreeSums) {
+  // No pipeline, 4 micro-batches: the accumulation loop's zeros filled
+  // whole, three sums of the rank's share (the slice, the carried sum, its
+  // next copy) and the micro-batch's own gradients, less the gradients the
+  // memory counts already.
+  const ModelCost &mc = costs->getModel();
+  double whole = mc.getParams() * 4;
+  Plan plan;
+  plan.dp = 4;
+  plan.microbatches = 4;
+  // Without ZeRO the share is every gradient: 3 + 1 - 1 of them.
+  EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers, 3 * whole);
+  // ZeRO-1: a quarter each, the whole zeros above three of them.
+  plan.zero = 1;
+  EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers,
+                   whole + whole / 4 - whole);
+  // One micro-batch runs no loop.
+  plan.zero = 0;
+  plan.microbatches = 1;
+  EXPECT_EQ(evaluateWith(plan, 0).memory[0].buffers, 0);
+}
+
+TEST_F(CompiledBuffersTest, SequenceParallelStagingPerCallSite) {
+  // tp=2 with sequence parallelism: the runtime's staging buffer of every
+  // reduce_scatter and all_gather site, a whole activation of the
+  // micro-batch each: 4 per all_reduce of a layer body's F and B (one body
+  // for the repeat's 4 instances), 2 before and after the layers.
+  const ModelCost &mc = costs->getModel();
+  auto sites = [](const SegmentCost &s) {
+    return s.tpAllReduces[(int)Recompute::None][(int)PassKind::Forward] +
+           s.tpAllReduces[(int)Recompute::None][(int)PassKind::Backward];
+  };
+  ASSERT_EQ(mc.layers.size(), 1u);
+  ASSERT_GT(sites(mc.layers[0]), 0);
+  double expected = 4 * sites(mc.layers[0]) * mc.layers[0].tpCollectiveBytes +
+                    2 * sites(mc.pre) * mc.pre.tpCollectiveBytes +
+                    2 * sites(mc.post) * mc.post.tpCollectiveBytes;
+  Plan plan;
+  plan.tp = 2;
+  plan.microBatchSize = 2 * mc.batch;
+  EXPECT_EQ(evaluateWith(plan, 0).memory[0].buffers, 0);
+  plan.sequenceParallel = true;
+  EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers, 2 * expected);
+  // A pipeline rank stages the sites of what it runs: the last of 2 the
+  // layer body and the head's.
+  plan.pp = 2;
+  plan.microBatchSize = mc.batch;
+  plan.microbatches = 2;
+  PlanCost c = evaluateWith(plan, 0);
+  PlanCostModel model(mc, testHardware());
+  EXPECT_DOUBLE_EQ(model.getStagingBytes(plan, c.stages, 1),
+                   4 * sites(mc.layers[0]) * mc.layers[0].tpCollectiveBytes +
+                       2 * sites(mc.post) * mc.post.tpCollectiveBytes);
+}
+
   // mean, all 4 receives of its boundary (forward on rank 1, backward on
   // rank 0), and the step arena of the rank keeping the most activations.
   const ModelCost &mc = costs->getModel();
