@@ -35,8 +35,28 @@ ranks of this machine (braid-run, one thread per rank).
    is within 15% are counted. --memory-only runs each plan once for this
    (no timing).
 
+5. Two steps (--build-dir DIR): `--build-dir DIR --build-only` compiles the
+   plans' executables into DIR (kept; a plan already built there by the same
+   toolchain is skipped, so a build that stopped goes on) and times nothing,
+   so it can run on a busy machine; `--build-dir DIR` alone then times the
+   executables built there, predicting every plan with braid-plan when it
+   runs (the cost model of that day). DIR/<key>/ holds a plan's `prog` and
+   `plan.json` (its flags, model and toolchain); the key is a hash of the
+   model and the plan's flags, the toolchain a hash of braidc and of the
+   runtime's headers and libraries it compiles against. The build compiles
+   with copies of both taken when it starts (DIR/braidc-<hash>, and
+   DIR/runtime-<hash> through a --cxx wrapper), so that braidc or the
+   runtime rebuilt meanwhile neither mixes into the set nor breaks it; it
+   compiles the pick and the best plan of each mesh first, then the ranking
+   bisected, so that a build stopped early leaves a set spanning it. The
+   run step times only what is built (it says how many of how many),
+   compiling nothing but the planner's pick if that is missing; it refuses
+   plans built by another toolchain than the current build tree's unless
+   --allow-stale (then it names their toolchain).
+
     bench/plan_ranking.py [--ranks 4] [--hardware cpu-local] [--plans 16 | --all]
         [--steps 5] [--repeats 3] [--csv FILE] [--reuse FILE] [--memory-only] [--check]
+        [--build-dir DIR [--build-only [--braidc FILE] | --allow-stale]]
 
 --check (ctest) exits non-zero unless every measured plan compiled, ran and
 printed a finite time and a peak resident set per rank, and the correlation
@@ -46,10 +66,12 @@ machine) nor the memory.
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -165,6 +187,141 @@ def predict(bin_dir, hardware, model, plan, batch, microbatches):
     return json.loads(proc.stdout)
 
 
+def file_sha256(path, h=None):
+    h = h or hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h
+
+
+def runtime_files(bin_dir):
+    """What a CPU program compiles and links against besides braidc's output,
+    as (name, path): the runtime's headers (braidc's -I, in the source tree)
+    as include/..., and its static libraries (the CUDA ones left out) as
+    build/... (the build tree)."""
+    inc, build = ROOT / "runtime" / "include", bin_dir.parent.resolve()
+    return ([("include/" + str(f.relative_to(inc)), f) for f in sorted(inc.rglob("*"))
+             if f.is_file()] +
+            [("build/" + str(f.relative_to(build)), f)
+             for f in sorted(build.rglob("libbraid_rt*.a")) if "cuda" not in f.name])
+
+
+def runtime_hash(files):
+    h = hashlib.sha256()
+    for rel, f in files:
+        h.update(rel.encode() + b"\0")
+        file_sha256(f, h)
+    return h.hexdigest()[:16]
+
+
+def toolchain_id(braidc, runtime):
+    """A hash of braidc and the runtime (runtime_hash) it compiles programs
+    against: a plan built by another is stale."""
+    h = file_sha256(braidc)
+    h.update(runtime.encode())
+    return h.hexdigest()[:16]
+
+
+# braidc's --cxx for a build: the C++ compiler braidc runs, with the
+# runtime's headers and libraries taken from a copy (DIR/runtime-<hash>), so
+# that a runtime rebuilt during the build (other work in the tree) neither
+# mixes into it nor breaks it. A runtime path it has no copy of is an error.
+CXX_WRAPPER = """#!{python}
+import os, sys
+CXX, INCLUDE, BUILD, COPY = {cxx!r}, {include!r}, {build!r}, {copy!r}
+args = []
+for a in sys.argv[1:]:
+    if a == "-I" + INCLUDE:
+        a = "-I" + os.path.join(COPY, "include")
+    elif a.startswith(BUILD + "/") and a.endswith(".a"):
+        a = os.path.join(COPY, "build", a[len(BUILD) + 1:])
+        if not os.path.isfile(a):
+            sys.exit("no copy of the runtime's " + a)
+    args.append(a)
+os.execv(CXX, [CXX] + args)
+"""
+
+
+def snapshot_runtime(build_dir, braidc, model, bin_dir):
+    """Copies the runtime into build_dir/runtime-<hash> (once) and writes its
+    --cxx wrapper; returns (the wrapper, the runtime's hash)."""
+    for attempt in range(10):
+        files = runtime_files(bin_dir)
+        try:
+            rh = runtime_hash(files)
+            snap = build_dir / f"runtime-{rh}"
+            if not snap.is_dir():
+                tmp = build_dir / f"runtime-{rh}.tmp"
+                shutil.rmtree(tmp, ignore_errors=True)
+                for rel, f in files:
+                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, tmp / rel)
+                copied = [(rel, tmp / rel) for rel, _ in files]
+                if runtime_hash(copied) != rh or runtime_hash(runtime_files(bin_dir)) != rh:
+                    raise OSError("the runtime changed while copied")
+                os.replace(tmp, snap)
+            break
+        except OSError as e:  # a library being rebuilt (ninja in the tree)
+            print(f"copying the runtime: {e}; again in 30 s", flush=True)
+            time.sleep(30)
+    else:
+        raise SystemExit("the runtime kept changing: no copy of it")
+    # The C++ compiler braidc runs (its first word of the command).
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([str(braidc), str(model), "-o", f"{tmp}/prog", "--dump-dir", tmp],
+                       capture_output=True, text=True)
+        command = Path(tmp, "compile.sh")
+        if not command.is_file():
+            raise SystemExit(f"{braidc} wrote no compile.sh (--dump-dir)")
+        cxx = command.read_text().split()[0]
+    wrapper = snap / "cxx"
+    wrapper.write_text(CXX_WRAPPER.format(python=sys.executable, cxx=cxx,
+                                          include=str(ROOT / "runtime" / "include"),
+                                          build=str(bin_dir.parent.resolve()), copy=str(snap)))
+    wrapper.chmod(0o755)
+    return wrapper, rh
+
+
+def plan_dir(build_dir, model_text, plan, microbatches):
+    """A plan's folder under --build-dir: keyed by the model and its flags."""
+    key = hashlib.sha256((model_text + "\0" + " ".join(flags(plan, microbatches))).encode())
+    return build_dir / key.hexdigest()[:16]
+
+
+def read_built(pdir):
+    """A built plan's plan.json, or None when it is not built (its executable
+    is renamed into place before plan.json is written)."""
+    try:
+        info = json.loads((pdir / "plan.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return info if (pdir / "prog").is_file() else None
+
+
+def build_plan(braidc, model, model_text, pdir, row, microbatches, toolchain, cxx=None):
+    """Compiles a plan into pdir (with the C++ compiler cxx, default braidc's);
+    returns (ok, seconds, braidc's stderr)."""
+    pdir.mkdir(parents=True, exist_ok=True)
+    (pdir / "plan.json").unlink(missing_ok=True)
+    plan_flags = flags(row["plan"], microbatches)
+    start = time.time()
+    proc = subprocess.run([str(braidc), str(model), "-o", str(pdir / "prog.tmp")] + plan_flags +
+                          ([f"--cxx={cxx}"] if cxx else []), capture_output=True, text=True)
+    seconds = time.time() - start
+    if proc.returncode != 0:
+        (pdir / "failed.txt").write_text(proc.stderr)
+        return False, seconds, proc.stderr
+    (pdir / "failed.txt").unlink(missing_ok=True)
+    os.replace(pdir / "prog.tmp", pdir / "prog")
+    (pdir / "plan.json").write_text(json.dumps({
+        "name": row["name"], "flags": plan_flags, "toolchain": toolchain,
+        "model_sha256": hashlib.sha256(model_text.encode()).hexdigest(),
+        "braidc": str(braidc), "built_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "compile_s": round(seconds, 2), "load": load()}, indent=1) + "\n")
+    return True, seconds, ""
+
+
 def spearman(xs, ys):
     def ranks(v):
         order = sorted(range(len(v)), key=lambda i: v[i])
@@ -190,6 +347,101 @@ def load():
     return "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
+def build_order(rows, pick_name):
+    """The order --build-only compiles rows (sorted by prediction) in, so
+    that a build stopped early leaves a set spanning the ranking: the pick,
+    the best plan of each mesh, then the ranking bisected (first, middle,
+    quarters, ...)."""
+    first = [i for i, r in enumerate(rows) if r["name"] == pick_name]
+    meshes = {}
+    for i, r in enumerate(rows):
+        meshes.setdefault((r["plan"]["dp"], r["plan"]["tp"], r["plan"]["pp"]), i)
+    first += [i for i in meshes.values() if i not in first]
+    bits = max(1, (len(rows) - 1).bit_length())
+    rest = [int(format(k, f"0{bits}b")[::-1], 2) for k in range(1 << bits)]
+    return [rows[i] for i in first + [i for i in rest if i < len(rows) and i not in first]]
+
+
+def build_all(args, bin_dir, model, model_text, rows, microbatches, pick_name):
+    """--build-only: compiles every plan of rows into --build-dir with a copy
+    of braidc, skipping those already built there by the same toolchain."""
+    args.build_dir.mkdir(parents=True, exist_ok=True)
+    source = args.braidc or bin_dir / "braidc"
+    braidc_hash = file_sha256(source).hexdigest()[:16]
+    braidc = args.build_dir / f"braidc-{braidc_hash}"
+    if not braidc.exists():
+        shutil.copy2(source, braidc.with_suffix(".tmp"))
+        os.replace(braidc.with_suffix(".tmp"), braidc)
+    rows = build_order(rows, pick_name)
+    cxx, runtime = snapshot_runtime(args.build_dir, braidc, model, bin_dir)
+    toolchain = toolchain_id(braidc, runtime)
+    print(f"building {len(rows)} plans into {args.build_dir} with {braidc.name} and "
+          f"{cxx.parent.name} (toolchain {toolchain}); load average {load()}", flush=True)
+    built = skipped = 0
+    failed = []
+    start = time.time()
+    for i, r in enumerate(rows):
+        pdir = plan_dir(args.build_dir, model_text, r["plan"], microbatches)
+        info = read_built(pdir)
+        if info and info["toolchain"] == toolchain:
+            skipped += 1
+            continue
+        ok, seconds, err = build_plan(braidc, model, model_text, pdir, r, microbatches,
+                                      toolchain, cxx)
+        built += ok
+        if not ok:
+            failed.append(r["name"])
+        print(f"[{i + 1}/{len(rows)}] {r['name']}: {'built' if ok else 'FAILED'} in "
+              f"{seconds:.1f} s ({pdir.name}); {time.time() - start:.0f} s so far, load "
+              f"average {load()}" + ("" if ok else "\n" + err.strip()), flush=True)
+    ready = sum(1 for r in rows if (info := read_built(
+        plan_dir(args.build_dir, model_text, r["plan"], microbatches))) and
+        info["toolchain"] == toolchain)
+    print(f"{ready} of {len(rows)} plans built by toolchain {toolchain} in {args.build_dir} "
+          f"({built} compiled now in {time.time() - start:.0f} s, {skipped} already built, "
+          f"{len(failed)} failed{': ' + ', '.join(failed) if failed else ''})", flush=True)
+    if failed or ready < len(rows):
+        raise SystemExit(1)
+
+
+def find_built(args, bin_dir, model, model_text, rows, microbatches, pick_name):
+    """The run step of --build-dir: the rows whose executables are built
+    there (r["program"]); the planner's pick is compiled now if missing.
+    Refuses stale plans unless --allow-stale."""
+    current = toolchain_id(bin_dir / "braidc", runtime_hash(runtime_files(bin_dir)))
+    ready, missing, stale = [], [], {}
+    for r in rows:
+        pdir = plan_dir(args.build_dir, model_text, r["plan"], microbatches)
+        info = read_built(pdir)
+        if info is None and r["name"] == pick_name:
+            ok, seconds, err = build_plan(bin_dir / "braidc", model, model_text, pdir, r,
+                                          microbatches, current)
+            if not ok:
+                raise SystemExit(f"braidc failed on the planner's pick {r['name']}:\n{err}")
+            print(f"the planner's pick {r['name']} was not built: compiled now ({seconds:.1f} s)")
+            info = read_built(pdir)
+        if info is None:
+            missing.append(r["name"])
+            continue
+        if info["toolchain"] != current:
+            stale.setdefault(info["toolchain"], []).append(r["name"])
+        r["program"] = pdir / "prog"
+        ready.append(r)
+    print(f"timing {len(ready)} of {len(rows)} plans: built in {args.build_dir}"
+          + (f"; {len(missing)} not built, left out: {', '.join(missing)}" if missing else ""))
+    if stale:
+        what = "; ".join(f"{len(v)} by toolchain {k}" for k, v in stale.items())
+        if not args.allow_stale:
+            raise SystemExit(f"{sum(map(len, stale.values()))} of the built plans are stale "
+                             f"({what}; the current braidc and runtime are {current}): rebuild "
+                             f"them (--build-only) or time them anyway (--allow-stale)")
+        print(f"--allow-stale: timing plans built by another braidc or runtime than the current "
+              f"build's ({current}): {what}")
+    if len(ready) < 2:
+        raise SystemExit("fewer than 2 plans built: nothing to rank")
+    return ready
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, default=4)
@@ -212,6 +464,19 @@ def main():
     parser.add_argument("--memory-only", action="store_true",
                         help="run each plan once (2 steps) for its peak resident set per rank; "
                              "no timing")
+    parser.add_argument("--build-dir", type=Path,
+                        help="keep the plans' executables in this folder: with --build-only, "
+                             "compile them (skipping those built there by the same toolchain); "
+                             "without, time those built there")
+    parser.add_argument("--build-only", action="store_true",
+                        help="with --build-dir: compile the plans and stop (no timing)")
+    parser.add_argument("--braidc", type=Path,
+                        help="with --build-only: build with this braidc (copied into --build-dir "
+                             "as braidc-<hash>; e.g. the copy an earlier build left there, to go "
+                             "on with it; the runtime is copied as it is now); default: --bin-dir's")
+    parser.add_argument("--allow-stale", action="store_true",
+                        help="with --build-dir: also time plans built by another braidc or "
+                             "runtime than the current build's (named in the output)")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--bin-dir", type=Path, default=ROOT / "build" / "bin")
     args = parser.parse_args()
@@ -220,6 +485,12 @@ def main():
         if args.reuse:
             raise SystemExit("--memory-only measures; --reuse does not")
         args.repeats, args.steps = 1, 1
+    if (args.build_only or args.allow_stale) and not args.build_dir:
+        raise SystemExit("--build-only and --allow-stale need --build-dir")
+    if args.braidc and not args.build_only:
+        raise SystemExit("--braidc is for --build-only")
+    if args.build_dir and args.reuse:
+        raise SystemExit("--reuse times nothing; --build-dir is for timing")
     m = args.global_batch // args.batch
     if m * args.batch != args.global_batch:
         raise SystemExit("--global-batch must be a multiple of --batch")
@@ -229,8 +500,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         model = tmp / "gpt.mlir"
-        model.write_text(models.gpt(layers=args.layers, hidden=args.hidden, heads=args.heads,
-                                    seq=args.seq, vocab=args.vocab, batch=args.batch))
+        model_text = models.gpt(layers=args.layers, hidden=args.hidden, heads=args.heads,
+                                seq=args.seq, vocab=args.vocab, batch=args.batch)
+        model.write_text(model_text)
         # The planner's pick.
         proc = subprocess.run([str(bin_dir / "braidc"), str(model), "--mesh", "auto", "--devices",
                                str(args.ranks), "--global-batch", str(args.global_batch),
@@ -292,10 +564,16 @@ def main():
             chosen.sort()
         measured = [rows[i] for i in chosen]
 
+        if args.build_dir and args.build_only:
+            build_all(args, bin_dir, model, model_text, measured, m, name(pick))
+            return
+        if args.build_dir:
+            measured = find_built(args, bin_dir, model, model_text, measured, m, name(pick))
+
         for i, r in enumerate(measured):
             r["runs"] = list(reused.get(r["name"], []))
             r["rss"] = list(reused_rss.get(r["name"], []))
-            if r["runs"]:
+            if r["runs"] or "program" in r:  # reused, or built in --build-dir
                 continue
             prog = tmp / f"plan{i}"
             proc = subprocess.run([str(bin_dir / "braidc"), str(model), "-o", str(prog)] +
@@ -304,7 +582,8 @@ def main():
                 raise SystemExit(f"braidc failed on {r['name']}:\n{proc.stderr}")
             r["program"] = prog
         env = dict(os.environ)
-        for _ in range(args.repeats):
+        start = time.time()
+        for repeat in range(args.repeats):
             for r in measured:
                 if "program" not in r:
                     continue
@@ -323,6 +602,10 @@ def main():
                 # A rank's peak over the runs (the runs differ by a few pages).
                 r["rss"] = [max(rss[k], r["rss"][k] if k < len(r["rss"]) else 0)
                             for k in range(args.ranks)]
+            if args.build_dir:  # a long run: its progress
+                print(f"run {repeat + 1} of {args.repeats} of every plan done, "
+                      f"{time.time() - start:.0f} s, load average {load()}",
+                      file=sys.stderr, flush=True)
         for r in measured:
             r["measured"] = min(r["runs"])
     load_after = load()
