@@ -173,8 +173,9 @@ Value FunctionLowering::getInPlaceBuffer(Value v) {
       bool sameView = llvm::all_of(op->getOperands(), [&](Value o) {
         return get(o) != buffer || o.getType() == v.getType();
       });
+      // (Every rank's buffer may take a result of one stage's op.)
       if (p.end == opEnd() && p.start < opBegin() &&
-          p.stage == allocationStage && sameView &&
+          (p.stage == allocationStage || p.stage < 0) && sameView &&
           donated.insert(it->second).second)
         return buffer;
       continue;
@@ -440,9 +441,11 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                  << "needs operand " << operand << " of type " << v.getType()
                  << " from pipeline stage " << stage
                  << "; generated pipelines move f32 only";
-        // Broadcasting into a slot's buffer needs it on every stage.
+        // Broadcasting into a slot's buffer needs it on every stage; into
+        // an arena buffer, that buffer on every stage.
         if (get(v).getDefiningOp<emitc::LoadOp>())
           module.stageLocal = false;
+        setEveryStage(get(v));
         call("braid_rt_program_pp_broadcast_f32",
              {i64(module.pipelineMask), get(v), i64(countOf(v)), i64(stage),
               whereText()});
@@ -464,7 +467,17 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     Operation *last = b.getInsertionPoint() == block->begin()
                           ? nullptr
                           : &*std::prev(b.getInsertionPoint());
+    // An op placed on one stage allocates that stage's buffers only (a
+    // gradient's mean, clipped copy and update temporaries stay with the
+    // parameter's stage). Without reuse, a site's buffer is allocated
+    // outside the guard, on every rank.
+    int64_t opStage =
+        placement ? placement->getStage(&op) : StagePlacement::kAll;
+    if (module.reuseBuffers)
+      allocationStage = opStage;
+    size_t firstBuffer = planned.size();
     std::optional<LogicalResult> lowered = module.table.lower(&op, *this);
+    allocationStage = -1;
     if (!lowered)
       return op.emitOpError()
              << "has no lowering to EmitC yet (braid-lower-to-emitc handles "
@@ -476,8 +489,15 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
       if (isa<FutureType>(r.getType()))
         for (Value x : op.getOperands())
           extendTo(get(x), r);
-    if (placement && placement->getStage(&op) != StagePlacement::kAll)
-      guardStage(&op, block, last, placement->getStage(&op));
+    if (opStage != StagePlacement::kAll &&
+        !guardStage(&op, block, last, opStage)) {
+      // It runs on every stage: so must all the buffers it touches.
+      for (size_t i = firstBuffer; i < planned.size(); ++i)
+        planned[i].stage = -1;
+      for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+        if (Value buffer = buffers.lookup(v))
+          setEveryStage(buffer);
+    }
     if (progress && !isa<CollectiveOpInterface, WaitOp, ParamOp>(op))
       call("braid_rt_program_progress", {});
   }
@@ -574,8 +594,14 @@ int64_t FunctionLowering::getPipelineStage(Value v) {
   return read.getStage(returned);
 }
 
-void FunctionLowering::guardStage(Operation *op, Block *block,
-                                  Operation *last, int64_t stage) {
+void FunctionLowering::setEveryStage(Value buffer) {
+  auto it = plannedOf.find(buffer);
+  if (it != plannedOf.end())
+    planned[it->second].stage = -1;
+}
+
+bool FunctionLowering::guardStage(Operation *op, Block *block, Operation *last,
+                                  int64_t stage) {
   // What the lowering of `op` emitted: its buffers' addresses stay where
   // they are (later ops use them), the rest runs under the condition.
   auto emitted = llvm::make_range(
@@ -597,15 +623,15 @@ void FunctionLowering::guardStage(Operation *op, Block *block,
   for (Operation &e : emitted)
     if (!moved.contains(&e) && llvm::any_of(e.getOperands(), inside)) {
       module.stageLocal = false;
-      return;
+      return false;
     }
   if (llvm::any_of(op->getResults(),
                    [&](Value r) { return get(r) && inside(get(r)); })) {
     module.stageLocal = false;
-    return;
+    return false;
   }
   if (guarded.empty())
-    return;
+    return true;
   Value stageValue =
       emitc::CallOpaqueOp::create(b, loc, b.getI64Type(),
                                   "braid_rt_program_pp_stage",
@@ -618,4 +644,5 @@ void FunctionLowering::guardStage(Operation *op, Block *block,
   Operation *yield = ifOp.getThenRegion().front().getTerminator();
   for (Operation *e : guarded)
     e->moveBefore(yield);
+  return true;
 }

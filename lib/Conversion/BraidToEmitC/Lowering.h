@@ -380,9 +380,11 @@ public:
   /// result), or StagePlacement::kAll.
   int64_t getPipelineStage(Value v);
   /// Runs what the lowering of `op` emitted after `last` in `block` only on
-  /// pipeline stage `stage` (its buffers stay visible to later ops).
-  void guardStage(Operation *op, Block *block, Operation *last,
-                  int64_t stage);
+  /// pipeline stage `stage` (its buffers stay visible to later ops); false
+  /// where it could not, and the code runs on every stage.
+  bool guardStage(Operation *op, Block *block, Operation *last, int64_t stage);
+  /// Makes `buffer` (if planned here) exist on every pipeline stage.
+  void setEveryStage(Value buffer);
   /// The placement of the ops after this function's pipeline, or null.
   const StagePlacement *getPlacement() const { return placement; }
   /// Lowers `op`, an op of the body after the one being lowered, as part

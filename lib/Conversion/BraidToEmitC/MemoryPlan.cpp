@@ -29,7 +29,11 @@ void mlir::braid::lowering::assignOffsets(
     llvm::MutableArrayRef<PlannedBuffer> buffers) {
   llvm::SmallVector<unsigned> order(buffers.size());
   std::iota(order.begin(), order.end(), 0);
+  // Every rank's buffers first: each pipeline stage's then pack above
+  // them on their own, so a stage's arena ends at its own highest buffer.
   std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    if ((buffers[a].stage < 0) != (buffers[b].stage < 0))
+      return buffers[a].stage < 0;
     if (buffers[a].bytes != buffers[b].bytes)
       return buffers[a].bytes > buffers[b].bytes;
     return buffers[a].start < buffers[b].start;

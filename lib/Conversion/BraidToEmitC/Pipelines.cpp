@@ -125,9 +125,14 @@ static LogicalResult lowerEarlyStarts(PipelineOp op, FunctionLowering &l,
     Operation *last = l.b.getInsertionPoint() == block->begin()
                           ? nullptr
                           : &*std::prev(l.b.getInsertionPoint());
+    // Its buffers are the issuing stage's (the start and its wait run
+    // there).
+    if (l.module.reuseBuffers)
+      l.allocationStage = s.stage;
     for (Operation *x : ops)
       if (failed(l.lowerEarly(x)))
         return failure();
+    l.allocationStage = -1;
     DenseSet<Operation *> moved;
     for (Operation &e : llvm::make_range(last ? std::next(Block::iterator(last))
                                               : block->begin(),
@@ -260,9 +265,15 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
                                             "braid_rt_program_pp_stage",
                                             ValueRange{mask})
                     .getResult(0);
+  // Each mean is allocated on the stage computing it only (broadcasting it
+  // later makes it every stage's again).
   SmallVector<Value> means;
-  for (Value r : op.getResults())
+  for (auto [r, v] : llvm::zip(op.getResults(), ret->getOperands())) {
+    if (l.module.reuseBuffers)
+      l.allocationStage = plan.stages[plan.producer[v].first];
     means.push_back(l.result(r));
+  }
+  l.allocationStage = -1;
   std::vector<EarlyStart> early;
   if (failed(lowerEarlyStarts(op, l, early)))
     return failure();
