@@ -111,12 +111,13 @@ void braid_rt_program_extract_block(const void *whole, size_t size,
     whole_count *= global[d];
   }
   size_t bytes = (size_t)count * size, whole_bytes = (size_t)whole_count * size;
+  void *whole_view =
+      braid_rt_program_map(whole, whole_bytes, /*read=*/1, "an input");
   copy_run_t c = {
-      (const char *)braid_rt_program_map(whole, whole_bytes, /*read=*/1,
-                                         "an input"),
+      (const char *)whole_view,
       (char *)braid_rt_program_map(block, bytes, /*read=*/0, "a block"), size};
   braid_rt_program_block_runs(rank, global, spec, copy_run, &c);
   braid_rt_program_unmap(c.block, block, bytes, /*write=*/1, "a block");
-  braid_rt_program_unmap((void *)c.whole, (void *)whole, whole_bytes,
-                         /*write=*/0, "an input");
+  braid_rt_program_unmap(whole_view, whole, whole_bytes, /*write=*/0,
+                         "an input");
 }

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ void braid_rt_program_to_device(void *device, const void *host, size_t bytes,
 void *braid_rt_program_map(const void *device, size_t bytes, int read,
                            const char *what) {
   if (braid_rt_memory_is_host())
-    return (void *)device;
+    return (void *)(uintptr_t)device; /* strchr's contract: see program.h */
   void *host = malloc(bytes ? bytes : 1);
   if (!host)
     staging_check(BRAID_RT_OUT_OF_MEMORY, what);
@@ -55,12 +56,12 @@ void *braid_rt_program_map(const void *device, size_t bytes, int read,
   return host;
 }
 
-void braid_rt_program_unmap(void *host, void *device, size_t bytes, int write,
-                            const char *what) {
+void braid_rt_program_unmap(void *host, const void *device, size_t bytes,
+                            int write, const char *what) {
   if (host == device)
     return; /* device memory is host memory: the view was the buffer */
   if (write)
-    braid_rt_program_to_device(device, host, bytes, what);
+    braid_rt_program_to_device((void *)(uintptr_t)device, host, bytes, what);
   free(host);
 }
 
@@ -83,7 +84,7 @@ void braid_rt_program_print_tensor(const char *name, const void *device,
                                    int64_t count, int bytes, int is_float,
                                    int dump) {
   size_t size = (size_t)count * (size_t)bytes;
-  const void *host = braid_rt_program_map(device, size, /*read=*/1, name);
+  void *host = braid_rt_program_map(device, size, /*read=*/1, name);
   double sum = 0, squares = 0;
   for (int64_t j = 0; j < count; ++j) {
     double v = element(host, j, bytes, is_float);
@@ -94,8 +95,7 @@ void braid_rt_program_print_tensor(const char *name, const void *device,
   for (int64_t j = 0; dump && j < count; ++j)
     printf("%s%.17g%s", j % 8 ? " " : "  ", element(host, j, bytes, is_float),
            j % 8 == 7 || j + 1 == count ? "\n" : "");
-  braid_rt_program_unmap((void *)host, (void *)device, size, /*write=*/0,
-                         name);
+  braid_rt_program_unmap(host, device, size, /*write=*/0, name);
 }
 
 void braid_rt_program_set_step(void *device, int bytes, int64_t step) {

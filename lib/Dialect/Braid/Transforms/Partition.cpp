@@ -398,7 +398,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
   for (auto [i, v, map] : llvm::enumerate(op->getOperands(), rule.operands)) {
     Local in = locals.lookup(v);
     Sharding want =
-        shardingFromFactors(map, factors, factorBlocks, [&](unsigned d) {
+        shardingFromFactors(map, factors, factorBlocks, [&, i = i](unsigned d) {
           return rule.getOperandBlocks(i, d);
         });
     want.partial = passed;
@@ -426,7 +426,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
   }
   for (auto [i, r, map] : llvm::enumerate(local->getResults(), rule.results)) {
     Sharding s =
-        shardingFromFactors(map, factors, factorBlocks, [&](unsigned d) {
+        shardingFromFactors(map, factors, factorBlocks, [&, i = i](unsigned d) {
           return rule.getResultBlocks(i, d);
         });
     s.partial = partial;

@@ -438,8 +438,10 @@ Value TrainStepPass::buildPostValidated(
     body(lb->getArguments());
     return layer;
   };
-  for (auto &[key, group] : byRepeat) {
-    auto [prefix, first, count] = key;
+  for (auto &entry : byRepeat) {
+    auto [prefix, first, count] = entry.first;
+    // Named, not bound: a lambda below captures it (C++17).
+    auto &group = entry.second;
     SmallVector<Type> carried{lossType, stepType};
     SmallVector<Type> args(carried), results(carried), stacked(carried);
     for (const Gradient *g : group) {
@@ -486,8 +488,10 @@ Value TrainStepPass::buildPostValidated(
     if (!g.instances)
       validate(b, loc, g.decl, g.name, g.value, rate, step, unclipped, redo,
                saved[&g]);
-  for (auto &[key, group] : byRepeat) {
-    auto [prefix, first, count] = key;
+  for (auto &entry : byRepeat) {
+    auto [prefix, first, count] = entry.first;
+    // Named, not bound: a lambda below captures it (C++17).
+    auto &group = entry.second;
     SmallVector<Type> carried{lossType, stepType, lossType, lossType};
     SmallVector<Type> args(carried);
     for (const Gradient *g : group) {

@@ -84,14 +84,17 @@ void braid_rt_program_check(braid_rt_status_t status, const char *where);
 /* A host view of `bytes` of the device buffer `device`: `device` itself on
    host memory; otherwise a host copy (holding the device's bytes when
    `read` is set, else uninitialised). End it with braid_rt_program_unmap,
-   passing the same `device` and `bytes`. */
+   passing the same `device` and `bytes`. Like strchr, it takes a const
+   buffer, which a caller may map, read and unmap without `write`; the
+   view is writable only where `device` is. */
 void *braid_rt_program_map(const void *device, size_t bytes, int read,
                            const char *what);
 
-/* Ends a view: when `write` is set, its bytes are copied to the device
-   first (and have arrived when this returns); a host copy is released. */
-void braid_rt_program_unmap(void *host, void *device, size_t bytes, int write,
-                            const char *what);
+/* Ends a view: when `write` is set (`device` is then writable), its bytes
+   are copied to the device first (and have arrived when this returns); a
+   host copy is released. */
+void braid_rt_program_unmap(void *host, const void *device, size_t bytes,
+                            int write, const char *what);
 
 /* Copies `bytes` between host and device memory and waits for the copy. */
 void braid_rt_program_to_host(void *host, const void *device, size_t bytes,
