@@ -306,12 +306,14 @@ void PlanCostModel::addCompiledBuffers(const Plan &plan,
   double scale = double(plan.microBatchSize) / model.batch;
   bool sp = plan.sequenceParallel && plan.tp > 1;
   double gradBytes = config.gradBytes;
-  // Every parameter's gradient on one rank of a tp group.
-  double allGrads =
-      model.pre.getRankParams(plan.tp) + model.post.getRankParams(plan.tp);
-  for (const SegmentCost &l : model.layers)
-    allGrads += l.getRankParams(plan.tp) * l.count;
-  allGrads *= gradBytes;
+  // A tied parameter's gradient (GPT's wte, counted with the first stage):
+  // the last stage computes its own partial, and the first stage's partial
+  // is broadcast over the pipeline for the last to sum (StagePlacement).
+  auto rankOf = [&](int s) {
+    return vshape ? (s < plan.pp ? s : 2 * plan.pp - 1 - s) : s % plan.pp;
+  };
+  int firstRank = rankOf(0), lastRank = rankOf(numStages - 1);
+  double tiedGrad = model.tiedParams / plan.tp * gradBytes;
   // The largest segment's intermediates of one micro-batch.
   double widest =
       std::max(model.pre.getSavedBytes(Recompute::None, plan.tp, sp),
@@ -350,9 +352,14 @@ void PlanCostModel::addCompiledBuffers(const Plan &plan,
       if (s < numStages - 1)
         receives += plan.microbatches * handed(s);
     }
-    // A pipeline returns the mean of every gradient on every stage;
-    // without one the accumulated gradients stay whole under ZeRO-2/3.
-    double grads = plan.pp > 1 ? allGrads : params * gradBytes;
+    // Each stage holds the means of its own gradients, whole under
+    // ZeRO-2/3 (the program shards them after), and the tied partials.
+    double grads = params * gradBytes;
+    if (plan.pp > 1 && tiedGrad > 0)
+      grads += firstRank == lastRank ? (rank == firstRank ? tiedGrad : 0)
+               : rank == lastRank    ? 2 * tiedGrad
+               : rank != firstRank   ? tiedGrad
+                                     : 0;
     m.buffers = std::max(0.0, grads - m.grads) + receives + working +
                 (peakActivations - m.activations);
     // Without a pipeline, recomputation leaves braidc's plan as it is (its

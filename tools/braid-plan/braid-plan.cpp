@@ -121,9 +121,9 @@ static cl::opt<bool> tiedSumAtEnd(
 static cl::opt<bool> compiledBuffers(
     "compiled-buffers",
     cl::desc("Also count the buffers braidc's compiled program holds "
-             "(memory column 'buffers': the gradient means on every "
-             "pipeline stage, receive buffers, the layers' and pieces' "
-             "arenas, the step arena sized for the busiest rank)"),
+             "(memory column 'buffers': a pipeline stage's gradient "
+             "means and tied partials, receive buffers, the layers' and "
+             "pieces' arenas, the step arena sized for the busiest rank)"),
     cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",

@@ -20,6 +20,8 @@
 
 #include "GptModel.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::plan;
@@ -671,8 +673,6 @@ TEST_F(CompiledBuffersTest, RecomputationKeepsTheUnpipelinedPlan) {
   EXPECT_DOUBLE_EQ(m.activations + m.buffers, none);
 }
 
-TEST_F(CompiledBuffersTest, PipelineGradientMeansReceivesAndBusiestRank) {
-  // pp=2 GPipe over 4 micro-batches: every stage holds every gradient's
 TEST_F(CompiledBuffersTest, AccumulationLoopHoldsWholeZerosAndThreeSums) {
   // No pipeline, 4 micro-batches: the accumulation loop's zeros filled
   // whole, three sums of the rank's share (the slice, the carried sum, its
@@ -728,8 +728,12 @@ TEST_F(CompiledBuffersTest, SequenceParallelStagingPerCallSite) {
                        2 * sites(mc.post) * mc.post.tpCollectiveBytes);
 }
 
-  // mean, all 4 receives of its boundary (forward on rank 1, backward on
-  // rank 0), and the step arena of the rank keeping the most activations.
+TEST_F(CompiledBuffersTest, PipelineGradientMeansReceivesAndBusiestRank) {
+  // pp=2 GPipe over 4 micro-batches: each stage holds the means of its own
+  // gradients (RankMemory::grads), the last also its partial of the tied
+  // wte's and the first stage's, broadcast to it; all 4 receives of its
+  // boundary (forward on rank 1, backward on rank 0), and the step arena of
+  // the rank keeping the most activations.
   const ModelCost &mc = costs->getModel();
   ASSERT_EQ(mc.getNumLayers(), 4);
   Plan plan;
@@ -738,7 +742,7 @@ TEST_F(CompiledBuffersTest, SequenceParallelStagingPerCallSite) {
   plan.schedule = sched::ScheduleKind::GPipe;
   plan.microBatchSize = mc.batch;
   PlanCost c = evaluateWith(plan, 0);
-  double all = mc.getParams() * 4;
+  double tied = 128 * 64 * 4;
   double handed = mc.getLayer(1).outputBytes;
   ASSERT_GT(handed, 0);
   double peak = std::max(c.memory[0].activations, c.memory[1].activations);
@@ -746,9 +750,46 @@ TEST_F(CompiledBuffersTest, SequenceParallelStagingPerCallSite) {
   for (int r = 0; r < 2; ++r) {
     const RankMemory &m = c.memory[r];
     EXPECT_DOUBLE_EQ(m.buffers,
-                     all - m.grads + 4 * handed + peak - m.activations)
+                     2 * tied * r + 4 * handed + peak - m.activations)
         << "rank " << r;
   }
+}
+
+TEST_F(CompiledBuffersTest, PipelineStageHoldsItsOwnGradients) {
+  // Against the same model without a tied parameter (the same receives and
+  // arenas), only the tied wte's gradients: on pp=4 one copy on each middle
+  // rank (broadcast from the first stage), two on the last; under ZB-V
+  // (first and last chunk on rank 0) one on rank 0. braidc before the
+  // stage-local means held every gradient on every stage.
+  ModelCost untiedModel = costs->getModel();
+  untiedModel.tiedParams = 0;
+  TrainingConfig config;
+  config.compiledBuffers = true;
+  config.workingActivationCopies = 0;
+  PlanCostModel untied(untiedModel, testHardware(), config);
+  double tied = 128 * 64 * 4;
+  auto extraOf = [&](const Plan &plan) {
+    PlanCost with = evaluateWith(plan, 0);
+    llvm::Expected<PlanCost> without = untied.evaluate(plan);
+    EXPECT_TRUE(bool(without));
+    std::vector<double> extra;
+    for (int r = 0; without && r < plan.pp; ++r)
+      extra.push_back(
+          std::round((with.memory[r].buffers - without->memory[r].buffers) /
+                     tied * 1e6) /
+          1e6);
+    return extra;
+  };
+  Plan plan;
+  plan.pp = 4;
+  plan.microbatches = 4;
+  plan.schedule = sched::ScheduleKind::GPipe;
+  plan.microBatchSize = costs->getModel().batch;
+  EXPECT_EQ(extraOf(plan), (std::vector<double>{0, 1, 1, 2}));
+  plan.pp = 2;
+  plan.schedule = sched::ScheduleKind::ZBV;
+  plan.chunks = 2;
+  EXPECT_EQ(extraOf(plan), (std::vector<double>{1, 0}));
 }
 
 } // namespace
