@@ -12,23 +12,27 @@
 // MPI ranks of this machine, each fitted to the ring model (fitLinkCost),
 // and, when the ranks share cores, the wait of a collective for
 // descheduled peers. One machine has one link level, so both levels get
-// the same figures.
+// the same figures. Memory: a rank's fixed part (the workspace), from a
+// small program compiled as braidc compiles one and run on the same ranks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Calibrate.h"
 
 #include "braid/Planner/Calibration.h"
+#include "braid/Target/Toolchain.h"
 #include "braid/rt/collectives.h"
 #include "braid/rt/context.h"
 #include "braid/rt/kernels.h"
 #include "braid/rt/mesh.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 
@@ -141,6 +145,114 @@ static double layerForward(int64_t batch, int reps) {
   };
   run();
   return perCall(reps, 0.05, run);
+}
+
+/// The fixed memory of a rank: a program compiled and linked as braidc
+/// links a program on a mesh (the CPU toolchain: the program runtime, the
+/// kernels, OpenBLAS, OpenMP, the communication layer and MPI), run on the
+/// ranks, initialises what a compiled program does (the runtime's context
+/// and mesh, a group's communicator) and runs three steps of a GPT layer's
+/// kernels at the sizes of the models trained here (256 tokens, hidden 128,
+/// MLP 512, 4 heads; a loss over 512 classes) with the gradient all_reduce
+/// over the world; each rank prints its peak resident set and the bytes of
+/// the tensors it allocated ("fixed_memory RANK PEAK TENSORS").
+static const char *const kMemoryProbe = R"cpp(
+#include "braid/rt/kernels.h"
+#include "braid/rt/program.h"
+#include "braid/rt/program_spmd.h"
+
+#include <sys/resource.h>
+
+static long long tensorBytes = 0;
+// A buffer of the program runtime, written whole, counted as braidc's
+// memory plan counts its buffers.
+static float *tensor(int64_t count, float value) {
+  float *p = braid_rt_program_alloc_f32(count);
+  for (int64_t i = 0; i < count; ++i)
+    p[i] = value * (float)(i % 7);
+  tensorBytes += (count * 4 + 63) / 64 * 64;
+  return p;
+}
+
+int main(int argc, char **argv) {
+  int64_t dims[1] = {argc > 1 ? atoll(argv[1]) : 1};
+  const char *const names[1] = {"dp"};
+  braid_rt_program_spmd_start(&argc, &argv, 1, dims, names);
+  int rank = braid_rt_program_spmd_rank();
+  braid_rt_stream_t *s = braid_rt_program_stream();
+  const int64_t t = 256, h = 128, f = 512, heads = 4;
+  float *x = tensor(t * h, 0.01f), *ln = tensor(t * h, 0),
+        *att = tensor(t * h, 0), *y2 = tensor(t * h, 0),
+        *w1 = tensor(h * f, 0.02f), *w2 = tensor(f * h, 0.02f),
+        *dw = tensor(f * h, 0), *dwSum = tensor(f * h, 0),
+        *y1 = tensor(t * f, 0), *y1b = tensor(t * f, 0), *g = tensor(t * f, 0),
+        *dlogits = tensor(t * f, 0), *dx = tensor(t * f, 0),
+        *b1 = tensor(f, 0.01f), *ones = tensor(h, 1), *zeros = tensor(h, 0),
+        *loss = tensor(1, 0), *one = tensor(1, 1);
+  int32_t *labels = braid_rt_program_alloc_i32(t);
+  for (int64_t i = 0; i < t; ++i)
+    labels[i] = (int32_t)(i * 7 % f);
+  tensorBytes += (t * 4 + 63) / 64 * 64;
+  int64_t th[2] = {t, h}, hf[2] = {h, f}, tf[2] = {t, f}, fh[2] = {f, h},
+          bf[1] = {f};
+  static braid_rt_program_pending_t pending;
+  braid_rt_program_comm(1);
+  for (int step = 0; step < 3; ++step) {
+    braid_rt_layer_norm_f32(s, x, ones, zeros, t, h, 1e-5, ln);
+    braid_rt_program_check(
+        braid_rt_attention_f32(s, ln, ln, ln, t / 64, 64, 64, heads, heads,
+                               h / heads, 1, 0.17677669529663687, att),
+        "attention");
+    braid_rt_matmul_f32(s, att, w1, 2, th, 2, hf, 0, 0, y1);
+    braid_rt_add_f32(s, y1, b1, 2, tf, 1, bf, y1b);
+    braid_rt_gelu_f32(s, y1b, t * f, BRAID_RT_GELU_TANH, g);
+    braid_rt_matmul_f32(s, g, w2, 2, tf, 2, fh, 0, 0, y2);
+    braid_rt_program_check(
+        braid_rt_cross_entropy_f32(s, g, labels, t, f, loss), "loss");
+    braid_rt_program_check(braid_rt_cross_entropy_grad_f32(s, g, labels, one,
+                                                           t, f, dlogits),
+                           "loss gradient");
+    braid_rt_matmul_f32(s, dlogits, y2, 2, tf, 2, th, 1, 0, dw);
+    braid_rt_matmul_f32(s, y2, w2, 2, th, 2, fh, 0, 1, dx);
+    braid_rt_program_collective_f32(BRAID_RT_PROGRAM_ALL_REDUCE, 1, dw, f * h,
+                                    1, 1, 1, 1, 0, dwSum, &pending,
+                                    "all_reduce");
+    braid_rt_add_f32(s, w2, dwSum, 2, fh, 2, fh, w2);
+  }
+  braid_rt_program_spmd_finish();
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  printf("fixed_memory %d %lld %lld\n", rank,
+         (long long)usage.ru_maxrss * 1024, tensorBytes);
+  fflush(stdout);
+  return 0;
+}
+)cpp";
+
+/// Compiles kMemoryProbe with the CPU toolchain into `dir` and returns the
+/// executable.
+static llvm::Expected<std::string> buildMemoryProbe(llvm::StringRef dir) {
+  llvm::SmallString<128> source(dir), exe(dir);
+  llvm::sys::path::append(source, "memory_probe.cpp");
+  llvm::sys::path::append(exe, "memory_probe");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(source, ec);
+    if (ec)
+      return llvm::createStringError("calibrate: cannot write %s: %s",
+                                     source.c_str(), ec.message().c_str());
+    os << kMemoryProbe;
+  }
+  mlir::braid::CpuToolchain toolchain(
+      mlir::braid::CpuToolchain::getBuildOptions());
+  mlir::braid::CompileJob job;
+  job.source = source.str().str();
+  job.output = exe.str().str();
+  job.spmd = true;
+  if (llvm::Error err = toolchain.compile(job))
+    return llvm::createStringError("calibrate: the memory probe: " +
+                                   llvm::toString(std::move(err)));
+  return exe.str().str();
 }
 
 llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
@@ -423,7 +535,6 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       }
   }
   hw.deviceMemory = total > 0 ? total / hw.devicesPerNode : 1;
-  hw.workspaceBytes = 64.0 * 1024 * 1024;
 
   // Collectives on `ranks` ranks.
   std::string mpirun = options.mpirun;
@@ -435,10 +546,38 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
         "calibrate: '%s' not found (install openmpi-bin or pass --mpirun)",
         mpirun.c_str());
   std::string ranks = std::to_string(options.ranks);
-  std::vector<llvm::StringRef> args = {*mpirunPath, "-n", ranks};
   // Root in containers, and more ranks than cores where asked.
-  args.push_back("--allow-run-as-root");
-  args.push_back("--oversubscribe");
+  const std::vector<llvm::StringRef> launcher = {
+      *mpirunPath, "-n", ranks, "--allow-run-as-root", "--oversubscribe"};
+  // Runs `args` (the launcher's, then a program's) and returns its stdout.
+  auto runRanks = [&](llvm::ArrayRef<llvm::StringRef> args,
+                      llvm::StringRef what)
+      -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
+    llvm::SmallString<128> outPath;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "braid-plan-ranks", "txt", outPath))
+      return llvm::createStringError("calibrate: cannot create a temporary "
+                                     "file: %s",
+                                     ec.message().c_str());
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath.str(),
+                                                  std::nullopt};
+    std::string errMsg;
+    log << "calibrate: " << llvm::join(args, " ") << "\n";
+    int rc =
+        llvm::sys::ExecuteAndWait(*mpirunPath, args, std::nullopt, redirects,
+                                  /*SecondsToWait=*/600, 0, &errMsg);
+    auto buffer = llvm::MemoryBuffer::getFile(outPath);
+    llvm::sys::fs::remove(outPath);
+    if (rc != 0)
+      return llvm::createStringError(
+          "calibrate: the %s failed (exit %d%s%s)", what.str().c_str(), rc,
+          errMsg.empty() ? "" : ": ", errMsg.c_str());
+    if (!buffer)
+      return llvm::createStringError("calibrate: no output of the %s",
+                                     what.str().c_str());
+    return std::move(*buffer);
+  };
+  std::vector<llvm::StringRef> args = launcher;
   args.push_back(options.self);
   args.push_back("--calibrate-comm-worker");
   if (options.quick)
@@ -456,27 +595,9 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   const int attempts = 3;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     fitFailure.clear();
-    llvm::SmallString<128> outPath;
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "braid-plan-comm", "txt", outPath))
-      return llvm::createStringError("calibrate: cannot create a temporary "
-                                     "file: %s",
-                                     ec.message().c_str());
-    std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath.str(),
-                                                  std::nullopt};
-    std::string errMsg;
-    log << "calibrate: " << llvm::join(args, " ") << "\n";
-    int rc =
-        llvm::sys::ExecuteAndWait(*mpirunPath, args, std::nullopt, redirects,
-                                  /*SecondsToWait=*/600, 0, &errMsg);
-    auto buffer = llvm::MemoryBuffer::getFile(outPath);
-    llvm::sys::fs::remove(outPath);
-    if (rc != 0)
-      return llvm::createStringError(
-          "calibrate: the collective timings failed (exit %d%s%s)", rc,
-          errMsg.empty() ? "" : ": ", errMsg.c_str());
+    auto buffer = runRanks(args, "collective timings");
     if (!buffer)
-      return llvm::createStringError("calibrate: no collective timings");
+      return buffer.takeError();
     llvm::SmallVector<llvm::StringRef> lines;
     (*buffer)->getBuffer().split(lines, '\n');
     for (llvm::StringRef line : lines) {
@@ -552,6 +673,59 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.intraNode.name = "intra_node";
   hw.interNode = level;
   hw.interNode.name = "inter_node";
+
+  // What a rank holds beside its program's buffers (workspace_bytes): the
+  // memory probe's peak resident set less its tensors, on the same ranks
+  // under the same launcher and threads; the largest over the ranks (a
+  // plan must fit on every one).
+  {
+    llvm::SmallString<128> dir;
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, dir);
+    llvm::sys::path::append(dir, "braid-plan-memory");
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(dir, dir))
+      return llvm::createStringError("calibrate: cannot create a temporary "
+                                     "directory: %s",
+                                     ec.message().c_str());
+    llvm::scope_exit removeDir([&] { llvm::sys::fs::remove_directories(dir); });
+    llvm::Expected<std::string> probe = buildMemoryProbe(dir);
+    if (!probe)
+      return probe.takeError();
+    std::vector<llvm::StringRef> probeArgs = launcher;
+    probeArgs.push_back(*probe);
+    probeArgs.push_back(ranks);
+    auto buffer = runRanks(probeArgs, "memory probe");
+    if (!buffer)
+      return buffer.takeError();
+    std::vector<double> fixed(options.ranks, -1);
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*buffer)->getBuffer().split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      llvm::SmallVector<llvm::StringRef> f;
+      line.trim().split(f, ' ', -1, false);
+      int rank;
+      double peak, tensors;
+      if (f.size() != 4 || f[0] != "fixed_memory" ||
+          f[1].getAsInteger(10, rank) || f[2].getAsDouble(peak) ||
+          f[3].getAsDouble(tensors) || rank < 0 || rank >= options.ranks)
+        continue;
+      fixed[rank] = peak - tensors;
+    }
+    if (llvm::is_contained(fixed, -1.0))
+      return llvm::createStringError(
+          "calibrate: the memory probe did not print every rank's peak "
+          "resident set:\n%s",
+          (*buffer)->getBuffer().str().c_str());
+    hw.workspaceBytes = *std::max_element(fixed.begin(), fixed.end());
+    std::string perRank;
+    for (double bytes : fixed)
+      perRank +=
+          formatv("{0}{1:F2}", perRank.empty() ? "" : ", ", bytes / (1 << 20))
+              .str();
+    log << formatv("calibrate: fixed memory per rank (peak resident set less "
+                   "the tensors) on {0} ranks: {1} MiB; workspace {2:F2} "
+                   "MiB\n",
+                   options.ranks, perRank, hw.workspaceBytes / (1 << 20));
+  }
   hw.description =
       formatv("This machine, measured by braid-plan --calibrate{0}: {1} "
               "cores, {2} thread(s) per rank, so {3} device(s) (ranks) per "
@@ -581,8 +755,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "of the ring model to MPI collectives on this machine (both levels "
       "alike); devices_per_node: cores / threads per rank, or --ranks if "
       "more (then concurrent_devices_per_node: cores / threads per rank); "
-      "device_memory: MemTotal / devices_per_node; workspace: 64 MiB (an "
-      "estimate)";
+      "device_memory: MemTotal / devices_per_node; workspace_bytes: what "
+      "a rank holds beside its program's buffers (executable, MPI, "
+      "OpenBLAS, OpenMP, the runtime), the largest over the ranks of the "
+      "peak resident set of a program linked as braidc links one, run on "
+      "the ranks (context, mesh, three steps of a GPT layer's kernels and "
+      "a gradient all_reduce), less its tensors";
   return hw;
 }
 

@@ -21,8 +21,9 @@ struct CalibrationOptions {
 };
 
 /// Times GEMMs, the attention and add kernels and memcpy in this process,
-/// and the collectives on `ranks` MPI ranks, and fits a hardware
-/// description. Progress and the measurements go to `log`.
+/// and the collectives on `ranks` MPI ranks, measures a rank's fixed memory
+/// on them, and fits a hardware description. Progress and the measurements
+/// go to `log`.
 llvm::Expected<mlir::braid::plan::Hardware>
 calibrateLocal(const CalibrationOptions &options, llvm::raw_ostream &log);
 

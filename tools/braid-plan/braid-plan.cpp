@@ -140,7 +140,8 @@ static cl::opt<bool>
 
 static cl::opt<bool>
     calibrate("calibrate",
-              cl::desc("Measure this machine and write a hardware "
+              cl::desc("Measure this machine (kernels, collectives, a "
+                       "rank's fixed memory) and write a hardware "
                        "description (-o FILE, default stdout)"),
               cl::cat(calibrateCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
@@ -149,12 +150,13 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::cat(calibrateCategory));
 static cl::opt<std::string>
     mpirun("mpirun",
-           cl::desc("The mpirun that launches the two collective-timing "
-                    "ranks (default: $BRAID_MPIRUN or mpirun)"),
+           cl::desc("The mpirun that launches the calibration's ranks "
+                    "(default: $BRAID_MPIRUN or mpirun)"),
            cl::init(""), cl::cat(calibrateCategory));
 static cl::opt<int> calibrationRanks("ranks",
                                      cl::desc("Ranks for the collective "
-                                              "timings (default 2)"),
+                                              "timings and the fixed "
+                                              "memory (default 2)"),
                                      cl::init(2), cl::cat(calibrateCategory));
 static cl::opt<bool> quick("quick",
                            cl::desc("Smaller sizes and fewer repetitions "
