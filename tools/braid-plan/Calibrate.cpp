@@ -710,10 +710,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
         continue;
       fixed[rank] = peak - tensors;
     }
-    if (llvm::is_contained(fixed, -1.0))
+    // A rank missing, or a peak below the tensors it holds, is a broken
+    // probe, not a measurement.
+    if (llvm::any_of(fixed, [](double bytes) { return bytes <= 0; }))
       return llvm::createStringError(
           "calibrate: the memory probe did not print every rank's peak "
-          "resident set:\n%s",
+          "resident set above its tensors:\n%s",
           (*buffer)->getBuffer().str().c_str());
     hw.workspaceBytes = *std::max_element(fixed.begin(), fixed.end());
     std::string perRank;
