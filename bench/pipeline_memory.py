@@ -4,8 +4,9 @@ slots against every stage holding every slot, and braidc's memory plan
 against the measured peak resident set, with and without buffer reuse.
 
 Workload: one GPT (default 8 layers, hidden 256, 4 heads, sequence 64,
-vocabulary 256, batch 2) compiled for --mesh pp=2 with 1F1B over 2
-micro-batches, trained --steps steps on 2 ranks by braid-run. Braid's
+vocabulary 256, batch 2) compiled for --mesh pp=P (--pp, default 2) with
+1F1B (--schedule) over 2 micro-batches (--microbatches), trained --steps
+steps on P ranks by braid-run. Braid's
 program allocates on each stage only the parameter and optimizer-state
 slots that stage updates or reads. The baseline, built in the same
 invocation, is the same generated C++ with that test
@@ -24,7 +25,10 @@ same program compiled with --no-buffer-reuse (every allocation site its
 own buffer, as before the plan) is planned and measured in the same
 invocation, and must print the same losses.
 
-    bench/pipeline_memory.py [--layers L --hidden H ...] [--check]
+    bench/pipeline_memory.py [--layers L --hidden H ...] [--pp P] [--check]
+
+--braidc PATH compiles with another braidc (an older build, to compare
+against: the report gives its plan and resident sets alike).
 
 --check (ctest) exits non-zero unless every rank of Braid's program uses
 less memory than the same rank (the same stage) of the baseline, less than
@@ -56,30 +60,32 @@ def run(*args):
     return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True)
 
 
-def measure(bin_dir, program, steps):
-    """(losses, [peak RSS in MiB of rank 0, rank 1])."""
-    proc = run(bin_dir / "braid-run", "-n", 2, sys.executable, "-c", RSS_WRAPPER, program,
+def measure(bin_dir, program, steps, pp):
+    """(losses, [peak RSS in MiB of each rank 0 .. pp-1])."""
+    proc = run(bin_dir / "braid-run", "-n", pp, sys.executable, "-c", RSS_WRAPPER, program,
                "--steps", steps, "--seed", 1)
     losses = re.findall(r"^step \d+ loss (\S+)", proc.stdout, re.M)
     rss = {int(r): int(k) / 1024 for r, k in re.findall(r"^maxrss_kib (\d+) (\d+)", proc.stderr, re.M)}
-    if sorted(rss) != [0, 1] or len(losses) != steps:
-        raise SystemExit(f"unexpected output of {program} (a peak RSS per rank 0 and 1, "
+    if sorted(rss) != list(range(pp)) or len(losses) != steps:
+        raise SystemExit(f"unexpected output of {program} (a peak RSS per rank 0 .. {pp - 1}, "
                          f"{steps} losses):\n{proc.stdout}\n{proc.stderr}")
-    return losses, [rss[0], rss[1]]
+    return losses, [rss[r] for r in range(pp)]
 
 
-def compile_planned(bin_dir, model, out, *flags):
-    """Compiles for pp=2 1F1B over 2 micro-batches; the planned total bytes
-    of stage 0 and stage 1 from --memory-report."""
-    proc = run(bin_dir / "braidc", model, "--mesh", "pp=2", "--schedule", "1f1b",
-               "--microbatches", 2, "--memory-report", *flags, "-o", out)
+def compile_planned(braidc, model, out, args, *flags):
+    """Compiles for pp=P under the schedule; per stage, the planned total
+    and gradient bytes (MiB) from --memory-report."""
+    proc = run(braidc, model, "--mesh", f"pp={args.pp}", "--schedule", args.schedule,
+               "--microbatches", args.microbatches, "--memory-report", *flags, "-o", out)
     header = next(line.split() for line in proc.stdout.splitlines() if line.startswith("ranks"))
-    column = header.index("total") - 1  # "ranks" is one word, "stage N" two
-    planned = {int(m.group(1)): int(m.group(2).split()[column]) / 2**20
-               for m in re.finditer(r"^stage (\d+) (.*)$", proc.stdout, re.M)}
-    if sorted(planned) != [0, 1]:
-        raise SystemExit(f"no memory report for stages 0 and 1:\n{proc.stdout}")
-    return [planned[0], planned[1]]
+    # "ranks" is one word, "stage N" two
+    total, grads = header.index("total") - 1, header.index("gradients") - 1
+    rows = {int(m.group(1)): m.group(2).split()
+            for m in re.finditer(r"^stage (\d+) (.*)$", proc.stdout, re.M)}
+    if sorted(rows) != list(range(args.pp)):
+        raise SystemExit(f"no memory report for stages 0 .. {args.pp - 1}:\n{proc.stdout}")
+    return ([int(rows[s][total]) / 2**20 for s in range(args.pp)],
+            [int(rows[s][grads]) / 2**20 for s in range(args.pp)])
 
 
 def main():
@@ -91,10 +97,16 @@ def main():
     parser.add_argument("--vocab", type=int, default=256)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--pp", type=int, default=2)
+    parser.add_argument("--schedule", default="1f1b")
+    parser.add_argument("--microbatches", type=int, default=2)
+    parser.add_argument("--braidc", help="the compiler (default: --bin-dir's braidc)")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--bin-dir", default=str(ROOT / "build" / "bin"))
     args = parser.parse_args()
     bin_dir = Path(args.bin_dir)
+    braidc = Path(args.braidc) if args.braidc else bin_dir / "braidc"
+    pp = args.pp
 
     from braid import models
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,15 +115,15 @@ def main():
         model.write_text(models.gpt(layers=args.layers, hidden=args.hidden, heads=args.heads,
                                     seq=args.seq, vocab=args.vocab, batch=args.batch))
         local, dump = tmp / "local", tmp / "local.d"
-        local_plan = compile_planned(bin_dir, model, local, "--dump-dir", dump)
+        local_plan, local_grads = compile_planned(braidc, model, local, args, "--dump-dir", dump)
         plain = tmp / "plain"
-        plain_plan = compile_planned(bin_dir, model, plain, "--no-buffer-reuse")
+        plain_plan, _ = compile_planned(braidc, model, plain, args, "--no-buffer-reuse")
         # The fixed part of a rank: a GPT with almost no parameters or
         # activations, compiled and run the same way.
         tiny_model, tiny = tmp / "tiny.mlir", tmp / "tiny"
-        tiny_model.write_text(models.gpt(layers=2, hidden=16, heads=2, seq=8, vocab=16,
-                                         batch=args.batch))
-        tiny_plan = compile_planned(bin_dir, tiny_model, tiny)
+        tiny_model.write_text(models.gpt(layers=max(2, pp), hidden=16, heads=2, seq=8,
+                                         vocab=16, batch=args.batch))
+        tiny_plan, _ = compile_planned(braidc, tiny_model, tiny, args)
         # The baseline: the same C++, every stage holding every slot.
         cpp = (dump / "program.cpp").read_text()
         if "braid_rt_program_pp_holds(" not in cpp:
@@ -125,17 +137,18 @@ def main():
             raise SystemExit("cannot read the compile command in " + str(dump / "compile.sh"))
         subprocess.run(command, check=True)
 
-        local_losses, local_rss = measure(bin_dir, local, args.steps)
-        every_losses, every_rss = measure(bin_dir, every, args.steps)
-        plain_losses, plain_rss = measure(bin_dir, plain, args.steps)
-        _, tiny_rss = measure(bin_dir, tiny, args.steps)
+        local_losses, local_rss = measure(bin_dir, local, args.steps, pp)
+        every_losses, every_rss = measure(bin_dir, every, args.steps, pp)
+        plain_losses, plain_rss = measure(bin_dir, plain, args.steps, pp)
+        _, tiny_rss = measure(bin_dir, tiny, args.steps, pp)
 
     # GPT's parameters: wte (tied with the head), wpe, per block two layer
     # norms, q/k/v/proj and the MLP (12 h^2 + 13 h), the final layer norm.
     h, v, s, layers = args.hidden, args.vocab, args.seq, args.layers
     params = v * h + s * h + layers * (12 * h * h + 13 * h) + 2 * h
     print(f"GPT: {layers} layers, hidden {h}, {args.heads} heads, sequence {s}, vocabulary {v}, "
-          f"batch {args.batch}; pp=2, 1F1B over 2 micro-batches, {args.steps} AdamW steps")
+          f"batch {args.batch}; pp={pp}, {args.schedule} over {args.microbatches} micro-batches, "
+          f"{args.steps} AdamW steps; compiled by {braidc}")
     print(f"parameters + AdamW state: {3 * 4 * params / 2**20:.1f} MiB for the whole model")
     print("rank (= stage)   stage-local MiB   every slot MiB   ratio")
     for i, (a, b) in enumerate(zip(local_rss, every_rss)):
@@ -144,17 +157,17 @@ def main():
     print(f"losses {'identical' if same else 'DIFFER'}: {' '.join(local_losses)}")
     print()
     print("memory plan (braidc --memory-report) against the peak resident set, MiB:")
-    print("rank   fixed part   planned   predicted   measured   error  |  no reuse: planned   "
-          "measured")
-    for i in range(2):
+    print("rank   fixed part   planned (gradients)   predicted   measured   error  |  "
+          "no reuse: planned   measured")
+    for i in range(pp):
         fixed = tiny_rss[i] - tiny_plan[i]
         predicted = local_plan[i] + fixed
-        print(f"{i:4d}   {fixed:10.1f}   {local_plan[i]:7.1f}   {predicted:9.1f}   "
-              f"{local_rss[i]:8.1f}   {100 * (predicted / local_rss[i] - 1):+5.1f}%  |  "
+        print(f"{i:4d}   {fixed:10.1f}   {local_plan[i]:7.1f} {f'({local_grads[i]:.1f})':>11}   "
+              f"{predicted:9.1f}   {local_rss[i]:8.1f}   {100 * (predicted / local_rss[i] - 1):+5.1f}%  |  "
               f"{plain_plan[i]:17.1f}   {plain_rss[i]:8.1f}")
-    print(f"(fixed part: the resident set of a 2-layer, hidden-16 GPT run the same way, "
-          f"{tiny_rss[0]:.1f} / {tiny_rss[1]:.1f} MiB, minus its plan, "
-          f"{tiny_plan[0]:.2f} / {tiny_plan[1]:.2f} MiB)")
+    print(f"(fixed part: the resident set of a {max(2, pp)}-layer, hidden-16 GPT run the same "
+          f"way, {' / '.join(f'{r:.1f}' for r in tiny_rss)} MiB, minus its plan, "
+          f"{' / '.join(f'{p:.2f}' for p in tiny_plan)} MiB)")
     same_plain = local_losses == plain_losses
     print(f"losses with and without buffer reuse {'identical' if same_plain else 'DIFFER'}")
     if args.check and (not same or any(a >= b for a, b in zip(local_rss, every_rss))):
