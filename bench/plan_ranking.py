@@ -76,6 +76,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -442,6 +443,42 @@ def find_built(args, bin_dir, model, model_text, rows, microbatches, pick_name):
     return ready
 
 
+def write_csv(path, rows):
+    """Each plan's prediction and runs (its time: the best of them)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["plan", "predicted_s", "measured_s", "runs_s", "predicted_mib", "rss_mib"])
+        for r in rows:
+            w.writerow([r["name"], f"{r['predicted']:.6g}", f"{min(r['runs']):.6g}",
+                        " ".join(f"{t:.6g}" for t in r["runs"]),
+                        " ".join(f"{x:.1f}" for x in r["memory"]),
+                        " ".join(f"{x:.1f}" for x in r["rss"])])
+
+
+def run_plan(bin_dir, ranks, program, steps, timeout):
+    """braid-run of a program (the rank wrapper recording peak resident
+    sets); (returncode, stdout, stderr), returncode None on the timeout (the
+    launcher's whole process group is killed)."""
+    proc = subprocess.Popen([str(bin_dir / "braid-run"), "-n", str(ranks), "--threads", "1",
+                             sys.executable, "-c", RSS_WRAPPER, str(program), "--steps",
+                             str(1 + steps), "--seed", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        # braid-run hands SIGTERM to mpirun, which ends the ranks (each in a
+        # process group of its own); its group is killed if that hangs too.
+        proc.terminate()
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            out, err = proc.communicate()
+        return None, out, err
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, default=4)
@@ -457,6 +494,13 @@ def main():
     parser.add_argument("--all", action="store_true", help="measure every plan")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--run-timeout", type=float, default=120,
+                        help="with --build-dir: a run of a plan taking longer (s) is killed and "
+                             "the plan left out (reported; --check fails)")
+    parser.add_argument("--max-minutes", type=float,
+                        help="start no run of every plan (round) that would end, at the rounds' "
+                             "pace so far, after this many minutes of timing; at least one "
+                             "round (then a plan's time is its best of the rounds done)")
     parser.add_argument("--csv", type=Path, help="write each measured plan's prediction and runs")
     parser.add_argument("--reuse", type=Path,
                         help="a --csv file of an earlier run: its plans' runs are reused, not "
@@ -531,8 +575,11 @@ def main():
             # Only the plans measured then (and the pick) need a prediction.
             plans = [p for p in plans if name(p) in reused or name(p) == name(pick)]
         rows = []
-        for p in plans:
-            cost = predict(bin_dir, args.hardware, model, p, args.batch, m)
+        # One braid-plan per core at a time (372 plans on 8 ranks).
+        with ThreadPoolExecutor(os.cpu_count()) as pool:
+            costs = list(pool.map(lambda p: predict(bin_dir, args.hardware, model, p,
+                                                    args.batch, m), plans))
+        for p, cost in zip(plans, costs):
             if cost is not None:
                 rows.append({"plan": p, "name": name(p), "predicted": cost["step_time"],
                              "memory": [rank["total"] / 2**20 for rank in cost["memory"]]})
@@ -581,31 +628,50 @@ def main():
             if proc.returncode != 0:
                 raise SystemExit(f"braidc failed on {r['name']}:\n{proc.stderr}")
             r["program"] = prog
-        env = dict(os.environ)
         start = time.time()
+        rounds = 0
         for repeat in range(args.repeats):
+            elapsed = time.time() - start
+            if repeat and args.max_minutes and elapsed * (repeat + 1) / repeat > 60 * args.max_minutes:
+                print(f"--max-minutes {args.max_minutes:g}: {repeat} of {args.repeats} runs of every "
+                      f"plan done in {elapsed:.0f} s, another would end after the limit; "
+                      f"stopping", file=sys.stderr, flush=True)
+                break
+            rounds += 1
             for r in measured:
-                if "program" not in r:
+                if "program" not in r or "failed" in r:
                     continue
-                proc = subprocess.run([str(bin_dir / "braid-run"), "-n", str(args.ranks),
-                                       "--threads", "1", sys.executable, "-c", RSS_WRAPPER,
-                                       str(r["program"]), "--steps", str(1 + args.steps),
-                                       "--seed", "0"],
-                                      capture_output=True, text=True, env=env)
-                t = re.search(r"^summary: \d+ steps, (\S+) ms/step", proc.stdout, re.M)
+                code, out, err = run_plan(bin_dir, args.ranks, r["program"], args.steps,
+                                          args.run_timeout if args.build_dir else None)
+                t = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
                 rss = {int(k): int(v) / 1024 for k, v in
-                       re.findall(r"^maxrss_kib (\d+) (\d+)", proc.stderr, re.M)}
-                if proc.returncode != 0 or not t or sorted(rss) != list(range(args.ranks)):
-                    raise SystemExit(f"{r['name']} failed (a time and a peak resident set per "
-                                     f"rank expected):\n{proc.stdout}\n{proc.stderr}")
+                       re.findall(r"^maxrss_kib (\d+) (\d+)", err, re.M)}
+                if code != 0 or not t or sorted(rss) != list(range(args.ranks)):
+                    why = (f"{r['name']} failed (a time and a peak resident set per rank "
+                           f"expected; " + (f"exit status {code}" if code is not None else
+                                            f"killed after {args.run_timeout} s") +
+                           f"):\n{out}\n{err}")
+                    if not args.build_dir:
+                        raise SystemExit(why)
+                    # A long run goes on without the plan; it is reported.
+                    print(why, file=sys.stderr, flush=True)
+                    r["failed"] = why.splitlines()[0]
+                    continue
                 r["runs"].append(float(t.group(1)) / 1e3)
                 # A rank's peak over the runs (the runs differ by a few pages).
                 r["rss"] = [max(rss[k], r["rss"][k] if k < len(r["rss"]) else 0)
                             for k in range(args.ranks)]
-            if args.build_dir:  # a long run: its progress
+            if args.build_dir:  # a long run: its progress, and what it measured so far
                 print(f"run {repeat + 1} of {args.repeats} of every plan done, "
                       f"{time.time() - start:.0f} s, load average {load()}",
                       file=sys.stderr, flush=True)
+                if args.csv:
+                    write_csv(args.csv, [r for r in measured if r["runs"] and "failed" not in r])
+        failed = [r for r in measured if "failed" in r]
+        if failed:
+            print(f"{len(failed)} of {len(measured)} plans failed to run, left out: " +
+                  ", ".join(r["name"] for r in failed))
+            measured = [r for r in measured if "failed" not in r]
         for r in measured:
             r["measured"] = min(r["runs"])
     load_after = load()
@@ -616,7 +682,7 @@ def main():
     print(f"GPT {args.layers} layers, hidden {args.hidden}, {args.heads} heads, sequence "
           f"{args.seq}, vocabulary {args.vocab}; program batch {args.batch}, global batch "
           f"{args.global_batch}; {args.ranks} ranks x 1 thread on {os.cpu_count()} cores; best of "
-          f"{args.repeats} runs of {args.steps} steps; load average {load_before} before, "
+          f"{rounds} runs of {args.steps} steps; load average {load_before} before, "
           f"{load_after} after")
     if not args.memory_only:
         order = sorted(measured, key=lambda r: r["measured"])
@@ -660,17 +726,11 @@ def main():
               f"predicted / measured over all ranks {min(ratios):.2f}-{max(ratios):.2f} "
               f"(median {sorted(ratios)[len(ratios) // 2]:.2f})")
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(["plan", "predicted_s", "measured_s", "runs_s", "predicted_mib", "rss_mib"])
-            for r in measured:
-                w.writerow([r["name"], f"{r['predicted']:.6g}", f"{r['measured']:.6g}",
-                            " ".join(f"{t:.6g}" for t in r["runs"]),
-                            " ".join(f"{x:.1f}" for x in r["memory"]),
-                            " ".join(f"{x:.1f}" for x in r["rss"])])
+        write_csv(args.csv, measured)
     if args.check:
         bad = [r["name"] for r in measured if not math.isfinite(r["measured"]) or r["measured"] <= 0
                or (not args.reuse and len(r["rss"]) != args.ranks)]
+        bad += [r["name"] for r in failed]
         if bad or len(measured) < 2 or (math.isnan(rho) and not args.memory_only):
             raise SystemExit(f"check failed: {bad or 'no correlation'}")
 
