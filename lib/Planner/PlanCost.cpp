@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <set>
+
 using namespace mlir::braid;
 using namespace mlir::braid::plan;
 
@@ -368,77 +368,11 @@ void PlanCostModel::addCompiledBuffers(const Plan &plan,
     // docs/planner.md): the activations without it.
     if (plan.pp == 1 && plan.recompute != Recompute::None)
       m.buffers += std::max(0.0, noRecompute * scale - m.activations);
+    m.buffers +=
+        getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank);
   }
 }
 
-llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
-  llvm::Expected<std::vector<StageCost>> stagesOr = getStageCosts(plan);
-  if (!stagesOr)
-    return stagesOr.takeError();
-  PlanCost cost;
-  cost.plan = plan;
-  cost.stages = std::move(*stagesOr);
-  std::vector<StageCost> &stages = cost.stages;
-  int numStages = stages.size();
-  int chunks = numStages / plan.pp;
-  int m = plan.microbatches;
-  double scale = double(plan.microBatchSize) / model.batch;
-  int dpn = hardware.devicesPerNode;
-  double wait =
-      hardware.sharesCores(plan.getNumDevices()) ? hardware.descheduledWait : 0;
-
-  std::vector<double> peakInFlight(plan.pp, 1.0);
-  std::vector<double> rankWork(plan.pp, 0.0);
-  int busiest = 0;
-  // Devices sharing a node's cores (ranks on a CPU machine): at most
-  // `slots` of a node's devices compute at once.
-  int nodeDevices = std::min(dpn, plan.getNumDevices());
-  int slots = hardware.concurrentDevicesPerNode > 0
-                  ? std::min(hardware.concurrentDevicesPerNode, nodeDevices)
-                  : nodeDevices;
-  double share = double(nodeDevices) / slots;
-  int nodes = (plan.getNumDevices() + nodeDevices - 1) / nodeDevices;
-  if (plan.pp == 1) {
-    double t = 0;
-    for (const StageCost &s : stages)
-      t += s.forward + s.backward + s.weight;
-    cost.pipelineTime = m * t;
-    rankWork[0] = m * t;
-  } else {
-    sched::CostModel costs;
-    for (const StageCost &s : stages) {
-      costs.forward.push_back(s.forward);
-      costs.backward.push_back(s.backward);
-      costs.weight.push_back(s.weight);
-    }
-    // Transfers: the last segment's output, divided over tp (Megatron's
-    // scatter/gather: each tp rank sends its share, then all_gather within
-    // the node), between the devices of neighbouring pipeline ranks.
-    int64_t stride = int64_t(plan.tp) * plan.dp;
-    for (int s = 0; s + 1 < numStages; ++s) {
-      int a, b;
-      if (plan.schedule == sched::ScheduleKind::ZBV) {
-        a = s < plan.pp ? s : 2 * plan.pp - 1 - s;
-        b = s + 1 < plan.pp ? s + 1 : 2 * plan.pp - 2 - s;
-      } else {
-        a = s % plan.pp;
-        b = (s + 1) % plan.pp;
-      }
-      if (a == b) {
-        costs.comm.push_back(0);
-        continue;
-      }
-      // What the stage hands on: its last layer's output, or the
-      // embedding's where stage 0 has no layer.
-      const SegmentCost &last =
-          stages[s].numLayers > 0
-              ? model.getLayer(stages[s].firstLayer + stages[s].numLayers - 1)
-              : model.pre;
-    m.buffers +=
-        getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank);
-      double bytes = last.outputBytes * scale / plan.tp;
-      bool crosses = (a * stride) / dpn != (b * stride) / dpn;
-      const LinkLevel &level = hardware.getLevel(crosses);
 double PlanCostModel::getAccumulationBytes(const Plan &plan) const {
   // Without a pipeline, micro-batches run in braid-train-step's
   // accumulation loop (a braid.repeat carrying the gradient sums). Its
@@ -505,6 +439,72 @@ double PlanCostModel::getStagingBytes(const Plan &plan,
   return bytes * scale;
 }
 
+llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
+  llvm::Expected<std::vector<StageCost>> stagesOr = getStageCosts(plan);
+  if (!stagesOr)
+    return stagesOr.takeError();
+  PlanCost cost;
+  cost.plan = plan;
+  cost.stages = std::move(*stagesOr);
+  std::vector<StageCost> &stages = cost.stages;
+  int numStages = stages.size();
+  int chunks = numStages / plan.pp;
+  int m = plan.microbatches;
+  double scale = double(plan.microBatchSize) / model.batch;
+  int dpn = hardware.devicesPerNode;
+  double wait =
+      hardware.sharesCores(plan.getNumDevices()) ? hardware.descheduledWait : 0;
+
+  std::vector<double> peakInFlight(plan.pp, 1.0);
+  std::vector<double> rankWork(plan.pp, 0.0);
+  int busiest = 0;
+  // Devices sharing a node's cores (ranks on a CPU machine): at most
+  // `slots` of a node's devices compute at once.
+  int nodeDevices = std::min(dpn, plan.getNumDevices());
+  int slots = hardware.concurrentDevicesPerNode > 0
+                  ? std::min(hardware.concurrentDevicesPerNode, nodeDevices)
+                  : nodeDevices;
+  double share = double(nodeDevices) / slots;
+  int nodes = (plan.getNumDevices() + nodeDevices - 1) / nodeDevices;
+  if (plan.pp == 1) {
+    double t = 0;
+    for (const StageCost &s : stages)
+      t += s.forward + s.backward + s.weight;
+    cost.pipelineTime = m * t;
+    rankWork[0] = m * t;
+  } else {
+    sched::CostModel costs;
+    for (const StageCost &s : stages) {
+      costs.forward.push_back(s.forward);
+      costs.backward.push_back(s.backward);
+      costs.weight.push_back(s.weight);
+    }
+    // Transfers: the last segment's output, divided over tp (Megatron's
+    // scatter/gather: each tp rank sends its share, then all_gather within
+    // the node), between the devices of neighbouring pipeline ranks.
+    int64_t stride = int64_t(plan.tp) * plan.dp;
+    for (int s = 0; s + 1 < numStages; ++s) {
+      int a, b;
+      if (plan.schedule == sched::ScheduleKind::ZBV) {
+        a = s < plan.pp ? s : 2 * plan.pp - 1 - s;
+        b = s + 1 < plan.pp ? s + 1 : 2 * plan.pp - 2 - s;
+      } else {
+        a = s % plan.pp;
+        b = (s + 1) % plan.pp;
+      }
+      if (a == b) {
+        costs.comm.push_back(0);
+        continue;
+      }
+      // What the stage hands on: its last layer's output, or the
+      // embedding's where stage 0 has no layer.
+      const SegmentCost &last =
+          stages[s].numLayers > 0
+              ? model.getLayer(stages[s].firstLayer + stages[s].numLayers - 1)
+              : model.pre;
+      double bytes = last.outputBytes * scale / plan.tp;
+      bool crosses = (a * stride) / dpn != (b * stride) / dpn;
+      const LinkLevel &level = hardware.getLevel(crosses);
       double t = getCollectiveTime(level.get(CollectiveKind::SendRecv),
                                    CollectiveKind::SendRecv, bytes, 2) +
                  wait;

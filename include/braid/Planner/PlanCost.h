@@ -221,6 +221,13 @@ public:
   getMemory(const Plan &plan, const std::vector<StageCost> &stages,
             const std::vector<double> &peakInFlight) const;
 
+  /// With TrainingConfig::compiledBuffers and no pipeline: the gradient
+  /// accumulation loop's buffers beyond the rank's gradients.
+  double getAccumulationBytes(const Plan &plan) const;
+  /// With TrainingConfig::compiledBuffers and sequence parallelism: the
+  /// runtime's staging buffers of the collectives pipeline rank `rank` runs.
+  double getStagingBytes(const Plan &plan, const std::vector<StageCost> &stages,
+                         int rank) const;
   /// With TrainingConfig::compiledBuffers: sets each rank's buffers.
   void addCompiledBuffers(const Plan &plan,
                           const std::vector<StageCost> &stages,
@@ -240,13 +247,6 @@ private:
 
 /// Prints the prediction: step time, its breakdown, TFLOP/s per device,
 /// MFU, per-stage F/B/W and per-rank memory.
-  /// With TrainingConfig::compiledBuffers and no pipeline: the gradient
-  /// accumulation loop's buffers beyond the rank's gradients.
-  double getAccumulationBytes(const Plan &plan) const;
-  /// With TrainingConfig::compiledBuffers and sequence parallelism: the
-  /// runtime's staging buffers of the collectives pipeline rank `rank` runs.
-  double getStagingBytes(const Plan &plan, const std::vector<StageCost> &stages,
-                         int rank) const;
 void printPlanCost(llvm::raw_ostream &os, const PlanCost &cost,
                    const Hardware &hardware);
 
