@@ -397,10 +397,12 @@ public:
             if (SegmentCost *u = segmentOf.lookup(user))
               sides.first |= side(u);
         sides.second = cast<ShapedType>(param.getType()).getNumElements();
-        if (r == 0 && paramNames.insert(param.getName()).second)
+        if (r == 0 && paramNames.insert(param.getName()).second) {
           (split.isSplit(param.getResult()) ? seg->splitParams
                                             : seg->replicatedParams) +=
               cast<ShapedType>(param.getType()).getNumElements();
+          seg->paramTensors += 1;
+        }
         continue;
       }
       // Saved for the backward: used by a B or W op.
@@ -421,9 +423,12 @@ public:
     for (Operation *op : split.forwardCollectiveOps)
       segmentOf[op]->tpAllReduces[r][(int)PassKind::Forward] += 1;
     llvm::DenseSet<Value> counted;
-    for (auto &[op, input] : split.columnParallel)
+    for (auto &[op, input] : split.columnParallel) {
       if (counted.insert(input).second)
         segmentOf[op]->tpAllReduces[r][(int)PassKind::Backward] += 1;
+      if (r == 0)
+        segmentOf[op]->tpColumnProducts += 1;
+    }
     for (SegmentCost *seg : {&model.pre, &model.post}) {
       seg->passes[r][(int)PassKind::Forward] = forward[seg].work;
       seg->passes[r][(int)PassKind::Backward] = backward[seg].work;
@@ -451,10 +456,12 @@ private:
     for (Operation *op : ops) {
       acc.add(op, split.splitWork.contains(op));
       if (auto param = dyn_cast<ParamOp>(op)) {
-        if (r == 0 && layerParamNames[&seg].insert(param.getName()).second)
+        if (r == 0 && layerParamNames[&seg].insert(param.getName()).second) {
           (split.isSplit(param.getResult()) ? seg.splitParams
                                             : seg.replicatedParams) +=
               cast<ShapedType>(param.getType()).getNumElements();
+          seg.paramTensors += 1;
+        }
         if (r == 0)
           seg.paramElementBytes =
               (cast<ShapedType>(param.getType()).getElementTypeBitWidth() + 7) /
@@ -464,6 +471,7 @@ private:
     seg.passes[r][(int)PassKind::Forward] = acc.work;
     int fwd = split.forwardCollectiveOps.size();
     int bwd = split.getNumBackwardAllReduces();
+    seg.tpColumnProducts = split.columnParallel.size();
     // A carried value that leaves the layer divided (a layer ending in a
     // column-parallel product) is gathered for the next instance, which
     // expects it whole: counted as one more collective in F.

@@ -261,7 +261,8 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
 
 std::vector<RankMemory>
 PlanCostModel::getMemory(const Plan &plan, const std::vector<StageCost> &stages,
-                         const std::vector<double> &peakInFlight) const {
+                         const std::vector<double> &peakInFlight,
+                         const std::vector<double> &heldInFlight) const {
   int chunks = std::max<int>(1, stages.size() / plan.pp);
   bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
   double scale = double(plan.microBatchSize) / model.batch;
@@ -292,13 +293,14 @@ PlanCostModel::getMemory(const Plan &plan, const std::vector<StageCost> &stages,
     m.workspace = hardware.workspaceBytes;
   }
   if (config.compiledBuffers)
-    addCompiledBuffers(plan, stages, memory);
+    addCompiledBuffers(plan, stages, memory, peakInFlight, heldInFlight);
   return memory;
 }
 
-void PlanCostModel::addCompiledBuffers(const Plan &plan,
-                                       const std::vector<StageCost> &stages,
-                                       std::vector<RankMemory> &memory) const {
+void PlanCostModel::addCompiledBuffers(
+    const Plan &plan, const std::vector<StageCost> &stages,
+    std::vector<RankMemory> &memory, const std::vector<double> &peakInFlight,
+    const std::vector<double> &heldInFlight) const {
   // What braidc's memory plan allocates (docs/codegen.md, "Memory plan").
   int chunks = std::max<int>(1, stages.size() / plan.pp);
   int numStages = stages.size();
@@ -333,11 +335,6 @@ void PlanCostModel::addCompiledBuffers(const Plan &plan,
                          : model.pre;
     return last.outputBytes * scale / plan.tp;
   };
-  // The step's arena is sized alike on every pipeline rank: for the one
-  // keeping the most activations.
-  double peakActivations = 0;
-  for (const RankMemory &m : memory)
-    peakActivations = std::max(peakActivations, m.activations);
   for (int rank = 0; rank < plan.pp; ++rank) {
     RankMemory &m = memory[rank];
     double params = 0, receives = 0;
@@ -360,8 +357,7 @@ void PlanCostModel::addCompiledBuffers(const Plan &plan,
                : rank == lastRank    ? 2 * tiedGrad
                : rank != firstRank   ? tiedGrad
                                      : 0;
-    m.buffers = std::max(0.0, grads - m.grads) + receives + working +
-                (peakActivations - m.activations);
+    m.buffers = std::max(0.0, grads - m.grads) + receives + working;
     // Without a pipeline, recomputation leaves braidc's plan as it is (its
     // peak is not where the saved activations are: the same bytes with
     // and without it, dp4, tp4 and dp2 x tp2 of the GPT of
@@ -370,6 +366,24 @@ void PlanCostModel::addCompiledBuffers(const Plan &plan,
       m.buffers += std::max(0.0, noRecompute * scale - m.activations);
     m.buffers +=
         getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank);
+  }
+  // With recomputation, what B hands a W it does not run with it (the
+  // inputs of the weight gradients it re-materialised, and the output
+  // gradients) stays until that W: as many bytes as the activations
+  // without recomputation (braidc's memory report of pp4 ZB-H1, the last
+  // stage: 13.9 MiB with full recomputation, 14.1 without, 4.8 under
+  // 1F1B). heldInFlight is the schedule's peak counting a micro-batch
+  // between its B and its W so. Each stage's step arena is its own
+  // (braidc places every stage's buffers above those of all stages).
+  for (int rank = 0; rank < plan.pp && rank < (int)heldInFlight.size();
+       ++rank) {
+    double activation = 0;
+    for (int c = 0; c < chunks; ++c)
+      activation += stages[vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                                  : c * plan.pp + rank]
+                        .activationBytes;
+    memory[rank].buffers +=
+        std::max(0.0, (heldInFlight[rank] - peakInFlight[rank]) * activation);
   }
 }
 
@@ -455,7 +469,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   double wait =
       hardware.sharesCores(plan.getNumDevices()) ? hardware.descheduledWait : 0;
 
-  std::vector<double> peakInFlight(plan.pp, 1.0);
+  std::vector<double> peakInFlight(plan.pp, 1.0), heldInFlight;
   std::vector<double> rankWork(plan.pp, 0.0);
   int busiest = 0;
   // Devices sharing a node's cores (ranks on a CPU machine): at most
@@ -597,6 +611,46 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     cost.pipelineTime = sim->makespan;
     rankWork = sim->rankWork;
     peakInFlight = sim->peakMemory;
+    // With recomputation, a micro-batch between its B and its W holds
+    // what it would keep without it (addCompiledBuffers): each rank's
+    // peak over its actions, in units of its activation with it.
+    if (config.compiledBuffers && plan.recompute != Recompute::None) {
+      bool sp = plan.sequenceParallel && plan.tp > 1;
+      std::vector<double> without(numStages, 0);
+      for (int s = 0; s < numStages; ++s) {
+        const StageCost &st = stages[s];
+        auto add = [&](const SegmentCost &seg, double n) {
+          without[s] +=
+              seg.getSavedBytes(Recompute::None, plan.tp, sp) * scale * n;
+        };
+        if (s == 0)
+          add(model.pre, 1);
+        for (int i = st.firstLayer; i < st.firstLayer + st.numLayers; ++i)
+          add(model.getLayer(i), 1);
+        if (s == numStages - 1)
+          add(model.post, 1);
+      }
+      heldInFlight.assign(plan.pp, 0);
+      for (int r = 0; r < plan.pp; ++r) {
+        double activation = 0, now = 0, peak = 0;
+        for (int c = 0; c < chunks; ++c)
+          activation += stages[schedule->getStage(r, c)].activationBytes;
+        for (const sched::Action &a : schedule->ranks[r]) {
+          int s = schedule->getStage(r, a.chunk);
+          double kept = stages[s].activationBytes;
+          if (a.kind == sched::ActionKind::Forward)
+            now += kept;
+          else if (a.kind == sched::ActionKind::Backward)
+            now += without[s] - kept;
+          else if (a.kind == sched::ActionKind::Weight)
+            now -= without[s];
+          else if (a.kind == sched::ActionKind::FullBackward)
+            now -= kept;
+          peak = std::max(peak, now);
+        }
+        heldInFlight[r] = activation > 0 ? peak / activation : 0;
+      }
+    }
     if (deferTied) {
       double start = std::max(sim->rankEnd[firstRank],
                               sim->rankEnd[lastRank] + m * tiedTransfer);
@@ -650,7 +704,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   cost.bubbleRate =
       cost.pipelineTime > 0 ? cost.bubbleTime / cost.pipelineTime : 0;
 
-  cost.memory = getMemory(plan, stages, peakInFlight);
+  cost.memory = getMemory(plan, stages, peakInFlight, heldInFlight);
 
   // Data-parallel gradient reduction (and ZeRO's parameter all_gather after
   // the step), per pipeline rank; the slowest rank decides.

@@ -83,6 +83,12 @@ TEST_F(ModelCostTest, Parameters) {
   EXPECT_EQ(model.post.getParams(), 2 * h);     // ln_f
   EXPECT_EQ(model.getParams(),
             V * h + s * h + 4 * (12 * h * h + 13 * h) + 2 * h);
+  // ZeRO-3 gathers each tensor on its own: a layer's 16 (q, k, v, the
+  // attention output, both MLP products, each a weight and a bias, and two
+  // norms' scale and bias), wte and wpe, ln_f's two.
+  EXPECT_EQ(l.paramTensors, 16);
+  EXPECT_EQ(model.pre.paramTensors, 2);
+  EXPECT_EQ(model.post.paramTensors, 2);
 }
 
 TEST_F(ModelCostTest, TensorParallelCollectives) {
@@ -95,6 +101,12 @@ TEST_F(ModelCostTest, TensorParallelCollectives) {
   EXPECT_EQ(l.tpCollectiveBytes, b * s * h * 4);
   EXPECT_EQ(model.pre.tpAllReduces[0][0], 1);  // vocabulary-parallel lookup
   EXPECT_EQ(model.post.tpAllReduces[0][1], 1); // input gradient of the head
+  // Column-parallel products (sequence parallelism reduce-scatters each
+  // one's input gradient and gathers its input again in W): q, k, v and
+  // the MLP's first; the head's logits.
+  EXPECT_EQ(l.tpColumnProducts, 4);
+  EXPECT_EQ(model.pre.tpColumnProducts, 0);
+  EXPECT_EQ(model.post.tpColumnProducts, 1);
 }
 
 TEST_F(ModelCostTest, SavedActivations) {

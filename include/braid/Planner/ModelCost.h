@@ -108,6 +108,9 @@ struct SegmentCost {
   /// Parameters per instance (elements): divided over tp, replicated.
   double splitParams = 0;
   double replicatedParams = 0;
+  /// Parameter tensors per instance: ZeRO-3 gathers each before its use,
+  /// one collective each.
+  double paramTensors = 0;
   /// Bytes per parameter element.
   double paramElementBytes = 4;
   /// Tensor-parallel collectives per instance and pass: tpAllReduces[r][p]
@@ -115,6 +118,11 @@ struct SegmentCost {
   /// each becomes a reduce_scatter plus an all_gather of the same size).
   int tpAllReduces[kNumRecomputeModes][kNumPassKinds] = {};
   double tpCollectiveBytes = 0;
+  /// Column-parallel products per instance. With sequence parallelism
+  /// each has its own input gradient reduce_scatter in B (not one per
+  /// distinct input), and W gathers its sequence-divided input again for
+  /// the weight gradient: one all_gather each.
+  int tpColumnProducts = 0;
   /// Bytes of the activation the segment hands to the next one (what a
   /// pipeline stage boundary after it sends forward, and its gradient back).
   double outputBytes = 0;

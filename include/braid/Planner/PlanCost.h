@@ -216,10 +216,12 @@ public:
 
   /// Memory of every pipeline rank for `plan`, with `peakInFlight[r]` the
   /// peak micro-batch activations (in units of a whole rank's activation
-  /// of one micro-batch) the schedule keeps on rank r.
+  /// of one micro-batch) the schedule keeps on rank r; `heldInFlight` as
+  /// addCompiledBuffers takes it.
   std::vector<RankMemory>
   getMemory(const Plan &plan, const std::vector<StageCost> &stages,
-            const std::vector<double> &peakInFlight) const;
+            const std::vector<double> &peakInFlight,
+            const std::vector<double> &heldInFlight = {}) const;
 
   /// With TrainingConfig::compiledBuffers and no pipeline: the gradient
   /// accumulation loop's buffers beyond the rank's gradients.
@@ -228,10 +230,15 @@ public:
   /// runtime's staging buffers of the collectives pipeline rank `rank` runs.
   double getStagingBytes(const Plan &plan, const std::vector<StageCost> &stages,
                          int rank) const;
-  /// With TrainingConfig::compiledBuffers: sets each rank's buffers.
+  /// With TrainingConfig::compiledBuffers: sets each rank's buffers;
+  /// `heldInFlight`, where not empty, is the schedule's peak with a
+  /// micro-batch between its B and its W counted at its activations without
+  /// recomputation (in units of the rank's activation with it).
   void addCompiledBuffers(const Plan &plan,
                           const std::vector<StageCost> &stages,
-                          std::vector<RankMemory> &memory) const;
+                          std::vector<RankMemory> &memory,
+                          const std::vector<double> &peakInFlight,
+                          const std::vector<double> &heldInFlight) const;
 
   const ModelCost &getModel() const { return model; }
   const Hardware &getHardware() const { return hardware; }
