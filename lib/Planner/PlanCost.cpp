@@ -8,6 +8,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -169,15 +170,16 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     rate[c] = isBytesBound(OpClass(c))
                   ? hardware.memoryBandwidth * hardware.efficiency[c]
                   : peak * hardware.efficiency[c];
-  // Devices sharing cores: each blocking collective also waits for peers
-  // the operating system has descheduled.
-  double wait =
-      hardware.sharesCores(plan.getNumDevices()) ? hardware.descheduledWait : 0;
-
   std::vector<StageCost> stages(numStages);
+  // Blocking collectives per pass and micro-batch of each stage: tp's and
+  // ZeRO-3's; their waits for descheduled peers are added once every
+  // stage's compute is known (getDescheduledWait).
+  std::vector<std::array<double, kNumPassKinds>> tpCalls(numStages),
+      gathers(numStages);
   int first = 0;
   for (int s = 0; s < numStages; ++s) {
     StageCost &st = stages[s];
+    double paramTensors = 0;
     st.firstLayer = first;
     st.numLayers = sizes[s];
     auto addSegment = [&](const SegmentCost &seg, double instances) {
@@ -196,21 +198,31 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         *times[p] += overhead;
         st.overhead += overhead;
         int n = seg.tpAllReduces[r][p];
-        if (tp > 1 && n > 0) {
+        // With sequence parallelism each all_reduce is a reduce_scatter
+        // plus an all_gather; B reduce-scatters every column-parallel
+        // product's input gradient (beyond one per distinct input) and W
+        // gathers each such product's input again.
+        int scatters = sp ? n : 0, gatherCalls = sp ? n : 0;
+        int reduces = sp ? 0 : n;
+        if (sp && p == (int)PassKind::Backward)
+          scatters +=
+              std::max(0, seg.tpColumnProducts -
+                              seg.tpAllReduces[0][(int)PassKind::Backward]);
+        if (sp && p == (int)PassKind::Weight)
+          gatherCalls += seg.tpColumnProducts;
+        if (tp > 1 && scatters + gatherCalls + reduces > 0) {
           double bytes = seg.tpCollectiveBytes * scale;
-          double t =
-              sp ? getCollectiveTime(tpLevel.get(CollectiveKind::ReduceScatter),
-                                     CollectiveKind::ReduceScatter, bytes, tp) +
-                       getCollectiveTime(tpLevel.get(CollectiveKind::AllGather),
-                                         CollectiveKind::AllGather, bytes, tp)
-                 : getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
-                                     CollectiveKind::AllReduce, bytes, tp);
-          t += (sp ? 2 : 1) * wait;
-          t *= n * instances;
+          auto time = [&](CollectiveKind k) {
+            return getCollectiveTime(tpLevel.get(k), k, bytes, tp);
+          };
+          double t = scatters * time(CollectiveKind::ReduceScatter) +
+                     gatherCalls * time(CollectiveKind::AllGather) +
+                     reduces * time(CollectiveKind::AllReduce);
+          t *= instances;
           *times[p] += t;
           st.tpComm += t;
           st.comm[p] += t;
-          st.wait += (sp ? 2 : 1) * wait * n * instances;
+          tpCalls[s][p] += (scatters + gatherCalls + reduces) * instances;
         }
       }
       double saved = seg.getSavedBytes(plan.recompute, tp, sp) * scale;
@@ -227,6 +239,7 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         st.overhead += copies * o;
       }
       st.params += seg.getRankParams(tp) * instances;
+      paramTensors += seg.paramTensors * instances;
       st.activationBytes += saved * instances;
     };
     if (s == 0)
@@ -242,21 +255,78 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     }
     if (s == numStages - 1)
       addSegment(model.post, 1);
-    // ZeRO-3 gathers the stage's parameters before each use in F and B.
+    // ZeRO-3 gathers the stage's parameters before each use in F and B,
+    // one collective per parameter tensor.
     if (plan.zero == 3 && plan.dp > 1) {
+      double k = std::max(1.0, paramTensors);
       double bytes = st.params * model.elementBytes;
-      double t = getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
-                                   CollectiveKind::AllGather, bytes, plan.dp) +
-                 wait;
+      double t =
+          k * getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
+                                CollectiveKind::AllGather, bytes / k, plan.dp);
       st.forward += t;
       st.backward += t;
       st.comm[(int)PassKind::Forward] += t;
       st.comm[(int)PassKind::Backward] += t;
-      st.wait += 2 * wait;
+      gathers[s][(int)PassKind::Forward] += k;
+      gathers[s][(int)PassKind::Backward] += k;
     }
     first += sizes[s];
   }
+  // Where ranks share cores, a member of a collective waits for a core
+  // until the rank holding it blocks; every rank blocks at its stage's
+  // collectives and pipeline receives.
+  double compute = 0, points = 0;
+  for (int s = 0; s < numStages; ++s) {
+    StageCost &st = stages[s];
+    for (int p = 0; p < kNumPassKinds; ++p)
+      st.blockingPoints += tpCalls[s][p] + gathers[s][p];
+    st.blockingPoints += (s > 0) + (s + 1 < numStages);
+    compute += st.forward + st.backward + st.weight;
+    for (int p = 0; p < kNumPassKinds; ++p)
+      compute -= st.comm[p];
+    points += st.blockingPoints;
+  }
+  double interval = points > 0 ? compute / points : 0;
+  double tpWait = getDescheduledWait(plan, tp, interval);
+  double dpWait = getDescheduledWait(plan, plan.dp, interval);
+  for (int s = 0; s < numStages; ++s) {
+    StageCost &st = stages[s];
+    double *times[kNumPassKinds] = {&st.forward, &st.backward, &st.weight};
+    for (int p = 0; p < kNumPassKinds; ++p) {
+      double tpT = tpCalls[s][p] * tpWait, dpT = gathers[s][p] * dpWait;
+      *times[p] += tpT + dpT;
+      st.comm[p] += tpT + dpT;
+      st.tpComm += tpT;
+      st.wait += tpT + dpT;
+    }
+  }
   return stages;
+}
+
+double mlir::braid::plan::expectedDescheduledWait(double limit,
+                                                  double interval) {
+  if (limit <= 0)
+    return 0;
+  if (interval <= 0)
+    return limit;
+  // E[min(U g, L)]: g / 2 if g <= L, else L - L^2 / (2 g).
+  if (interval <= limit)
+    return interval / 2;
+  return limit - limit * limit / (2 * interval);
+}
+
+double PlanCostModel::getDescheduledWait(const Plan &plan, int groupSize,
+                                         double competitorInterval) const {
+  int devices = plan.getNumDevices();
+  if (groupSize < 2 || !hardware.sharesCores(devices))
+    return 0;
+  int nodeDevices = std::min(hardware.devicesPerNode, devices);
+  int slots = std::min(hardware.concurrentDevicesPerNode, nodeDevices);
+  // The group's members on one node, and the devices beside them there.
+  int outside = nodeDevices - std::min(groupSize, nodeDevices);
+  if (outside < slots)
+    return 0;
+  return expectedDescheduledWait(hardware.descheduledWait, competitorInterval);
 }
 
 std::vector<RankMemory>
@@ -466,8 +536,18 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   int m = plan.microbatches;
   double scale = double(plan.microBatchSize) / model.batch;
   int dpn = hardware.devicesPerNode;
-  double wait =
-      hardware.sharesCores(plan.getNumDevices()) ? hardware.descheduledWait : 0;
+  // Waits for descheduled peers (getDescheduledWait): of a pipeline
+  // transfer or tied exchange (2 devices), and of a dp collective.
+  double compute = 0, points = 0;
+  for (const StageCost &st : stages) {
+    compute += st.forward + st.backward + st.weight;
+    for (int p = 0; p < kNumPassKinds; ++p)
+      compute -= st.comm[p];
+    points += st.blockingPoints;
+  }
+  double interval = points > 0 ? compute / points : 0;
+  double wait = getDescheduledWait(plan, 2, interval);
+  double dpWait = getDescheduledWait(plan, plan.dp, interval);
 
   std::vector<double> peakInFlight(plan.pp, 1.0), heldInFlight;
   std::vector<double> rankWork(plan.pp, 0.0);
@@ -668,18 +748,16 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   // over the devices that compute at once (a pipeline's simulation above
   // shares the cores action by action).
   if (share > 1 && plan.pp == 1) {
-    // The waits for descheduled peers are not work another device can
-    // fill: each rank's come on top of the shared work (what the
-    // calibration measures them as).
-    bool vs = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+    // Collectives and their waits for descheduled peers are not work
+    // another device can fill: each rank's come on top of the shared work
+    // (the links are calibrated on ranks sharing the cores, so a
+    // collective's time already includes what sharing costs it).
     double work = 0, waits = 0;
     for (int r = 0; r < plan.pp; ++r) {
       double rankWaits = 0;
-      for (int c = 0; c < chunks; ++c)
-        rankWaits +=
-            m *
-            stages[vs ? (c == 0 ? r : 2 * plan.pp - 1 - r) : c * plan.pp + r]
-                .wait;
+      for (const StageCost &st : stages)
+        for (int p = 0; p < kNumPassKinds; ++p)
+          rankWaits += m * st.comm[p];
       work += rankWork[r] - rankWaits;
       waits = std::max(waits, rankWaits);
     }
@@ -726,18 +804,18 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       if (plan.zero == 0) {
         t = getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
                               CollectiveKind::AllReduce, grads, plan.dp) +
-            wait;
+            dpWait;
         bytes = 2.0 * (plan.dp - 1) / plan.dp * grads;
       } else {
         t = getCollectiveTime(dpLevel.get(CollectiveKind::ReduceScatter),
                               CollectiveKind::ReduceScatter, grads, plan.dp) +
-            wait;
+            dpWait;
         bytes = double(plan.dp - 1) / plan.dp * grads;
         if (plan.zero < 3) {
           double p = params * model.elementBytes;
           t += getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
                                  CollectiveKind::AllGather, p, plan.dp) +
-               wait;
+               dpWait;
           bytes += double(plan.dp - 1) / plan.dp * p;
         } else {
           bytes += 2.0 * m * double(plan.dp - 1) / plan.dp * params *

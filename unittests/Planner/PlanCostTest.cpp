@@ -474,10 +474,22 @@ TEST_F(PlanCostTest, RowWiseAndLossEfficiency) {
   EXPECT_NEAR(c.compute[(int)OpClass::Loss], (loss + lossGrad) / 5e9, 1e-15);
 }
 
-// Devices sharing cores wait for descheduled peers at each blocking
-// collective: every tp all_reduce (a reduce_scatter and an all_gather with
-// sp), each pipeline transfer and each dp collective gains the hardware's
-// wait; plans whose devices do not share cores do not.
+// A member of a collective that needs a core held by a rank blocking every
+// g seconds (at a uniformly random point of it), or preempted after L,
+// waits E[min(U g, L)].
+TEST(DescheduledWaitTest, ExpectedWait) {
+  EXPECT_EQ(expectedDescheduledWait(0, 1e-3), 0);
+  EXPECT_EQ(expectedDescheduledWait(1e-3, 0), 1e-3);
+  EXPECT_NEAR(expectedDescheduledWait(1e-3, 0.5e-3), 0.25e-3, 1e-15);
+  EXPECT_NEAR(expectedDescheduledWait(1e-3, 1e-3), 0.5e-3, 1e-15);
+  EXPECT_NEAR(expectedDescheduledWait(1e-3, 4e-3), 1e-3 - 1e-6 / 8e-3, 1e-15);
+}
+
+// Devices sharing cores wait for descheduled peers at a blocking collective
+// only where the node's devices outside its group can hold every core; then
+// each tp collective (a reduce_scatter and an all_gather with sp), pipeline
+// transfer and dp collective gains the expected wait, with the blocking
+// interval the plan's compute over its blocking points.
 TEST_F(PlanCostTest, DescheduledWait) {
   Hardware shared = testHardware();
   shared.concurrentDevicesPerNode = 2;
@@ -490,45 +502,136 @@ TEST_F(PlanCostTest, DescheduledWait) {
     EXPECT_TRUE(a && w);
     return std::make_pair(*a, *w);
   };
-  // tp = 4: per micro-batch the embedding's all_reduce, 2 + 2 per layer and
-  // the head's input gradient.
+  // The plan's compute per micro-batch over its blocking points.
+  auto interval = [](const PlanCost &c) {
+    double compute = 0, points = 0;
+    for (const StageCost &st : c.stages) {
+      compute += st.forward + st.backward + st.weight - st.comm[0] -
+                 st.comm[1] - st.comm[2];
+      points += st.blockingPoints;
+    }
+    return compute / points;
+  };
+  // tp = 4: every device of the node is in the group, so a member that
+  // waits yields its core to another member: no wait.
   Plan tp;
   tp.tp = 4;
   auto [t0, t1] = both(tp);
+  EXPECT_EQ(t1.stepTime, t0.stepTime);
+  EXPECT_EQ(slow.getDescheduledWait(tp, 4, 1e-3), 0);
+  // Per micro-batch the embedding's all_reduce, 2 + 2 per layer and the
+  // head's input gradient: the blocking points of one stage.
   double collectives = 1 + 4 * (2 + 2) + 1;
-  EXPECT_NEAR(t1.stages[0].tpComm - t0.stages[0].tpComm, 1e-3 * collectives,
-              1e-12);
-  EXPECT_NEAR(t1.stages[0].wait, 1e-3 * collectives, 1e-12);
-  // The 4 devices' work but the waits, over the 2 that compute at once,
-  // then one device's waits (other devices cannot fill them).
+  EXPECT_EQ(t1.stages[0].blockingPoints, collectives);
+  // Without a pipeline the devices share the work but the collectives,
+  // which each device spends itself (the links are calibrated on ranks
+  // sharing the cores).
   const StageCost &st = t1.stages[0];
   double work = st.forward + st.backward + st.weight;
-  EXPECT_NEAR(t1.pipelineTime, (work - st.wait) * 4 / 2 + st.wait, 1e-12);
-  tp.sequenceParallel = true;
-  auto [s0, s1] = both(tp);
-  EXPECT_NEAR(s1.stages[0].tpComm - s0.stages[0].tpComm, 2e-3 * collectives,
+  double comm = st.comm[0] + st.comm[1] + st.comm[2];
+  EXPECT_NEAR(t1.pipelineTime, (work - comm) * 4 / 2 + comm, 1e-12);
+  // dp = 2 x tp = 2: each tp group leaves 2 devices, as many as the cores,
+  // outside it: each tp collective and the dp all_reduce wait.
+  Plan mixed;
+  mixed.dp = 2;
+  mixed.tp = 2;
+  auto [m0, m1] = both(mixed);
+  double w = expectedDescheduledWait(1e-3, interval(m0));
+  EXPECT_GT(w, 0);
+  EXPECT_LT(w, 1e-3);
+  EXPECT_NEAR(slow.getDescheduledWait(mixed, 2, interval(m0)), w, 1e-15);
+  EXPECT_NEAR(m1.stages[0].wait, w * collectives, 1e-12);
+  EXPECT_NEAR(m1.stages[0].tpComm - m0.stages[0].tpComm, w * collectives,
               1e-12);
-  // dp = 4: one all_reduce of the gradients; ZeRO-1 a reduce_scatter and an
-  // all_gather.
+  EXPECT_NEAR(m1.dpCommTime - m0.dpCommTime, w, 1e-12);
+  mixed.sequenceParallel = true;
+  auto [s0, s1] = both(mixed);
+  EXPECT_NEAR(s1.stages[0].wait,
+              expectedDescheduledWait(1e-3, interval(s0)) *
+                  s1.stages[0].blockingPoints,
+              1e-12);
+  // With 3 of the 4 devices computing at once, the 2 outside a group
+  // cannot hold every core: no wait.
+  Hardware three = waiting;
+  three.concurrentDevicesPerNode = 3;
+  PlanCostModel roomy(model, three);
+  EXPECT_EQ(roomy.getDescheduledWait(mixed, 2, 1e-3), 0);
+  // dp = 4: the gradients' all_reduce spans the node: no wait.
   Plan dp;
   dp.dp = 4;
   auto [d0, d1] = both(dp);
-  EXPECT_NEAR(d1.dpCommTime - d0.dpCommTime, 1e-3, 1e-12);
-  dp.zero = 1;
-  auto [z0, z1] = both(dp);
-  EXPECT_NEAR(z1.dpCommTime - z0.dpCommTime, 2e-3, 1e-12);
-  // pp = 4: each transfer.
+  EXPECT_EQ(d1.dpCommTime, d0.dpCommTime);
+  // pp = 4: each transfer (2 devices) waits; the blocking points are the
+  // receives, 1 + 2 + 2 + 1.
   Plan pp;
   pp.pp = 4;
   pp.microbatches = 4;
   auto [p0, p1] = both(pp);
-  EXPECT_NEAR(p1.ppTransferTime - p0.ppTransferTime, 1e-3, 1e-12);
+  double points = 0;
+  for (const StageCost &s : p1.stages)
+    points += s.blockingPoints;
+  EXPECT_EQ(points, 6);
+  EXPECT_NEAR(p1.ppTransferTime - p0.ppTransferTime,
+              expectedDescheduledWait(1e-3, interval(p0)), 1e-12);
   EXPECT_GT(p1.pipelineTime, p0.pipelineTime);
   // Two devices on the node: they do not share cores, nothing waits.
   Plan two;
   two.tp = 2;
   auto [w0, w1] = both(two);
   EXPECT_EQ(w1.stepTime, w0.stepTime);
+}
+
+// ZeRO-3 gathers each parameter tensor before its use in F and B: one
+// collective each (the GPT's 2 + 4 x 16 + 2 tensors), not one of the
+// stage's parameters.
+TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
+  Plan plan;
+  plan.dp = 2;
+  plan.zero = 3;
+  PlanCost c = evaluate(plan);
+  const StageCost &st = c.stages[0];
+  double k = 2 + 4 * 16 + 2;
+  double bytes = st.params * costs->getModel().elementBytes;
+  const Hardware &hw = costs->getHardware();
+  double gather =
+      k * getCollectiveTime(hw.intraNode.get(CollectiveKind::AllGather),
+                            CollectiveKind::AllGather, bytes / k, 2);
+  EXPECT_NEAR(st.comm[(int)PassKind::Forward], gather, 1e-15);
+  EXPECT_NEAR(st.comm[(int)PassKind::Backward], gather, 1e-15);
+  EXPECT_EQ(st.blockingPoints, 2 * k);
+}
+
+// With sequence parallelism B reduce-scatters each column-parallel
+// product's input gradient (a GPT layer's q, k, v and MLP fc: 4, where one
+// all_reduce per distinct input, 2, suffices without) and W gathers each
+// one's input again.
+TEST_F(PlanCostTest, SequenceParallelWeightGathers) {
+  Plan plan;
+  plan.tp = 2;
+  plan.sequenceParallel = true;
+  PlanCost c = evaluate(plan);
+  const ModelCost &model = costs->getModel();
+  const Hardware &hw = costs->getHardware();
+  // Costs are for the model's batch, scaled to the micro-batch.
+  double scale = double(plan.microBatchSize) / model.batch;
+  auto time = [&](CollectiveKind k, double bytes) {
+    return getCollectiveTime(hw.intraNode.get(k), k, bytes * scale, 2);
+  };
+  const SegmentCost &l = model.layers[0];
+  double b = l.tpCollectiveBytes;
+  double rs = time(CollectiveKind::ReduceScatter, b);
+  double ag = time(CollectiveKind::AllGather, b);
+  double w = 4 * 4 * ag +
+             time(CollectiveKind::AllGather, model.post.tpCollectiveBytes);
+  EXPECT_NEAR(c.stages[0].comm[(int)PassKind::Weight], w, 1e-15);
+  double bwd =
+      4 * (2 * (rs + ag) + 2 * rs) +
+      time(CollectiveKind::ReduceScatter, model.post.tpCollectiveBytes) +
+      time(CollectiveKind::AllGather, model.post.tpCollectiveBytes);
+  EXPECT_NEAR(c.stages[0].comm[(int)PassKind::Backward], bwd, 1e-15);
+  // Without it, W has no collective.
+  plan.sequenceParallel = false;
+  EXPECT_EQ(evaluate(plan).stages[0].comm[(int)PassKind::Weight], 0);
 }
 
 // GPT's wte is read by the embedding (stage 0) and the head (the last

@@ -114,8 +114,13 @@ struct StageCost {
   /// The collectives' part of the three.
   double tpComm = 0;
   /// Of the collectives (tp, and ZeRO-3's gathers), the waits for
-  /// descheduled peers (Hardware::descheduledWait).
+  /// descheduled peers (PlanCostModel::getDescheduledWait).
   double wait = 0;
+  /// Points per micro-batch (F + B + W) where this stage's ranks block:
+  /// its tp collectives, ZeRO-3's gathers, and its pipeline receives. Where
+  /// ranks share cores, a rank of another group gives its core back at
+  /// each of them.
+  double blockingPoints = 0;
   /// Of F, B and W, the time in collectives (tp, and ZeRO-3's gathers):
   /// a rank waiting in one occupies no core where ranks share cores.
   double comm[kNumPassKinds] = {};
@@ -210,6 +215,20 @@ public:
   /// schedule cannot be generated.
   llvm::Expected<PlanCost> evaluate(const Plan &plan);
 
+  /// Seconds a blocking collective of `groupSize` of the plan's devices
+  /// waits, on average, for a member the operating system has descheduled
+  /// (0 unless the plan's devices share cores). Only where the node's
+  /// devices outside the group can hold every core is a member kept from
+  /// one: a member that waits yields its core, and if the others are all in
+  /// the group (tp4 or dp4 on 4 ranks) a member takes it. A member then
+  /// waits until a rank holding a core blocks itself (every
+  /// `competitorInterval` seconds of its compute, at a uniformly random
+  /// point of it) or the system preempts it (Hardware::descheduledWait,
+  /// measured against ranks that never block), whichever comes first:
+  /// expectedDescheduledWait.
+  double getDescheduledWait(const Plan &plan, int groupSize,
+                            double competitorInterval) const;
+
   /// Per-stage costs alone (no schedule, no simulation): the cheap part a
   /// search can use to prune.
   llvm::Expected<std::vector<StageCost>> getStageCosts(const Plan &plan) const;
@@ -251,6 +270,12 @@ private:
   struct ScheduleCache;
   std::unique_ptr<ScheduleCache> cache;
 };
+
+/// The expected wait of a rank that needs a core held by a rank blocking
+/// every `interval` seconds (at a uniformly random point of it), or
+/// preempted after `limit`: E[min(U interval, limit)], U uniform on [0, 1].
+/// `interval` <= 0: no blocking point known, `limit`.
+double expectedDescheduledWait(double limit, double interval);
 
 /// Prints the prediction: step time, its breakdown, TFLOP/s per device,
 /// MFU, per-stage F/B/W and per-rank memory.
