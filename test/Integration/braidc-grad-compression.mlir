@@ -78,7 +78,10 @@
 // RUN: braid-run -n 2 %t.psgd.async --steps 4 --seed 1 > %t.psgd.async.out
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.psgd.async.out %t.psgd.out --rtol 0 | FileCheck %s --check-prefix=PSGD-ASYNC
 // PSGD-ASYNC: ok: 4 losses within 0
-// The same on dp2 x pp2, whose starts are issued inside the pipeline.
+// The same on dp2 x pp2, whose starts are issued inside the pipeline
+// (marked so for the lowering).
+// RUN: braid-opt %t.mlir --braid-codegen-pipeline="train=true dp=2 pp=2 microbatches=2 lr=3e-3 grad-compression=powersgd powersgd-rank=2 async-collectives=true" --mlir-print-ir-before=braid-lower-to-emitc -o /dev/null 2>&1 | FileCheck %s --check-prefix=PSGD-PP
+// PSGD-PP: braid.all_reduce_start sum {{.*}}braid.compress = "powersgd"{{.*}}braid.start_in_pipeline
 // RUN: braidc %t.mlir --mesh dp=2,pp=2 --microbatches 2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 -o %t.psgd.pp
 // RUN: braid-run -n 4 %t.psgd.pp --steps 4 --seed 1 > %t.psgd.pp.out
 // RUN: braidc %t.mlir --mesh dp=2,pp=2 --microbatches 2 --lr 3e-3 --grad-compression powersgd --powersgd-rank 2 --async-collectives -o %t.psgd.pp.async
