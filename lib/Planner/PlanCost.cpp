@@ -304,15 +304,20 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
 }
 
 double mlir::braid::plan::expectedDescheduledWait(double limit,
-                                                  double interval) {
+                                                  double interval, int ahead) {
   if (limit <= 0)
     return 0;
   if (interval <= 0)
     return limit;
-  // E[min(U g, L)]: g / 2 if g <= L, else L - L^2 / (2 g).
-  if (interval <= limit)
-    return interval / 2;
-  return limit - limit * limit / (2 * interval);
+  // E[min(a + U g, L)] with a = (ahead - 1) g: the first holder's rest of
+  // its interval, then each one's whole interval.
+  double a = std::max(0, ahead - 1) * interval;
+  if (a >= limit)
+    return limit;
+  if (a + interval <= limit)
+    return a + interval / 2;
+  double t = (limit - a) / interval; // the share of U below the cap
+  return a * t + interval * t * t / 2 + (1 - t) * limit;
 }
 
 double PlanCostModel::getDescheduledWait(const Plan &plan, int groupSize,
@@ -326,7 +331,11 @@ double PlanCostModel::getDescheduledWait(const Plan &plan, int groupSize,
   int outside = nodeDevices - std::min(groupSize, nodeDevices);
   if (outside < slots)
     return 0;
-  return expectedDescheduledWait(hardware.descheduledWait, competitorInterval);
+  // The devices outside queue for the cores alike: a member waits behind
+  // outside / cores of them (8 ranks on 2 cores, groups of 2: 3).
+  int ahead = (outside + slots - 1) / slots;
+  return expectedDescheduledWait(hardware.descheduledWait, competitorInterval,
+                                 ahead);
 }
 
 std::vector<RankMemory>

@@ -483,6 +483,13 @@ TEST(DescheduledWaitTest, ExpectedWait) {
   EXPECT_NEAR(expectedDescheduledWait(1e-3, 0.5e-3), 0.25e-3, 1e-15);
   EXPECT_NEAR(expectedDescheduledWait(1e-3, 1e-3), 0.5e-3, 1e-15);
   EXPECT_NEAR(expectedDescheduledWait(1e-3, 4e-3), 1e-3 - 1e-6 / 8e-3, 1e-15);
+  // Behind 3 holders of the core: 2 whole intervals, then half of one.
+  EXPECT_NEAR(expectedDescheduledWait(1e-3, 0.2e-3, 3), 0.5e-3, 1e-15);
+  // The cap within the last holder's interval: t = (L - a) / g of it
+  // below the cap (a = 2 g = 0.8 ms, t = 0.5).
+  EXPECT_NEAR(expectedDescheduledWait(1e-3, 0.4e-3, 3),
+              0.8e-3 * 0.5 + 0.4e-3 * 0.125 + 0.5 * 1e-3, 1e-15);
+  EXPECT_EQ(expectedDescheduledWait(1e-3, 0.6e-3, 3), 1e-3);
 }
 
 // Devices sharing cores wait for descheduled peers at a blocking collective
@@ -556,6 +563,17 @@ TEST_F(PlanCostTest, DescheduledWait) {
   three.concurrentDevicesPerNode = 3;
   PlanCostModel roomy(model, three);
   EXPECT_EQ(roomy.getDescheduledWait(mixed, 2, 1e-3), 0);
+  // 8 devices on a node of 2 cores, groups of 2: 6 outside queue for the
+  // 2 cores, 3 ahead of a member on each.
+  Hardware eight = waiting;
+  eight.devicesPerNode = 8;
+  PlanCostModel crowded(model, eight);
+  Plan big;
+  big.dp = 4;
+  big.tp = 2;
+  EXPECT_NEAR(crowded.getDescheduledWait(big, 2, 0.1e-3),
+              expectedDescheduledWait(1e-3, 0.1e-3, 3), 1e-15);
+  EXPECT_NEAR(crowded.getDescheduledWait(big, 2, 0.1e-3), 0.25e-3, 1e-15);
   // dp = 4: the gradients' all_reduce spans the node: no wait.
   Plan dp;
   dp.dp = 4;

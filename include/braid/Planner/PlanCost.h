@@ -223,8 +223,9 @@ public:
   /// the group (tp4 or dp4 on 4 ranks) a member takes it. A member then
   /// waits until a rank holding a core blocks itself (every
   /// `competitorInterval` seconds of its compute, at a uniformly random
-  /// point of it) or the system preempts it (Hardware::descheduledWait,
-  /// measured against ranks that never block), whichever comes first:
+  /// point of it; behind outside / cores such ranks where more queue for a
+  /// core) or the system preempts it (Hardware::descheduledWait, measured
+  /// against ranks that never block), whichever comes first:
   /// expectedDescheduledWait.
   double getDescheduledWait(const Plan &plan, int groupSize,
                             double competitorInterval) const;
@@ -272,10 +273,12 @@ private:
 };
 
 /// The expected wait of a rank that needs a core held by a rank blocking
-/// every `interval` seconds (at a uniformly random point of it), or
-/// preempted after `limit`: E[min(U interval, limit)], U uniform on [0, 1].
+/// every `interval` seconds (at a uniformly random point of it), with
+/// `ahead` such ranks queued for that core before it (each runs to its
+/// next blocking point), or preempted after `limit`:
+/// E[min((ahead - 1 + U) interval, limit)], U uniform on [0, 1].
 /// `interval` <= 0: no blocking point known, `limit`.
-double expectedDescheduledWait(double limit, double interval);
+double expectedDescheduledWait(double limit, double interval, int ahead = 1);
 
 /// Prints the prediction: step time, its breakdown, TFLOP/s per device,
 /// MFU, per-stage F/B/W and per-rank memory.
