@@ -303,8 +303,8 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
   return stages;
 }
 
-double mlir::braid::plan::expectedDescheduledWait(double limit,
-                                                  double interval, int ahead) {
+double mlir::braid::plan::expectedDescheduledWait(double limit, double interval,
+                                                  int ahead) {
   if (limit <= 0)
     return 0;
   if (interval <= 0)
