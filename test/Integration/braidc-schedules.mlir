@@ -27,6 +27,13 @@
 // RUN: braid-opt %t.mlir --braid-pipeline-split="stages=2 chunks=2 placement=v layers=0,2,1,1" --braid-autodiff --braid-train-step="lr=0.01 accumulation=2 pipeline" --braid-pipeline-outline --braid-pipeline-schedule=schedule=zb-v -o %t.zbv0.mlir
 // RUN: braid-eval %t.zbv0.mlir --steps 3 --seed 1 --pipeline > %t.zbv0.eval
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.zbv0.out %t.zbv0.eval --rtol 1e-5 | FileCheck %s
+// The last chunk of no layer (--stage-layers 1,1,2,0): rank 0 runs layer
+// 0 as chunk 0 and the head alone as chunk 3.
+// RUN: braidc %t.mlir --mesh pp=2 --schedule zb-v --stage-layers 1,1,2,0 --lr 0.01 -o %t.zbvh
+// RUN: braid-run -n 2 %t.zbvh --steps 3 --seed 1 > %t.zbvh.out
+// RUN: braid-opt %t.mlir --braid-pipeline-split="stages=2 chunks=2 placement=v layers=1,1,2,0" --braid-autodiff --braid-train-step="lr=0.01 accumulation=2 pipeline" --braid-pipeline-outline --braid-pipeline-schedule=schedule=zb-v -o %t.zbvh.mlir
+// RUN: braid-eval %t.zbvh.mlir --steps 3 --seed 1 --pipeline > %t.zbvh.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.zbvh.out %t.zbvh.eval --rtol 1e-5 | FileCheck %s
 // RUN: not braidc %t.mlir --mesh pp=2 --schedule zb-v --stage-layers 2,0,1,1 -o %t.bad 2>&1 | FileCheck %s --check-prefix=EMPTY
 //
 // RUN: not braidc %t.mlir --mesh pp=2 --schedule zb-v --chunks 3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=ZBV3
