@@ -501,6 +501,9 @@ def main():
                         help="start no run of every plan (round) that would end, at the rounds' "
                              "pace so far, after this many minutes of timing; at least one "
                              "round (then a plan's time is its best of the rounds done)")
+    parser.add_argument("--rerun-fastest", type=int,
+                        help="after the first run of every plan, run only the N fastest so far "
+                             "and the planner's pick again (a plan's time: its best run)")
     parser.add_argument("--csv", type=Path, help="write each measured plan's prediction and runs")
     parser.add_argument("--reuse", type=Path,
                         help="a --csv file of an earlier run: its plans' runs are reused, not "
@@ -629,18 +632,24 @@ def main():
                 raise SystemExit(f"braidc failed on {r['name']}:\n{proc.stderr}")
             r["program"] = prog
         start = time.time()
-        rounds = 0
+        rounds = runs_done = 0
         for repeat in range(args.repeats):
+            this_round = [r for r in measured if "program" in r and "failed" not in r]
+            if repeat and args.rerun_fastest:
+                # Only the fastest so far (and the pick) again: what decides
+                # the pick against the fastest.
+                fastest = sorted(this_round, key=lambda r: min(r["runs"]))[:args.rerun_fastest]
+                this_round = [r for r in this_round if r in fastest or r["name"] == name(pick)]
             elapsed = time.time() - start
-            if repeat and args.max_minutes and elapsed * (repeat + 1) / repeat > 60 * args.max_minutes:
-                print(f"--max-minutes {args.max_minutes:g}: {repeat} of {args.repeats} runs of every "
-                      f"plan done in {elapsed:.0f} s, another would end after the limit; "
-                      f"stopping", file=sys.stderr, flush=True)
+            if (repeat and args.max_minutes and runs_done and
+                    elapsed * (1 + len(this_round) / runs_done) > 60 * args.max_minutes):
+                print(f"--max-minutes {args.max_minutes:g}: {repeat} of {args.repeats} rounds "
+                      f"done in {elapsed:.0f} s; the next ({len(this_round)} runs) would end "
+                      f"after the limit: stopping", file=sys.stderr, flush=True)
                 break
             rounds += 1
-            for r in measured:
-                if "program" not in r or "failed" in r:
-                    continue
+            for r in this_round:
+                runs_done += 1
                 code, out, err = run_plan(bin_dir, args.ranks, r["program"], args.steps,
                                           args.run_timeout if args.build_dir else None)
                 t = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
@@ -662,7 +671,7 @@ def main():
                 r["rss"] = [max(rss[k], r["rss"][k] if k < len(r["rss"]) else 0)
                             for k in range(args.ranks)]
             if args.build_dir:  # a long run: its progress, and what it measured so far
-                print(f"run {repeat + 1} of {args.repeats} of every plan done, "
+                print(f"run {repeat + 1} of {args.repeats} of {len(this_round)} plans done, "
                       f"{time.time() - start:.0f} s, load average {load()}",
                       file=sys.stderr, flush=True)
                 if args.csv:
@@ -682,7 +691,9 @@ def main():
     print(f"GPT {args.layers} layers, hidden {args.hidden}, {args.heads} heads, sequence "
           f"{args.seq}, vocabulary {args.vocab}; program batch {args.batch}, global batch "
           f"{args.global_batch}; {args.ranks} ranks x 1 thread on {os.cpu_count()} cores; best of "
-          f"{rounds} runs of {args.steps} steps; load average {load_before} before, "
+          f"{rounds} runs of {args.steps} steps"
+          f"{f' (after the first, only the {args.rerun_fastest} fastest and the pick)' if args.rerun_fastest and rounds > 1 else ''}"
+          f"; load average {load_before} before, "
           f"{load_after} after")
     if not args.memory_only:
         order = sorted(measured, key=lambda r: r["measured"])
