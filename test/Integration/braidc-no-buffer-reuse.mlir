@@ -7,8 +7,9 @@
 // place) on one device, 5 AdamW steps with clipping; a 2-stage 1F1B
 // pipeline (pp=2, stages' buffers sharing the arena) on 2 ranks and a
 // dp2 x tp2 ZeRO-1 program with asynchronous collectives (an operand read
-// until its wait) on 4 ranks, 3 steps each. A buffer reused one op too
-// early changes the losses.
+// until its wait) on 4 ranks, and dp=2 with blocking collectives (its
+// gradient buckets written, summed and read in place) on 2 ranks, 3 steps
+// each. A buffer reused one op too early changes the losses.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128 --batch 4 -o %t.gpt.mlir
 // RUN: braidc %t.gpt.mlir --lr 3e-3 --clip-norm 1.0 -o %t.reuse
@@ -41,6 +42,16 @@
 // RUN: braid-run -n 4 %t.dptp.plain --steps 3 --seed 1 > %t.dptp.plain.out
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.dptp.reuse.out %t.dptp.plain.out --rtol 0 | FileCheck %s --check-prefix=THREE
 //
+// RUN: braidc %t.gpt.mlir --mesh dp=2 --lr 3e-3 --clip-norm 1.0 -o %t.dp.reuse
+// RUN: braidc %t.gpt.mlir --mesh dp=2 --lr 3e-3 --clip-norm 1.0 --no-buffer-reuse -o %t.dp.plain
+// RUN: rm -rf %t.dp.reuse.ck %t.dp.plain.ck
+// RUN: braid-run -n 2 %t.dp.reuse --steps 3 --seed 1 --save %t.dp.reuse.ck > %t.dp.reuse.out
+// RUN: braid-run -n 2 %t.dp.plain --steps 3 --seed 1 --save %t.dp.plain.ck > %t.dp.plain.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.dp.reuse.out %t.dp.plain.out --rtol 0 | FileCheck %s --check-prefix=THREE
+// RUN: diff -r %t.dp.reuse.ck %t.dp.plain.ck
+// RUN: braidc %t.gpt.mlir --mesh dp=2 --lr 3e-3 --emit cpp -o %t.dp.cpp
+// RUN: FileCheck %s --check-prefix=DP < %t.dp.cpp
+//
 // RUN: braidc %t.gpt.mlir --lr 3e-3 --no-fuse --emit cpp -o %t.reuse.cpp
 // RUN: FileCheck %s --check-prefix=CPP < %t.reuse.cpp
 // RUN: braidc %t.gpt.mlir --lr 3e-3 --no-fuse --no-buffer-reuse --emit cpp -o %t.plain.cpp
@@ -62,3 +73,21 @@
 // CPP: braid_rt_adamw_update_f32_i64(braid_rt_program_stream(), [[P:v[0-9]+]], {{v[0-9]+}}, [[M:v[0-9]+]], [[V:v[0-9]+]], {{.*}}, [[P]], [[M]], [[V]]);
 // PLAIN-NOT: braid_arena_
 // PLAIN: static float* braid_buffer_{{[0-9]+}};
+
+// dp=2 (blocking collectives, braidc's default): a layer's gradients are
+// computed straight into their places in one bucket (views of it: no
+// concatenation copies them there), summed over dp in place (the bucket is
+// both the all_reduce's input and its result: no copy) and read back as
+// views (pointer offsets, not slice copies).
+// DP-LABEL: void braid_block_W(
+// DP-NOT: braid_rt_concat_f32
+// DP: int64_t [[ZERO:v[0-9]+]] = 0;
+// DP-NEXT: float* [[PIECE:v[0-9]+]] = [[BUCKET:\(braid_arena_[0-9]+ \+ [0-9]+\)]] + [[ZERO]];
+// DP-NEXT: braid_rt_reduce_f32({{.*}}, [[PIECE]]);
+// DP-NOT: braid_rt_concat_f32
+// DP: braid_rt_program_collective_f32(v{{[0-9]+}}, v{{[0-9]+}}, [[BUCKET]], {{(v[0-9]+, v[0-9]+, v[0-9]+, v[0-9]+, v[0-9]+, v[0-9]+)}}, [[BUCKET]], v{{[0-9]+}}, "{{.*}}braid.all_reduce");
+// DP-NEXT: int64_t [[FIRST:v[0-9]+]] = 0;
+// DP-NEXT: float* {{v[0-9]+}} = [[BUCKET]] + [[FIRST]];
+// DP-NEXT: int64_t [[SECOND:v[0-9]+]] = 64;
+// DP-NEXT: float* {{v[0-9]+}} = [[BUCKET]] + [[SECOND]];
+// DP-NOT: braid_rt_slice_f32

@@ -143,12 +143,41 @@ static Value strideArray(FunctionLowering &l,
                                   l.b.getStringAttr("nullptr"));
 }
 
+/// The element offset of `op`'s result in its input when the result is
+/// one contiguous run of it: unit strides, every dimension after the first
+/// partial one whole, every one before it of size 1.
+static std::optional<int64_t> getContiguousOffset(SliceOp op) {
+  if (std::optional<ArrayRef<int64_t>> stride = op.getStride())
+    if (llvm::any_of(*stride, [](int64_t s) { return s != 1; }))
+      return std::nullopt;
+  ArrayRef<int64_t> in =
+      cast<RankedTensorType>(op.getInput().getType()).getShape();
+  ArrayRef<int64_t> out =
+      cast<RankedTensorType>(op.getResult().getType()).getShape();
+  ArrayRef<int64_t> start = op.getStart();
+  int64_t rank = in.size(), offset = 0, stride = 1;
+  bool partial = false; // a dimension after this one is not whole
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (partial && out[d] != 1)
+      return std::nullopt;
+    partial |= out[d] != in[d];
+    offset += start[d] * stride;
+    stride *= in[d];
+  }
+  return offset;
+}
+
 static void populateShapeLowerings(LoweringTable &t) {
   t.add<SliceOp>([](SliceOp op, FunctionLowering &l) -> LogicalResult {
     FailureOr<std::string> kernel =
         movementKernel(op, "braid_rt_slice", op.getInput());
     if (failed(kernel))
       return failure();
+    // A contiguous slice (a dp gradient bucket's pieces) is a view of its
+    // input, not a copy.
+    if (std::optional<int64_t> offset = getContiguousOffset(op))
+      if (l.aliasView(op.getResult(), l.get(op.getInput()), *offset))
+        return success();
     l.kernel(*kernel, {l.get(op.getInput()), l.i64(l.rankOf(op.getInput())),
                        l.shapeOf(op.getInput()), l.shape(op.getStart()),
                        strideArray(l, op.getStride()),
@@ -172,6 +201,19 @@ static void populateShapeLowerings(LoweringTable &t) {
     int64_t rank = l.rankOf(op.getResult());
     if (axis < 0)
       axis += rank;
+    // Pieces computed in place (a dp gradient bucket's): copy the others.
+    if (Value buffer = l.getConcatBuffer(op)) {
+      Type element = l.typeOf(op.getResult()).getElementType();
+      int64_t offset = 0;
+      for (Value input : op.getInputs()) {
+        Value from = l.get(input), to = l.getConcatView(op, offset);
+        if (from != to)
+          l.copy(element, from, to, l.countOf(input));
+        offset += l.countOf(input);
+      }
+      l.alias(op.getResult(), buffer);
+      return success();
+    }
     SmallVector<int64_t> sizes;
     for (Value input : op.getInputs())
       sizes.push_back(l.typeOf(input).getDimSize(axis));

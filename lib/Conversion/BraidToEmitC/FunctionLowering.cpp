@@ -116,7 +116,9 @@ Value FunctionLowering::result(Value v) {
     buffers[v] = out;
     return out;
   }
-  Value buffer = module.reuseBuffers ? getInPlaceBuffer(v) : Value();
+  Value buffer = getConcatPiece(v);
+  if (!buffer && module.reuseBuffers)
+    buffer = getInPlaceBuffer(v);
   if (!buffer)
     buffer = allocate(cast<RankedTensorType>(type));
   buffers[v] = buffer;
@@ -133,12 +135,83 @@ int64_t FunctionLowering::lastUse(Value v) {
 }
 
 void FunctionLowering::extendTo(Value buffer, Value v) {
+  if (Value base = viewBase.lookup(buffer))
+    buffer = base;
   auto it = plannedOf.find(buffer);
   if (it == plannedOf.end())
     return; // a parameter slot or an argument
   PlannedBuffer &p = planned[it->second];
   p.end = std::max(p.end, lastUse(v));
   p.gradient |= gradients.contains(v);
+}
+
+bool FunctionLowering::aliasView(Value v, Value base, int64_t offset) {
+  // Only a whole buffer planned here, outside pipelines: a view is not an
+  // address literal that a stage guard keeps in place, and a later op
+  // never overwrites it in place (it is not in plannedOf).
+  if (!module.reuseBuffers || subPosition >= 0 || allocationStage >= 0 ||
+      placement || !plannedOf.count(base))
+    return false;
+  Value view = emitc::AddOp::create(b, loc, base.getType(), base, i64(offset));
+  viewBase[view] = base;
+  alias(v, view);
+  return true;
+}
+
+void FunctionLowering::findConcatPieces() {
+  if (!module.reuseBuffers)
+    return;
+  for (auto concat : body->getOps<ConcatOp>()) {
+    // Contiguous pieces: every dimension before the axis of size 1.
+    auto type = cast<RankedTensorType>(concat.getType());
+    int64_t axis = concat.getAxis();
+    if (axis < 0)
+      axis += type.getRank();
+    if (llvm::any_of(type.getShape().take_front(axis),
+                     [](int64_t d) { return d != 1; }))
+      continue;
+    int64_t offset = 0;
+    for (Value x : concat.getInputs()) {
+      // Back through the ops that alias their input; each value used by
+      // the next only, so that nothing else reads the piece once the
+      // concatenation's result is written over (a bucket summed in place).
+      Value root = x;
+      while (root.hasOneUse())
+        if (auto reshape = root.getDefiningOp<ReshapeOp>())
+          root = reshape.getInput();
+        else if (auto shard = root.getDefiningOp<ShardOp>())
+          root = shard.getInput();
+        else
+          break;
+      Operation *producer = root.getDefiningOp();
+      if (root.hasOneUse() && x.hasOneUse() && producer &&
+          producer->getBlock() == body && !isa<ParamOp>(producer))
+        concatPieceOf.try_emplace(root, concat, offset);
+      offset += cast<RankedTensorType>(x.getType()).getNumElements();
+    }
+  }
+}
+
+Value FunctionLowering::getConcatPiece(Value v) {
+  auto it = concatPieceOf.find(v);
+  if (it == concatPieceOf.end() || subPosition >= 0 || allocationStage >= 0 ||
+      placement)
+    return {};
+  auto [concat, offset] = it->second;
+  Value &base = concatBuffer[concat];
+  if (!base)
+    base = allocate(cast<RankedTensorType>(concat.getType()));
+  return getConcatView(concat, offset);
+}
+
+Value FunctionLowering::getConcatView(ConcatOp op, int64_t offset) {
+  Value &view = concatViews[{op, offset}];
+  if (!view) {
+    Value base = concatBuffer.lookup(op);
+    view = emitc::AddOp::create(b, loc, base.getType(), base, i64(offset));
+    viewBase[view] = base;
+  }
+  return view;
 }
 
 Value FunctionLowering::getInPlaceBuffer(Value v) {
@@ -158,6 +231,17 @@ Value FunctionLowering::getInPlaceBuffer(Value v) {
                ReluOp, SiluOp, GeluOp, ReluGradOp, SiluGradOp, GeluGradOp>(op))
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
       candidates.push_back(i);
+  else if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+    // The program runtime's all_reduce copies its input to the result and
+    // sums in place there: an input that dies here saves the copy (a dp
+    // gradient bucket: 3 MiB a layer). A blocking one (a started one's
+    // result is a future), not compressed.
+    if (collective.getCollectiveKind() == CollectiveKind::all_reduce &&
+        !collective.isStarted() && !op->hasAttr("braid.compress"))
+      for (OpOperand &operand : op->getOpOperands())
+        if (operand.get() == collective.getInput())
+          candidates.push_back(operand.getOperandNumber());
+  }
   for (unsigned i : candidates) {
     Value x = op->getOperand(i);
     if (x.getType() != v.getType())
@@ -374,6 +458,7 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   this->body = &body;
   for (auto [i, op] : llvm::enumerate(body))
     opIndex[&op] = i;
+  findConcatPieces();
   // The values holding parameter gradients: what an optimizer update (here
   // or in a layer repeated here) reads as its gradient, what a pipeline
   // returns (the means of its gradients), and back through the ops that

@@ -293,6 +293,15 @@ public:
     buffers[v] = buffer;
     extendTo(buffer, v);
   }
+  /// Makes `v` the elements of `base` from `offset` on (no copy), keeping
+  /// `base` alive as long as v; false where it cannot (base not a buffer
+  /// planned by this function, or in a pipeline).
+  bool aliasView(Value v, Value base, int64_t offset);
+  /// The buffer of a braid.concat whose pieces its operands' producers
+  /// wrote in place (findConcatPieces), or null.
+  Value getConcatBuffer(ConcatOp op) { return concatBuffer.lookup(op); }
+  /// The view of that buffer from element `offset` on (one per place).
+  Value getConcatView(ConcatOp op, int64_t offset);
   /// While not -1, buffers allocated belong to the code of this pipeline
   /// stage only (under `if (stage == r)`): other stages' may share memory.
   int64_t allocationStage = -1;
@@ -460,6 +469,19 @@ private:
   /// literals (patched with the offset).
   std::vector<PlannedBuffer> planned;
   DenseMap<Value, unsigned> plannedOf;
+  /// The planned buffer each view (aliasView) is part of.
+  DenseMap<Value, Value> viewBase;
+  /// Values computed straight into their place in a braid.concat's result
+  /// (a dp gradient bucket): the concat and the element offset.
+  DenseMap<Value, std::pair<ConcatOp, int64_t>> concatPieceOf;
+  DenseMap<Operation *, Value> concatBuffer;
+  DenseMap<std::pair<Operation *, int64_t>, Value> concatViews;
+  /// Fills concatPieceOf for the body: each operand of a concat of
+  /// contiguous pieces that nothing else reads, produced in the body.
+  void findConcatPieces();
+  /// A view of `v`'s place in its concat's buffer (allocated with the first
+  /// piece), or null.
+  Value getConcatPiece(Value v);
   std::vector<std::pair<emitc::LiteralOp, Type>> addresses;
   /// Buffers an in-place result took at the op being lowered.
   DenseSet<unsigned> donated;
