@@ -357,9 +357,24 @@ public:
           if (phase == Phase::B)
             seenBackwardRepeat = true;
           Accumulator acc;
-          for (Operation *inner : bodyOps(layer))
+          int rerun = 0;
+          for (Operation *inner : bodyOps(layer)) {
             acc.add(inner, true);
+            // A forward row-parallel product B re-runs (the same weight,
+            // untransposed) needs its all_reduce again.
+            if (auto mm = dyn_cast<MatmulOp>(inner))
+              if (auto w = mm.getRhs().getDefiningOp<ParamOp>())
+                if (!inner->hasAttr("transpose_a") &&
+                    !inner->hasAttr("transpose_b") &&
+                    rowParallelWeights[seg].contains(w.getName()))
+                  ++rerun;
+          }
           seg->passes[r][(int)phase] = acc.work;
+          if (phase == Phase::B && r == (int)Recompute::Full &&
+              rowParallelWeights.count(seg))
+            seg->tpAllReduces[r][(int)phase] =
+                seg->tpAllReduces[r][(int)phase] - forwardCollectives[seg] +
+                rerun;
         }
         continue;
       }
@@ -480,9 +495,17 @@ private:
       if (split.isSplit(v))
         ++fwd;
     seg.tpAllReduces[r][(int)PassKind::Forward] = fwd;
-    // Full recomputation re-runs the forward, collectives included, in B.
+    // Full recomputation re-runs in B what the backward needs, collectives
+    // included: all of F's here, fewer once B's body is read (the
+    // row-parallel products it re-runs, rowParallelWeights).
     seg.tpAllReduces[r][(int)PassKind::Backward] =
         bwd + (r == (int)Recompute::Full ? fwd : 0);
+    forwardCollectives[&seg] = fwd;
+    for (Operation *op : split.forwardCollectiveOps)
+      if (isa<MatmulOp>(op))
+        for (Value v : op->getOperands())
+          if (auto w = v.getDefiningOp<ParamOp>())
+            rowParallelWeights[&seg].insert(w.getName());
     // What F keeps: the yields after the carried values.
     Operation *yield = layer.getBody().front().getTerminator();
     unsigned carried = repeat.getNumCarried();
@@ -504,6 +527,11 @@ private:
   llvm::DenseMap<SegmentCost *, Accumulator> forward, backward, weight;
   llvm::StringSet<> paramNames;
   llvm::DenseMap<SegmentCost *, llvm::StringSet<>> layerParamNames;
+  /// Per layer: F's collectives, and the weights of its row-parallel
+  /// products (what B must re-run with its all_reduce under full
+  /// recomputation).
+  llvm::DenseMap<SegmentCost *, int> forwardCollectives;
+  llvm::DenseMap<SegmentCost *, llvm::StringSet<>> rowParallelWeights;
 };
 } // namespace
 

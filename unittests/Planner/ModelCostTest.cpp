@@ -97,7 +97,10 @@ TEST_F(ModelCostTest, TensorParallelCollectives) {
   // one per column-parallel input in B.
   EXPECT_EQ(l.tpAllReduces[0][0], 2);
   EXPECT_EQ(l.tpAllReduces[0][1], 2);
-  EXPECT_EQ(l.tpAllReduces[(int)Recompute::Full][1], 4);
+  // Full recomputation re-runs in B the attention's output product and
+  // its all_reduce, not the MLP's last product (its result only feeds the
+  // residual add): 3, not 2 + 2.
+  EXPECT_EQ(l.tpAllReduces[(int)Recompute::Full][1], 3);
   EXPECT_EQ(l.tpCollectiveBytes, b * s * h * 4);
   EXPECT_EQ(model.pre.tpAllReduces[0][0], 1);  // vocabulary-parallel lookup
   EXPECT_EQ(model.post.tpAllReduces[0][1], 1); // input gradient of the head
