@@ -130,14 +130,12 @@ static braid_rt_status_t trace_blocking(braid_rt_comm_t *comm, const char *op,
   return braid_rt_trace_comm(comm->ctx, &event);
 }
 
-static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
-                                    size_t count, braid_rt_stream_t *stream,
-                                    const wire_t *wire) {
+braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
+    braid_rt_comm_t *comm, float *buf, size_t count, braid_rt_stream_t *stream,
+    int format) {
+  (void)stream;
   const char *op = "all_reduce (16-bit)";
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, op, count, buf, "buf");
-  if (status != BRAID_RT_OK || comm->size == 1 || count == 0)
-    return status;
+  const wire_t *wire = format ? &F16 : &BF16;
   int size = comm->size, rank = comm->rank, tag = ring_tag(comm);
   uint16_t *words =
       malloc(2 * (chunk_length(count, size, 0) + 1) * sizeof(uint16_t));
@@ -145,7 +143,8 @@ static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
     return braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
                          "%s over %s: out of memory", op, comm->name);
   double start_s = braid_rt_now_seconds();
-  status = ring_reduce(comm, op, wire, buf, count, words, tag);
+  braid_rt_status_t status =
+      ring_reduce(comm, op, wire, buf, count, words, tag);
   if (status == BRAID_RT_OK) {
     /* The owner's chunk as every other rank will receive it. */
     float *own = buf + chunk_begin(count, size, rank);
@@ -171,16 +170,13 @@ static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
   return status;
 }
 
-static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
-                                        const float *send, float *recv,
-                                        size_t recv_count,
-                                        braid_rt_stream_t *stream,
-                                        const wire_t *wire) {
+braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
+    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
+    braid_rt_stream_t *stream, int format) {
+  (void)stream;
   const char *op = "reduce_scatter (16-bit)";
-  braid_rt_status_t status = braid_rt_check_reduce_scatter(
-      comm, stream, op, send, recv, recv_count, sizeof(float));
-  if (status != BRAID_RT_OK || recv_count == 0)
-    return status;
+  const wire_t *wire = format ? &F16 : &BF16;
+  braid_rt_status_t status = BRAID_RT_OK;
   int size = comm->size, rank = comm->rank;
   size_t count = (size_t)size * recv_count;
   float *acc = malloc(count * sizeof(float));
@@ -202,29 +198,4 @@ static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
   if (status == BRAID_RT_OK)
     status = trace_blocking(comm, op, count, start_s);
   return status;
-}
-
-braid_rt_status_t
-braid_rt_all_reduce_sum_f32_as_bf16(braid_rt_comm_t *comm, float *buf,
-                                    size_t count, braid_rt_stream_t *stream) {
-  return all_reduce(comm, buf, count, stream, &BF16);
-}
-
-braid_rt_status_t
-braid_rt_all_reduce_sum_f32_as_f16(braid_rt_comm_t *comm, float *buf,
-                                   size_t count, braid_rt_stream_t *stream) {
-  return all_reduce(comm, buf, count, stream, &F16);
-}
-
-braid_rt_status_t braid_rt_reduce_scatter_sum_f32_as_bf16(
-    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
-    braid_rt_stream_t *stream) {
-  return reduce_scatter(comm, send, recv, recv_count, stream, &BF16);
-}
-
-braid_rt_status_t
-braid_rt_reduce_scatter_sum_f32_as_f16(braid_rt_comm_t *comm, const float *send,
-                                       float *recv, size_t recv_count,
-                                       braid_rt_stream_t *stream) {
-  return reduce_scatter(comm, send, recv, recv_count, stream, &F16);
 }

@@ -14,16 +14,10 @@
 
 #include <stdlib.h>
 
-braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
-                                                   float *grad, size_t rows,
-                                                   size_t cols, size_t rank,
-                                                   float *q, float *error,
-                                                   braid_rt_stream_t *stream) {
+braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
+    braid_rt_comm_t *comm, float *grad, size_t rows, size_t cols, size_t rank,
+    float *q, float *error, braid_rt_stream_t *stream) {
   const char *op = "powersgd_all_reduce";
-  braid_rt_status_t status = braid_rt_check_powersgd(
-      comm, stream, op, grad, rows, cols, rank, q, error);
-  if (status != BRAID_RT_OK)
-    return status;
   float *m = malloc(rows * cols * sizeof(float));
   float *p = malloc(rows * rank * sizeof(float));
   if (!m || !p) {
@@ -35,7 +29,8 @@ braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
   braid_rt_powersgd_host_m(grad, error, m, rows * cols);
   /* P = M Q, summed over the ranks, orthonormalised. */
   braid_rt_powersgd_host_p(m, q, p, rows, cols, rank);
-  status = braid_rt_all_reduce_sum_f32(comm, p, rows * rank, stream);
+  braid_rt_status_t status =
+      braid_rt_all_reduce_sum_f32(comm, p, rows * rank, stream);
   if (status == BRAID_RT_OK) {
     braid_rt_powersgd_host_orthonormalise(p, rows, rank);
     /* Q = M^T P, summed over the ranks: the next step's warm start. */

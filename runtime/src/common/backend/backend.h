@@ -106,25 +106,6 @@ braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
                                           size_t a_bytes, const void *b,
                                           size_t b_bytes);
 
-/* reduce_scatter's checks on every backend (f32 or f64, and the 16-bit
-   compressed sums): braid_rt_check_op on `send` and `recv`, then that the
-   size x recv_count elements of `send` do not overlap the recv_count of
-   `recv` (elements of `elem_bytes`). */
-braid_rt_status_t
-braid_rt_check_reduce_scatter(braid_rt_comm_t *comm, braid_rt_stream_t *stream,
-                              const char *what, const void *send, void *recv,
-                              size_t recv_count, size_t elem_bytes);
-
-/* braid_rt_powersgd_all_reduce_f32's checks on every backend:
-   braid_rt_check_op on the rows x cols gradient, a rank in
-   1..min(rows, cols), a `q`, and what the backend requires of `q` and of
-   `error` when given (braid_rt_backend_check_buffer). */
-braid_rt_status_t braid_rt_check_powersgd(braid_rt_comm_t *comm,
-                                          braid_rt_stream_t *stream,
-                                          const char *what, const float *grad,
-                                          size_t rows, size_t cols, size_t rank,
-                                          const float *q, const float *error);
-
 /* Fails unless a _start call was given somewhere to put its request. */
 braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
                                              const char *what,
@@ -186,6 +167,20 @@ braid_rt_status_t braid_rt_backend_transfer(int is_send, braid_rt_comm_t *comm,
                                             braid_rt_request_t **out_request);
 braid_rt_status_t braid_rt_backend_barrier(braid_rt_comm_t *comm,
                                            braid_rt_stream_t *stream);
+
+/* The compressed sums of collectives.h, their arguments checked by the
+   shared entry points: the 16-bit ring (`format` 0 bf16, 1 fp16), called
+   with count > 0 on more than one rank for all_reduce and recv_count > 0
+   for reduce_scatter; PowerSGD. */
+braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
+    braid_rt_comm_t *comm, float *buf, size_t count, braid_rt_stream_t *stream,
+    int format);
+braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
+    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
+    braid_rt_stream_t *stream, int format);
+braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
+    braid_rt_comm_t *comm, float *grad, size_t rows, size_t cols, size_t rank,
+    float *q, float *error, braid_rt_stream_t *stream);
 
 /* Makes `comm` the communicator of the world's ranks that pass the same
    `color`, numbered by `key` (MPI_Comm_split's arguments); comm->ctx and

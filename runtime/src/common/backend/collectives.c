@@ -121,13 +121,30 @@ braid_rt_status_t braid_rt_all_gather_f64_start(
 
 /*--- reduce_scatter -------------------------------------------------------*/
 
+/* reduce_scatter's checks, also of the 16-bit one: the size x recv_count
+   elements of `send` (of `elem_bytes`) and the recv_count of `recv`. */
+static braid_rt_status_t
+check_reduce_scatter(braid_rt_comm_t *comm, braid_rt_stream_t *stream,
+                     const char *what, const void *send, void *recv,
+                     size_t recv_count, size_t elem_bytes) {
+  braid_rt_status_t status =
+      braid_rt_check_op(comm, stream, what, recv_count, send, "send");
+  if (status == BRAID_RT_OK)
+    status = braid_rt_check_op(comm, stream, what, recv_count, recv, "recv");
+  if (status == BRAID_RT_OK)
+    status = braid_rt_check_disjoint(
+        comm, what, send, (size_t)comm->size * recv_count * elem_bytes, recv,
+        recv_count * elem_bytes);
+  return status;
+}
+
 static braid_rt_status_t reduce_scatter_sum(braid_rt_comm_t *comm,
                                             const void *send, void *recv,
                                             size_t recv_count,
                                             braid_rt_dtype_t type,
                                             braid_rt_stream_t *stream,
                                             braid_rt_request_t **out_request) {
-  braid_rt_status_t status = braid_rt_check_reduce_scatter(
+  braid_rt_status_t status = check_reduce_scatter(
       comm, stream, "reduce_scatter", send, recv, recv_count, type.bytes);
   if (status != BRAID_RT_OK)
     return status;
@@ -402,4 +419,81 @@ braid_rt_status_t braid_rt_recv_f64_start(braid_rt_comm_t *comm, double *buf,
     return status;
   return transfer(0, comm, buf, count, peer, tag, BRAID_RT_F64, stream,
                   out_request);
+}
+
+/*--- compressed sums ------------------------------------------------------*/
+
+static braid_rt_status_t all_reduce_16bit(braid_rt_comm_t *comm, float *buf,
+                                          size_t count,
+                                          braid_rt_stream_t *stream,
+                                          int format) {
+  braid_rt_status_t status =
+      braid_rt_check_op(comm, stream, "all_reduce (16-bit)", count, buf, "buf");
+  /* A group of one sends nothing and rounds nothing. */
+  if (status != BRAID_RT_OK || comm->size == 1 || count == 0)
+    return status;
+  return braid_rt_backend_all_reduce_sum_f32_16bit(comm, buf, count, stream,
+                                                   format);
+}
+
+static braid_rt_status_t
+reduce_scatter_16bit(braid_rt_comm_t *comm, const float *send, float *recv,
+                     size_t recv_count, braid_rt_stream_t *stream, int format) {
+  braid_rt_status_t status =
+      check_reduce_scatter(comm, stream, "reduce_scatter (16-bit)", send, recv,
+                           recv_count, sizeof(float));
+  if (status != BRAID_RT_OK || recv_count == 0)
+    return status;
+  return braid_rt_backend_reduce_scatter_sum_f32_16bit(
+      comm, send, recv, recv_count, stream, format);
+}
+
+braid_rt_status_t
+braid_rt_all_reduce_sum_f32_as_bf16(braid_rt_comm_t *comm, float *buf,
+                                    size_t count, braid_rt_stream_t *stream) {
+  return all_reduce_16bit(comm, buf, count, stream, 0);
+}
+
+braid_rt_status_t
+braid_rt_all_reduce_sum_f32_as_f16(braid_rt_comm_t *comm, float *buf,
+                                   size_t count, braid_rt_stream_t *stream) {
+  return all_reduce_16bit(comm, buf, count, stream, 1);
+}
+
+braid_rt_status_t braid_rt_reduce_scatter_sum_f32_as_bf16(
+    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
+    braid_rt_stream_t *stream) {
+  return reduce_scatter_16bit(comm, send, recv, recv_count, stream, 0);
+}
+
+braid_rt_status_t
+braid_rt_reduce_scatter_sum_f32_as_f16(braid_rt_comm_t *comm, const float *send,
+                                       float *recv, size_t recv_count,
+                                       braid_rt_stream_t *stream) {
+  return reduce_scatter_16bit(comm, send, recv, recv_count, stream, 1);
+}
+
+braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
+                                                   float *grad, size_t rows,
+                                                   size_t cols, size_t rank,
+                                                   float *q, float *error,
+                                                   braid_rt_stream_t *stream) {
+  const char *op = "powersgd_all_reduce";
+  braid_rt_status_t status =
+      braid_rt_check_op(comm, stream, op, rows * cols, grad, "grad");
+  if (status != BRAID_RT_OK)
+    return status;
+  if (rank == 0 || rank > rows || rank > cols || !q)
+    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "%s over %s: rank %zu must be in 1..min(%zu, %zu) "
+                         "and q given",
+                         op, comm->name, rank, rows, cols);
+  /* The state lives where the gradient does (device memory on CUDA). */
+  status = braid_rt_backend_check_buffer(comm, op, q, "q");
+  if (status == BRAID_RT_OK && error)
+    status = braid_rt_backend_check_buffer(comm, op, error, "error");
+  if (status != BRAID_RT_OK)
+    return status;
+  return braid_rt_backend_powersgd_all_reduce_f32(comm, grad, rows, cols, rank,
+                                                  q, error, stream);
 }

@@ -112,42 +112,6 @@ braid_rt_status_t braid_rt_check_disjoint(braid_rt_comm_t *comm,
                        comm->name);
 }
 
-braid_rt_status_t
-braid_rt_check_reduce_scatter(braid_rt_comm_t *comm, braid_rt_stream_t *stream,
-                              const char *what, const void *send, void *recv,
-                              size_t recv_count, size_t elem_bytes) {
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, what, recv_count, send, "send");
-  if (status == BRAID_RT_OK)
-    status = braid_rt_check_op(comm, stream, what, recv_count, recv, "recv");
-  if (status == BRAID_RT_OK)
-    status = braid_rt_check_disjoint(
-        comm, what, send, (size_t)comm->size * recv_count * elem_bytes, recv,
-        recv_count * elem_bytes);
-  return status;
-}
-
-braid_rt_status_t braid_rt_check_powersgd(braid_rt_comm_t *comm,
-                                          braid_rt_stream_t *stream,
-                                          const char *what, const float *grad,
-                                          size_t rows, size_t cols, size_t rank,
-                                          const float *q, const float *error) {
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, what, rows * cols, grad, "grad");
-  if (status != BRAID_RT_OK)
-    return status;
-  if (rank == 0 || rank > rows || rank > cols || !q)
-    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "%s over %s: rank %zu must be in 1..min(%zu, %zu) "
-                         "and q given",
-                         what, comm->name, rank, rows, cols);
-  /* The state lives where the gradient does (device memory on CUDA). */
-  status = braid_rt_backend_check_buffer(comm, what, q, "q");
-  if (status == BRAID_RT_OK && error)
-    status = braid_rt_backend_check_buffer(comm, what, error, "error");
-  return status;
-}
-
 braid_rt_status_t braid_rt_check_out_request(braid_rt_comm_t *comm,
                                              const char *what,
                                              braid_rt_request_t **out_request) {

@@ -187,17 +187,13 @@ static braid_rt_status_t finish(braid_rt_request_t *req,
   return braid_rt_op_finish(req, NULL, ncclSuccess, "ncclGroupEnd");
 }
 
-static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
-                                    size_t count, braid_rt_stream_t *stream,
-                                    int format) {
+braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
+    braid_rt_comm_t *comm, float *buf, size_t count, braid_rt_stream_t *stream,
+    int format) {
   const char *op = "all_reduce (16-bit)";
-  braid_rt_status_t status =
-      braid_rt_check_op(comm, stream, op, count, buf, "buf");
-  /* A group of one sends nothing and rounds nothing, as on the CPU. */
-  if (status != BRAID_RT_OK || comm->size == 1 || count == 0)
-    return status;
   braid_rt_request_t *req;
-  status = braid_rt_op_begin(comm, stream, op, BRAID_RT_F32, count, &req);
+  braid_rt_status_t status =
+      braid_rt_op_begin(comm, stream, op, BRAID_RT_F32, count, &req);
   if (status != BRAID_RT_OK)
     return status;
   size_t words = braid_rt_cuda_ring_staging_words(count, comm->size);
@@ -215,17 +211,13 @@ static braid_rt_status_t all_reduce(braid_rt_comm_t *comm, float *buf,
   return finish(req, status, staging, NULL);
 }
 
-static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
-                                        const float *send, float *recv,
-                                        size_t recv_count,
-                                        braid_rt_stream_t *stream, int format) {
+braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
+    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
+    braid_rt_stream_t *stream, int format) {
   const char *op = "reduce_scatter (16-bit)";
-  braid_rt_status_t status = braid_rt_check_reduce_scatter(
-      comm, stream, op, send, recv, recv_count, sizeof(float));
-  if (status != BRAID_RT_OK || recv_count == 0)
-    return status;
   braid_rt_request_t *req;
-  status = braid_rt_op_begin(comm, stream, op, BRAID_RT_F32, recv_count, &req);
+  braid_rt_status_t status =
+      braid_rt_op_begin(comm, stream, op, BRAID_RT_F32, recv_count, &req);
   if (status != BRAID_RT_OK)
     return status;
   int size = comm->size;
@@ -263,31 +255,6 @@ static braid_rt_status_t reduce_scatter(braid_rt_comm_t *comm,
   return finish(req, status, acc, staging);
 }
 
-braid_rt_status_t
-braid_rt_all_reduce_sum_f32_as_bf16(braid_rt_comm_t *comm, float *buf,
-                                    size_t count, braid_rt_stream_t *stream) {
-  return all_reduce(comm, buf, count, stream, 0);
-}
-
-braid_rt_status_t
-braid_rt_all_reduce_sum_f32_as_f16(braid_rt_comm_t *comm, float *buf,
-                                   size_t count, braid_rt_stream_t *stream) {
-  return all_reduce(comm, buf, count, stream, 1);
-}
-
-braid_rt_status_t braid_rt_reduce_scatter_sum_f32_as_bf16(
-    braid_rt_comm_t *comm, const float *send, float *recv, size_t recv_count,
-    braid_rt_stream_t *stream) {
-  return reduce_scatter(comm, send, recv, recv_count, stream, 0);
-}
-
-braid_rt_status_t
-braid_rt_reduce_scatter_sum_f32_as_f16(braid_rt_comm_t *comm, const float *send,
-                                       float *recv, size_t recv_count,
-                                       braid_rt_stream_t *stream) {
-  return reduce_scatter(comm, send, recv, recv_count, stream, 1);
-}
-
 /*--- PowerSGD, staged through the host -------------------------------------*/
 
 /* A copy on the caller's stream `s` (the host waits for it with
@@ -320,16 +287,11 @@ static braid_rt_status_t all_reduce_host(braid_rt_comm_t *comm, const char *op,
   return status;
 }
 
-braid_rt_status_t braid_rt_powersgd_all_reduce_f32(braid_rt_comm_t *comm,
-                                                   float *grad, size_t rows,
-                                                   size_t cols, size_t rank,
-                                                   float *q, float *error,
-                                                   braid_rt_stream_t *stream) {
+braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
+    braid_rt_comm_t *comm, float *grad, size_t rows, size_t cols, size_t rank,
+    float *q, float *error, braid_rt_stream_t *stream) {
   const char *op = "powersgd_all_reduce";
-  braid_rt_status_t status = braid_rt_check_powersgd(
-      comm, stream, op, grad, rows, cols, rank, q, error);
-  if (status != BRAID_RT_OK)
-    return status;
+  braid_rt_status_t status = BRAID_RT_OK;
   braid_rt_stream_t *s = braid_rt_resolve_stream(comm->ctx, stream);
   size_t n = rows * cols;
   float *m = malloc(n * sizeof(float));
