@@ -123,7 +123,9 @@ static cl::opt<bool> compiledBuffers(
     cl::desc("Also count the buffers braidc's compiled program holds "
              "(memory column 'buffers': a pipeline stage's gradient "
              "means and tied partials, receive buffers, the layers' and "
-             "pieces' arenas, the step arena sized for the busiest rank)"),
+             "pieces' arenas, the gradient accumulation loop's sums, "
+             "sequence-parallel staging, what B hands a deferred W); "
+             "braidc --mesh auto counts them by default"),
     cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",

@@ -151,6 +151,15 @@ static cl::opt<bool> freeMicroBatch(
     cl::cat(planCategory));
 static cl::opt<int> topPlans("top", cl::desc("Plans ranked (default 5)"),
                              cl::init(5), cl::cat(planCategory));
+static cl::opt<bool> compiledBuffers(
+    "compiled-buffers",
+    cl::desc("Count in each plan's memory the buffers braidc's program "
+             "holds beside the model state and the saved activations "
+             "(braid-plan --compiled-buffers: gradient means and "
+             "accumulation, receives, arenas, sequence-parallel staging, "
+             "what B hands a deferred W); on by default, =false: the model "
+             "state and the schedule's activations only"),
+    cl::init(true), cl::cat(planCategory));
 
 static cl::opt<bool> singleProcess(
     "single-process",
@@ -418,6 +427,7 @@ static std::optional<int> planMesh(ModuleOp module,
   // AdamW's two f32 moments, plus an f32 master copy of 16-bit parameters
   // (mixed precision, as Megatron-LM); SGD's momentum.
   TrainingConfig config;
+  config.compiledBuffers = compiledBuffers;
   config.optimizerBytes = model->elementBytes < 4 ? 12 : 8;
   if (options.optimizer == "sgd")
     config.optimizerBytes = model->elementBytes < 4 ? 8 : 4;
