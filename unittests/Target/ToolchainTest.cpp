@@ -20,7 +20,10 @@ CpuToolchain::Options testOptions(std::string cxx) {
   return {std::move(cxx),
           "/rt/include",
           {"/k/libkernels.a", "/b/libopenblas.so", "/o/libomp.so.5"},
-          {"/i/libio.a", "/m/libmpi.so"}};
+          {"/i/libio.a", "/m/libmpi.so"},
+          /*flags=*/{},
+          /*nativeLibs=*/{},
+          /*nativeFlags=*/{}};
 }
 
 std::vector<std::string> command(const Toolchain &toolchain,

@@ -55,11 +55,11 @@ SmallVector<int64_t> ModuleLowering::getInPlaceSlots(Operation *op,
     return slotsOf;
   // The layer names its state locally; each instance's slot adds the
   // repeat's prefix (nested repeats only under an empty one).
-  for (int64_t i = repeat.getFirst(), e = repeat.getFirst() + repeat.getCount();
-       i < e; ++i)
+  int64_t first = repeat.getFirst(), count = repeat.getCount();
+  for (int64_t i = first; i < first + count; ++i)
     layer.walk([&](Operation *inner) {
       if (isa<RepeatOp>(inner)) {
-        if (i == repeat.getFirst())
+        if (i == first)
           llvm::append_range(slotsOf, getInPlaceSlots(inner, keys));
         return;
       }
