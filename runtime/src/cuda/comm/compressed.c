@@ -21,21 +21,24 @@
  * the stream-ordered allocator on the same stream, so it is reused only
  * after the ring that used it.
  *
- * PowerSGD is staged through the host: the gradient, error and Q are
- * copied to host memory, common/powersgd.h computes P, its
- * orthonormalisation, Q and the result with the CPU backend's own loops,
- * and only the two all_reduces run on the device (NCCL, f32). That is the
- * CPU target's arithmetic exactly, at the price of copying the gradient
- * over PCIe both ways and a host synchronisation per call; device kernels
- * with the same sums in the same order (one thread per output, double
- * accumulation without fused multiply-adds, a sequential Gram-Schmidt)
- * are left for when a GPU can check them.
+ * PowerSGD runs on the device too, on the communication stream between
+ * the same two calls: M = grad + error and the finish (the approximation
+ * P Q^T and the error feedback) are kernels, P = M Q and Q = M^T P cuBLAS
+ * SGEMMs (TF32 off), the two sums NCCL f32 all_reduces in place, and the
+ * orthonormalisation of P's columns a one-block Gram-Schmidt kernel
+ * (powersgd_kernels.cu, arithmetic in powersgd_math.h). Q stays in the
+ * caller's device buffer; P is one device buffer per context, grown to the
+ * largest call. No copy to the host and no host wait: the caller's stream
+ * is ordered after it like after any collective. Its bits differ from the
+ * CPU target's (f32 GEMMs in cuBLAS's order, tree sums in the
+ * orthonormalisation) by f32 rounding.
  */
 
 #include "internal.h"
 #include "op_info.h"
-#include "powersgd.h"
+#include "powersgd_math.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -255,96 +258,138 @@ braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
   return finish(req, status, acc, staging);
 }
 
-/*--- PowerSGD, staged through the host -------------------------------------*/
+/*--- PowerSGD on the device -----------------------------------------------*/
 
-/* A copy on the caller's stream `s` (the host waits for it with
-   braid_rt_drain). */
-static braid_rt_status_t copy(braid_rt_comm_t *comm, const char *op, void *dst,
-                              const void *src, size_t floats,
-                              enum cudaMemcpyKind kind, braid_rt_stream_t *s) {
-  if (floats == 0)
-    return BRAID_RT_OK;
-  cudaError_t code =
-      cudaMemcpyAsync(dst, src, floats * sizeof(float), kind, s->cuda);
-  return code == cudaSuccess
+/* Records a failed cuBLAS call. */
+static braid_rt_status_t blas_fail(braid_rt_comm_t *comm, const char *op,
+                                   cublasStatus_t code, const char *call) {
+  return braid_rt_fail(comm->ctx,
+                       code == CUBLAS_STATUS_ALLOC_FAILED
+                           ? BRAID_RT_OUT_OF_MEMORY
+                           : BRAID_RT_INTERNAL,
+                       "%s over %s: %s failed with cuBLAS status %d", op,
+                       comm->name, call, (int)code);
+}
+
+/* The context's cuBLAS handle (on the communication stream; TF32 off even
+   where BRAID_CUDA_ALLOW_TF32=1 lets the kernels' GEMMs use it) and a P
+   buffer of at least `p_floats`, made or grown on first need.
+   Growing frees the smaller buffer on the communication stream, after the
+   calls that used it. */
+static braid_rt_status_t powersgd_prepare(braid_rt_comm_t *comm, const char *op,
+                                          size_t p_floats) {
+  braid_rt_context_t *ctx = comm->ctx;
+  if (!ctx->powersgd_blas) {
+    cublasHandle_t handle;
+    cublasStatus_t code = cublasCreate(&handle);
+    if (code != CUBLAS_STATUS_SUCCESS)
+      return blas_fail(comm, op, code, "cublasCreate");
+    ctx->powersgd_blas = handle;
+    code = cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH);
+    if (code != CUBLAS_STATUS_SUCCESS)
+      return blas_fail(comm, op, code, "cublasSetMathMode");
+    code = cublasSetStream(handle, ctx->comm_stream);
+    if (code != CUBLAS_STATUS_SUCCESS)
+      return blas_fail(comm, op, code, "cublasSetStream");
+  }
+  if (p_floats > ctx->powersgd_p_floats) {
+    staging_free(comm, ctx->powersgd_p);
+    ctx->powersgd_p = NULL;
+    ctx->powersgd_p_floats = 0;
+    void *p;
+    braid_rt_status_t status =
+        staging_alloc(comm, op, &p, p_floats * sizeof(float));
+    if (status != BRAID_RT_OK)
+      return status;
+    ctx->powersgd_p = p;
+    ctx->powersgd_p_floats = p_floats;
+  }
+  return BRAID_RT_OK;
+}
+
+/* C = op(A) op(B) as `g` says (powersgd_math.h), on the communication
+   stream. */
+static braid_rt_status_t gemm(braid_rt_comm_t *comm, const char *op,
+                              braid_rt_psgd_gemm_t g, const float *a,
+                              const float *b, float *c) {
+  const float one = 1, zero = 0;
+  cublasStatus_t code = cublasSgemm(
+      comm->ctx->powersgd_blas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &one, a, g.lda, b,
+      g.ldb, &zero, c, g.ldc);
+  return code == CUBLAS_STATUS_SUCCESS
              ? BRAID_RT_OK
-             : braid_rt_fail_cuda(comm->ctx, code, "cudaMemcpyAsync", op);
+             : blas_fail(comm, op, code, "cublasSgemm");
 }
 
-/* All-reduces `n` floats of host memory `h` through the device buffer `d`:
-   up, the runtime's f32 all_reduce, down, waited for on the host within
-   the context's timeout. */
-static braid_rt_status_t all_reduce_host(braid_rt_comm_t *comm, const char *op,
-                                         float *h, float *d, size_t n,
-                                         braid_rt_stream_t *s) {
-  braid_rt_status_t status = copy(comm, op, d, h, n, cudaMemcpyHostToDevice, s);
-  if (status == BRAID_RT_OK)
-    status = braid_rt_all_reduce_sum_f32(comm, d, n, s);
-  if (status == BRAID_RT_OK)
-    status = copy(comm, op, h, d, n, cudaMemcpyDeviceToHost, s);
-  if (status == BRAID_RT_OK)
-    status = braid_rt_drain(comm->ctx, s);
-  return status;
+/* Sums `n` floats of device memory in place over `comm` on the
+   communication stream (inside the PowerSGD operation: no request of its
+   own). */
+static braid_rt_status_t sum_in_place(braid_rt_comm_t *comm, float *buf,
+                                      size_t n, const char *what) {
+  ncclResult_t result = ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum,
+                                      comm->nccl, comm->ctx->comm_stream);
+  return braid_rt_nccl_settle(comm, result, "ncclAllReduce", what);
 }
 
+static braid_rt_status_t launched(braid_rt_comm_t *comm, const char *op,
+                                  cudaError_t code, const char *kernel) {
+  return code == cudaSuccess ? BRAID_RT_OK
+                             : braid_rt_fail_cuda(comm->ctx, code, kernel, op);
+}
+
+/* The CPU backend's steps (cpu/powersgd.c) on the device, all on the
+   communication stream between braid_rt_op_begin and braid_rt_op_finish
+   like the ring above: no copy to the host and no host wait. M lives in
+   `error` (the finish overwrites it with the new error, element by
+   element) or, without error feedback, is `grad` itself, so the only
+   scratch is P, the context's. A failure in the middle leaves grad, q and
+   error partly updated (the communicator is then aborted anyway). */
 braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
     braid_rt_comm_t *comm, float *grad, size_t rows, size_t cols, size_t rank,
     float *q, float *error, braid_rt_stream_t *stream) {
   const char *op = "powersgd_all_reduce";
-  braid_rt_status_t status = BRAID_RT_OK;
-  braid_rt_stream_t *s = braid_rt_resolve_stream(comm->ctx, stream);
-  size_t n = rows * cols;
-  float *m = malloc(n * sizeof(float));
-  float *h = malloc(n * sizeof(float)); /* grad, then the result */
-  float *e = error ? malloc(n * sizeof(float)) : NULL;
-  float *p = malloc(rows * rank * sizeof(float));
-  float *qh = malloc(cols * rank * sizeof(float));
-  float *d = NULL; /* P on the device; Q is reduced in q itself */
-  if (!m || !h || (error && !e) || !p || !qh)
-    status = braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
-                           "%s over %s: out of memory", op, comm->name);
-  if (status == BRAID_RT_OK) {
-    cudaError_t code = cudaMalloc((void **)&d, rows * rank * sizeof(float));
-    if (code != cudaSuccess)
-      status = braid_rt_fail_cuda(comm->ctx, code, "cudaMalloc", op);
-  }
-  /* The caller's values once its earlier work is done. */
-  if (status == BRAID_RT_OK)
-    status = copy(comm, op, h, grad, n, cudaMemcpyDeviceToHost, s);
+  if (rows > INT_MAX || cols > INT_MAX)
+    return braid_rt_fail(comm->ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "%s over %s: a %zu x %zu gradient exceeds cuBLAS's "
+                         "int dimensions",
+                         op, comm->name, rows, cols);
+  braid_rt_request_t *req;
+  braid_rt_status_t status =
+      braid_rt_op_begin(comm, stream, op, BRAID_RT_F32, rows * cols, &req);
+  if (status != BRAID_RT_OK)
+    return status;
+  char what[256];
+  braid_rt_op_info_t info = {op,         "f32",      rows * cols,
+                             -1,         0,          comm->name,
+                             comm->rank, comm->size, comm->ctx->world.rank};
+  braid_rt_describe_op(&info, what, sizeof(what));
+  cudaStream_t s = comm->ctx->comm_stream;
+  status = powersgd_prepare(comm, op, rows * rank);
+  float *p = comm->ctx->powersgd_p;
+  float *m = error ? error : grad;
   if (status == BRAID_RT_OK && error)
-    status = copy(comm, op, e, error, n, cudaMemcpyDeviceToHost, s);
+    status = launched(comm, op,
+                      braid_rt_cuda_powersgd_m(grad, error, m, rows * cols, s),
+                      "braid_rt_cuda_powersgd_m");
+  /* P = M Q, summed over the ranks, orthonormalised. */
   if (status == BRAID_RT_OK)
-    status = copy(comm, op, qh, q, cols * rank, cudaMemcpyDeviceToHost, s);
+    status = gemm(comm, op, braid_rt_psgd_gemm_p(rows, cols, rank), q, m, p);
   if (status == BRAID_RT_OK)
-    status = braid_rt_drain(comm->ctx, s);
-  if (status == BRAID_RT_OK) {
-    braid_rt_powersgd_host_m(h, e, m, n);
-    /* P = M Q, summed over the ranks, orthonormalised. */
-    braid_rt_powersgd_host_p(m, qh, p, rows, cols, rank);
-    status = all_reduce_host(comm, op, p, d, rows * rank, s);
-  }
-  if (status == BRAID_RT_OK) {
-    braid_rt_powersgd_host_orthonormalise(p, rows, rank);
-    /* Q = M^T P, summed over the ranks in `q`: the next step's warm
-       start. */
-    braid_rt_powersgd_host_q(m, p, qh, rows, cols, rank);
-    status = all_reduce_host(comm, op, qh, q, cols * rank, s);
-  }
-  if (status == BRAID_RT_OK) {
-    braid_rt_powersgd_host_finish(m, p, qh, h, e, rows, cols, rank, comm->size);
-    status = copy(comm, op, grad, h, n, cudaMemcpyHostToDevice, s);
-    if (status == BRAID_RT_OK && error)
-      status = copy(comm, op, error, e, n, cudaMemcpyHostToDevice, s);
-    /* The host buffers go once the copies have read them. */
-    if (status == BRAID_RT_OK)
-      status = braid_rt_drain(comm->ctx, s);
-  }
-  if (d)
-    cudaFree(d);
-  free(m);
-  free(h);
-  free(e);
-  free(p);
-  free(qh);
-  return status;
+    status = sum_in_place(comm, p, rows * rank, what);
+  if (status == BRAID_RT_OK)
+    status = launched(comm, op,
+                      braid_rt_cuda_powersgd_orthonormalise(p, rows, rank, s),
+                      "braid_rt_cuda_powersgd_orthonormalise");
+  /* Q = M^T P, summed over the ranks in `q`: the next step's warm start. */
+  if (status == BRAID_RT_OK)
+    status = gemm(comm, op, braid_rt_psgd_gemm_q(rows, cols, rank), p, m, q);
+  if (status == BRAID_RT_OK)
+    status = sum_in_place(comm, q, cols * rank, what);
+  if (status == BRAID_RT_OK)
+    status = launched(comm, op,
+                      braid_rt_cuda_powersgd_finish(m, p, q, grad, error, rows,
+                                                    cols, rank, comm->size, s),
+                      "braid_rt_cuda_powersgd_finish");
+  return finish(req, status, NULL, NULL);
 }

@@ -275,6 +275,10 @@ static braid_rt_status_t release(braid_rt_context_t *ctx) {
   }
   if (ctx->scratch)
     cudaFree(ctx->scratch);
+  if (ctx->powersgd_blas)
+    cublasDestroy(ctx->powersgd_blas);
+  if (ctx->powersgd_p)
+    cudaFreeAsync(ctx->powersgd_p, ctx->comm_stream);
   if (ctx->tags)
     cudaFree(ctx->tags);
   free(ctx->free_slots);

@@ -12,6 +12,7 @@
 
 #include "host.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -102,6 +103,15 @@ struct braid_rt_context {
 
   int trace;
   braid_rt_trace_events_t trace_events;
+
+  /* PowerSGD's (compressed.c): a cuBLAS handle on the communication stream,
+     created at the first call, and P's device buffer, grown to the largest
+     call's rows x rank floats; both released by braid_rt_context_destroy.
+     Every PowerSGD call runs on the communication stream, so one buffer
+     serves them all in turn. */
+  cublasHandle_t powersgd_blas;
+  float *powersgd_p;
+  size_t powersgd_p_floats;
 };
 
 typedef struct {
@@ -208,6 +218,26 @@ cudaError_t braid_rt_cuda_widen(const uint16_t *in, float *out, size_t n,
                                 int format, cudaStream_t stream);
 cudaError_t braid_rt_cuda_round_trip(float *x, size_t n, int format,
                                      cudaStream_t stream);
+
+/* PowerSGD's kernels (powersgd_kernels.cu; on the fake device,
+   test/compressed_kernels_host.c), powersgd_math.h's arithmetic, on
+   `stream` over device memory, row-major as common/powersgd.h:
+     m:              m[i] = grad[i] + error[i] (error NULL: grad[i]); m may
+                     be error
+     orthonormalise: p's `rank` columns, modified Gram-Schmidt, in one block
+     finish:         grad = p q^T; error (unless NULL) = m - grad / size; m
+                     may be grad or error
+   The launch's error, if any (nothing for an empty matrix). */
+cudaError_t braid_rt_cuda_powersgd_m(const float *grad, const float *error,
+                                     float *m, size_t n, cudaStream_t stream);
+cudaError_t braid_rt_cuda_powersgd_orthonormalise(float *p, size_t rows,
+                                                  size_t rank,
+                                                  cudaStream_t stream);
+cudaError_t braid_rt_cuda_powersgd_finish(const float *m, const float *p,
+                                          const float *q, float *grad,
+                                          float *error, size_t rows,
+                                          size_t cols, size_t rank, int size,
+                                          cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

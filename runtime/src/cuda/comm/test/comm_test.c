@@ -19,8 +19,9 @@
  *   braid-rt-cuda-comm_test compressed the bf16 / fp16 all_reduce and
  *                                      reduce_scatter, bit for bit against the
  *                                      CPU target's ring (ring_reference.h),
- *                                      PowerSGD against the CPU target's
- *                                      arithmetic, and their argument checks
+ *                                      PowerSGD within 1e-4 of the CPU
+ *                                      target's arithmetic, and their
+ *                                      argument checks
  *   braid-rt-cuda-comm_test trace      a blocking and a started all_reduce
  *                                      traced: each has its wait and its
  *                                      flight; the started one, tested until
@@ -800,9 +801,32 @@ static void test_compressed_reduce_scatter(braid_rt_comm_t *comm, size_t block,
   free_ranks(acc, size);
 }
 
-/* PowerSGD against the CPU target's arithmetic (common/powersgd.h) over
-   every rank's gradient, P and Q summed in rank order: bit for bit on 1
-   and 2 ranks (where NCCL's f32 sums are the same), 1e-5 beyond. */
+/* Within rtol of the largest |want|: results whose sums ran in another
+   order, where an element near zero has no relative precision of its
+   own. */
+static void expect_floats_scaled(const char *what, const float *got,
+                                 const float *want, size_t n, double rtol) {
+  double scale = 1;
+  for (size_t i = 0; i < n; ++i)
+    scale = fmax(scale, fabs((double)want[i]));
+  for (size_t i = 0; i < n; ++i) {
+    ++checks;
+    if (!(fabs((double)got[i] - want[i]) <= rtol * scale)) {
+      fprintf(stderr,
+              "rank %d: FAIL: %s: element %zu of %zu is %.9g, the CPU "
+              "target's arithmetic gives %.9g (tolerance %g)\n",
+              braid_rt_context_rank(ctx), what, i, n, got[i], want[i],
+              rtol * scale);
+      braid_rt_context_abort(ctx, 1);
+    }
+  }
+}
+
+/* PowerSGD on the device (cuBLAS SGEMMs, NCCL sums, powersgd_kernels.cu)
+   against the CPU target's arithmetic (common/powersgd.h) over every
+   rank's gradient, P and Q summed in rank order: within 1e-4 of the
+   largest value (f32 GEMMs in cuBLAS's order instead of double loops;
+   powersgd_math_test.c sees 5.6e-6 with a reference GEMM). */
 static void test_powersgd(braid_rt_comm_t *comm, size_t rows, size_t cols,
                           size_t rank, int with_error) {
   int size = braid_rt_comm_size(comm), me = braid_rt_comm_rank(comm);
@@ -847,14 +871,14 @@ static void test_powersgd(braid_rt_comm_t *comm, size_t rows, size_t cols,
   upload(&types[0], dq, q0, cols * rank);
   CHECK_OK(braid_rt_powersgd_all_reduce_f32(comm, dgrad, rows, cols, rank, dq,
                                             with_error ? derr : NULL, NULL));
-  double rtol = size <= 2 ? 0 : 1e-5;
+  double rtol = 1e-4;
   download(&types[0], grad, dgrad, n);
-  expect_floats("powersgd grad", grad, want, n, rtol);
+  expect_floats_scaled("powersgd grad", grad, want, n, rtol);
   download(&types[0], q0, dq, cols * rank);
-  expect_floats("powersgd q", q0, q, cols * rank, rtol);
+  expect_floats_scaled("powersgd q", q0, q, cols * rank, rtol);
   download(&types[0], err, derr, n);
   if (with_error)
-    expect_floats("powersgd error", err, want_err, n, rtol);
+    expect_floats_scaled("powersgd error", err, want_err, n, rtol);
   /* At full rank the approximation is the sum itself, up to the f32
      Gram-Schmidt's loss of orthogonality (2.7e-4 seen here). */
   if (rank == (rows < cols ? rows : cols)) {
@@ -961,6 +985,8 @@ static int compressed_mode(void) {
   test_powersgd(world, 6, 5, 2, 0);
   test_powersgd(world, 4, 7, 4, 1);
   test_powersgd(world, 64, 48, 4, 1);
+  /* More rows than the orthonormalising block has threads. */
+  test_powersgd(world, 600, 40, 4, 1);
   test_compressed_errors(world);
   CHECK_OK(braid_rt_stream_synchronize(NULL));
   if (braid_rt_context_rank(ctx) == 0)

@@ -40,8 +40,11 @@
  * here; the ring, each hop one send and one receive on every rank, cannot.
  */
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+
+#include "powersgd_math.h"
 
 #ifdef BRAID_FAKE_NCCL_MPI
 #include <mpi.h>
@@ -293,6 +296,58 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
   if (held(e->gate))
     resolve(s)->gate = e->gate;
   return cudaSuccess;
+}
+
+/*--- cuBLAS ----------------------------------------------------------------*/
+
+/* The calls PowerSGD makes (compressed.c). An SGEMM runs at once, as
+   powersgd_math.h's reference GEMM; one given host memory, or on a handle
+   whose math mode allows TF32, ends the process naming it. */
+struct cublasContext {
+  cublasMath_t mode;
+};
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
+  *handle = calloc(1, sizeof(**handle));
+  if (!*handle)
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  (*handle)->mode = CUBLAS_TF32_TENSOR_OP_MATH; /* until set */
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  free(handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t s) {
+  (void)handle;
+  (void)s;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  handle->mode = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
+                              cublasOperation_t transb, int m, int n, int k,
+                              const float *alpha, const float *a, int lda,
+                              const float *b, int ldb, const float *beta,
+                              float *c, int ldc) {
+  if (handle->mode != CUBLAS_DEFAULT_MATH)
+    die("cublasSgemm: the handle's math mode is not CUBLAS_DEFAULT_MATH "
+        "(TF32 would round the f32 inputs)");
+  if (*alpha != 1 || *beta != 0)
+    die("cublasSgemm: the fake multiplies with alpha 1 and beta 0 only");
+  if ((m && n && k && (!is_device(a) || !is_device(b))) ||
+      (m && n && !is_device(c)))
+    die("cublasSgemm: a matrix is host memory, not device memory");
+  braid_rt_psgd_gemm_t g = {
+      transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k, lda, ldb, ldc};
+  braid_rt_psgd_reference_gemm(&g, a, b, c);
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 /*--- NCCL ------------------------------------------------------------------*/
