@@ -2,6 +2,10 @@
 
 #include "braid/Planner/Calibration.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FormatVariadic.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -80,4 +84,61 @@ mlir::braid::plan::fitLinkCost(CollectiveKind kind, int n,
     }
   }
   return LinkCost{intercept / steps, share / slope};
+}
+
+static std::string plural(int n, llvm::StringRef word) {
+  return llvm::formatv("{0} {1}{2}", n, word, n == 1 ? "" : "s").str();
+}
+
+llvm::Expected<RankPlacement> mlir::braid::plan::chooseRankPlacement(
+    int ranks, int cores, int threadsFlag,
+    std::optional<std::string> ompNumThreads) {
+  RankPlacement p;
+  p.ranks = std::max(1, ranks);
+  p.cores = std::max(1, cores);
+  if (threadsFlag > 0) {
+    p.threads = threadsFlag;
+    p.threadsFrom = "--threads";
+  } else if (ompNumThreads) {
+    int n = 0;
+    if (llvm::StringRef(*ompNumThreads).trim().getAsInteger(10, n) || n < 1)
+      return llvm::createStringError(
+          "$OMP_NUM_THREADS must be a positive number of threads, got '%s'",
+          ompNumThreads->c_str());
+    p.threads = n;
+    p.threadsFrom = "$OMP_NUM_THREADS";
+  } else {
+    p.threads = std::max(1, p.cores / p.ranks);
+    p.threadsFrom = "cores / ranks";
+  }
+  p.bound = p.ranks > 1 && p.ranks * p.threads <= p.cores;
+  return p;
+}
+
+std::vector<std::string> RankPlacement::getMpirunArgs() const {
+  std::string t = std::to_string(threads);
+  std::vector<std::string> args = {"-x", "OMP_NUM_THREADS=" + t, "-x",
+                                   "OPENBLAS_NUM_THREADS=" + t};
+  // Waiting ranks give their core away instead of spinning.
+  if (oversubscribed())
+    args.insert(args.end(), {"--mca", "mpi_yield_when_idle", "1"});
+  // Hardware threads as the unit, so that the count matches the cores
+  // counted here on machines with SMT too.
+  if (bound)
+    args.insert(args.end(), {"--use-hwthread-cpus", "--map-by", "slot:PE=" + t,
+                             "--bind-to", "hwthread"});
+  else
+    args.insert(args.end(), {"--bind-to", "none"});
+  return args;
+}
+
+std::string RankPlacement::describe() const {
+  std::string text =
+      llvm::formatv("{0} x {1} on {2}{3}, {4}", plural(ranks, "rank"),
+                    plural(threads, "thread"), plural(cores, "core"),
+                    ranks * threads > cores ? " (oversubscribed)" : "",
+                    bound ? "each bound to " + plural(threads, "core")
+                          : std::string("not bound"))
+          .str();
+  return text + " (threads from " + threadsFrom + ")";
 }

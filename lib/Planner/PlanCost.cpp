@@ -444,7 +444,8 @@ void PlanCostModel::addCompiledBuffers(
     if (plan.pp == 1 && plan.recompute != Recompute::None)
       m.buffers += std::max(0.0, noRecompute * scale - m.activations);
     m.buffers +=
-        getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank);
+        getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank) +
+        getZeroStagingBytes(plan) + getPipelineResultBytes(plan, stages, rank);
   }
   // With recomputation, what B hands a W it does not run with it (the
   // inputs of the weight gradients it re-materialised, and the output
@@ -530,6 +531,49 @@ double PlanCostModel::getStagingBytes(const Plan &plan,
   for (const SegmentCost *l : bodies)
     bytes += 4 * sites(*l) * l->tpCollectiveBytes;
   return bytes * scale;
+}
+
+double PlanCostModel::getZeroStagingBytes(const Plan &plan) const {
+  // Under ZeRO without a pipeline, every parameter's gradient is
+  // reduce_scattered over dp by a call site of its own (a layer body's
+  // sites shared by the repeat's instances; before and after the layers one
+  // each, and one more for the head's partial of a tied wte), and each
+  // reduce_scatter site keeps a staging buffer of its whole input for the
+  // run (runtime/src/program/collectives.c: the blocks packed to the
+  // front). braidc's dp4 ZeRO-1/2/3 GPT: 16 sites of one layer body, 5
+  // around it. Not braidc's memory plan: beside it in the resident set.
+  // A pipeline all_reduces the stage's gradients whole (no site); with tp
+  // only the replicated parameters are sites (not counted).
+  if (plan.pp != 1 || plan.zero < 1 || plan.dp < 2 || plan.tp != 1)
+    return 0;
+  double elements =
+      model.pre.getParams() + model.post.getParams() + model.tiedParams;
+  for (const SegmentCost &l : model.layers)
+    elements += l.getParams();
+  return elements * config.gradBytes;
+}
+
+double PlanCostModel::getPipelineResultBytes(
+    const Plan &plan, const std::vector<StageCost> &stages, int rank) const {
+  // A pipeline's W of a micro-batch writes the chunk's weight gradients
+  // into that micro-batch's result buffers in the step's arena, which live
+  // until they are added to their means right after
+  // (lib/Conversion/BraidToEmitC/Pipelines.cpp: a buffer per (micro-batch,
+  // result), micro-batch k added once it and those before it are
+  // computed): one chunk's gradients beside the means, the largest of the
+  // rank's chunks (braidc --memory-report of dp2 x pp2 1F1B: the step
+  // arena holds 3.66 MiB more than the activations, receives and means).
+  if (plan.pp < 2)
+    return 0;
+  int chunks = std::max<int>(1, stages.size() / plan.pp);
+  bool vshape = plan.schedule == sched::ScheduleKind::ZBV;
+  double largest = 0;
+  for (int c = 0; c < chunks; ++c) {
+    int s =
+        vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank) : c * plan.pp + rank;
+    largest = std::max(largest, stages[s].params);
+  }
+  return largest * config.gradBytes;
 }
 
 llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {

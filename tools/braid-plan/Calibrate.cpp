@@ -44,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <mpi.h>
+#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -255,8 +256,59 @@ static llvm::Expected<std::string> buildMemoryProbe(llvm::StringRef dir) {
   return exe.str().str();
 }
 
+/// The cores this process may run on (as braid-run counts them).
+static int availableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// OpenMP's and OpenBLAS's setters, weak: the kernels run on OpenMP threads
+// when the runtime is built with OpenMP (OpenBLAS's own then idle), else on
+// OpenBLAS's.
+extern "C" {
+__attribute__((weak)) void omp_set_num_threads(int);
+__attribute__((weak)) void openblas_set_num_threads(int);
+}
+
+/// Runs this process's kernels, and the processes it starts, on `threads`
+/// threads (both libraries read the environment when they load, before
+/// --calibrate is parsed).
+static void useThreads(int threads) {
+  std::string t = std::to_string(threads);
+  setenv("OMP_NUM_THREADS", t.c_str(), 1);
+  setenv("OPENBLAS_NUM_THREADS", t.c_str(), 1);
+  if (omp_set_num_threads)
+    omp_set_num_threads(threads);
+  if (openblas_set_num_threads)
+    openblas_set_num_threads(threads);
+}
+
 llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
                                         llvm::raw_ostream &log) {
+  // Threads and placement as braid-run gives a program's ranks, for the
+  // kernels timed here too: the hardware file then describes the ranks
+  // plans run on, whatever this shell's OMP_NUM_THREADS.
+  llvm::Expected<RankPlacement> chosen =
+      chooseRankPlacement(options.ranks, availableCores(), options.threads,
+                          llvm::sys::Process::GetEnv("OMP_NUM_THREADS"));
+  if (!chosen)
+    return llvm::createStringError("calibrate: " +
+                                   llvm::toString(chosen.takeError()));
+  RankPlacement placement = *chosen;
+  log << "calibrate: " << placement.describe() << "\n";
+  useThreads(placement.threads);
+  // The ranks' launcher, before any timing.
+  std::string mpirun = options.mpirun;
+  if (mpirun.empty())
+    mpirun = llvm::sys::Process::GetEnv("BRAID_MPIRUN").value_or("mpirun");
+  llvm::ErrorOr<std::string> mpirunPath = llvm::sys::findProgramByName(mpirun);
+  if (!mpirunPath || !llvm::sys::fs::can_execute(*mpirunPath))
+    return llvm::createStringError(
+        "calibrate: '%s' not found (install openmpi-bin or pass --mpirun)",
+        mpirun.c_str());
+
   int reps = options.quick ? 2 : 5;
   Hardware hw;
   hw.name = "cpu-local";
@@ -502,21 +554,11 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   // backward (a copy into the repeat's stack in F, one out of it in B).
   hw.savedActivationCopies = 2;
   hw.memoryBandwidth = copyBw;
-  // A device is one rank with the threads this process computed with:
-  // OMP_NUM_THREADS (every kernel, the products too, runs on the OpenMP
-  // threads), else OPENBLAS_NUM_THREADS, else every core.
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  unsigned threads = cores;
-  for (const char *var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
-    if (const char *v = getenv(var)) {
-      int n = atoi(v);
-      if (n > 0) {
-        threads = n;
-        break;
-      }
-    }
-  // More ranks than that share the cores: the node holds --ranks devices,
+  // A device is one rank with the placement's threads (those the kernels
+  // above ran with). More ranks than that share the cores: the node holds
+  // --ranks devices,
   // of which cores / threads compute at once.
+  unsigned cores = placement.cores, threads = placement.threads;
   unsigned slots = std::max(1u, cores / threads);
   hw.devicesPerNode = std::max<int>(slots, options.ranks);
   if ((unsigned)options.ranks > slots)
@@ -537,18 +579,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.deviceMemory = total > 0 ? total / hw.devicesPerNode : 1;
 
   // Collectives on `ranks` ranks.
-  std::string mpirun = options.mpirun;
-  if (mpirun.empty())
-    mpirun = llvm::sys::Process::GetEnv("BRAID_MPIRUN").value_or("mpirun");
-  llvm::ErrorOr<std::string> mpirunPath = llvm::sys::findProgramByName(mpirun);
-  if (!mpirunPath)
-    return llvm::createStringError(
-        "calibrate: '%s' not found (install openmpi-bin or pass --mpirun)",
-        mpirun.c_str());
   std::string ranks = std::to_string(options.ranks);
   // Root in containers, and more ranks than cores where asked.
-  const std::vector<llvm::StringRef> launcher = {
+  std::vector<std::string> placementArgs = placement.getMpirunArgs();
+  std::vector<llvm::StringRef> launcher = {
       *mpirunPath, "-n", ranks, "--allow-run-as-root", "--oversubscribe"};
+  launcher.insert(launcher.end(), placementArgs.begin(), placementArgs.end());
   // Runs `args` (the launcher's, then a program's) and returns its stdout.
   auto runRanks = [&](llvm::ArrayRef<llvm::StringRef> args,
                       llvm::StringRef what)
@@ -731,15 +767,21 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.description =
       formatv("This machine, measured by braid-plan --calibrate{0}: {1} "
               "cores, {2} thread(s) per rank, so {3} device(s) (ranks) per "
-              "node computing at once{4}",
+              "node computing at once{4}; ranks: {5}",
               options.quick ? " --quick" : "", cores, threads, slots,
               hw.concurrentDevicesPerNode
                   ? formatv(", {0} ranks sharing them", hw.devicesPerNode).str()
-                  : std::string())
+                  : std::string(),
+              placement.describe())
           .str();
   hw.source =
-      "peak_flops.f32: the best sgemm rate (runtime matmul kernel, square "
-      "64..2048); efficiency.matmul: the mean rate of a training step's "
+      "threads per rank: as braid-run gives them (--threads, else "
+      "$OMP_NUM_THREADS, else cores / ranks, at least 1; the description "
+      "says which), set as OMP_NUM_THREADS and OPENBLAS_NUM_THREADS for the "
+      "kernels timed in the calibrating process, the collectives' ranks and "
+      "the memory probe's, the ranks bound and oversubscribed as braid-run "
+      "does; peak_flops.f32: the best sgemm rate (runtime matmul kernel, "
+      "square 64..2048); efficiency.matmul: the mean rate of a training step's "
       "products (256 tokens, hidden 128, MLP 512; F, B and W forms) over "
       "it; efficiency.attention: the attention kernel's dense-counted rate "
       "over it; memory_bandwidth: memcpy (read + write); efficiency.memory: "

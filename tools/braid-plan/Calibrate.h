@@ -16,14 +16,18 @@ struct CalibrationOptions {
   /// mpirun to use; empty: $BRAID_MPIRUN or mpirun on the PATH.
   std::string mpirun;
   int ranks = 2;
+  /// Threads per rank; 0: as braid-run chooses ($OMP_NUM_THREADS, else
+  /// cores / ranks, at least 1).
+  int threads = 0;
   /// Smaller sizes, fewer repetitions.
   bool quick = false;
 };
 
 /// Times GEMMs, the attention and add kernels and memcpy in this process,
 /// and the collectives on `ranks` MPI ranks, measures a rank's fixed memory
-/// on them, and fits a hardware description. Progress and the measurements
-/// go to `log`.
+/// on them, and fits a hardware description. Everything runs with the
+/// threads per rank of chooseRankPlacement, the ranks placed as braid-run
+/// places them. Progress and the measurements go to `log`.
 llvm::Expected<mlir::braid::plan::Hardware>
 calibrateLocal(const CalibrationOptions &options, llvm::raw_ostream &log);
 

@@ -160,6 +160,13 @@ static cl::opt<int> calibrationRanks("ranks",
                                               "timings and the fixed "
                                               "memory (default 2)"),
                                      cl::init(2), cl::cat(calibrateCategory));
+// Registered as --threads in main (libLLVM registers a hidden --threads of
+// its own when it loads).
+static cl::opt<int> calibrationThreads(
+    "calibrate-threads",
+    cl::desc("Threads per rank for the calibration (default: as braid-run "
+             "gives them, $OMP_NUM_THREADS, else cores / ranks, at least 1)"),
+    cl::init(0), cl::cat(calibrateCategory));
 static cl::opt<bool> quick("quick",
                            cl::desc("Smaller sizes and fewer repetitions "
                                     "(for tests)"),
@@ -291,6 +298,11 @@ int main(int argc, char **argv) {
   // The worker is launched by mpirun with only its own flag.
   if (argc >= 2 && StringRef(argv[1]) == "--calibrate-comm-worker")
     return runCommWorker(argc, argv);
+  // braid-run's flag for the threads per rank, in place of libLLVM's
+  // (unused here).
+  if (cl::Option *llvmThreads = cl::getRegisteredOptions().lookup("threads"))
+    llvmThreads->removeArgument();
+  calibrationThreads.setArgStr("threads");
   cl::HideUnrelatedOptions({&planCategory, &calibrateCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -309,6 +321,9 @@ int main(int argc, char **argv) {
     CalibrationOptions options;
     options.mpirun = mpirun;
     options.ranks = calibrationRanks;
+    if (calibrationThreads.getNumOccurrences() && calibrationThreads < 1)
+      return fail("--threads must be a positive number of threads");
+    options.threads = calibrationThreads;
     options.quick = quick;
     options.self = sys::fs::getMainExecutable(argv[0], (void *)&fail);
     Expected<Hardware> hw = calibrateLocal(options, errs());

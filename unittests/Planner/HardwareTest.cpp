@@ -3,6 +3,7 @@
 #include "braid/Planner/Hardware.h"
 #include "braid/Planner/Calibration.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
@@ -209,6 +210,55 @@ TEST(HardwareTest, FitRecoversAlphaBeta) {
       fitLinkCost(CollectiveKind::SendRecv, 2, {{1e3, 1e-3}, {1e6, 1e-3}});
   ASSERT_FALSE(bool(flat));
   EXPECT_NE(llvm::toString(flat.takeError()).find("does not grow with size"),
+            std::string::npos);
+}
+
+// The calibration's threads per rank and placement are braid-run's: the
+// default is cores / ranks (at least 1), not the calling shell's threads.
+TEST(HardwareTest, CalibrationPlacementAsBraidRun) {
+  auto choose = [](int ranks, int cores, int flag,
+                   std::optional<std::string> env) {
+    llvm::Expected<RankPlacement> p =
+        chooseRankPlacement(ranks, cores, flag, env);
+    EXPECT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    return *p;
+  };
+  RankPlacement two = choose(2, 2, 0, std::nullopt);
+  EXPECT_EQ(two.threads, 1);
+  EXPECT_EQ(two.threadsFrom, "cores / ranks");
+  EXPECT_TRUE(two.bound);
+  EXPECT_EQ(two.describe(), "2 ranks x 1 thread on 2 cores, each bound to 1 "
+                            "core (threads from cores / ranks)");
+  EXPECT_EQ(llvm::join(two.getMpirunArgs(), " "),
+            "-x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 "
+            "--use-hwthread-cpus --map-by slot:PE=1 --bind-to hwthread");
+  EXPECT_EQ(choose(2, 8, 0, std::nullopt).threads, 4);
+  EXPECT_EQ(choose(3, 8, 0, std::nullopt).threads, 2);
+
+  // More ranks than cores: 1 thread each, not bound, waiting ranks yield.
+  RankPlacement eight = choose(8, 2, 0, std::nullopt);
+  EXPECT_EQ(eight.threads, 1);
+  EXPECT_FALSE(eight.bound);
+  EXPECT_EQ(llvm::join(eight.getMpirunArgs(), " "),
+            "-x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 --mca "
+            "mpi_yield_when_idle 1 --bind-to none");
+  EXPECT_EQ(eight.describe(), "8 ranks x 1 thread on 2 cores "
+                              "(oversubscribed), not bound (threads from "
+                              "cores / ranks)");
+
+  // $OMP_NUM_THREADS, then --threads over it; more threads than fit: not
+  // bound.
+  RankPlacement env = choose(2, 2, 0, std::string("2"));
+  EXPECT_EQ(env.threads, 2);
+  EXPECT_EQ(env.threadsFrom, "$OMP_NUM_THREADS");
+  EXPECT_FALSE(env.bound);
+  RankPlacement flag = choose(2, 2, 1, std::string("2"));
+  EXPECT_EQ(flag.threads, 1);
+  EXPECT_EQ(flag.threadsFrom, "--threads");
+  llvm::Expected<RankPlacement> bad =
+      chooseRankPlacement(2, 2, 0, std::string("zero"));
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("got 'zero'"),
             std::string::npos);
 }
 

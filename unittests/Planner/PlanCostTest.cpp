@@ -771,12 +771,43 @@ TEST_F(CompiledBuffersTest, WorkingArenasOfOneMicrobatch) {
 
 TEST_F(CompiledBuffersTest, GradientsStayWholeUnderZero) {
   // The compiled step accumulates every gradient whole: ZeRO-2 shards
-  // them only after.
+  // them only after (beside the reduce_scatter sites' staging).
   Plan plan;
   plan.dp = 4;
   plan.zero = 2;
+  PlanCostModel model(costs->getModel(), testHardware());
   RankMemory m = evaluateWith(plan, 0).memory[0];
-  EXPECT_DOUBLE_EQ(m.buffers, 3 * m.grads);
+  EXPECT_DOUBLE_EQ(m.buffers, 3 * m.grads + model.getZeroStagingBytes(plan));
+}
+
+TEST_F(CompiledBuffersTest, ZeroStagesEveryGradientSite) {
+  // ZeRO without a pipeline: a reduce_scatter site per parameter gradient,
+  // each keeping a staging buffer of its whole input in the runtime: one
+  // layer body (the repeat's 4 instances share its sites), the ops around
+  // the layers, and the head's partial of the tied wte (128 x 64).
+  const ModelCost &mc = costs->getModel();
+  ASSERT_EQ(mc.layers.size(), 1u);
+  ASSERT_GT(mc.tiedParams, 0);
+  double sites = (mc.pre.getParams() + mc.post.getParams() + mc.tiedParams +
+                  mc.layers[0].getParams()) *
+                 4;
+  Plan plan;
+  plan.dp = 4;
+  plan.zero = 1;
+  // One micro-batch: no accumulation loop; ZeRO-1 keeps gradients whole.
+  EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers, sites);
+  plan.zero = 0;
+  EXPECT_EQ(evaluateWith(plan, 0).memory[0].buffers, 0);
+  // A pipeline all_reduces its gradients whole; with tp only the
+  // replicated parameters are sites (not counted).
+  plan.zero = 1;
+  PlanCostModel model(mc, testHardware());
+  plan.pp = 2;
+  EXPECT_EQ(model.getZeroStagingBytes(plan), 0);
+  plan.pp = 1;
+  plan.dp = 2;
+  plan.tp = 2;
+  EXPECT_EQ(model.getZeroStagingBytes(plan), 0);
 }
 
 TEST_F(CompiledBuffersTest, RecomputationKeepsTheUnpipelinedPlan) {
@@ -806,10 +837,12 @@ TEST_F(CompiledBuffersTest, AccumulationLoopHoldsWholeZerosAndThreeSums) {
   plan.microbatches = 4;
   // Without ZeRO the share is every gradient: 3 + 1 - 1 of them.
   EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers, 3 * whole);
-  // ZeRO-1: a quarter each, the whole zeros above three of them.
+  // ZeRO-1: a quarter each, the whole zeros above three of them (beside
+  // the reduce_scatter sites' staging).
   plan.zero = 1;
+  PlanCostModel model(mc, testHardware());
   EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers,
-                   whole + whole / 4 - whole);
+                   whole + whole / 4 - whole + model.getZeroStagingBytes(plan));
   // One micro-batch runs no loop.
   plan.zero = 0;
   plan.microbatches = 1;
@@ -895,15 +928,45 @@ TEST_F(CompiledBuffersTest, PipelineGradientMeansAndReceives) {
   double handed = mc.getLayer(1).outputBytes;
   ASSERT_GT(handed, 0);
   ASSERT_NE(c.memory[0].activations, c.memory[1].activations);
+  // And one micro-batch's W results (the stage's gradients) before they
+  // join the means.
   for (int r = 0; r < 2; ++r)
-    EXPECT_DOUBLE_EQ(c.memory[r].buffers, 2 * tied * r + 4 * handed)
+    EXPECT_DOUBLE_EQ(c.memory[r].buffers,
+                     2 * tied * r + 4 * handed + c.stages[r].params * 4)
         << "rank " << r;
+}
+
+TEST_F(CompiledBuffersTest, PipelineResultsOfTheLargestChunk) {
+  // Interleaved 1F1B, pp=2 with 2 chunks a rank: one micro-batch's W
+  // results are the gradients of one chunk, the rank's largest; none
+  // without a pipeline.
+  Plan plan;
+  plan.pp = 2;
+  plan.chunks = 2;
+  plan.microbatches = 4;
+  plan.schedule = sched::ScheduleKind::Interleaved1F1B;
+  plan.microBatchSize = costs->getModel().batch;
+  PlanCost c = evaluateWith(plan, 0);
+  ASSERT_EQ(c.stages.size(), 4u);
+  PlanCostModel model(costs->getModel(), testHardware());
+  for (int r = 0; r < 2; ++r) {
+    double largest = std::max(c.stages[r].params, c.stages[r + 2].params);
+    ASSERT_LT(largest, c.stages[r].params + c.stages[r + 2].params);
+    EXPECT_DOUBLE_EQ(model.getPipelineResultBytes(plan, c.stages, r),
+                     largest * 4)
+        << "rank " << r;
+  }
+  plan.pp = 1;
+  plan.chunks = 1;
+  EXPECT_EQ(model.getPipelineResultBytes(plan, c.stages, 0), 0);
 }
 
 TEST_F(CompiledBuffersTest, PipelineStageHoldsItsOwnGradients) {
   // Against the same model without a tied parameter (the same receives and
-  // arenas), only the tied wte's gradients: on pp=4 one copy on each middle
-  // rank (broadcast from the first stage), two on the last; under ZB-V
+  // arenas), only the tied wte's gradients: on pp=4 the last rank's own
+  // partial, none on a middle rank (the first stage's partial goes to the
+  // last alone, point to point, after the peak; until 2026-12-02 it was
+  // broadcast: one on each middle rank, two on the last); under ZB-V
   // (first and last chunk on rank 0) one on rank 0. braidc before the
   // stage-local means held every gradient on every stage.
   ModelCost untiedModel = costs->getModel();

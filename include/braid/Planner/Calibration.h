@@ -14,6 +14,10 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace mlir::braid::plan {
 
 /// One timing: a collective (or transfer) of `bytes` took `seconds`.
@@ -33,6 +37,40 @@ struct TimingSample {
 /// negative intercept is clamped to zero latency.
 llvm::Expected<LinkCost> fitLinkCost(CollectiveKind kind, int n,
                                      llvm::ArrayRef<TimingSample> samples);
+
+/// How the calibration's ranks run: as braid-run places a program's ranks
+/// on one machine (tools/braid-run), so that the hardware file describes
+/// the ranks plans run on.
+struct RankPlacement {
+  int ranks = 1;
+  int cores = 1;
+  /// Per rank: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS of the ranks (and
+  /// the threads of the kernels timed in the calibrating process).
+  int threads = 1;
+  /// Where `threads` came from: "--threads", "$OMP_NUM_THREADS" or
+  /// "cores / ranks".
+  std::string threadsFrom;
+  /// Each rank bound to `threads` cores of its own (more than one rank,
+  /// and ranks x threads fit on the cores); else not bound.
+  bool bound = false;
+
+  /// More ranks than cores (waiting ranks then yield their core).
+  bool oversubscribed() const { return ranks > cores; }
+  /// mpirun's options for this placement, after `-n ranks`, as braid-run
+  /// passes them.
+  std::vector<std::string> getMpirunArgs() const;
+  /// One line, as braid-run prints it: "2 ranks x 1 thread on 2 cores,
+  /// each bound to 1 core".
+  std::string describe() const;
+};
+
+/// The placement of `ranks` ranks on `cores` cores as braid-run chooses it:
+/// `threadsFlag` threads per rank if positive (--threads), else
+/// `ompNumThreads` ($OMP_NUM_THREADS) if set, else cores / ranks, at least
+/// 1. Fails on an $OMP_NUM_THREADS that is not a positive number.
+llvm::Expected<RankPlacement>
+chooseRankPlacement(int ranks, int cores, int threadsFlag,
+                    std::optional<std::string> ompNumThreads);
 
 } // namespace mlir::braid::plan
 

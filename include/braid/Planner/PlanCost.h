@@ -250,6 +250,14 @@ public:
   /// runtime's staging buffers of the collectives pipeline rank `rank` runs.
   double getStagingBytes(const Plan &plan, const std::vector<StageCost> &stages,
                          int rank) const;
+  /// With TrainingConfig::compiledBuffers, ZeRO and no pipeline: the
+  /// runtime's staging buffers of the gradients' reduce_scatter sites.
+  double getZeroStagingBytes(const Plan &plan) const;
+  /// With TrainingConfig::compiledBuffers and a pipeline: the results of
+  /// one micro-batch's W (its chunk's gradients) before they join the means.
+  double getPipelineResultBytes(const Plan &plan,
+                                const std::vector<StageCost> &stages,
+                                int rank) const;
   /// With TrainingConfig::compiledBuffers: sets each rank's buffers;
   /// `heldInFlight`, where not empty, is the schedule's peak with a
   /// micro-batch between its B and its W counted at its activations without
