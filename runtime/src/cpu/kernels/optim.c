@@ -121,6 +121,7 @@ static void adamw(const float *param, const float *grad, const float *m,
                   int64_t count, double b1, double b2, double eps, double wd,
                   float *new_param, float *new_m, float *new_v) {
   if (!isfinite(scale)) { /* a skipped step: everything stays */
+    BRAID_RT_SIMD /* in place too: a vector copy onto itself */
     for (int64_t i = 0; i < count; ++i) {
       new_param[i] = param[i];
       new_m[i] = m[i];
@@ -173,6 +174,7 @@ void braid_rt_sgd_update_f32(braid_rt_stream_t *stream, const float *param,
                              float *new_momentum_buffer) {
   double rate = *lr, scale = *grad_scale;
   if (!isfinite(scale)) { /* a skipped step: everything stays */
+    BRAID_RT_SIMD
     for (int64_t i = 0; i < count; ++i) {
       new_param[i] = param[i];
       new_momentum_buffer[i] = momentum_buffer[i];
