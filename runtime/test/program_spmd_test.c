@@ -9,7 +9,8 @@
  *  - blocks of a sharded slot, its initial values, and a checkpoint saved
  *    by every rank and read back whole, then resumed;
  *  - pipeline transfers: receives started before sends, matched by tag,
- *    waited out of order; pp_holds, pp_broadcast, accumulate_mean;
+ *    waited out of order; pp_holds, pp_transfer (point to point),
+ *    pp_broadcast, accumulate_mean;
  *  - vocabulary-parallel cross-entropy, its gradient and the embedding
  *    over tp against a serial computation in double (1e-6 relative);
  *  - PowerSGD on a batch of matrices (a stacked gradient): each matrix's
@@ -251,6 +252,18 @@ static void test_pipeline(void) {
   braid_rt_program_pp_broadcast_f32(TP, x, 2, s - 1, "broadcast");
   CHECK(x[0] == (float)(s - 1) && x[1] == (float)(s - 1) + 0.5f,
         "pp_broadcast");
+
+  /* pp_transfer: the last stage's values into stage 0's buffer; every
+     other stage (and the sender's `dst`) untouched. */
+  float src[2] = {(float)stage + 0.25f, (float)stage + 0.75f};
+  float dst[2] = {-1.0f, -1.0f};
+  braid_rt_program_pp_transfer_f32(TP, src, dst, 2, s - 1, 0, "transfer");
+  if (stage == 0)
+    CHECK(dst[0] == (float)(s - 1) + 0.25f && dst[1] == (float)(s - 1) + 0.75f,
+          "pp_transfer: %g %g", dst[0], dst[1]);
+  else
+    CHECK(dst[0] == -1.0f && dst[1] == -1.0f, "pp_transfer on stage %lld",
+          (long long)stage);
 
   /* accumulate_mean over 3 micro-batches: the f32 sum times f32(1/3). */
   float sum[2], v[3][2] = {{1.25f, -2.0f}, {0.1f, 3.0f}, {7.0f, 0.3f}};

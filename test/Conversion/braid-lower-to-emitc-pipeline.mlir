@@ -4,8 +4,9 @@
 // (micro-batch x 2 chunks + chunk) x 3 + phase F/B/W), runs its actions as
 // trace events and waits for a receive where the schedule receives; after
 // the pipeline a stage squares and updates only its own gradients under
-// `if (stage == s)`, broadcasting only the norm's running sum, the clipping
-// coefficient and the results; each slot records the stage updating it,
+// `if (stage == s)`, sending the norm's running sum on to the next stage
+// alone (point to point), broadcasting only the clipping coefficient and
+// the results; each slot records the stage updating it,
 // and only the stages that update or read a slot allocate it.
 //
 // RUN: braid-opt %s --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="accumulation=2 pipeline clip-norm=1.0" --braid-pipeline-outline --braid-pipeline-schedule=schedule=1f1b -o %t.mlir
@@ -47,7 +48,7 @@
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // CHECK: {{^}}    braid_rt_sum_squares_f32(
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
-// CHECK: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.{{add|fused}}");
+// CHECK: {{^}}  braid_rt_program_pp_transfer_f32({{.*}}: braid.{{add|fused}}");
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // CHECK: {{^}}    braid_rt_adamw_update_f32_i64(
 // CHECK-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}

@@ -67,9 +67,11 @@
 // CPP: braid_rt_program_pp_wait_all(
 //
 // After the pipeline a stage runs what uses its gradients (their square
-// sums, their parameters' updates, under `if (stage == s)`) and broadcasts
-// only scalars (the gradient norm's running sum, the clipping coefficient,
-// the loss), and the tied wte's new value, which both stages read; the
+// sums, their parameters' updates, under `if (stage == s)`), sends stage
+// 0's partial gradient of the tied wte to stage 1 alone (point to point,
+// as the gradient norm's running sum) and broadcasts only scalars (the
+// clipping coefficient, the loss) and the wte's new value, which both
+// stages read; the
 // checkpoint takes each slot from the stage that updates it (wte: any; its
 // optimizer state: stage 1, which adds the partial gradients of the
 // embedding and the head after the pipeline, braid-pipeline-outline).
@@ -81,7 +83,8 @@
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}    braid_rt_sum_squares_f32(
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
-// GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}, {{v[0-9]+}}, {{v[0-9]+}}, {{.*}}: braid.{{add|fused}}");
+// GUARD: {{^}}  braid_rt_program_pp_transfer_f32({{.*}}, {{v[0-9]+}}, {{v[0-9]+}}, {{.*}}: braid.{{add|fused}}");
+// GUARD-NOT: braid_rt_program_pp_broadcast_f32({{.*}}: braid.{{add|fused}}");
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}    braid_rt_adamw_update_f32_i64(
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}

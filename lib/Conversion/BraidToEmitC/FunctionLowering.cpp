@@ -296,7 +296,7 @@ bool FunctionLowering::canUpdateSlotInPlace(Value operand, Value v) {
   // broadcast into the slot.
   if (placement &&
       (placement->getStage(store) != placement->getStage(v.getDefiningOp()) ||
-       !placement->getBroadcasts(store).empty()))
+       !placement->getTransfers(store).empty()))
     return false;
   int64_t storeAt = opIndex.lookup(store);
   for (Operation &o : *body) {
@@ -517,22 +517,37 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     where = describe(&op);
     current = opIndex.lookup(&op);
     donated.clear();
+    // Operands received point to point: the op reads the receiving stage's
+    // copy, a buffer of that stage alone (the sender's stays its own).
+    SmallVector<std::pair<Value, Value>> received; // (value, its buffer)
     if (placement)
-      for (auto [operand, stage] : placement->getBroadcasts(&op)) {
+      for (auto [operand, from, to] : placement->getTransfers(&op)) {
         Value v = op.getOperand(operand);
         auto type = dyn_cast<RankedTensorType>(v.getType());
         if (!type || !type.getElementType().isF32())
           return op.emitOpError()
                  << "needs operand " << operand << " of type " << v.getType()
-                 << " from pipeline stage " << stage
+                 << " from pipeline stage " << from
                  << "; generated pipelines move f32 only";
+        if (to != StagePlacement::kAll) {
+          if (module.reuseBuffers)
+            allocationStage = to;
+          Value copy = allocate(typeOf(v));
+          allocationStage = -1;
+          call("braid_rt_program_pp_transfer_f32",
+               {i64(module.pipelineMask), get(v), copy, i64(countOf(v)),
+                i64(from), i64(to), whereText()});
+          received.push_back({v, get(v)});
+          buffers[v] = copy;
+          continue;
+        }
         // Broadcasting into a slot's buffer needs it on every stage; into
         // an arena buffer, that buffer on every stage.
         if (get(v).getDefiningOp<emitc::LoadOp>())
           module.stageLocal = false;
         setEveryStage(get(v));
         call("braid_rt_program_pp_broadcast_f32",
-             {i64(module.pipelineMask), get(v), i64(countOf(v)), i64(stage),
+             {i64(module.pipelineMask), get(v), i64(countOf(v)), i64(from),
               whereText()});
       }
     if (op.hasTrait<OpTrait::IsTerminator>()) {
@@ -583,6 +598,8 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
         if (Value buffer = buffers.lookup(v))
           setEveryStage(buffer);
     }
+    for (auto [v, buffer] : received)
+      buffers[v] = buffer;
     if (progress && !isa<CollectiveOpInterface, WaitOp, ParamOp>(op))
       call("braid_rt_program_progress", {});
   }

@@ -117,7 +117,7 @@ static LogicalResult lowerEarlyStarts(PipelineOp op, FunctionLowering &l,
     ops.push_back(next);
     ok = ok && llvm::all_of(ops, [&](Operation *x) {
            return placement->getStage(x) == s.stage &&
-                  placement->getBroadcasts(x).empty();
+                  placement->getTransfers(x).empty();
          });
     if (!ok)
       continue;
@@ -255,10 +255,11 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
     int64_t kind = phase == 'F' ? 0 : phase == 'B' ? 1 : 2;
     return (mb * numChunks + chunk) * 3 + kind;
   };
-  if (m * numChunks * 3 > 32768)
+  // (Tag 32767 is braid_rt_program_pp_transfer_f32's, after the pipeline.)
+  if (m * numChunks * 3 > 32767)
     return op.emitOpError()
            << "runs " << m << " micro-batches of " << numChunks
-           << " chunks: more transfers than message tags (32768)";
+           << " chunks: more transfers than message tags (32767)";
 
   Value mask = l.i64(l.module.pipelineMask);
   Value stage = emitc::CallOpaqueOp::create(b, loc, b.getI64Type(),

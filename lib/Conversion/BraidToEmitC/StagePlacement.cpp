@@ -2,10 +2,11 @@
 
 #include "StagePlacement.h"
 
-#include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -18,18 +19,38 @@ StagePlacement::StagePlacement(
     auto it = where.find(v);
     return it == where.end() ? kAll : it->second;
   };
-  // Broadcasts the operands of `op` that are on one stage other than
-  // `keep` (kAll: every one): from then on every stage holds them.
-  auto broadcastOthers = [&](Operation *op, int64_t keep) {
-    for (OpOperand &operand : op->getOpOperands())
-      if (int64_t s = stageOf(operand.get()); s != kAll && s != keep) {
-        broadcasts[op].push_back({operand.getOperandNumber(), s});
-        where[operand.get()] = kAll;
-      }
+  // Whether an op of `body` after `op` reads `v`.
+  auto readLater = [&](Value v, Operation *op) {
+    return llvm::any_of(v.getUsers(), [&](Operation *user) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      return !top || op->isBeforeInBlock(top);
+    });
+  };
+  // Moves the operands of `op` that are on one stage other than `to` (kAll:
+  // every one) to `to`: point to point when no later op reads them (their
+  // stage keeps them), else broadcast, and every stage holds them from then
+  // on.
+  auto moveOthers = [&](Operation *op, int64_t to) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value v = operand.get();
+      int64_t s = stageOf(v);
+      if (s == kAll || s == to)
+        continue;
+      // One transfer of a value read twice by the op.
+      if (llvm::any_of(transfers[op], [&](const Transfer &t) {
+            return op->getOperand(t.operand) == v;
+          }))
+        continue;
+      bool broadcast = to == kAll || readLater(v, op);
+      transfers[op].push_back(
+          {operand.getOperandNumber(), s, broadcast ? kAll : to});
+      if (broadcast)
+        where[v] = kAll;
+    }
   };
   for (Operation &op : body) {
     if (op.hasTrait<OpTrait::IsTerminator>()) {
-      broadcastOthers(&op, kAll);
+      moveOthers(&op, kAll);
       continue;
     }
     // Run the op where most of its operands' elements are; the others come
@@ -48,12 +69,10 @@ StagePlacement::StagePlacement(
         stage = s;
         most = count;
       }
-    if (elements.size() > 1)
-      broadcastOthers(&op, stage);
-    if (stage != kAll && !stagesOnly(&op, stage)) {
-      broadcastOthers(&op, kAll);
+    if (stage != kAll && !stagesOnly(&op, stage))
       stage = kAll;
-    }
+    if (stage == kAll || elements.size() > 1)
+      moveOthers(&op, stage);
     if (stage != kAll)
       stages[&op] = stage;
     for (Value r : op.getResults()) {

@@ -4,12 +4,15 @@
 // (gradient norm, clipping, the optimizer). The pipeline leaves each result
 // on the stage that computed it; this analysis places every later op on the
 // stage that holds most of its operands' elements, or on every stage when
-// all of them are everywhere, and says which operands to broadcast over the
-// pipeline first: those of an op from other stages (the gradient norm's
-// running sum, the clipping coefficient), a value stored to a parameter that
-// pieces on other stages read (a tied weight), and the function's results.
-// Placement follows the data: a stage updates only the parameters whose
-// gradients it computed.
+// all of them are everywhere, and says which operands to move there first.
+// An operand from another stage that no later op reads goes to the op's
+// stage alone, point to point (the first stage's partial gradient of a tied
+// weight, summed on the last; the gradient norm's running sum); the others
+// are broadcast over the pipeline: an operand read again later (the
+// clipping coefficient), a value stored to a parameter that pieces on other
+// stages read (a tied weight), and the function's results. Placement
+// follows the data: a stage updates only the parameters whose gradients it
+// computed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,20 +45,22 @@ public:
     auto it = stages.find(op);
     return it == stages.end() ? kAll : it->second;
   }
-  /// The operands of `op` to broadcast from their stage before it runs:
-  /// (operand number, stage).
-  llvm::ArrayRef<std::pair<unsigned, int64_t>>
-  getBroadcasts(Operation *op) const {
-    auto it = broadcasts.find(op);
-    return it == broadcasts.end()
-               ? llvm::ArrayRef<std::pair<unsigned, int64_t>>()
-               : llvm::ArrayRef<std::pair<unsigned, int64_t>>(it->second);
+  /// An operand of an op that moves from stage `from` before the op runs:
+  /// to stage `to` alone, or (kAll) broadcast to every stage.
+  struct Transfer {
+    unsigned operand;
+    int64_t from, to;
+  };
+  /// The operands of `op` to move before it runs.
+  llvm::ArrayRef<Transfer> getTransfers(Operation *op) const {
+    auto it = transfers.find(op);
+    return it == transfers.end() ? llvm::ArrayRef<Transfer>()
+                                 : llvm::ArrayRef<Transfer>(it->second);
   }
 
 private:
   llvm::DenseMap<Operation *, int64_t> stages;
-  llvm::DenseMap<Operation *, llvm::SmallVector<std::pair<unsigned, int64_t>>>
-      broadcasts;
+  llvm::DenseMap<Operation *, llvm::SmallVector<Transfer>> transfers;
 };
 
 } // namespace mlir::braid

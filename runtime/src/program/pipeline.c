@@ -87,6 +87,29 @@ int braid_rt_program_pp_holds(int64_t mask, int64_t stages) {
   return (int)((stages >> braid_rt_program_pp_stage(mask)) & 1);
 }
 
+void braid_rt_program_pp_transfer_f32(int64_t mask, const float *src,
+                                      float *dst, int64_t count, int64_t from,
+                                      int64_t to, const char *where) {
+  /* Above every step's tags (braid-lower-to-emitc keeps them under it). */
+  const int tag = 32767;
+  int64_t stage = braid_rt_program_pp_stage(mask);
+  braid_rt_comm_t *comm = braid_rt_program_comm(mask);
+  braid_rt_request_t *request = NULL;
+  if (stage == from)
+    braid_rt_program_spmd_check(braid_rt_send_f32_start(comm, src,
+                                                        (size_t)count, (int)to,
+                                                        tag, NULL, &request),
+                                where);
+  else if (stage == to)
+    braid_rt_program_spmd_check(
+        braid_rt_recv_f32_start(comm, dst, (size_t)count, (int)from, tag, NULL,
+                                &request),
+        where);
+  else
+    return;
+  braid_rt_program_spmd_check(braid_rt_request_wait(request), where);
+}
+
 void braid_rt_program_pp_broadcast_f32(int64_t mask, float *buf,
                                        int64_t count, int64_t owner,
                                        const char *where) {

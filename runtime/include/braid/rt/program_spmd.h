@@ -345,6 +345,15 @@ void braid_rt_program_pp_wait_all(const char *where);
    a stage holds when each keeps only its own. */
 int braid_rt_program_pp_holds(int64_t mask, int64_t stages);
 
+/* Stage `from`'s `count` elements of `src` into `dst` on stage `to`, point
+   to point: the other stages return at once, and neither end returns before
+   its side is complete (from != to; a tag no pipeline step uses). For a
+   value one other stage needs, e.g. the first stage's partial gradient of a
+   tied weight that the last stage sums. */
+void braid_rt_program_pp_transfer_f32(int64_t mask, const float *src,
+                                      float *dst, int64_t count, int64_t from,
+                                      int64_t to, const char *where);
+
 /* Stage `owner`'s `count` elements of `buf` to every stage of the pipeline. */
 void braid_rt_program_pp_broadcast_f32(int64_t mask, float *buf,
                                        int64_t count, int64_t owner,
