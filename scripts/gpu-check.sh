@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks Braid's CUDA target on a GPU: the CUDA kernels against the CPU
-# kernels, the NCCL communication layer (its compressed sums too, bit for
-# bit against the CPU target's), the main job's GPT trained 20
+# kernels, the NCCL communication layer (its compressed sums too: the
+# 16-bit ring bit for bit against the CPU target's, PowerSGD on the device
+# within 1e-4), the main job's GPT trained 20
 # AdamW steps on one GPU against the CPU executable's losses, and
 # checkpoints between the targets (the same state saved into the same
 # bytes; a CPU checkpoint resumed on the GPU and, where the CPU executable
@@ -189,9 +190,11 @@ run() {
     else
       record nccl-timeout FAIL "exit $rc (want 42 and the TIMEOUT message): $(tail -1 "$out/nccl-timeout.log")"
     fi
-    # The compressed sums (bf16 / fp16 ring, PowerSGD) bit for bit against
-    # the CPU target's arithmetic: on 1 GPU the entry points, staging and
-    # PowerSGD; on 2 the ring itself over NCCL send/recv.
+    # The compressed sums against the CPU target's arithmetic (the bf16 /
+    # fp16 ring bit for bit; PowerSGD, cuBLAS GEMMs and kernels on the
+    # device, within 1e-4): on 1 GPU the entry points, staging and
+    # PowerSGD; on 2 the ring itself over NCCL send/recv, and PowerSGD's
+    # sums.
     check nccl-compressed-1rank 120 \
       "$dir/bin/braid-rt-cuda-comm_test_single" compressed
     if [[ $gpus -ge 2 ]] && command -v mpirun >/dev/null; then

@@ -1,4 +1,4 @@
-/*===- fake_device.c - A host-memory CUDA and NCCL for one rank ----------===*/
+/*===- fake_device.c - A host-memory CUDA, cuBLAS and NCCL for one rank --===*/
 /*
  * The CUDA runtime and NCCL calls braid_rt_cuda makes, implemented on the
  * host for a single rank, so that the backend's own logic (context
