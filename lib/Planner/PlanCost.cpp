@@ -388,12 +388,14 @@ void PlanCostModel::addCompiledBuffers(
   bool sp = plan.sequenceParallel && plan.tp > 1;
   double gradBytes = config.gradBytes;
   // A tied parameter's gradient (GPT's wte, counted with the first stage):
-  // the last stage computes its own partial, and the first stage's partial
-  // is broadcast over the pipeline for the last to sum (StagePlacement).
+  // the last stage computes its own partial too. The first stage's partial
+  // goes to the last alone, point to point, after the pipeline
+  // (StagePlacement), into a buffer live only at the sum, past the peak:
+  // the middle stages hold none of it.
   auto rankOf = [&](int s) {
     return vshape ? (s < plan.pp ? s : 2 * plan.pp - 1 - s) : s % plan.pp;
   };
-  int firstRank = rankOf(0), lastRank = rankOf(numStages - 1);
+  int lastRank = rankOf(numStages - 1);
   double tiedGrad = model.tiedParams / plan.tp * gradBytes;
   // The largest segment's intermediates of one micro-batch.
   double widest =
@@ -429,13 +431,11 @@ void PlanCostModel::addCompiledBuffers(
         receives += plan.microbatches * handed(s);
     }
     // Each stage holds the means of its own gradients, whole under
-    // ZeRO-2/3 (the program shards them after), and the tied partials.
+    // ZeRO-2/3 (the program shards them after), and the last rank its
+    // partial of the tied one (under ZB-V rank 0, holding both ends).
     double grads = params * gradBytes;
-    if (plan.pp > 1 && tiedGrad > 0)
-      grads += firstRank == lastRank ? (rank == firstRank ? tiedGrad : 0)
-               : rank == lastRank    ? 2 * tiedGrad
-               : rank != firstRank   ? tiedGrad
-                                     : 0;
+    if (plan.pp > 1 && rank == lastRank)
+      grads += tiedGrad;
     m.buffers = std::max(0.0, grads - m.grads) + receives + working;
     // Without a pipeline, recomputation leaves braidc's plan as it is (its
     // peak is not where the saved activations are: the same bytes with
