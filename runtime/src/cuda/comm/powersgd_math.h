@@ -141,6 +141,15 @@ BRAID_RT_PSGD_FN float braid_rt_psgd_error(float m, double approx,
   return (float)braid_rt_psgd_add((double)m, -braid_rt_psgd_mul(approx, share));
 }
 
+/* Whether cuBLAS accepts `g`'s leading dimensions: each at least the
+   stored matrix's row count (and 1). */
+static inline int braid_rt_psgd_gemm_valid(const braid_rt_psgd_gemm_t *g) {
+  int a_rows = g->trans_a ? g->k : g->m, b_rows = g->trans_b ? g->n : g->k;
+  return g->m >= 0 && g->n >= 0 && g->k >= 0 &&
+         g->lda >= (a_rows > 1 ? a_rows : 1) &&
+         g->ldb >= (b_rows > 1 ? b_rows : 1) && g->ldc >= (g->m > 1 ? g->m : 1);
+}
+
 /* What cuBLAS computes for `g` with alpha 1 and beta 0, on the host (the
    fake device and the host test): f32 products summed in f32 in k order,
    where cuBLAS may sum in another. */

@@ -346,6 +346,8 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
     die("cublasSgemm: a matrix is host memory, not device memory");
   braid_rt_psgd_gemm_t g = {
       transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k, lda, ldb, ldc};
+  if (!braid_rt_psgd_gemm_valid(&g))
+    return CUBLAS_STATUS_INVALID_VALUE;
   braid_rt_psgd_reference_gemm(&g, a, b, c);
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -7,14 +7,14 @@
  *   - M and the finish (grad = P Q^T, error = m - grad / size): the same
  *     bits, on 1, 2 and 3 ranks' shares, with and without error feedback;
  *   - P = M Q and Q = M^T P through a column-major reference SGEMM with
- *     compressed.c's arguments (so the row-major to column-major mapping is
- *     checked): within 5e-6 of the largest |value| (1.2e-6 seen);
+ *     compressed.c's arguments (so the row-major to column-major mapping
+ *     is checked, and the leading dimensions are ones cuBLAS accepts):
+ *     within 5e-6 of the largest |value| (1.2e-6 seen);
  *   - the one-block orthonormalisation in the kernel's order (strided
  *     partial sums, a tree) against the CPU's sequential Gram-Schmidt:
  *     within 2e-6 (the same bits seen: products of two floats are exact
  *     in double, and the sums' rounding rarely reaches f32); its columns
- *     orthonormal within 1e-5; a zero column
- *     stays zero in both;
+ *     orthonormal within 1e-5; a zero column stays zero in both;
  *   - the whole step on 1, 2 and 3 simulated ranks (P and Q summed in
  *     rank order): within 5e-5 of the largest |value| (5.6e-6 seen).
  * Needs no CUDA: it runs everywhere. What it cannot check: the launches,
@@ -99,16 +99,29 @@ static void test_m(size_t n, int with_error) {
   free(want);
 }
 
+/* cuBLAS would refuse leading dimensions shorter than a stored column. */
+static void expect_valid(const char *what, const braid_rt_psgd_gemm_t *g) {
+  ++checks;
+  if (!braid_rt_psgd_gemm_valid(g)) {
+    ++failures;
+    fprintf(stderr,
+            "FAIL: %s: cuBLAS refuses m %d n %d k %d lda %d ldb %d ldc %d\n",
+            what, g->m, g->n, g->k, g->lda, g->ldb, g->ldc);
+  }
+}
+
 static void test_gemms(shape_t s) {
   float *m = randoms(s.rows * s.cols), *q = randoms(s.cols * s.rank);
   float *p = randoms(s.rows * s.rank);
   float *got = malloc(s.rows * s.cols * sizeof(float));
   float *want = malloc(s.rows * s.cols * sizeof(float));
   braid_rt_psgd_gemm_t g = braid_rt_psgd_gemm_p(s.rows, s.cols, s.rank);
+  expect_valid("gemm_p", &g);
   braid_rt_psgd_reference_gemm(&g, q, m, got);
   braid_rt_powersgd_host_p(m, q, want, s.rows, s.cols, s.rank);
   expect_close("P = M Q", got, want, s.rows * s.rank, 5e-6);
   g = braid_rt_psgd_gemm_q(s.rows, s.cols, s.rank);
+  expect_valid("gemm_q", &g);
   braid_rt_psgd_reference_gemm(&g, p, m, got);
   braid_rt_powersgd_host_q(m, p, want, s.rows, s.cols, s.rank);
   expect_close("Q = M^T P", got, want, s.cols * s.rank, 5e-6);
