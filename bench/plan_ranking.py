@@ -25,6 +25,16 @@ ranks of this machine (braid-run, one thread per rank).
 3. Prints predicted against measured per plan, the Spearman rank
    correlation of the two (ties averaged), and the planner's pick against
    the fastest measured plan, with the load average before and after.
+   A plan's best run over many is a lucky round more often the more plans
+   there are (the winner's curse: on 8 ranks the fastest plan's best of
+   372 first runs and its reruns was one round 15% below its reruns
+   minutes later), so a final phase (--final K, --final-rounds R; default
+   5 and 8, --final 0 leaves it out) then runs the planner's pick and the
+   K fastest measured plans again in R rounds, each round every one of
+   them once in an order drawn from a fixed seed (so that drift and busy
+   spells hit all alike), and prints each one's median and best of those
+   rounds and the pick's distance from the fastest by median and by best,
+   beside the numbers above (which it leaves as they were).
 4. Memory (issue 13: the predicted memory per rank within 15% of the
    measured peak resident set): every run of a plan records each rank's
    peak resident set (getrusage of the rank's process, as
@@ -55,7 +65,8 @@ ranks of this machine (braid-run, one thread per rank).
    --allow-stale (then it names their toolchain).
 
     bench/plan_ranking.py [--ranks 4] [--hardware cpu-local] [--plans 16 | --all]
-        [--steps 5] [--repeats 3] [--csv FILE] [--reuse FILE] [--memory-only] [--check]
+        [--steps 5] [--repeats 3] [--final 5] [--final-rounds 8]
+        [--csv FILE] [--reuse FILE] [--memory-only] [--check]
         [--build-dir DIR [--build-only [--braidc FILE] | --allow-stale]]
 
 --check (ctest) exits non-zero unless every measured plan compiled, ran and
@@ -70,8 +81,10 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -443,16 +456,116 @@ def find_built(args, bin_dir, model, model_text, rows, microbatches, pick_name):
     return ready
 
 
+# The final phase's orders are drawn from this seed: the same plans run in
+# the same orders in every run of the script.
+FINAL_SEED = 0
+
+
+def final_plans(measured, pick_name, k):
+    """The plans of the final phase: the k fastest by their time in the main
+    rounds (r["measured"], the best run), then the planner's pick if it is
+    not among them."""
+    chosen = sorted(measured, key=lambda r: r["measured"])[:k]
+    chosen += [r for r in measured if r["name"] == pick_name and r not in chosen]
+    return chosen
+
+
+def final_rounds(rows, rounds, run, seed=FINAL_SEED):
+    """Runs every row once per round, for `rounds` rounds, each round in an
+    order drawn from random.Random(seed), so that drift and busy spells hit
+    all plans alike. run(row) returns a run's seconds, or None when it
+    failed (then the row has no time of that round). Returns ({plan name:
+    [seconds, in round order]}, [each round's order of plan names])."""
+    rng = random.Random(seed)
+    times = {r["name"]: [] for r in rows}
+    orders = []
+    for _ in range(rounds):
+        order = list(rows)
+        rng.shuffle(order)
+        orders.append([r["name"] for r in order])
+        for r in order:
+            t = run(r)
+            if t is not None:
+                times[r["name"]].append(t)
+    return times, orders
+
+
+def final_summary(times, pick_name):
+    """The final phase judged: per plan with a run, its runs, median and best;
+    the fastest plan by median and by best, and the pick's distance from
+    each (its median over the fastest median, its best over the fastest
+    best, less 1); the pick's are None when it has no run."""
+    plans = {n: {"runs": len(ts), "median": statistics.median(ts), "best": min(ts)}
+             for n, ts in times.items() if ts}
+    if not plans:
+        return None
+    by_median = min(plans, key=lambda n: plans[n]["median"])
+    by_best = min(plans, key=lambda n: plans[n]["best"])
+    pick = plans.get(pick_name)
+    return {"plans": plans, "fastest_median": by_median, "fastest_best": by_best,
+            "pick_gap_median": (pick["median"] / plans[by_median]["median"] - 1
+                                if pick else None),
+            "pick_gap_best": pick["best"] / plans[by_best]["best"] - 1 if pick else None}
+
+
+def final_report(summary, pick_name, rounds):
+    """The final phase's lines of the report."""
+    plans = summary["plans"]
+    lines = [f"final phase: the planner's pick and the fastest measured plans again, "
+             f"{rounds} rounds, each in an order from seed {FINAL_SEED}: median and best ms"]
+    for n in sorted(plans, key=lambda n: plans[n]["median"]):
+        p = plans[n]
+        mark = "  <- the planner's pick" if n == pick_name else ""
+        lines.append(f"  {p['median'] * 1e3:>8.2f} {p['best'] * 1e3:>8.2f}  ({p['runs']} runs)  "
+                     f"{n}{mark}")
+    fm, fb = summary["fastest_median"], summary["fastest_best"]
+    if summary["pick_gap_median"] is None:
+        lines.append(f"final phase: the planner's pick {pick_name} has no run")
+    else:
+        lines.append(f"final phase: the planner's pick {pick_name} is "
+                     f"{100 * summary['pick_gap_median']:.1f}% slower than the fastest by median "
+                     f"({fm}, {plans[fm]['median'] * 1e3:.2f} ms) and "
+                     f"{100 * summary['pick_gap_best']:.1f}% by best "
+                     f"({fb}, {plans[fb]['best'] * 1e3:.2f} ms)")
+    return lines
+
+
 def write_csv(path, rows):
-    """Each plan's prediction and runs (its time: the best of them)."""
+    """Each plan's prediction and runs (its time: the best of them); the runs
+    of the final phase in final_runs_s (empty for a plan not in it)."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(["plan", "predicted_s", "measured_s", "runs_s", "predicted_mib", "rss_mib"])
+        w.writerow(["plan", "predicted_s", "measured_s", "runs_s", "predicted_mib", "rss_mib",
+                    "final_runs_s"])
         for r in rows:
             w.writerow([r["name"], f"{r['predicted']:.6g}", f"{min(r['runs']):.6g}",
                         " ".join(f"{t:.6g}" for t in r["runs"]),
                         " ".join(f"{x:.1f}" for x in r["memory"]),
-                        " ".join(f"{x:.1f}" for x in r["rss"])])
+                        " ".join(f"{x:.1f}" for x in r["rss"]),
+                        " ".join(f"{t:.6g}" for t in r.get("final_runs", []))])
+
+
+def time_run(args, bin_dir, r):
+    """One run of a measured plan: its seconds per step (each rank's peak
+    resident set goes into r["rss"], the largest over the runs), or None
+    when it failed: with --build-dir the plan is marked (r["failed"] says
+    why) and a long run goes on without it; else the script stops."""
+    code, out, err = run_plan(bin_dir, args.ranks, r["program"], args.steps,
+                              args.run_timeout if args.build_dir else None)
+    t = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
+    rss = {int(k): int(v) / 1024 for k, v in re.findall(r"^maxrss_kib (\d+) (\d+)", err, re.M)}
+    if code != 0 or not t or sorted(rss) != list(range(args.ranks)):
+        why = (f"{r['name']} failed (a time and a peak resident set per rank expected; " +
+               (f"exit status {code}" if code is not None else
+                f"killed after {args.run_timeout} s") + f"):\n{out}\n{err}")
+        if not args.build_dir:
+            raise SystemExit(why)
+        print(why, file=sys.stderr, flush=True)
+        r["failed"] = why.splitlines()[0]
+        return None
+    # A rank's peak over the runs (the runs differ by a few pages).
+    r["rss"] = [max(rss[k], r["rss"][k] if k < len(r["rss"]) else 0) for k in range(args.ranks)]
+    return float(t.group(1)) / 1e3
 
 
 def run_plan(bin_dir, ranks, program, steps, timeout):
@@ -504,6 +617,17 @@ def main():
     parser.add_argument("--rerun-fastest", type=int,
                         help="after the first run of every plan, run only the N fastest so far "
                              "and the planner's pick again (a plan's time: its best run)")
+    parser.add_argument("--final", type=int, default=5, metavar="K",
+                        help="after the main rounds, run the planner's pick and the K fastest "
+                             "measured plans (by their best run) again in --final-rounds rounds, "
+                             "each round every one of them once in an order drawn from a fixed "
+                             "seed, and report each one's median and best and the pick's "
+                             "distance from the fastest by median and by best (beside the main "
+                             "rounds' numbers; the runs in the CSV's final_runs_s); 0: no final "
+                             "phase (default 5; not limited by --max-minutes: 6 plans x 8 "
+                             "rounds on 8 ranks take about 2 minutes here)")
+    parser.add_argument("--final-rounds", type=int, default=8, metavar="R",
+                        help="rounds of the final phase (default 8)")
     parser.add_argument("--csv", type=Path, help="write each measured plan's prediction and runs")
     parser.add_argument("--reuse", type=Path,
                         help="a --csv file of an earlier run: its plans' runs are reused, not "
@@ -568,11 +692,14 @@ def main():
         plans = enumerate_plans(args.ranks, args.layers, args.batch, m, args.heads)
         if all(name(p) != name(pick) for p in plans):
             plans.append(pick)
-        reused, reused_rss = {}, {}
+        reused, reused_rss, reused_final = {}, {}, {}
         if args.reuse:
             with open(args.reuse, newline="") as f:
                 for row in csv.DictReader(f):
                     reused[row["plan"]] = [float(t) for t in row["runs_s"].split()]
+                    if row.get("final_runs_s"):  # files written before it have none
+                        reused_final[row["plan"]] = [float(t) for t in
+                                                     row["final_runs_s"].split()]
                     if row.get("rss_mib"):  # files written before it have none
                         reused_rss[row["plan"]] = [float(x) for x in row["rss_mib"].split()]
             # Only the plans measured then (and the pick) need a prediction.
@@ -650,26 +777,9 @@ def main():
             rounds += 1
             for r in this_round:
                 runs_done += 1
-                code, out, err = run_plan(bin_dir, args.ranks, r["program"], args.steps,
-                                          args.run_timeout if args.build_dir else None)
-                t = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
-                rss = {int(k): int(v) / 1024 for k, v in
-                       re.findall(r"^maxrss_kib (\d+) (\d+)", err, re.M)}
-                if code != 0 or not t or sorted(rss) != list(range(args.ranks)):
-                    why = (f"{r['name']} failed (a time and a peak resident set per rank "
-                           f"expected; " + (f"exit status {code}" if code is not None else
-                                            f"killed after {args.run_timeout} s") +
-                           f"):\n{out}\n{err}")
-                    if not args.build_dir:
-                        raise SystemExit(why)
-                    # A long run goes on without the plan; it is reported.
-                    print(why, file=sys.stderr, flush=True)
-                    r["failed"] = why.splitlines()[0]
-                    continue
-                r["runs"].append(float(t.group(1)) / 1e3)
-                # A rank's peak over the runs (the runs differ by a few pages).
-                r["rss"] = [max(rss[k], r["rss"][k] if k < len(r["rss"]) else 0)
-                            for k in range(args.ranks)]
+                t = time_run(args, bin_dir, r)
+                if t is not None:
+                    r["runs"].append(t)
             if args.build_dir:  # a long run: its progress, and what it measured so far
                 print(f"run {repeat + 1} of {args.repeats} of {len(this_round)} plans done, "
                       f"{time.time() - start:.0f} s, load average {load()}",
@@ -683,6 +793,28 @@ def main():
             measured = [r for r in measured if "failed" not in r]
         for r in measured:
             r["measured"] = min(r["runs"])
+
+        # The final phase: the pick and the fastest plans again, interleaved.
+        final, final_failed, final_done = None, [], 0
+        if args.reuse:
+            for r in measured:
+                r["final_runs"] = reused_final.get(r["name"], [])
+            times = {r["name"]: r["final_runs"] for r in measured if r["final_runs"]}
+            final = final_summary(times, name(pick)) if times else None
+            final_done = max(map(len, times.values()), default=0)
+        elif not args.memory_only and args.final > 0 and args.final_rounds > 0 and measured:
+            final_rows = final_plans(measured, name(pick), args.final)
+            final_start = time.time()
+            times, _ = final_rounds(final_rows, args.final_rounds,
+                                    lambda r: None if "failed" in r else time_run(args, bin_dir, r))
+            for r in final_rows:
+                r["final_runs"] = times[r["name"]]
+            final_failed = [r for r in final_rows if "failed" in r]
+            final = final_summary(times, name(pick))
+            final_done = args.final_rounds
+            print(f"final phase: {len(final_rows)} plans x {args.final_rounds} rounds done in "
+                  f"{time.time() - final_start:.0f} s, load average {load()}",
+                  file=sys.stderr, flush=True)
     load_after = load()
 
     rho = spearman([r["predicted"] for r in measured], [r["measured"] for r in measured])
@@ -714,6 +846,11 @@ def main():
             print(f"the planner's pick {chosen_row['name']}: {chosen_row['measured'] * 1e3:.2f} ms "
                   f"measured, {100 * gap:.1f}% slower than the fastest measured ({best['name']}, "
                   f"{best['measured'] * 1e3:.2f} ms)")
+        if final_failed:
+            print(f"final phase: {len(final_failed)} plans failed, their runs left out: " +
+                  ", ".join(r["name"] for r in final_failed))
+        if final:
+            print("\n".join(final_report(final, name(pick), final_done)))
 
     # Memory: each world rank's peak resident set against its pipeline
     # rank's predicted memory (world rank r runs stage r mod pp).
@@ -741,7 +878,7 @@ def main():
     if args.check:
         bad = [r["name"] for r in measured if not math.isfinite(r["measured"]) or r["measured"] <= 0
                or (not args.reuse and len(r["rss"]) != args.ranks)]
-        bad += [r["name"] for r in failed]
+        bad += [r["name"] for r in failed + final_failed]
         if bad or len(measured) < 2 or (math.isnan(rho) and not args.memory_only):
             raise SystemExit(f"check failed: {bad or 'no correlation'}")
 

@@ -23,7 +23,7 @@ TINY = ["--ranks", "2", "--layers", "2", "--hidden", "32", "--heads", "2", "--se
 
 def ranking(build_dir, *extra, ok=True):
     proc = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--build-dir", str(build_dir),
-                           "--bin-dir", str(bin_dir()), *extra],
+                           "--bin-dir", str(bin_dir()), "--final", "0", *extra],
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert (proc.returncode == 0) == ok, out
