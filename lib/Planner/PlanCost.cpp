@@ -255,6 +255,7 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     }
     if (s == numStages - 1)
       addSegment(model.post, 1);
+    st.paramTensors = paramTensors;
     // ZeRO-3 gathers the stage's parameters before each use in F and B,
     // one collective per parameter tensor.
     if (plan.zero == 3 && plan.dp > 1) {
@@ -843,52 +844,67 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       hardware.getLevel(plan.tp * plan.dp > hardware.devicesPerNode);
   double hwBw =
       hardware.memoryBandwidth * hardware.efficiency[(int)OpClass::Memory];
+  // AdamW on a rank holding `params`: read and write parameters and both
+  // moments, read gradients; every device steps at once, on the node's
+  // shared cores.
+  auto optimizerTime = [&](double params) {
+    double shard = plan.zero >= 1 ? plan.dp : 1;
+    double optBytes =
+        params / shard *
+        (2 * model.elementBytes + config.gradBytes + 2 * config.optimizerBytes);
+    return optBytes / hwBw * share;
+  };
   for (int rank = 0; rank < plan.pp; ++rank) {
-    double params = 0, backward = 0;
+    double params = 0, backward = 0, tensors = 0, layers = 0;
     for (int c = 0; c < chunks; ++c) {
       int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
                      : c * plan.pp + rank;
       params += stages[s].params;
+      tensors += stages[s].paramTensors;
+      layers += stages[s].numLayers;
       backward += m * (stages[s].backward + stages[s].weight);
     }
     double t = 0, bytes = 0;
     if (plan.dp > 1) {
+      // braidc's programs all_reduce whole gradients under every ZeRO
+      // stage, bucketed (braid-bucket-collectives): in a pipeline once per
+      // step, after the rank's last W; without one in every micro-batch's
+      // W, one bucket per layer instance and one for the ops around the
+      // layers. Each is a blocking collective of the dp group.
       double grads = params * config.gradBytes;
-      if (plan.zero == 0) {
-        t = getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
-                              CollectiveKind::AllReduce, grads, plan.dp) +
-            dpWait;
-        bytes = 2.0 * (plan.dp - 1) / plan.dp * grads;
-      } else {
-        t = getCollectiveTime(dpLevel.get(CollectiveKind::ReduceScatter),
-                              CollectiveKind::ReduceScatter, grads, plan.dp) +
-            dpWait;
-        bytes = double(plan.dp - 1) / plan.dp * grads;
-        if (plan.zero < 3) {
-          double p = params * model.elementBytes;
-          t += getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
-                                 CollectiveKind::AllGather, p, plan.dp) +
-               dpWait;
-          bytes += double(plan.dp - 1) / plan.dp * p;
-        } else {
-          bytes += 2.0 * m * double(plan.dp - 1) / plan.dp * params *
-                   model.elementBytes;
-        }
+      double reductions = plan.pp > 1 ? 1 : m;
+      double buckets = plan.pp > 1 ? 1 : layers + 1;
+      t = reductions * buckets *
+          (getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
+                             CollectiveKind::AllReduce, grads / buckets,
+                             plan.dp) +
+           dpWait);
+      bytes = reductions * 2.0 * (plan.dp - 1) / plan.dp * grads;
+      if (plan.zero == 1 || plan.zero == 2) {
+        // Each rank updates its share, then gathers every parameter
+        // tensor back whole, one blocking all_gather per tensor. Between
+        // two, a rank updates one tensor's share: where ranks share cores,
+        // each gather waits for a descheduled peer as long as the ranks
+        // holding the cores take to reach their next one.
+        double k = std::max(1.0, tensors);
+        double p = params * model.elementBytes;
+        double gatherWait =
+            getDescheduledWait(plan, plan.dp, optimizerTime(params) / k);
+        t += k * (getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
+                                    CollectiveKind::AllGather, p / k, plan.dp) +
+                  gatherWait);
+        bytes += double(plan.dp - 1) / plan.dp * p;
+      } else if (plan.zero == 3) {
+        bytes += 2.0 * m * double(plan.dp - 1) / plan.dp * params *
+                 model.elementBytes;
       }
       if (config.overlapGradientReduce)
         t = std::max(0.0, t - backward);
     }
     cost.dpCommTime = std::max(cost.dpCommTime, t);
     cost.dpCommBytes = std::max(cost.dpCommBytes, bytes);
-    // AdamW: read and write parameters and both moments, read gradients.
-    double shard = plan.zero >= 1 ? plan.dp : 1;
-    double optBytes =
-        params / shard *
-        (2 * model.elementBytes + config.gradBytes + 2 * config.optimizerBytes);
-    cost.optimizerTime = std::max(cost.optimizerTime, optBytes / hwBw);
+    cost.optimizerTime = std::max(cost.optimizerTime, optimizerTime(params));
   }
-  // Every device steps at once, on the node's shared cores.
-  cost.optimizerTime *= share;
   // Per rank per step, ring volume of the tp collectives.
   if (plan.tp > 1) {
     double perRank = 0;

@@ -140,8 +140,45 @@ TEST_F(PlanCostTest, DataParallelReduction) {
   plan.tp = 2;
   PlanCost across = evaluate(plan);
   double grads = across.stages[0].params * 4; // f32 gradients
-  EXPECT_NEAR(across.dpCommTime, 6 * 1e-5 + 1.5 * grads / 1e9,
+  // Without a pipeline each micro-batch's W all_reduces every layer
+  // instance's gradients as one bucket, and the rest as one more: 5.
+  EXPECT_NEAR(across.dpCommTime, 5 * 6 * 1e-5 + 1.5 * grads / 1e9,
               1e-9 * across.dpCommTime);
+  // ... in every micro-batch.
+  plan.microbatches = 3;
+  EXPECT_NEAR(evaluate(plan).dpCommTime, 3 * across.dpCommTime,
+              1e-9 * across.dpCommTime);
+}
+
+// In a pipeline the gradients are all_reduced once per step, whole under
+// ZeRO-1/2 too (braidc buckets them); ZeRO-1/2 then gather each parameter
+// tensor back after the optimizer step, one all_gather per tensor (2 + 2 x
+// 16 on the first of 2 stages of the GPT, 2 x 16 + 2 on the last).
+TEST_F(PlanCostTest, ZeroOneTwoGatherEachTensor) {
+  Plan plan;
+  plan.dp = 2;
+  plan.pp = 2;
+  plan.microbatches = 2;
+  PlanCost z0 = evaluate(plan);
+  const Hardware &hw = costs->getHardware();
+  auto collective = [&](CollectiveKind k, double bytes) {
+    return getCollectiveTime(hw.intraNode.get(k), k, bytes, 2);
+  };
+  for (const StageCost &st : z0.stages)
+    EXPECT_EQ(st.paramTensors, 2 + 2 * 16);
+  double params = std::max(z0.stages[0].params, z0.stages[1].params);
+  EXPECT_NEAR(z0.dpCommTime, collective(CollectiveKind::AllReduce, params * 4),
+              1e-15);
+  for (int z : {1, 2}) {
+    plan.zero = z;
+    PlanCost c = evaluate(plan);
+    double t = 0;
+    for (const StageCost &st : c.stages)
+      t = std::max(t, collective(CollectiveKind::AllReduce, st.params * 4) +
+                          34 * collective(CollectiveKind::AllGather,
+                                          st.params * 4 / 34));
+    EXPECT_NEAR(c.dpCommTime, t, 1e-15) << "zero " << z;
+  }
 }
 
 TEST_F(PlanCostTest, RecomputationTradesMemoryForTime) {
@@ -550,7 +587,8 @@ TEST_F(PlanCostTest, DescheduledWait) {
   EXPECT_NEAR(m1.stages[0].wait, w * collectives, 1e-12);
   EXPECT_NEAR(m1.stages[0].tpComm - m0.stages[0].tpComm, w * collectives,
               1e-12);
-  EXPECT_NEAR(m1.dpCommTime - m0.dpCommTime, w, 1e-12);
+  // One wait per gradient bucket: the 4 layers' and the rest's.
+  EXPECT_NEAR(m1.dpCommTime - m0.dpCommTime, 5 * w, 1e-12);
   mixed.sequenceParallel = true;
   auto [s0, s1] = both(mixed);
   EXPECT_NEAR(s1.stages[0].wait,
@@ -597,6 +635,27 @@ TEST_F(PlanCostTest, DescheduledWait) {
   two.tp = 2;
   auto [w0, w1] = both(two);
   EXPECT_EQ(w1.stepTime, w0.stepTime);
+  // 8 ranks, dp = 2 x pp = 4 with ZeRO-1: the gradients' all_reduce waits
+  // once at the pipeline's pace; each of the 34 gathers after the
+  // optimizer waits behind ranks that block at every tensor of their own
+  // update (the optimizer's time over the tensors).
+  Plan zero;
+  zero.dp = 2;
+  zero.pp = 4;
+  zero.microbatches = 4;
+  zero.zero = 1;
+  Hardware eightNoWait = eight;
+  eightNoWait.descheduledWait = 0;
+  PlanCostModel calm(model, eightNoWait);
+  llvm::Expected<PlanCost> z0 = calm.evaluate(zero),
+                           z1 = crowded.evaluate(zero);
+  ASSERT_TRUE(z0 && z1);
+  double k = 2 + 16;
+  double gatherWait = expectedDescheduledWait(1e-3, z1->optimizerTime / k, 3);
+  double dpWait = expectedDescheduledWait(1e-3, interval(*z1), 3);
+  EXPECT_GT(gatherWait, 0);
+  EXPECT_LT(gatherWait, dpWait);
+  EXPECT_NEAR(z1->dpCommTime - z0->dpCommTime, dpWait + k * gatherWait, 1e-12);
 }
 
 // ZeRO-3 gathers each parameter tensor before its use in F and B: one

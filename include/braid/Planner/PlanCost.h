@@ -133,6 +133,9 @@ struct StageCost {
   double activationBytes = 0;
   /// Parameters this stage holds on one rank (elements).
   double params = 0;
+  /// Parameter tensors this stage holds (ZeRO-1/2 gather each one after
+  /// the optimizer step).
+  double paramTensors = 0;
 };
 
 /// Memory of one pipeline rank, bytes.
