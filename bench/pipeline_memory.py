@@ -47,13 +47,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
 # Runs one rank and prints its rank (from the MPI launcher's environment)
-# and peak resident set in KiB on stderr.
+# and peak resident set in KiB on stderr, in one write(2) so that the
+# launcher cannot interleave two ranks' lines (print() wrote it in pieces).
 RSS_WRAPPER = ("import os, resource, subprocess, sys; "
                "rank = next((os.environ[k] for k in ('OMPI_COMM_WORLD_RANK', 'PMIX_RANK', "
                "'PMI_RANK') if k in os.environ), '?'); "
                "code = subprocess.run(sys.argv[1:]).returncode; "
-               "print('maxrss_kib', rank, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-               "file=sys.stderr); sys.exit(code)")
+               "os.write(2, ('maxrss_kib %s %d\\n' % (rank, resource.getrusage("
+               "resource.RUSAGE_CHILDREN).ru_maxrss)).encode()); sys.exit(code)")
 
 
 def run(*args):
