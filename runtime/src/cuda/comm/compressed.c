@@ -19,7 +19,8 @@
  * caller's earlier work, the caller's stream ordered after it, its
  * completion tracked (and timed out) as one operation. Staging comes from
  * the stream-ordered allocator on the same stream, so it is reused only
- * after the ring that used it.
+ * after the ring that used it, and stays in the pool between calls
+ * (context.c sets the pool's release threshold).
  *
  * PowerSGD runs on the device too, on the communication stream between
  * the same two calls: M = grad + error and the finish (the approximation

@@ -234,8 +234,36 @@ static braid_rt_status_t connect_world(braid_rt_context_t *ctx) {
   return BRAID_RT_OK;
 }
 
+/* Keeps what is freed to the device's default memory pool, which every
+   cudaMallocAsync of the runtime draws from (compressed.c's ring staging
+   each call, the kernels' scratch each op): at CUDA's default threshold, 0,
+   the pool hands its free memory back to the driver at each
+   synchronisation and the next step maps it again. A threshold, not a
+   buffer kept per call site, since it covers both; the cost is that the
+   pool keeps its peak (the most staging and scratch live at once) out of
+   cudaMalloc's reach, where programs allocate their buffers (memory.cu).
+   Devices without pools (cudaMallocAsync fails there anyway) are left
+   alone. */
+static braid_rt_status_t keep_pool_memory(braid_rt_context_t *ctx) {
+  int pools = 0;
+  BRAID_CUDA_CHECK(ctx, cudaDeviceGetAttribute(&pools,
+                                               cudaDevAttrMemoryPoolsSupported,
+                                               ctx->device));
+  if (!pools)
+    return BRAID_RT_OK;
+  cudaMemPool_t pool;
+  BRAID_CUDA_CHECK(ctx, cudaDeviceGetDefaultMemPool(&pool, ctx->device));
+  uint64_t threshold = UINT64_MAX;
+  BRAID_CUDA_CHECK(ctx, cudaMemPoolSetAttribute(
+                            pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  return BRAID_RT_OK;
+}
+
 /* Everything of `ctx` below the world communicator. */
 static braid_rt_status_t create_streams(braid_rt_context_t *ctx) {
+  braid_rt_status_t status = keep_pool_memory(ctx);
+  if (status != BRAID_RT_OK)
+    return status;
   /* Non-blocking: neither stream synchronises with CUDA's legacy default
      stream, which other libraries may use. */
   BRAID_CUDA_CHECK(

@@ -997,6 +997,26 @@ static int compressed_mode(void) {
   return 0;
 }
 
+/* The context keeps the default memory pool's memory (context.c): the
+   compressed ring's staging and the kernels' scratch are then not handed
+   back to the driver at every synchronisation. */
+static void check_pool_threshold(void) {
+  cudaMemPool_t pool;
+  uint64_t threshold = 0;
+  if (cudaDeviceGetDefaultMemPool(&pool, braid_rt_cuda_device(ctx)) !=
+          cudaSuccess ||
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                              &threshold) != cudaSuccess ||
+      threshold != UINT64_MAX) {
+    fprintf(stderr,
+            "rank %d: FAIL: the default memory pool's release threshold is "
+            "%llu, not UINT64_MAX\n",
+            braid_rt_context_rank(ctx), (unsigned long long)threshold);
+    braid_rt_context_abort(ctx, 1);
+  }
+  ++checks;
+}
+
 int main(int argc, char **argv) {
   braid_rt_context_options_t opts;
   braid_rt_context_options_init(&opts);
@@ -1021,6 +1041,7 @@ int main(int argc, char **argv) {
             braid_rt_status_string(s), message);
     return 1;
   }
+  check_pool_threshold();
   if (timeout)
     return timeout_mode(destroy);
   if (argc > 1 && strcmp(argv[1], "tag-order") == 0)

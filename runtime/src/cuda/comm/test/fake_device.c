@@ -142,6 +142,49 @@ cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s) {
   return cudaFree(ptr);
 }
 
+/* The device's default memory pool: it records its release threshold
+   (what context.c sets) so that tests can read it back; the fake's pool
+   never hands memory to a driver either way. */
+struct CUmemPoolHandle_st {
+  uint64_t release_threshold;
+};
+static struct CUmemPoolHandle_st default_pool;
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
+                                   int device) {
+  if (cudaSetDevice(device) != cudaSuccess)
+    return cudaErrorInvalidDevice;
+  if (attr != cudaDevAttrMemoryPoolsSupported)
+    die("cudaDeviceGetAttribute: an attribute the fake does not know");
+  *value = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device) {
+  if (cudaSetDevice(device) != cudaSuccess)
+    return cudaErrorInvalidDevice;
+  *pool = &default_pool;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool,
+                                    enum cudaMemPoolAttr attr, void *value) {
+  if (pool != &default_pool || attr != cudaMemPoolAttrReleaseThreshold)
+    die("cudaMemPoolSetAttribute: a pool or attribute the fake does not "
+        "know");
+  pool->release_threshold = *(const uint64_t *)value;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool,
+                                    enum cudaMemPoolAttr attr, void *value) {
+  if (pool != &default_pool || attr != cudaMemPoolAttrReleaseThreshold)
+    die("cudaMemPoolGetAttribute: a pool or attribute the fake does not "
+        "know");
+  *(uint64_t *)value = pool->release_threshold;
+  return cudaSuccess;
+}
+
 cudaError_t cudaFree(void *ptr) {
   if (!ptr)
     return cudaSuccess;
