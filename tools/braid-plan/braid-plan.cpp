@@ -124,8 +124,9 @@ static cl::opt<bool> compiledBuffers(
              "(memory column 'buffers': a pipeline stage's gradient "
              "means and tied partials, receive buffers, the layers' and "
              "pieces' arenas, the gradient accumulation loop's sums, "
-             "sequence-parallel staging, what B hands a deferred W); "
-             "braidc --mesh auto counts them by default"),
+             "sequence-parallel and ZeRO reduce_scatter staging, a "
+             "pipeline micro-batch's W results, what B hands a deferred "
+             "W); braidc --mesh auto counts them by default"),
     cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",

@@ -156,9 +156,10 @@ static cl::opt<bool> compiledBuffers(
     cl::desc("Count in each plan's memory the buffers braidc's program "
              "holds beside the model state and the saved activations "
              "(braid-plan --compiled-buffers: gradient means and "
-             "accumulation, receives, arenas, sequence-parallel staging, "
-             "what B hands a deferred W); on by default, =false: the model "
-             "state and the schedule's activations only"),
+             "accumulation, receives, arenas, sequence-parallel and ZeRO "
+             "staging, a micro-batch's W results, what B hands a deferred "
+             "W); on by default, =false: the model state and the "
+             "schedule's activations only"),
     cl::init(true), cl::cat(planCategory));
 
 static cl::opt<bool> singleProcess(
