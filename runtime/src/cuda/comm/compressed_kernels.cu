@@ -14,20 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grid.h"
 #include "half.h"
 
 namespace {
 
-constexpr unsigned kThreads = 256;
-
-// One launch covers up to this many blocks; each thread strides by the
-// grid, so any n fits.
-constexpr size_t kMaxBlocks = 65535;
-
-unsigned blocksFor(size_t n) {
-  size_t blocks = (n + kThreads - 1) / kThreads;
-  return (unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
+using braid_rt_cuda_comm::blocksFor;
+using braid_rt_cuda_comm::kThreads;
 
 __global__ void narrowKernel(const float *in, uint16_t *out, size_t n,
                              int format) {

@@ -14,17 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grid.h"
 #include "powersgd_math.h"
 
 namespace {
 
-constexpr unsigned kThreads = 256;
-constexpr size_t kMaxBlocks = 65535;
-
-unsigned blocksFor(size_t n) {
-  size_t blocks = (n + kThreads - 1) / kThreads;
-  return (unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
+using braid_rt_cuda_comm::blocksFor;
+using braid_rt_cuda_comm::kThreads;
 
 __global__ void mKernel(const float *grad, const float *error, float *m,
                         size_t n) {
