@@ -13,7 +13,10 @@ paper does not give it per row; p = 1 rows have no pipeline), full
 activation recomputation, gradients all-reduced in 16 bits after the
 pipeline, the tied embedding's gradient summed by one all_reduce at the end
 of the step as Megatron does (--tied-grad-at-step-end; Braid's own pipelines
-run the first stage's whole W after the schedule), mixed-precision AdamW (12 bytes of optimizer state per
+run the first stage's whole W after the schedule), the p = 1 rows' gradients
+reduced once per step after the accumulation as Megatron does
+(--grad-reduce-per-microbatch=false; braidc reduces them in every
+micro-batch), mixed-precision AdamW (12 bytes of optimizer state per
 parameter). `braid-plan --hardware a100-80g --json` predicts the step
 time; throughput per GPU counts FLOPs as the paper's Eq. 3,
 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), so the comparison is like for like.
@@ -77,7 +80,7 @@ def predict(bin_dir, hardware, row, workdir):
     args = [str(bin_dir / "braid-plan"), str(model), "--hardware", hardware,
             "--mesh", f"dp={d},tp={t},pp={p}", "--microbatches", str(m), "--mbs", "1",
             "--recompute", "full", "--optimizer-bytes", "12", "--json",
-            "--tied-grad-at-step-end"]
+            "--tied-grad-at-step-end", "--grad-reduce-per-microbatch=false"]
     if p > 1:
         args += ["--schedule", "interleaved-1f1b", "--chunks", str(v)]
     start = time.monotonic()

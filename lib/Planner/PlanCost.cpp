@@ -872,8 +872,10 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       // W, one bucket per layer instance and one for the ops around the
       // layers. Each is a blocking collective of the dp group.
       double grads = params * config.gradBytes;
-      double reductions = plan.pp > 1 ? 1 : m;
-      double buckets = plan.pp > 1 ? 1 : layers + 1;
+      bool perMicrobatch =
+          plan.pp == 1 && config.gradientReductionPerMicrobatch;
+      double reductions = perMicrobatch ? m : 1;
+      double buckets = perMicrobatch ? layers + 1 : 1;
       t = reductions * buckets *
           (getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
                              CollectiveKind::AllReduce, grads / buckets,

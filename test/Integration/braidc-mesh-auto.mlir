@@ -52,11 +52,13 @@
 // RUN: not diff -q %t.s13.mlir %t.s31.mlir
 //
 // Given training options stay fixed: --recompute full, and --schedule
-// 1f1b for the pipelines (the winner then has none; 1F1B leaves bubbles
-// that ZB-V filled, so the best pipeline ranks 3rd).
+// 1f1b for the pipelines (1F1B leaves bubbles that ZB-V filled, but a plan
+// without a pipeline reduces its gradients over dp in every micro-batch,
+// so the best pipeline still wins, ahead of dp4 tp2 sp).
 // RUN: braidc %t.mlir --mesh auto --devices 8 --global-batch 16 --hardware %S/Inputs/planner-toy.json --schedule 1f1b --recompute full --plan-only --explain --top 10 | FileCheck %s --check-prefix=FIXED
-// FIXED: flags: --mesh dp=4,tp=2,pp=1 --microbatches 4 --zero 1 --sp --recompute full
+// FIXED: flags: --mesh dp=4,tp=1,pp=2 --schedule 1f1b --microbatches 4 --zero 1 --recompute full --stage-layers 2,2
 // FIXED: dp4 tp1 pp2 1f1b mbs1 m4 z1 rc=full [2,2]
+// FIXED: dp4 tp2 pp1 - mbs1 m4 sp rc=full
 // FIXED-NOT: zb-
 //
 // A global batch of 4 (one micro-batch): tensor parallelism with sp. The
@@ -68,7 +70,7 @@
 // RUN: braidc %t.mlir --mesh auto --devices 8 --hardware %S/Inputs/planner-toy.json --explain -o %t.tp > %t.tp.plan
 // RUN: braidc %t.renamed.mlir --mesh auto --devices 8 --hardware %S/Inputs/planner-toy.json --explain -o %t.tp.renamed > %t.tp.renamed.plan
 // RUN: FileCheck %s --check-prefix=TP < %t.tp.plan
-// TP: flags: --mesh dp=4,tp=2,pp=1 --microbatches 1 --zero 1 --sp
+// TP: flags: --mesh dp=4,tp=2,pp=1 --microbatches 1 --sp
 // RUN: braidc %t.mlir --mesh auto --devices 8 --hardware %S/Inputs/planner-toy.json --emit mlir -o %t.tp.auto.mlir > %t.tp.log
 // RUN: sed -n 's/^flags: //p' %t.tp.log > %t.tp.flags
 // RUN: sh -c 'braidc %t.mlir $(cat %t.tp.flags) --emit mlir -o %t.tp.replay.mlir'

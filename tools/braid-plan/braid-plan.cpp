@@ -118,6 +118,13 @@ static cl::opt<bool> tiedSumAtEnd(
              "gradient after it (=false: the first stage's whole W after "
              "the schedule)"),
     cl::init(true), cl::cat(planCategory));
+static cl::opt<bool> reducePerMicrobatch(
+    "grad-reduce-per-microbatch",
+    cl::desc("Without a pipeline, cost the data-parallel gradient reduction "
+             "in every micro-batch, a bucket per layer, as braidc's "
+             "programs run it (=false: once per step after the "
+             "accumulation, as Megatron-LM)"),
+    cl::init(true), cl::cat(planCategory));
 static cl::opt<bool> compiledBuffers(
     "compiled-buffers",
     cl::desc("Also count the buffers braidc's compiled program holds "
@@ -369,6 +376,7 @@ int main(int argc, char **argv) {
   config.optimizerBytes = optimizerBytes;
   config.overlapGradientReduce = overlapGradReduce;
   config.tiedGradientAtStepEnd = tiedSumAtEnd;
+  config.gradientReductionPerMicrobatch = reducePerMicrobatch;
   config.compiledBuffers = compiledBuffers;
   PlanCostModel costModel(*model, *hw, config);
   auto start = std::chrono::steady_clock::now();

@@ -148,6 +148,14 @@ TEST_F(PlanCostTest, DataParallelReduction) {
   plan.microbatches = 3;
   EXPECT_NEAR(evaluate(plan).dpCommTime, 3 * across.dpCommTime,
               1e-9 * across.dpCommTime);
+  // Megatron-LM's form: once per step, one bucket.
+  TrainingConfig once;
+  once.gradientReductionPerMicrobatch = false;
+  PlanCostModel megatron(costs->getModel(), costs->getHardware(), once);
+  llvm::Expected<PlanCost> m = megatron.evaluate(plan);
+  ASSERT_TRUE(bool(m));
+  EXPECT_NEAR(m->dpCommTime, 6 * 1e-5 + 1.5 * grads / 1e9,
+              1e-9 * m->dpCommTime);
 }
 
 // In a pipeline the gradients are all_reduced once per step, whole under

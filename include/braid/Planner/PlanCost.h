@@ -86,6 +86,11 @@ struct TrainingConfig {
   /// stage's whole W after the schedule, as a compiled pipeline runs it
   /// when the sum stays in a W piece (ModelCost::tiedParams).
   bool tiedGradientAtStepEnd = true;
+  /// Without a pipeline, the data-parallel gradient reduction in every
+  /// micro-batch's W, one bucket per layer instance and one for the rest,
+  /// as braidc's programs run it. Off: once per step after the
+  /// accumulation, one bucket, as Megatron-LM does.
+  bool gradientReductionPerMicrobatch = true;
   /// Also count the buffers braidc's compiled program holds beyond the
   /// model's state and the schedule's saved activations
   /// (RankMemory::buffers): what `bench/plan_ranking.py` sets against each
