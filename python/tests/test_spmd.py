@@ -158,7 +158,7 @@ def _steps(stdout):
 
 @pytest.mark.parametrize("precision", ["f32", "f64"])
 @pytest.mark.parametrize("mesh", ["dp=2", "tp=2", "tp=4", "dp=2 tp=2", "dp=4 zero=1", "dp=4 zero=2",
-                                  "dp=4 zero=3", "dp=2 tp=2 zero=3", "dp=2 tp=2 sp=true"])
+                                  "dp=4 zero=3", "dp=2 tp=2 zero=3", "tp=2 sp=true", "dp=2 tp=2 sp=true"])
 @pytest.mark.parametrize("kind", MODEL_CONFIGS)
 def test_partitioned_training_equals_serial(tmp_path, braid_opt, braid_eval, kind, mesh, precision):
     """3 AdamW steps (clipped) of the partitioned training step equal the serial ones:

@@ -61,6 +61,17 @@
 // SP: braid.reduce_scatter {{.*}} on @mesh ["tp"]
 // SP-NOT: braid.all_reduce
 // SP: braid.yield
+// The W piece gathers only the saved inputs of the column-parallel
+// projections along the sequence; its first argument, the MLP activation,
+// keeps its tp split along the hidden dimension (not gathered and sliced).
+// SP-LABEL: braid.layer @block.W
+// SP-NOT: braid.all_slice
+// SP-COUNT-4: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<4x4x32xf32>) -> tensor<4x8x32xf32>
+// SP-NOT: braid.all_gather
+// SP-NOT: braid.all_slice
+// SP-COUNT-6: braid.all_reduce sum {{.*}} on @mesh ["tp"] {{.*}} : tensor<32xf32>
+// SP-NOT: braid.all_
+// SP: braid.yield
 
 // ZERO2-LABEL: braid.layer @block.W
 // ZERO2-COUNT-16: braid.reduce_scatter {{.*}} on @mesh ["dp"]

@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_SHARDPASS
@@ -174,12 +175,21 @@ struct ShardPass : public braid::impl::ShardPassBase<ShardPass> {
       return signalPassFailure();
   }
 
-  /// Constrains the first argument of every layer of rank 3 (the residual
-  /// stream) to have its sequence (dimension 1) split over tp, at a
-  /// priority below the tensor-parallel splits so that they win inside the
-  /// blocks.
+  /// Constrains the first argument of every layer of rank 3 that a
+  /// braid.repeat carries (the residual stream) to have its sequence
+  /// (dimension 1) split over tp, at a priority below the tensor-parallel
+  /// splits so that they win inside the blocks. A layer repeated with
+  /// nothing carried (the weight-gradient piece, W) is left alone: its
+  /// first argument is a saved activation, not the residual stream.
   LogicalResult splitSequence(ModuleOp module, MeshOp mesh) {
+    llvm::DenseSet<StringAttr> carrying;
+    module.walk([&](RepeatOp repeat) {
+      if (repeat.getNumCarried() > 0)
+        carrying.insert(repeat.getLayerAttr().getAttr());
+    });
     for (auto layer : module.getOps<LayerOp>()) {
+      if (!carrying.contains(layer.getSymNameAttr()))
+        continue;
       Block &body = layer.getBody().front();
       if (body.getNumArguments() == 0)
         continue;
