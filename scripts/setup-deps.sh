@@ -8,7 +8,7 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld
   libclang-rt-22-dev libjansson-dev
   libgtest-dev libgmock-dev
-  libopenmpi-dev openmpi-bin libopenblas-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev
   python3 python3-numpy python3-pytest python3-torch python3-torchvision
 )
 

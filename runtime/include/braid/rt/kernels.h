@@ -54,8 +54,10 @@
  * prints or exits.
  *
  * Threading (CPU backend): every kernel is reentrant and thread-safe (no global
- * state); concurrent calls must not share result buffers. Matmul uses
- * OpenBLAS SGEMM (whose own threads follow OPENBLAS_NUM_THREADS); loops
+ * state; braid_rt_matmul_bf16in_f32 keeps a buffer per calling thread);
+ * concurrent calls must not share result buffers. Matmul uses
+ * OpenBLAS SGEMM (whose own threads follow OPENBLAS_NUM_THREADS) and
+ * oneDNN's bf16 GEMM (on the kernels' OpenMP threads); loops
  * over enough elements run on OpenMP threads (OMP_NUM_THREADS) when the library
  * was built with OpenMP, small ones run on the calling thread only.
  */
@@ -101,6 +103,18 @@ void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
                          const float *b, int64_t a_rank, const int64_t *a_shape,
                          int64_t b_rank, const int64_t *b_shape,
                          int transpose_a, int transpose_b, float *c);
+
+/* braid.matmul marked braid.bf16_operands (braid-legalize-bf16: both
+   operands hold bf16 values): the same product, the operands' products
+   summed in f32 from bf16 copies (CPU: oneDNN's bf16 GEMM, its copies in a
+   per-thread buffer kept between calls; the f32 GEMM where oneDNN has no
+   bf16 GEMM for the CPU; CUDA: the f32 GEMM). Equal to braid_rt_matmul_f32
+   up to the order of the sums. OUT_OF_MEMORY if the copies cannot be
+   allocated. */
+braid_rt_status_t braid_rt_matmul_bf16in_f32(
+    braid_rt_stream_t *stream, const float *a, const float *b, int64_t a_rank,
+    const int64_t *a_shape, int64_t b_rank, const int64_t *b_shape,
+    int transpose_a, int transpose_b, float *c);
 
 /* braid.add, braid.sub, braid.mul, braid.div: `out` has the NumPy broadcast
    of a_shape and b_shape (right-aligned; each dimension equal or 1). */

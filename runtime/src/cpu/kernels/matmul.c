@@ -1,4 +1,4 @@
-/*===- matmul.c - braid.matmul over OpenBLAS SGEMM -----------------------===*/
+/*===- matmul.c - braid.matmul over OpenBLAS SGEMM and oneDNN ------------===*/
 /*
  * With OpenMP, the SGEMMs run on the kernels' OpenMP threads, not on
  * OpenBLAS's: OpenBLAS is set to one thread, a large GEMM is cut into one
@@ -14,18 +14,38 @@
  * can differ in the last bits with the thread count, as they did with
  * OpenBLAS's own threads (docs/runtime.md#compute-kernels; the losses stay
  * within 1e-5 of braid-eval's, test/Integration/kernels-thread-count.mlir).
+ *
+ * braid_rt_matmul_bf16in_f32, for operands that hold bf16 values, converts
+ * them to bf16 (exactly) and runs the same GEMMs through oneDNN's bf16 GEMM
+ * (f32 sums; AVX512-BF16 where the CPU has it). oneDNN's OpenMP calls go to
+ * the kernels' libomp, linked before it (its GOMP_* entry points stand in
+ * for libgomp's), so a GEMM inside the kernels' parallel region runs on the
+ * calling thread, as an SGEMM does, and one outside uses OMP_NUM_THREADS
+ * threads of the same pool (runtime/test/matmul_bf16_test.c counts them).
  */
 #include "internal.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* One GEMM: C[m, n] = op(A) op(B), row-major with leading dimensions. */
+/* oneDNN 2.x exports its bf16 GEMM without declaring it in dnnl.h: C = alpha
+   op(A) op(B) + beta C, row-major like dnnl_sgemm, bf16 as uint16_t. */
+dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t M,
+                                    dnnl_dim_t N, dnnl_dim_t K, float alpha,
+                                    const uint16_t *A, dnnl_dim_t lda,
+                                    const uint16_t *B, dnnl_dim_t ldb,
+                                    float beta, float *C, dnnl_dim_t ldc);
+
+/* One GEMM: C[m, n] = op(A) op(B), row-major with leading dimensions; with
+   a16 and b16 (the same values in bf16) through oneDNN's bf16 GEMM. */
 typedef struct {
   enum CBLAS_TRANSPOSE ta, tb;
   int64_t m, n, k, lda, ldb, ldc;
   const float *a, *b;
+  const uint16_t *a16, *b16;
   float *c;
 } gemm_t;
 
@@ -34,6 +54,16 @@ static void gemm_block(const gemm_t *g, int64_t i0, int64_t i1, int64_t j0,
                        int64_t j1) {
   if (i0 >= i1 || j0 >= j1)
     return;
+  if (g->a16) {
+    const uint16_t *a = g->a16 + (g->ta == CblasNoTrans ? i0 * g->lda : i0);
+    const uint16_t *b = g->b16 + (g->tb == CblasNoTrans ? j0 : j0 * g->ldb);
+    /* Cannot fail: braid_rt_matmul_bf16in_f32 probed it once. */
+    dnnl_gemm_bf16bf16f32(g->ta == CblasNoTrans ? 'N' : 'T',
+                          g->tb == CblasNoTrans ? 'N' : 'T', i1 - i0, j1 - j0,
+                          g->k, 1.0f, a, g->lda, b, g->ldb, 0.0f,
+                          g->c + i0 * g->ldc + j0, g->ldc);
+    return;
+  }
   const float *a = g->a + (g->ta == CblasNoTrans ? i0 * g->lda : i0);
   const float *b = g->b + (g->tb == CblasNoTrans ? j0 : j0 * g->ldb);
   cblas_sgemm(CblasRowMajor, g->ta, g->tb, (int)(i1 - i0), (int)(j1 - j0),
@@ -91,10 +121,12 @@ static void gemm(const gemm_t *g) {
   gemm_block(g, 0, g->m, 0, g->n);
 }
 
-void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
-                         const float *b, int64_t a_rank, const int64_t *a_shape,
-                         int64_t b_rank, const int64_t *b_shape,
-                         int transpose_a, int transpose_b, float *c) {
+/* braid_rt_matmul_f32, with the operands also in bf16 (a16 and b16) or
+   not (NULL). */
+static void matmul(const float *a, const float *b, const uint16_t *a16,
+                   const uint16_t *b16, int64_t a_rank, const int64_t *a_shape,
+                   int64_t b_rank, const int64_t *b_shape, int transpose_a,
+                   int transpose_b, float *c) {
   int64_t lda = a_shape[a_rank - 1], ldb = b_shape[b_rank - 1];
   int64_t m = transpose_a ? a_shape[a_rank - 1] : a_shape[a_rank - 2];
   int64_t k = transpose_a ? a_shape[a_rank - 2] : a_shape[a_rank - 1];
@@ -125,6 +157,8 @@ void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
               n,
               a,
               b,
+              a16,
+              b16,
               c};
   /* [..., M, K] x [K, N]: one GEMM with the batch folded into M. */
   if (!transpose_a && b_batch == 1 && a_batch == batch) {
@@ -161,10 +195,86 @@ void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
     gemm_t gp = g;
     gp.a = a + oa * a_size;
     gp.b = b + ob * b_size;
+    if (a16) {
+      gp.a16 = a16 + oa * a_size;
+      gp.b16 = b16 + ob * b_size;
+    }
     gp.c = c + p * m * n;
     if (per_gemm)
       gemm(&gp);
     else
       gemm_block(&gp, 0, m, 0, n);
   }
+}
+
+void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
+                         const float *b, int64_t a_rank, const int64_t *a_shape,
+                         int64_t b_rank, const int64_t *b_shape,
+                         int transpose_a, int transpose_b, float *c) {
+  (void)stream;
+  matmul(a, b, NULL, NULL, a_rank, a_shape, b_rank, b_shape, transpose_a,
+         transpose_b, c);
+}
+
+/* Whether oneDNN has a bf16 GEMM for this CPU (it needs AVX512), probed with
+   a 1 x 1 x 1 GEMM once: 1 yes, -1 no, 0 not yet known. */
+static atomic_int bf16_gemm_state;
+
+static int bf16_gemm_available(void) {
+  int state = atomic_load_explicit(&bf16_gemm_state, memory_order_acquire);
+  if (state == 0) {
+    uint16_t one = 0x3f80; /* 1.0 */
+    float c = 0;
+    dnnl_status_t st = dnnl_gemm_bf16bf16f32('N', 'N', 1, 1, 1, 1.0f, &one, 1,
+                                             &one, 1, 0.0f, &c, 1);
+    state = st == dnnl_success && c == 1.0f ? 1 : -1;
+    atomic_store_explicit(&bf16_gemm_state, state, memory_order_release);
+  }
+  return state > 0;
+}
+
+/* Per calling thread, the bf16 copies of the last call's operands: grown
+   when too small, kept for the next call (no allocation in a training
+   step's steady state), freed never (one buffer per thread that calls). */
+static _Thread_local uint16_t *bf16_workspace;
+static _Thread_local size_t bf16_workspace_count;
+
+/* `count` floats to bf16, to nearest, ties to even (exact for bf16 values;
+   NaNs stay NaNs). */
+static void to_bf16(const float *x, int64_t count, uint16_t *y) {
+  BRAID_RT_PARALLEL_FOR(count)
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t u;
+    memcpy(&u, &x[i], sizeof u);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    y[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
+                                           : (uint16_t)rounded;
+  }
+}
+
+braid_rt_status_t braid_rt_matmul_bf16in_f32(
+    braid_rt_stream_t *stream, const float *a, const float *b, int64_t a_rank,
+    const int64_t *a_shape, int64_t b_rank, const int64_t *b_shape,
+    int transpose_a, int transpose_b, float *c) {
+  int64_t a_count = braid_rt_num_elements(a_shape, a_rank);
+  int64_t b_count = braid_rt_num_elements(b_shape, b_rank);
+  if (a_count == 0 || b_count == 0 || !bf16_gemm_available()) {
+    braid_rt_matmul_f32(stream, a, b, a_rank, a_shape, b_rank, b_shape,
+                        transpose_a, transpose_b, c);
+    return BRAID_RT_OK;
+  }
+  size_t need = (size_t)(a_count + b_count);
+  if (need > bf16_workspace_count) {
+    uint16_t *grown = realloc(bf16_workspace, need * sizeof(uint16_t));
+    if (!grown)
+      return BRAID_RT_OUT_OF_MEMORY;
+    bf16_workspace = grown;
+    bf16_workspace_count = need;
+  }
+  uint16_t *a16 = bf16_workspace, *b16 = bf16_workspace + a_count;
+  to_bf16(a, a_count, a16);
+  to_bf16(b, b_count, b16);
+  matmul(a, b, a16, b16, a_rank, a_shape, b_rank, b_shape, transpose_a,
+         transpose_b, c);
+  return BRAID_RT_OK;
 }
