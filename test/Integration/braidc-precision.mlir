@@ -61,9 +61,10 @@
 // BAND: ok: 3 losses within 0.01
 //
 // The program rounds with the runtime's kernel, after each op that computes
-// a bf16 value; a compile replays in braid-opt.
+// a bf16 value, and multiplies bf16 operands with the bf16-input GEMM; a
+// compile replays in braid-opt.
 // RUN: braidc %t.mlir --precision bf16-mixed --lr 0.01 --emit cpp -o - | FileCheck %s --check-prefix=CPP
-// CPP: braid_rt_matmul_f32(
+// CPP: braid_rt_matmul_bf16in_f32(
 // CPP: braid_rt_round_bf16_f32(
 // RUN: braidc %t.mlir --precision bf16-mixed --mesh dp=2,tp=2 --lr 0.01 --emit mlir -o %t.emitc.mlir
 // RUN: braid-opt %t.mlir --braid-codegen-pipeline="train=true dp=2 tp=2 precision=bf16-mixed lr=0.01" -o %t.replay.mlir

@@ -6,14 +6,15 @@
 
 // Tests that bf16 values become f32 ones rounded to bf16: a conversion to
 // bf16 becomes a braid.round, one back to f32 disappears, a computing op
-// (matmul, add) is followed by a round, a reshape (moves data) is not, a
+// (matmul, add) is followed by a round, a matmul of bf16 operands is marked
+// braid.bf16_operands, a reshape (moves data) is not, a
 // layer's signature and a repeat's results become f32, and a bf16 constant
 // becomes an f32 one with the same values.
 
 // CHECK-LABEL: braid.layer @block(%arg0: tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: %[[W:.*]] = braid.param "w" {{.*}} : tensor<8x8xf32>
 // CHECK-NEXT: %[[W16:.*]] = braid.round %[[W]] to bf16 : tensor<8x8xf32>
-// CHECK-NEXT: %[[M:.*]] = braid.matmul %arg0, %[[W16]] : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: %[[M:.*]] = braid.matmul %arg0, %[[W16]] {braid.bf16_operands} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: %[[MR:.*]] = braid.round %[[M]] to bf16 : tensor<2x8xf32>
 // CHECK-NEXT: %[[C:.*]] = braid.constant dense<1.500000e+00> : tensor<2x8xf32>
 // CHECK-NEXT: %[[A:.*]] = braid.add %[[MR]], %[[C]] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
@@ -47,12 +48,16 @@ func.func @forward(%x: tensor<2x8xf32>) -> tensor<f32> {
 
 // -----
 
-// Tests that an f32 module is unchanged.
+// Tests that an f32 module is unchanged (its matmul is not marked).
 
 // CHECK-LABEL: func.func @f32
 // CHECK-NEXT: braid.add
+// CHECK-NEXT: braid.reshape
+// CHECK-NEXT: braid.matmul %{{.*}}, %{{.*}} {transpose_b} : (
 // CHECK-NEXT: return
-func.func @f32(%x: tensor<4xf32>) -> tensor<4xf32> {
+func.func @f32(%x: tensor<4xf32>) -> tensor<4x4xf32> {
   %y = braid.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  return %y : tensor<4xf32>
+  %m = braid.reshape %y : (tensor<4xf32>) -> tensor<4x1xf32>
+  %n = braid.matmul %m, %m {transpose_b} : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x4xf32>
+  return %n : tensor<4x4xf32>
 }

@@ -492,12 +492,17 @@ void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
     return success();
   });
   t.add<MatmulOp>([](MatmulOp op, FunctionLowering &l) -> LogicalResult {
-    l.kernel("braid_rt_matmul_f32",
-             {l.get(op.getLhs()), l.get(op.getRhs()),
-              l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
-              l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
-              l.flag(op.getTransposeA()), l.flag(op.getTransposeB()),
-              l.result(op.getResult())});
+    SmallVector<Value> args = {
+        l.get(op.getLhs()),           l.get(op.getRhs()),
+        l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+        l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+        l.flag(op.getTransposeA()),   l.flag(op.getTransposeB()),
+        l.result(op.getResult())};
+    // Operands holding bf16 values (braid-legalize-bf16): a bf16 GEMM.
+    if (op->hasAttr("braid.bf16_operands"))
+      l.kernelChecked("braid_rt_matmul_bf16in_f32", args);
+    else
+      l.kernel("braid_rt_matmul_f32", args);
     return success();
   });
   addBinary<AddOp>(t, "braid_rt_add_f32");

@@ -997,6 +997,22 @@ func.func @start_in_pipeline_blocking(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
+func.func @bf16_operands_of_bf16(%x: tensor<2x2xbf16>) -> tensor<2x2xbf16> {
+  // expected-error@+1 {{braid.bf16_operands is a unit attribute of a braid.matmul of f32 operands}}
+  %0 = braid.matmul %x, %x {braid.bf16_operands} : (tensor<2x2xbf16>, tensor<2x2xbf16>) -> tensor<2x2xbf16>
+  return %0 : tensor<2x2xbf16>
+}
+
+// -----
+
+func.func @bf16_operands_on_add(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{braid.bf16_operands is a unit attribute of a braid.matmul of f32 operands}}
+  %0 = braid.add %x, %x {braid.bf16_operands} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
 // expected-error@+1 {{result #0: braid.instances must be array<i64: first, count> with first >= 0 and count >= 1}}
 func.func @bad_instances(%x: tensor<2xf32>) -> (tensor<2xf32> {braid.instances = array<i64: 0>}) {
   return %x : tensor<2xf32>

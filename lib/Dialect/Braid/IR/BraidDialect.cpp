@@ -118,6 +118,16 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                            "a started collective");
     return success();
   }
+  if (name == "braid.bf16_operands") {
+    // braid-legalize-bf16: the f32 operands hold bf16 values.
+    auto matmul = dyn_cast<MatmulOp>(op);
+    if (!isa<UnitAttr>(attr.getValue()) || !matmul ||
+        !getElementTypeOrSelf(matmul.getLhs().getType()).isF32() ||
+        !getElementTypeOrSelf(matmul.getRhs().getType()).isF32())
+      return op->emitError("braid.bf16_operands is a unit attribute of a "
+                           "braid.matmul of f32 operands");
+    return success();
+  }
   if (name == "braid.shardings") {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     SmallVector<Value> tensors;
@@ -142,7 +152,7 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                             "braid.cause, braid.bucket, braid.compress, "
                             "braid.powersgd, braid.chunk, braid.chunk_stages, "
                             "braid.schedule, braid.next_instance, "
-                            "braid.start_in_pipeline";
+                            "braid.start_in_pipeline, braid.bf16_operands";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

@@ -5,6 +5,8 @@
 // program's arithmetic on them: every bf16 tensor becomes f32, and every op
 // that computed a bf16 value is followed by a braid.round to bf16, so the
 // values are the bf16 program's (each op rounds to f32 first, then to bf16).
+// A matmul of bf16 operands is marked braid.bf16_operands, for the lowering
+// to multiply bf16 copies of them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +71,15 @@ struct LegalizeBF16Pass
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
     Type bf16 = BFloat16Type::get(ctx), f32 = Float32Type::get(ctx);
+
+    // Matmuls of two bf16 operands keep that fact for the lowering, which
+    // then calls a GEMM on bf16 copies (exact: the operands hold bf16
+    // values) with f32 sums.
+    module.walk([&](MatmulOp op) {
+      if (isBF16Tensor(op.getLhs().getType()) &&
+          isBF16Tensor(op.getRhs().getType()))
+        op->setAttr("braid.bf16_operands", UnitAttr::get(ctx));
+    });
 
     // Conversions first, while the types still say what they convert.
     SmallVector<ConvertOp> converts;

@@ -886,9 +886,13 @@ def LegalizeBF16Pass : Pass<"braid-legalize-bf16", "::mlir::ModuleOp"> {
     bf16 one does, up to an op's own f32 rounding before the bf16 one.
     Ops that only move data (reshape, transpose, broadcast, slice, concat)
     need no rounding; a `braid.convert` to bf16 becomes a `braid.round`,
-    one from bf16 to f32 disappears. braidc runs it before lowering, so
+    one from bf16 to f32 disappears. A `braid.matmul` of two bf16
+    operands is marked `braid.bf16_operands`: the lowering calls
+    `braid_rt_matmul_bf16in_f32`, a GEMM on bf16 copies of them (exact)
+    with f32 sums. braidc runs it before lowering, so
     `--precision bf16-mixed` programs run on the f32 kernels of both
-    targets; it changes nothing in a module without bf16.
+    targets (and that bf16 GEMM); it changes nothing in a module without
+    bf16.
 
     ```mlir
     %y = braid.gelu tanh %x : tensor<4x64xbf16>
