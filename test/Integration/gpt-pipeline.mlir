@@ -69,10 +69,10 @@
 // After the pipeline a stage runs what uses its gradients (their square
 // sums, their parameters' updates, under `if (stage == s)`), sends stage
 // 0's partial gradient of the tied wte to stage 1 alone (point to point,
-// as the gradient norm's running sum) and broadcasts only scalars (the
-// clipping coefficient, the loss) and the wte's new value, which both
-// stages read; the
-// checkpoint takes each slot from the stage that updates it (wte: any; its
+// as the gradient norm's running sum), sends the wte's new value, which
+// both stages read, from stage 1's slot to stage 0's (point to point), and
+// broadcasts only scalars (the clipping coefficient, the loss); the
+// checkpoint takes each slot from the stage that updates it (wte and its
 // optimizer state: stage 1, which adds the partial gradients of the
 // embedding and the head after the pipeline, braid-pipeline-outline).
 // No W piece waits for another stage's W (the tied sum is not in one):
@@ -88,10 +88,12 @@
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}    braid_rt_adamw_update_f32_i64(
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
-// GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: braid.store_param");
+// GUARD-NOT: braid_rt_program_pp_broadcast_f32({{.*}}: braid.store_param");
+// GUARD: {{^}}  braid_rt_program_pp_transfer_f32({{.*}}, [[WTE:v[0-9]+]], [[WTE]], {{.*}}: braid.store_param");
+// GUARD-NOT: braid_rt_program_pp_broadcast_f32({{.*}}: braid.store_param");
 // GUARD-NOT: {{^}}  braid_rt_{{adamw_update|sum_squares}}
 // GUARD: {{^}}  braid_rt_program_pp_broadcast_f32({{.*}}: func.return");
-// GUARD: {"wte.weight", 2, braid_slot_shape_0, braid_slot_spec_0, -1, 0},
+// GUARD: {"wte.weight", 2, braid_slot_shape_0, braid_slot_spec_0, 1, 0},
 // GUARD: {"wpe.weight", 2, braid_slot_shape_1, braid_slot_spec_1, 0, 0},
 // GUARD: {"ln_f.weight", 1, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1, 0},
 // GUARD: {"wte.weight.adamw.m", 2, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, 1, 0},

@@ -600,6 +600,27 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     }
     for (auto [v, buffer] : received)
       buffers[v] = buffer;
+    // A parameter stored on one stage whose pieces on other stages read it
+    // (a tied weight): its new value goes from the slot there into theirs,
+    // point to point; the stages that do not read it never hold it.
+    if (auto store = dyn_cast<StoreParamOp>(op);
+        store && opStage != StagePlacement::kAll) {
+      int64_t slot = module.slotOf.lookup(store.getName());
+      for (int64_t reader : module.pieceReaders[slot]) {
+        if (reader == opStage)
+          continue;
+        Value table = module.getParamTable(b, loc);
+        Value element = emitc::SubscriptOp::create(
+            b, loc, cast<TypedValue<emitc::ArrayType>>(table),
+            ValueRange{index(slot)});
+        Value buffer = emitc::LoadOp::create(
+            b, loc, emitc::PointerType::get(b.getF32Type()), element);
+        call("braid_rt_program_pp_transfer_f32",
+             {i64(module.pipelineMask), buffer, buffer,
+              i64(module.slots[slot].type.getNumElements()), i64(opStage),
+              i64(reader), whereText()});
+      }
+    }
     if (progress && !isa<CollectiveOpInterface, WaitOp, ParamOp>(op))
       call("braid_rt_program_progress", {});
   }

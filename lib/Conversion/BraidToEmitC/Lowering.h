@@ -195,9 +195,11 @@ public:
   /// in its layer's instances.
   SmallVector<int64_t>
   getInPlaceSlots(Operation *op, ArrayRef<StringRef> keys = {"q", "error"});
-  /// Whether pieces read each slot that `op` (a store, a repeat or a
-  /// PowerSGD reduction) writes only on `stage`; records `stage` as their
-  /// owner if so. False for a braid.pipeline, which every stage runs.
+  /// Whether `op` (a store, a repeat or a PowerSGD reduction) may write its
+  /// slots on `stage` alone; records `stage` as their owner if so. A store
+  /// may (its value then goes to the other stages whose pieces read the
+  /// slot); the others if pieces read their slots only on `stage`. False
+  /// for a braid.pipeline, which every stage runs.
   bool claimSlots(Operation *op, int64_t stage);
   /// The slots of `repeat`'s instances and of the repeats in its layer.
   SmallVector<int64_t> getAllRepeatSlots(RepeatOp repeat);

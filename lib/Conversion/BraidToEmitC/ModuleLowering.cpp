@@ -79,10 +79,16 @@ SmallVector<int64_t> ModuleLowering::getInPlaceSlots(Operation *op,
 bool ModuleLowering::claimSlots(Operation *op, int64_t stage) {
   if (isa<PipelineOp>(op))
     return false; // every stage runs its part of a pipeline
+  // A store's new value goes on to the other stages whose pieces read the
+  // slot, point to point (FunctionLowering::lowerBody): a tied weight lives
+  // only on the stages using it. Repeats and in-place updates keep their
+  // slots where pieces of their stage alone read them.
+  if (auto store = dyn_cast<StoreParamOp>(op)) {
+    slots[slotOf.lookup(store.getName())].owner = stage;
+    return true;
+  }
   SmallVector<int64_t> written;
-  if (auto store = dyn_cast<StoreParamOp>(op))
-    written.push_back(slotOf.lookup(store.getName()));
-  else if (auto repeat = dyn_cast<RepeatOp>(op))
+  if (auto repeat = dyn_cast<RepeatOp>(op))
     written = getAllRepeatSlots(repeat);
   else
     written = getInPlaceSlots(op);
