@@ -626,7 +626,6 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   // of the workers then gives each size more chances.
   std::map<std::string, std::map<double, double>> best;
   double wait = -1;
-  int waitGroup = options.ranks;
   LinkLevel level;
   std::string fitFailure;
   const int attempts = 3;
@@ -645,10 +644,6 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
         continue;
       if (f[0] == "descheduled_wait") {
         wait = wait < 0 ? seconds : std::min(wait, seconds);
-        continue;
-      }
-      if (f[0] == "descheduled_wait_group") {
-        waitGroup = (int)bytes;
         continue;
       }
       auto [it, inserted] = best[f[0].str()].try_emplace(bytes, seconds);
@@ -707,10 +702,8 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   if (wait >= 0) {
     hw.descheduledWait = wait;
     log << formatv("calibrate: {0} ranks sharing {1} cores: a collective "
-                   "of {2} of them waits {3:F3} ms for descheduled peers "
-                   "({4} outside it computing)\n",
-                   options.ranks, hw.concurrentDevicesPerNode, waitGroup,
-                   wait * 1e3, options.ranks - waitGroup);
+                   "waits {2:F3} ms for descheduled peers\n",
+                   options.ranks, hw.concurrentDevicesPerNode, wait * 1e3);
   }
   hw.intraNode = level;
   hw.intraNode.name = "intra_node";
@@ -800,9 +793,7 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "fixed part per kernel of a GPT layer's forward kernels timed at batch "
       "1 and 4 (at least a tiny call's time); descheduled_wait (ranks "
       "sharing cores): per round of about a millisecond of GEMMs, the time "
-      "an all_reduce of 1 KiB between 2 ranks adds beyond its own while the "
-      "other ranks compute without blocking (odd --ranks: all of them); "
-      "saved_activation_copies: "
+      "an all_reduce of 1 KiB adds beyond its own; saved_activation_copies: "
       "2, how Braid's compiled layers keep activations (not measured); "
       "links: least-squares fits "
       "of the ring model to MPI collectives on this machine (both levels "
@@ -889,19 +880,13 @@ int runCommWorker(int argc, char **argv) {
       MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       t.best = std::min(t.best, slowest);
     }
-  // Ranks sharing cores: what a collective of a group waits for a member
-  // that is descheduled while ranks outside the group compute, the case
-  // the planner charges it to (PlanCostModel::getDescheduledWait: a group
-  // with at least as many ranks outside it as cores). Ranks 0 and 1 run
-  // rounds of compute (GEMMs of about a millisecond alone), each followed
-  // by a small all_reduce between the two, against the same rounds with no
-  // collective; meanwhile the other ranks compute and never block (they
-  // only poll for the pair's end), as the planner's cap is defined. The
-  // difference per round, less the all_reduce's own time, is the wait.
-  // With 2 ranks, or an odd number (no mesh of pairs), the group is the
-  // world. Alternated, the fastest of each kept.
+  // Ranks sharing cores: rounds of compute (GEMMs of about a millisecond
+  // alone) each followed by a small all_reduce, against the same rounds
+  // with no collective between them (each rank computes when it gets a
+  // core; one barrier at the end). The difference per round, less the
+  // all_reduce's own time, is what a collective waits for peers that are
+  // descheduled. Alternated, the fastest of each kept.
   double wait = -1;
-  int waitGroup = size % 2 == 0 ? 2 : size;
   if (sharedCores && !status) {
     int64_t n = 128, shape[2] = {n, n};
     std::vector<float> ga(n * n, 0.5f), gb(n * n, 0.25f), gc(n * n);
@@ -910,43 +895,18 @@ int runCommWorker(int argc, char **argv) {
         braid_rt_matmul_f32(nullptr, ga.data(), gb.data(), 2, shape, 2, shape,
                             0, 0, gc.data());
     };
-    // The pairs of a mesh (rest, pair); only the first pair times.
-    braid_rt_mesh_t *mesh = nullptr;
-    braid_rt_comm_t *group = world;
-    if (waitGroup < size) {
-      int64_t dims[2] = {size / 2, 2};
-      const char *names[2] = {"rest", "pair"};
-      int pairAxis = 1;
-      if (braid_rt_mesh_create(ctx, 2, dims, names, &mesh) != BRAID_RT_OK ||
-          braid_rt_mesh_comm(mesh, 1, &pairAxis, &group) != BRAID_RT_OK)
-        status = 1;
-    }
-    bool timing = rank < waitGroup;
     int syncRounds = quickMode ? 20 : 100;
     auto timed = [&](bool sync) {
       MPI_Barrier(MPI_COMM_WORLD);
-      double elapsed = 0;
-      MPI_Request done;
-      if (timing) {
-        double t0 = now();
-        for (int i = 0; i < syncRounds && !status; ++i) {
-          work();
-          if (sync)
-            status |= braid_rt_all_reduce_sum_f32(group, a.data(), 256,
-                                                  nullptr) != BRAID_RT_OK;
-        }
-        elapsed = now() - t0;
-        MPI_Ibarrier(MPI_COMM_WORLD, &done);
-        MPI_Wait(&done, MPI_STATUS_IGNORE);
-      } else {
-        // Compute until the group has finished.
-        MPI_Ibarrier(MPI_COMM_WORLD, &done);
-        for (int finished = 0; !finished;) {
-          work();
-          MPI_Test(&done, &finished, MPI_STATUS_IGNORE);
-        }
+      double t0 = now();
+      for (int i = 0; i < syncRounds && !status; ++i) {
+        work();
+        if (sync)
+          status |= braid_rt_all_reduce_sum_f32(world, a.data(), 256,
+                                                nullptr) != BRAID_RT_OK;
       }
-      double slowest = 0;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double elapsed = now() - t0, slowest = 0;
       MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       return slowest;
     };
@@ -957,15 +917,12 @@ int runCommWorker(int argc, char **argv) {
     }
     double allReduce = timings.front().best; // 1 KiB
     wait = std::max(0.0, (synced - free) / syncRounds - allReduce);
-    braid_rt_mesh_destroy(mesh);
   }
   if (rank == 0 && !status) {
     for (const Timing &t : timings)
       printf("%s %.0f %.9g\n", t.name, double(t.count * sizeof(float)), t.best);
-    if (wait >= 0) {
+    if (wait >= 0)
       printf("descheduled_wait 0 %.9g\n", wait);
-      printf("descheduled_wait_group %d %d\n", waitGroup, size);
-    }
   }
   if (status)
     fprintf(stderr, "braid-plan: rank %d: %s\n", rank,
