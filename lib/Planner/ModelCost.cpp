@@ -417,6 +417,8 @@ public:
                                             : seg->replicatedParams) +=
               cast<ShapedType>(param.getType()).getNumElements();
           seg->paramTensors += 1;
+          if (split.isSplit(param.getResult()))
+            seg->splitParamTensors += 1;
         }
         continue;
       }
@@ -431,8 +433,10 @@ public:
     }
     if (r == 0)
       for (auto &entry : sidesOf)
-        if (entry.second.first == 3)
+        if (entry.second.first == 3) {
           model.tiedParams += entry.second.second;
+          model.tiedParamTensors += 1;
+        }
     // The collectives of the outside ops, attributed to the segment of the
     // op that needs them.
     for (Operation *op : split.forwardCollectiveOps)
@@ -476,6 +480,8 @@ private:
                                             : seg.replicatedParams) +=
               cast<ShapedType>(param.getType()).getNumElements();
           seg.paramTensors += 1;
+          if (split.isSplit(param.getResult()))
+            seg.splitParamTensors += 1;
         }
         if (r == 0)
           seg.paramElementBytes =

@@ -577,6 +577,13 @@ double PlanCostModel::getPipelineResultBytes(
   return largest * config.gradBytes;
 }
 
+/// Parameter tensors of the ops before and after the layers: without a
+/// pipeline, braidc's programs all_reduce each one's gradient over dp on its
+/// own, not in a bucket (1 where there are none, a bucket's worth).
+static double getOutsideTensors(const ModelCost &model) {
+  return std::max(1.0, model.pre.paramTensors + model.post.paramTensors);
+}
+
 llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   llvm::Expected<std::vector<StageCost>> stagesOr = getStageCosts(plan);
   if (!stagesOr)
@@ -686,11 +693,12 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
                      wait;
       cost.ppCommBytes += m * tiedBytes;
     } else if (tied) {
-      // Megatron-LM: one all_reduce of the summed gradient at step end.
-      tiedTransfer =
-          getCollectiveTime(tiedLevel.get(CollectiveKind::AllReduce),
-                            CollectiveKind::AllReduce, tiedBytes, 2) +
-          wait;
+      // After the pipeline the first stage sends its partial gradient to
+      // the last one, point to point (lib/Conversion/BraidToEmitC
+      // Pipelines.cpp), which sums it (getCollectives).
+      tiedTransfer = getCollectiveTime(tiedLevel.get(CollectiveKind::SendRecv),
+                                       CollectiveKind::SendRecv, tiedBytes, 2) +
+                     wait;
       cost.ppCommBytes += tiedBytes;
     }
     // The automatic schedule depends on the stage times; the others are
@@ -869,13 +877,14 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       // braidc's programs all_reduce whole gradients under every ZeRO
       // stage, bucketed (braid-bucket-collectives): in a pipeline once per
       // step, after the rank's last W; without one in every micro-batch's
-      // W, one bucket per layer instance and one for the ops around the
-      // layers. Each is a blocking collective of the dp group.
+      // W, one bucket per layer instance and one all_reduce per parameter
+      // tensor of the ops around the layers (getCollectives). Each is a
+      // blocking collective of the dp group.
       double grads = params * config.gradBytes;
       bool perMicrobatch =
           plan.pp == 1 && config.gradientReductionPerMicrobatch;
       double reductions = perMicrobatch ? m : 1;
-      double buckets = perMicrobatch ? layers + 1 : 1;
+      double buckets = perMicrobatch ? layers + getOutsideTensors(model) : 1;
       t = reductions * buckets *
           (getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
                              CollectiveKind::AllReduce, grads / buckets,
@@ -926,7 +935,47 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     cost.tpCommBytes = m * perRank;
   }
 
-  cost.stepTime = cost.pipelineTime + cost.dpCommTime + cost.optimizerTime;
+  // The step's collectives outside the layers, the pipeline and the dp
+  // reduction, mostly of one element (the gradient norm's pieces, the
+  // loss's dp sums, the returned values' broadcasts), each at its latency;
+  // the slowest rank decides.
+  cost.collectives = getCollectives(plan, stages);
+  {
+    const LinkLevel &tpLevel =
+        hardware.getLevel(plan.tp > hardware.devicesPerNode);
+    double tpWait = getDescheduledWait(plan, plan.tp, interval);
+    const LinkLevel &ppLevel =
+        hardware.getLevel(plan.getNumDevices() > hardware.devicesPerNode);
+    std::vector<double> stepEnd(plan.pp, 0.0);
+    for (const CollectiveCount &c : cost.collectives) {
+      if (c.axis == "tp" && c.what == "grad-norm") {
+        stepEnd[c.rank] +=
+            c.count *
+            (getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
+                               CollectiveKind::AllReduce, c.bytes, plan.tp) +
+             tpWait);
+      } else if (c.axis == "pp" &&
+                 (c.what == "grad-norm" || c.what == "returns" ||
+                  c.what == "tied-param")) {
+        // A receive waits for its send; a broadcast over the pp ranks is
+        // pp - 1 steps of a transfer's latency.
+        const LinkCost &link = ppLevel.get(CollectiveKind::SendRecv);
+        double steps = c.kind == "broadcast" ? plan.pp - 1 : 1;
+        stepEnd[c.rank] +=
+            c.count * (steps * link.alpha + c.bytes / link.beta + wait);
+      } else if (c.axis == "dp" && c.what == "loss") {
+        stepEnd[c.rank] +=
+            c.count *
+            (getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
+                               CollectiveKind::AllReduce, c.bytes, plan.dp) +
+             dpWait);
+      }
+    }
+    for (double t : stepEnd)
+      cost.stepEndCommTime = std::max(cost.stepEndCommTime, t);
+  }
+  cost.stepTime = cost.pipelineTime + cost.dpCommTime + cost.optimizerTime +
+                  cost.stepEndCommTime;
   double batches = double(plan.getGlobalBatch()) / model.batch;
   cost.modelFlops = model.getModelFlops() * batches;
   auto executed = [&](const SegmentCost &s) {
@@ -1044,4 +1093,162 @@ void mlir::braid::plan::printPlanCost(llvm::raw_ostream &os,
   }
   os << (cost.fits ? "fits in device memory\n"
                    : "does NOT fit in device memory\n");
+}
+
+std::vector<CollectiveCount>
+PlanCostModel::getCollectives(const Plan &plan,
+                              const std::vector<StageCost> &stages) const {
+  std::vector<CollectiveCount> out;
+  auto add = [&](int rank, const char *axis, const char *kind, const char *what,
+                 double count, double bytes) {
+    if (count <= 0)
+      return;
+    for (CollectiveCount &c : out)
+      if (c.rank == rank && c.axis == axis && c.kind == kind &&
+          c.what == what && c.bytes == bytes) {
+        c.count += count;
+        return;
+      }
+    out.push_back({rank, axis, kind, what, count, bytes});
+  };
+  int numStages = stages.size();
+  int chunks = std::max(1, numStages / plan.pp);
+  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+  auto rankOf = [&](int s) {
+    if (vshape)
+      return s < plan.pp ? s : 2 * plan.pp - 1 - s;
+    return s % plan.pp;
+  };
+  int m = plan.microbatches;
+  double scale = double(plan.microBatchSize) / model.batch;
+  int r = (int)plan.recompute;
+  bool sp = plan.sequenceParallel && plan.tp > 1;
+  // The segments of stage s, each with its instances (consecutive instances
+  // of one repeat at once, as braidc stacks them).
+  auto segmentsOf = [&](int s) {
+    std::vector<std::pair<const SegmentCost *, int>> segs;
+    const StageCost &st = stages[s];
+    if (s == 0)
+      segs.push_back({&model.pre, 1});
+    for (int i = st.firstLayer; i < st.firstLayer + st.numLayers;) {
+      const SegmentCost &seg = model.getLayer(i);
+      int n = 1;
+      while (i + n < st.firstLayer + st.numLayers &&
+             &model.getLayer(i + n) == &seg)
+        ++n;
+      segs.push_back({&seg, n});
+      i += n;
+    }
+    if (s == numStages - 1)
+      segs.push_back({&model.post, 1});
+    return segs;
+  };
+  for (int rank = 0; rank < plan.pp; ++rank) {
+    double params = 0, tensors = 0, layers = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                     : c * plan.pp + rank;
+      params += stages[s].params;
+      tensors += stages[s].paramTensors;
+      layers += stages[s].numLayers;
+      for (auto [seg, n] : segmentsOf(s)) {
+        if (plan.tp > 1) {
+          double bytes = seg->tpCollectiveBytes * scale;
+          for (int p = 0; p < kNumPassKinds; ++p) {
+            int k = seg->tpAllReduces[r][p];
+            if (!sp) {
+              add(rank, "tp", "all_reduce", "layers", double(m) * n * k, bytes);
+              continue;
+            }
+            int scatters = k, gathers = k;
+            if (p == (int)PassKind::Backward)
+              scatters += std::max(
+                  0, seg->tpColumnProducts -
+                         seg->tpAllReduces[0][(int)PassKind::Backward]);
+            if (p == (int)PassKind::Weight)
+              gathers += seg->tpColumnProducts;
+            add(rank, "tp", "reduce_scatter", "layers",
+                double(m) * n * scatters, bytes);
+            add(rank, "tp", "all_gather", "layers", double(m) * n * gathers,
+                bytes);
+          }
+          // The gradient norm: each divided tensor's sum of squares.
+          add(rank, "tp", "all_reduce", "grad-norm", seg->splitParamTensors, 4);
+        }
+      }
+    }
+    if (plan.dp > 1) {
+      double grads = params * config.gradBytes;
+      if (plan.pp == 1 && config.gradientReductionPerMicrobatch) {
+        double buckets = layers + getOutsideTensors(model);
+        add(rank, "dp", "all_reduce", "grad-bucket", m * buckets,
+            grads / buckets);
+      } else {
+        add(rank, "dp", "all_reduce", "grad-bucket", 1, grads);
+      }
+      // The loss's mean over the dp group, per micro-batch, where the loss
+      // is computed.
+      if (rank == rankOf(numStages - 1))
+        add(rank, "dp", "all_reduce", "loss", m, 4);
+      double k = std::max(1.0, tensors);
+      double bytes = params * model.elementBytes / k;
+      if (plan.zero == 1 || plan.zero == 2)
+        add(rank, "dp", "all_gather", "zero-gather", k, bytes);
+      else if (plan.zero == 3)
+        add(rank, "dp", "all_gather", "zero-gather", 2.0 * m * k, bytes);
+    }
+  }
+  if (plan.pp > 1) {
+    for (int s = 0; s + 1 < numStages; ++s) {
+      int a = rankOf(s), b = rankOf(s + 1);
+      if (a == b)
+        continue;
+      const SegmentCost &last =
+          stages[s].numLayers > 0
+              ? model.getLayer(stages[s].firstLayer + stages[s].numLayers - 1)
+              : model.pre;
+      double bytes = last.outputBytes * scale / plan.tp;
+      add(a, "pp", "send", "activation", m, bytes);
+      add(b, "pp", "recv", "activation", m, bytes);
+      add(b, "pp", "send", "gradient", m, bytes);
+      add(a, "pp", "recv", "gradient", m, bytes);
+    }
+    int first = rankOf(0), last = rankOf(numStages - 1);
+    if (model.tiedParams > 0 && first != last) {
+      // The first stage's partial of the tied gradient, sent to the last
+      // stage after the pipeline (each tp rank its share).
+      double bytes = model.tiedParams / plan.tp * config.gradBytes;
+      add(first, "pp", "send", "tied-gradient", 1, bytes);
+      add(last, "pp", "recv", "tied-gradient", 1, bytes);
+    }
+    // The gradient norm is computed on the last stage's rank: every other
+    // rank sends it each of its gradients' sum of squares (a repeat's
+    // instances on a stage are one stacked tensor; the tied one is summed
+    // there).
+    for (int rank = 0; rank < plan.pp; ++rank) {
+      if (rank == last)
+        continue;
+      double pieces = 0;
+      for (int c = 0; c < chunks; ++c) {
+        int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                       : c * plan.pp + rank;
+        for (auto [seg, n] : segmentsOf(s)) {
+          pieces += seg->paramTensors;
+          if ((seg == &model.pre || seg == &model.post) && model.tiedParams > 0)
+            pieces -= model.tiedParamTensors;
+        }
+      }
+      add(rank, "pp", "send", "grad-norm", pieces, 4);
+      add(last, "pp", "recv", "grad-norm", pieces, 4);
+    }
+    // The returned loss and gradient norm, from the last stage to every
+    // rank; the tied parameter, updated there, back to the first stage.
+    for (int rank = 0; rank < plan.pp; ++rank) {
+      add(rank, "pp", "broadcast", "returns", 2, 4);
+      if (model.tiedParams > 0 && first != last)
+        add(rank, "pp", "broadcast", "tied-param", 1,
+            model.tiedParams / plan.tp * model.elementBytes);
+    }
+  }
+  return out;
 }

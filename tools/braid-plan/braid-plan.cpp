@@ -271,6 +271,14 @@ static json::Value toJson(const PlanCost &c) {
                                   {"workspace", m.workspace},
                                   {"buffers", m.buffers},
                                   {"total", m.getTotal()}});
+  json::Array collectives;
+  for (const CollectiveCount &k : c.collectives)
+    collectives.push_back(json::Object{{"rank", k.rank},
+                                       {"axis", k.axis},
+                                       {"kind", k.kind},
+                                       {"what", k.what},
+                                       {"count", k.count},
+                                       {"bytes", k.bytes}});
   return json::Object{
       {"plan", c.plan.str()},
       {"step_time", c.stepTime},
@@ -286,6 +294,7 @@ static json::Value toJson(const PlanCost &c) {
       {"bubble_time", c.bubbleTime},
       {"bubble_rate", c.bubbleRate},
       {"dp_comm_time", c.dpCommTime},
+      {"step_end_comm_time", c.stepEndCommTime},
       {"optimizer_time", c.optimizerTime},
       {"tp_comm_bytes", c.tpCommBytes},
       {"pp_comm_bytes", c.ppCommBytes},
@@ -298,7 +307,8 @@ static json::Value toJson(const PlanCost &c) {
       {"peak_memory", c.getPeakMemory()},
       {"fits", c.fits},
       {"stages", std::move(stages)},
-      {"memory", std::move(memory)}};
+      {"memory", std::move(memory)},
+      {"collectives", std::move(collectives)}};
 }
 
 int main(int argc, char **argv) {

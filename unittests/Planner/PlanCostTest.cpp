@@ -141,8 +141,12 @@ TEST_F(PlanCostTest, DataParallelReduction) {
   PlanCost across = evaluate(plan);
   double grads = across.stages[0].params * 4; // f32 gradients
   // Without a pipeline each micro-batch's W all_reduces every layer
-  // instance's gradients as one bucket, and the rest as one more: 5.
-  EXPECT_NEAR(across.dpCommTime, 5 * 6 * 1e-5 + 1.5 * grads / 1e9,
+  // instance's gradients as one bucket, and each of the 4 other tensors
+  // (wte, wpe, ln_f's scale and bias) on its own: 8.
+  EXPECT_EQ(costs->getModel().pre.paramTensors +
+                costs->getModel().post.paramTensors,
+            4);
+  EXPECT_NEAR(across.dpCommTime, 8 * 6 * 1e-5 + 1.5 * grads / 1e9,
               1e-9 * across.dpCommTime);
   // ... in every micro-batch.
   plan.microbatches = 3;
@@ -595,8 +599,8 @@ TEST_F(PlanCostTest, DescheduledWait) {
   EXPECT_NEAR(m1.stages[0].wait, w * collectives, 1e-12);
   EXPECT_NEAR(m1.stages[0].tpComm - m0.stages[0].tpComm, w * collectives,
               1e-12);
-  // One wait per gradient bucket: the 4 layers' and the rest's.
-  EXPECT_NEAR(m1.dpCommTime - m0.dpCommTime, 5 * w, 1e-12);
+  // One wait per gradient bucket: the 4 layers' and the 4 other tensors'.
+  EXPECT_NEAR(m1.dpCommTime - m0.dpCommTime, 8 * w, 1e-12);
   mixed.sequenceParallel = true;
   auto [s0, s1] = both(mixed);
   EXPECT_NEAR(s1.stages[0].wait,
@@ -785,15 +789,64 @@ TEST_F(PlanCostTest, TiedEmbeddingWeightGradientAfterTheSchedule) {
         std::max(sim->makespan, start + 4 * tied.stages[0].weight);
     EXPECT_NEAR(tied.pipelineTime, expected, 1e-12 * expected) << name;
     EXPECT_GT(tied.stepTime, free->stepTime) << name;
-    // The default, Megatron-LM's way and Braid's: W in the schedule, one
-    // all_reduce of the tied gradient on 2 ranks (2 alpha + bytes / beta)
-    // after it.
+    // The default, Braid's way: W in the schedule, then the first stage's
+    // partial of the tied gradient sent to the last one, point to point
+    // (alpha + bytes / beta; an all_reduce on 2 ranks would take 2 alpha).
     PlanCost end = evaluate(plan);
     EXPECT_NEAR(end.pipelineTime,
-                free->pipelineTime + 2e-6 + 128 * 64 * 4 / 1e10,
+                free->pipelineTime + 1e-6 + 128 * 64 * 4 / 1e10,
                 1e-12 * end.pipelineTime)
         << name;
   }
+}
+
+// The step's collectives beside the layers', the pipeline's and the dp
+// reduction (python/tests/test_plan_collectives.py checks the counts against
+// compiled programs): each at its latency, in stepEndCommTime.
+TEST_F(PlanCostTest, StepEndCollectives) {
+  auto count = [](const PlanCost &c, int rank, llvm::StringRef axis,
+                  llvm::StringRef kind, llvm::StringRef what) {
+    double n = 0;
+    for (const CollectiveCount &k : c.collectives)
+      if (k.rank == rank && k.axis == axis && k.kind == kind && k.what == what)
+        n += k.count;
+    return n;
+  };
+  Plan plan;
+  plan.dp = 2;
+  plan.tp = 2;
+  plan.microbatches = 3;
+  PlanCost c = evaluate(plan);
+  // The gradient norm's tp sums: one per divided tensor, the 4 layers'
+  // stacked (q, k, v and their biases, the projections, fc's bias: 10)
+  // and wte; the loss's dp sum in every micro-batch.
+  EXPECT_EQ(count(c, 0, "tp", "all_reduce", "grad-norm"), 11);
+  EXPECT_EQ(count(c, 0, "dp", "all_reduce", "loss"), 3);
+  // An all_reduce of one float on 2 devices in the node: 2 alpha + 4 / beta.
+  EXPECT_NEAR(c.stepEndCommTime, (11 + 3) * (2e-6 + 4 / 1e10), 1e-15);
+  EXPECT_NEAR(c.stepTime,
+              c.pipelineTime + c.dpCommTime + c.optimizerTime +
+                  c.stepEndCommTime,
+              1e-15);
+  // A pipeline: rank 0 sends rank 1, which computes the norm, its layers'
+  // 16 stacked tensors' and wpe's sums of squares (wte's is summed there);
+  // both get the loss and the norm back, and rank 0 the updated wte.
+  Plan pipe;
+  pipe.pp = 2;
+  pipe.microbatches = 4;
+  PlanCost p = evaluate(pipe);
+  EXPECT_EQ(count(p, 0, "pp", "send", "grad-norm"), 17);
+  EXPECT_EQ(count(p, 1, "pp", "recv", "grad-norm"), 17);
+  EXPECT_EQ(count(p, 0, "pp", "send", "tied-gradient"), 1);
+  EXPECT_EQ(count(p, 1, "pp", "recv", "tied-gradient"), 1);
+  EXPECT_EQ(count(p, 0, "pp", "broadcast", "returns"), 2);
+  EXPECT_EQ(count(p, 1, "pp", "broadcast", "tied-param"), 1);
+  // Rank 0's: 17 transfers of one float, two broadcasts of one and one of
+  // wte (128 x 64 floats), each alpha + bytes / beta (pp - 1 = 1 step).
+  EXPECT_NEAR(p.stepEndCommTime,
+              17 * (1e-6 + 4 / 1e10) + 2 * (1e-6 + 4 / 1e10) +
+                  (1e-6 + 128 * 64 * 4 / 1e10),
+              1e-15);
 }
 
 // TrainingConfig::compiledBuffers: each of braidc's buffers the planner

@@ -111,6 +111,10 @@ struct SegmentCost {
   /// Parameter tensors per instance: ZeRO-3 gathers each before its use,
   /// one collective each.
   double paramTensors = 0;
+  /// Of those, the ones divided over tp: the gradient norm sums each one's
+  /// squares over the tp group (a one-element all_reduce per tensor, once
+  /// per step; a repeat's instances are one stacked tensor).
+  double splitParamTensors = 0;
   /// Bytes per parameter element.
   double paramElementBytes = 4;
   /// Tensor-parallel collectives per instance and pass: tpAllReduces[r][p]
@@ -158,6 +162,8 @@ struct ModelCost {
   /// once the last stage's partials have arrived (docs/codegen.md,
   /// "Tied parameters"); PlanCostModel::evaluate costs it there.
   double tiedParams = 0;
+  /// The tensors of those.
+  double tiedParamTensors = 0;
 
   /// Layer instances over all repeats.
   int64_t getNumLayers() const;

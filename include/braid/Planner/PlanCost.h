@@ -87,9 +87,10 @@ struct TrainingConfig {
   /// when the sum stays in a W piece (ModelCost::tiedParams).
   bool tiedGradientAtStepEnd = true;
   /// Without a pipeline, the data-parallel gradient reduction in every
-  /// micro-batch's W, one bucket per layer instance and one for the rest,
-  /// as braidc's programs run it. Off: once per step after the
-  /// accumulation, one bucket, as Megatron-LM does.
+  /// micro-batch's W, one bucket per layer instance and one all_reduce per
+  /// parameter tensor of the ops around them, as braidc's programs run it.
+  /// Off: once per step after the accumulation, one bucket, as Megatron-LM
+  /// does.
   bool gradientReductionPerMicrobatch = true;
   /// Also count the buffers braidc's compiled program holds beyond the
   /// model's state and the schedule's saved activations
@@ -160,6 +161,29 @@ struct RankMemory {
   }
 };
 
+/// Calls of one collective of one size that every device of one pipeline
+/// rank makes in a step, as the model costs them
+/// (PlanCostModel::getCollectives): what `braid-plan --json` lists under
+/// "collectives" and python/tests/test_plan_collectives.py checks against
+/// the compiled program's trace.
+struct CollectiveCount {
+  /// Pipeline rank.
+  int rank = 0;
+  /// "tp", "dp" or "pp".
+  std::string axis;
+  /// "all_reduce", "all_gather", "reduce_scatter", "broadcast" (over the
+  /// axis' group), "send", "recv" (pp: to or from one other pipeline
+  /// rank).
+  std::string kind;
+  /// What it is for: "layers", "grad-norm", "loss", "grad-bucket", ...
+  std::string what;
+  /// Calls per step, and the bytes of each one's message per device (an
+  /// all_gather's result, a reduce_scatter's input, the whole of the
+  /// others).
+  double count = 0;
+  double bytes = 0;
+};
+
 struct PlanCost {
   Plan plan;
   /// Seconds per step: pipeline time plus what is not overlapped of the
@@ -184,6 +208,14 @@ struct PlanCost {
   double optimizerTime = 0;
   /// Pipeline transfers: the time of one, and bytes per rank per step.
   double ppTransferTime = 0;
+  /// The step's collectives beside the layers', the pipeline's and the dp
+  /// reduction: the gradient norm's tp sums and its pieces sent to the
+  /// rank that computes it, the loss's dp sums, and the pp broadcasts of
+  /// the returned loss and norm and of the updated tied parameter (the
+  /// slowest pipeline rank's).
+  double stepEndCommTime = 0;
+  /// Every collective of the step, per pipeline rank (getCollectives).
+  std::vector<CollectiveCount> collectives;
   /// Bytes per rank per step sent by each axis' collectives.
   double tpCommBytes = 0;
   double ppCommBytes = 0;
@@ -237,6 +269,17 @@ public:
   /// expectedDescheduledWait.
   double getDescheduledWait(const Plan &plan, int groupSize,
                             double competitorInterval) const;
+
+  /// The collectives a step of `plan` runs on each pipeline rank, as the
+  /// model costs them: tp sums of the layers (reduce_scatters and
+  /// all_gathers with sequence parallelism) and of the gradient norm, the
+  /// dp gradient reduction, the loss's dp sum and ZeRO's gathers, pipeline
+  /// transfers, the tied gradient's send from the first stage to the last,
+  /// the gradient norm's pieces sent to the last stage and the broadcasts
+  /// after the step (the returned loss and norm, the updated tied
+  /// parameter).
+  std::vector<CollectiveCount>
+  getCollectives(const Plan &plan, const std::vector<StageCost> &stages) const;
 
   /// Per-stage costs alone (no schedule, no simulation): the cheap part a
   /// search can use to prune.
