@@ -448,6 +448,20 @@ void PlanCostModel::addCompiledBuffers(
         getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank) +
         getZeroStagingBytes(plan) + getPipelineResultBytes(plan, stages, rank);
   }
+  // The tied parameter itself (counted with the first stage) is a slot of
+  // the stages whose pieces read it, the first and the last, and no other:
+  // the last stage updates it (it sums the partials) and sends the first
+  // its new value, so the optimizer state is the last rank's alone.
+  int firstRank = rankOf(0);
+  if (plan.pp > 1 && firstRank != lastRank && model.tiedParams > 0) {
+    double tied = model.tiedParams / plan.tp;
+    memory[lastRank].params +=
+        tied * model.elementBytes / (plan.zero >= 3 ? plan.dp : 1);
+    double state =
+        tied * config.optimizerBytes / (plan.zero >= 1 ? plan.dp : 1);
+    memory[firstRank].optimizer -= state;
+    memory[lastRank].optimizer += state;
+  }
   // With recomputation, what B hands a W it does not run with it (the
   // inputs of the weight gradients it re-materialised, and the output
   // gradients) stays until that W: as many bytes as the activations

@@ -133,7 +133,9 @@ static cl::opt<bool> compiledBuffers(
              "pieces' arenas, the gradient accumulation loop's sums, "
              "sequence-parallel and ZeRO reduce_scatter staging, a "
              "pipeline micro-batch's W results, what B hands a deferred "
-             "W); braidc --mesh auto counts them by default"),
+             "W), and places the tied parameter where it keeps it (on the "
+             "last pipeline rank too, its optimizer state there only); "
+             "braidc --mesh auto counts them by default"),
     cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",

@@ -1120,4 +1120,54 @@ TEST_F(CompiledBuffersTest, PipelineStageHoldsItsOwnGradients) {
   EXPECT_EQ(extraOf(plan), (std::vector<double>{1, 0}));
 }
 
+TEST_F(CompiledBuffersTest, PipelineTiedParameterOnItsStagesOnly) {
+  // The tied wte (counted with the first stage) is a parameter of the first
+  // and the last rank, none between, and its optimizer state is the last
+  // rank's, which updates it; under ZB-V rank 0 holds both ends; ZeRO-1
+  // shards the state, ZeRO-3 the parameter too.
+  ModelCost untiedModel = costs->getModel();
+  untiedModel.tiedParams = 0;
+  TrainingConfig config;
+  config.compiledBuffers = true;
+  PlanCostModel untied(untiedModel, testHardware(), config);
+  double tied = 128 * 64;
+  auto extraOf = [&](const Plan &plan, double RankMemory::*term, double bytes) {
+    PlanCost with = evaluateWith(plan, 0);
+    llvm::Expected<PlanCost> without = untied.evaluate(plan);
+    EXPECT_TRUE(bool(without));
+    std::vector<double> extra;
+    for (int r = 0; without && r < plan.pp; ++r)
+      extra.push_back(
+          std::round((with.memory[r].*term - without->memory[r].*term) /
+                     (tied * bytes) * 1e6) /
+          1e6);
+    return extra;
+  };
+  double param = untiedModel.elementBytes, state = config.optimizerBytes;
+  Plan plan;
+  plan.pp = 4;
+  plan.microbatches = 4;
+  plan.schedule = sched::ScheduleKind::GPipe;
+  plan.microBatchSize = costs->getModel().batch;
+  EXPECT_EQ(extraOf(plan, &RankMemory::params, param),
+            (std::vector<double>{0, 0, 0, 1}));
+  EXPECT_EQ(extraOf(plan, &RankMemory::optimizer, state),
+            (std::vector<double>{-1, 0, 0, 1}));
+  plan.dp = 2;
+  plan.zero = 3;
+  EXPECT_EQ(extraOf(plan, &RankMemory::params, param),
+            (std::vector<double>{0, 0, 0, 0.5}));
+  EXPECT_EQ(extraOf(plan, &RankMemory::optimizer, state),
+            (std::vector<double>{-0.5, 0, 0, 0.5}));
+  plan.dp = 1;
+  plan.zero = 0;
+  plan.pp = 2;
+  plan.schedule = sched::ScheduleKind::ZBV;
+  plan.chunks = 2;
+  EXPECT_EQ(extraOf(plan, &RankMemory::params, param),
+            (std::vector<double>{0, 0}));
+  EXPECT_EQ(extraOf(plan, &RankMemory::optimizer, state),
+            (std::vector<double>{0, 0}));
+}
+
 } // namespace
