@@ -11,10 +11,10 @@ PyTorch 1.13 eager: the same step in f32 and under
 torch.autocast("cpu", bfloat16), alternately too. Printed: the best time of
 each, and the median over pairs of bf16 / f32 (above 1: bf16 is slower).
 
-Braid's bf16-mixed programs run on the f32 kernels with an explicit rounding
-after each bf16 op (braid-legalize-bf16, docs/training.md#precision): they
-round more than f32 programs compute and are expected to be slower; the
-number says by how much.
+Braid's bf16-mixed programs run their matmuls on oneDNN's bf16 GEMM (f32
+sums) and every other op on the f32 kernels with an explicit rounding after
+each bf16 op (braid-legalize-bf16, docs/training.md#precision): faster
+GEMMs, one more pass over each other bf16 value; the ratio says which wins.
 
     bench/precision_throughput.py [--steps S] [--repeats R] [--threads T] [--small]
 """
