@@ -18,10 +18,13 @@
  * braid_rt_matmul_bf16in_f32, for operands that hold bf16 values, converts
  * them to bf16 (exactly) and runs the same GEMMs through oneDNN's bf16 GEMM
  * (f32 sums; AVX512-BF16 where the CPU has it). oneDNN's OpenMP calls go to
- * the kernels' libomp, linked before it (its GOMP_* entry points stand in
- * for libgomp's), so a GEMM inside the kernels' parallel region runs on the
- * calling thread, as an SGEMM does, and one outside uses OMP_NUM_THREADS
- * threads of the same pool (runtime/test/matmul_bf16_test.c counts them).
+ * the kernels' libomp: Debian builds libdnnl on libgomp, but libomp, which
+ * exports the same GOMP_* and omp_* entry points, is a direct dependency
+ * of whatever links the kernels and libgomp only oneDNN's, so the dynamic
+ * linker finds libomp's first. A GEMM inside the kernels' parallel region
+ * then runs on the calling thread, as an SGEMM does, and one outside uses
+ * OMP_NUM_THREADS threads of the same pool (runtime/test/matmul_bf16_test.c
+ * counts them; with libgomp LD_PRELOADed it sees a second pool).
  */
 #include "internal.h"
 
