@@ -4,7 +4,8 @@
 // block in the input-gradient (B) layer, none in W; data parallelism gives
 // none in F and B, and one gradient reduction per parameter (16) in W.
 // Sequence parallelism (tp = 2) turns each block's all_reduce into an
-// all_gather before it and a reduce_scatter after it, in F and in B; ZeRO-2
+// all_gather before it and a reduce_scatter after it, in F and in B, with
+// or without dp = 2; ZeRO-2
 // reduces every gradient with reduce_scatter (only scalars, the loss and
 // the gradient norm, are all_reduced). Under tp the vocabulary is split
 // too (Megatron's vocab-parallel embedding and cross-entropy): the table is
@@ -20,6 +21,8 @@
 // RUN: FileCheck %s --check-prefix=DP < %t.dp2.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-shard="tp=2 sp=true" --braid-propagate-sharding --braid-partition -o %t.sp.mlir
 // RUN: FileCheck %s --check-prefix=SP < %t.sp.mlir
+// RUN: braid-opt %t.mlir --braid-autodiff --braid-shard="dp=2 tp=2 sp=true" --braid-propagate-sharding --braid-partition -o %t.dp2sp.mlir
+// RUN: FileCheck %s --check-prefix=DPSP < %t.dp2sp.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="dp=2 zero=2" --braid-propagate-sharding --braid-partition -o %t.zero2.mlir
 // RUN: FileCheck %s --check-prefix=ZERO2 < %t.zero2.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="tp=2" --braid-propagate-sharding --braid-partition -o %t.vocab.mlir
@@ -72,6 +75,42 @@
 // SP-COUNT-6: braid.all_reduce sum {{.*}} on @mesh ["tp"] {{.*}} : tensor<32xf32>
 // SP-NOT: braid.all_
 // SP: braid.yield
+
+// With dp = 2 as well, each block's pieces run the same tp collectives as
+// with dp = 1 (the batch split does not shield the sequence and hidden
+// dimensions from the tp splits), and W reduces the 16 gradients over dp
+// (the layer norms' also over tp, for their sequence shares).
+// DPSP-LABEL: braid.layer @block.F
+// DPSP-NOT: braid.all_
+// DPSP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+// DPSP-NOT: braid.all_
+// DPSP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x8x32xf32>) -> tensor<2x4x32xf32>
+// DPSP-NOT: braid.all_
+// DPSP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+// DPSP-NOT: braid.all_
+// DPSP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x8x32xf32>) -> tensor<2x4x32xf32>
+// DPSP-NOT: braid.all_
+// DPSP-NOT: braid.reduce_scatter
+// DPSP-LABEL: braid.layer @block.B
+// DPSP-NOT: braid.all_
+// DPSP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+// DPSP-NOT: braid.all_
+// DPSP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64}
+// DPSP-NOT: braid.all_
+// DPSP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+// DPSP-NOT: braid.all_
+// DPSP-COUNT-3: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64}
+// DPSP-NOT: braid.all_
+// DPSP-NOT: braid.reduce_scatter
+// DPSP-LABEL: braid.layer @block.W
+// DPSP-NOT: braid.all_slice
+// DPSP-COUNT-4: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+// DPSP-NOT: braid.all_gather
+// DPSP-NOT: braid.all_slice
+// DPSP-NOT: braid.reduce_scatter
+// DPSP-COUNT-16: braid.all_reduce sum {{.*}} on @mesh ["dp"{{(, "tp")?}}]
+// DPSP-NOT: braid.all_
+// DPSP: braid.yield
 
 // ZERO2-LABEL: braid.layer @block.W
 // ZERO2-COUNT-16: braid.reduce_scatter {{.*}} on @mesh ["dp"]

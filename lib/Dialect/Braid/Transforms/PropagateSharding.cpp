@@ -19,15 +19,72 @@ using namespace mlir::braid;
 
 namespace {
 
+/// The priority of a dimension nothing asks to split: it stays open to
+/// any split that reaches it.
+constexpr int64_t kOpen = std::numeric_limits<int64_t>::min();
+
 /// What is known about a value's sharding and why.
 struct Known {
   Sharding sharding;
-  int64_t priority = 0;
+  /// Per dimension, the priority of the annotation that decided it. Kept
+  /// per dimension so that a strong split of one dimension (the batch)
+  /// does not shield the others from weaker splits (tensor and sequence
+  /// parallelism).
+  SmallVector<int64_t> priority;
   /// The annotation it derives from.
   std::string why;
   /// The op that moved it here, if it was propagated.
   Operation *via = nullptr;
 };
+
+/// `rank` dimensions, each at `priority`.
+SmallVector<int64_t> uniform(int64_t rank, int64_t priority) {
+  return SmallVector<int64_t>(rank, priority);
+}
+
+/// Merges into `to` each dimension of `from` whose priority is higher,
+/// taking its axes from any weaker dimension of `to` that holds them.
+/// Returns whether `to` changed.
+bool mergeDims(Known &to, const Known &from) {
+  SmallVector<unsigned> order;
+  for (unsigned d = 0; d < from.priority.size(); ++d)
+    if (from.priority[d] > to.priority[d] &&
+        (from.sharding.dims[d] != to.sharding.dims[d] ||
+         from.sharding.getBlocks(d) != to.sharding.getBlocks(d)))
+      order.push_back(d);
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return from.priority[a] > from.priority[b];
+  });
+  bool changed = false;
+  for (unsigned d : order) {
+    if (from.priority[d] <= to.priority[d])
+      continue;
+    // An axis splits one dimension only: the weaker holder gives it up.
+    ArrayRef<StringRef> axes = from.sharding.dims[d];
+    bool blocked = false;
+    for (unsigned e = 0; e < to.priority.size(); ++e)
+      if (e != d && to.priority[e] >= from.priority[d] &&
+          llvm::any_of(to.sharding.dims[e], [&](StringRef a) {
+            return llvm::is_contained(axes, a);
+          }))
+        blocked = true;
+    if (blocked)
+      continue;
+    for (unsigned e = 0; e < to.priority.size(); ++e)
+      if (e != d && llvm::any_of(to.sharding.dims[e], [&](StringRef a) {
+            return llvm::is_contained(axes, a);
+          })) {
+        to.sharding.setDim(e, {});
+        to.priority[e] = kOpen;
+      }
+    to.sharding.setDim(d, axes, from.sharding.getBlocks(d));
+    to.priority[d] = from.priority[d];
+    if (!axes.empty())
+      to.why = from.why;
+    changed = true;
+  }
+  return changed;
+}
 
 double bytesOf(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
@@ -129,9 +186,12 @@ void Propagator::visit(Operation *op, bool &changed) {
       // A split strided otherwise than the rule views the dimension is no
       // split of the factor.
       int64_t rb = ruleBlocks(index, d), blocks = s.getBlocks(d);
-      Candidate c{s.dims[d],           blocks % rb == 0 ? blocks / rb : 1,
-                  it->second.priority, bytesOf(v),
-                  (unsigned)index,     it->second.why};
+      Candidate c{s.dims[d],
+                  blocks % rb == 0 ? blocks / rb : 1,
+                  it->second.priority[d],
+                  bytesOf(v),
+                  (unsigned)index,
+                  it->second.why};
       if (blocks % rb != 0)
         c.axes.clear();
       // An unsplit dimension is open: it informs a factor only if no
@@ -181,7 +241,8 @@ void Propagator::visit(Operation *op, bool &changed) {
     auto type = cast<RankedTensorType>(v.getType());
     Known k;
     k.sharding = Sharding::replicated(type.getRank());
-    k.priority = std::numeric_limits<int64_t>::min();
+    k.priority = uniform(type.getRank(), kOpen);
+    int64_t strongest = kOpen;
     bool informed = false;
     llvm::SmallSet<StringRef, 4> taken;
     for (auto [d, f] : llvm::enumerate(maps[index])) {
@@ -197,10 +258,11 @@ void Propagator::visit(Operation *op, bool &changed) {
       for (StringRef a : c.axes)
         taken.insert(a);
       k.sharding.setDim(d, c.axes, blocks);
-      // Only splits carry weight: a value that is merely whole stays open
-      // to any split that reaches it later.
-      if (c.priority > k.priority) {
-        k.priority = c.priority;
+      // Only splits carry weight: a dimension that is merely whole stays
+      // open to any split that reaches it later.
+      k.priority[d] = c.priority;
+      if (c.priority > strongest) {
+        strongest = c.priority;
         k.why = c.why;
       }
     }
@@ -211,11 +273,20 @@ void Propagator::visit(Operation *op, bool &changed) {
     if (!informed)
       continue;
     // A value learns a sharding once, unless a stronger annotation reaches
-    // it later; priorities only grow, so this ends.
+    // one of its dimensions later without a weaker one taking another;
+    // priorities only grow, so this ends.
     auto it = known.find(v);
-    if (it != known.end() &&
-        (it->second.priority >= k.priority || it->second.sharding == k.sharding))
-      continue;
+    if (it != known.end()) {
+      if (it->second.sharding == k.sharding)
+        continue;
+      bool drops = false, rises = false;
+      for (auto [now, was] : llvm::zip(k.priority, it->second.priority)) {
+        drops |= now < was;
+        rises |= now > was;
+      }
+      if (drops || !rises)
+        continue;
+    }
     k.via = op;
     known[v] = std::move(k);
     changed = true;
@@ -250,17 +321,25 @@ LogicalResult Propagator::visitRepeat(RepeatOp repeat, bool &changed) {
     if (a == known.end())
       return;
     Known k = a->second;
-    if (shift > 0)
+    if (shift > 0) {
       k.sharding = stack(k.sharding);
-    else if (shift < 0)
+      k.priority.insert(k.priority.begin(), kOpen);
+    } else if (shift < 0) {
       k.sharding = unstack(k.sharding);
-    auto b = known.find(to);
-    if (b != known.end() && (b->second.priority >= k.priority ||
-                             b->second.sharding == k.sharding))
-      return;
+      k.priority.erase(k.priority.begin());
+    }
     k.via = repeat;
-    known[to] = std::move(k);
-    changed = true;
+    auto b = known.find(to);
+    if (b == known.end()) {
+      known[to] = std::move(k);
+      changed = true;
+      return;
+    }
+    // Each dimension takes the stronger of the two.
+    if (mergeDims(b->second, k)) {
+      b->second.via = repeat;
+      changed = true;
+    }
   };
   auto both = [&](Value outer, Value inner, bool stacked) {
     link(outer, inner, stacked ? -1 : 0);
@@ -280,7 +359,8 @@ LogicalResult Propagator::visitRepeat(RepeatOp repeat, bool &changed) {
 
 LogicalResult Propagator::seedConstraints(Region &region) {
   WalkResult walk = region.walk([&](ShardOp op) {
-    Known k{Sharding::fromAttr(op.getSharding()), (int64_t)op.getPriority(),
+    Sharding s = Sharding::fromAttr(op.getSharding());
+    Known k{s, uniform(s.dims.size(), op.getPriority()),
             "the constraint " + describe(op)};
     if (!k.sharding.partial.empty()) {
       op.emitOpError("partial shardings are produced by the partitioner, "
@@ -292,8 +372,9 @@ LogicalResult Propagator::seedConstraints(Region &region) {
       return WalkResult::interrupt();
     }
     known[op.getResult()] = k;
-    if (!known.count(op.getInput()))
-      known[op.getInput()] = k;
+    auto [it, inserted] = known.try_emplace(op.getInput(), k);
+    if (!inserted)
+      mergeDims(it->second, k);
     return WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
@@ -388,12 +469,14 @@ static void seedPipelines(func::FuncOp fn, Propagator &propagator) {
     if (!callee)
       return;
     std::string why = "the layout of @" + callee.getName().str();
-    for (auto [i, v] : llvm::enumerate(op.getInputs()))
-      propagator.known[v] = {stack(recordedSharding(callee, i, false)),
-                             kCallee, why, op};
-    for (auto [i, v] : llvm::enumerate(op.getResults()))
-      propagator.known[v] = {recordedSharding(callee, i, true), kCallee, why,
-                             op};
+    for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+      Sharding s = stack(recordedSharding(callee, i, false));
+      propagator.known[v] = {s, uniform(s.dims.size(), kCallee), why, op};
+    }
+    for (auto [i, v] : llvm::enumerate(op.getResults())) {
+      Sharding s = recordedSharding(callee, i, true);
+      propagator.known[v] = {s, uniform(s.dims.size(), kCallee), why, op};
+    }
   });
 }
 
@@ -433,9 +516,11 @@ struct PropagateShardingPass
       for (BlockArgument a : body.getArguments())
         if (auto s = fn.getArgAttrOfType<ShardingAttr>(a.getArgNumber(),
                                                        "braid.sharding"))
-          propagator.known[a] = {Sharding::fromAttr(s), 0,
-                                 "the annotation of argument #" +
-                                     std::to_string(a.getArgNumber())};
+          propagator.known[a] = {
+              Sharding::fromAttr(s),
+              uniform(cast<RankedTensorType>(a.getType()).getRank(), 0),
+              "the annotation of argument #" +
+                  std::to_string(a.getArgNumber())};
       seedPipelines(fn, propagator);
       if (failed(propagator.seedConstraints(fn.getBody())) ||
           failed(propagator.run(body)))
