@@ -399,6 +399,11 @@ public:
     for (Operation *op : forwardOps) {
       SegmentCost *seg = segmentOf[op];
       forward[seg].add(op, split.splitWork.contains(op));
+      if (r == 0 && isa<EmbeddingOp>(op) &&
+          op->getOperand(0).getDefiningOp<ParamOp>()) {
+        seg->paramLookups += 1;
+        seg->paramLookupBytes += bytesOf(op->getResult(0).getType());
+      }
       if (auto param = dyn_cast<ParamOp>(op)) {
         // The segments of the op and of its forward users (one param op
         // may feed both the embedding and the head).

@@ -270,6 +270,17 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       st.comm[(int)PassKind::Backward] += t;
       gathers[s][(int)PassKind::Forward] += k;
       gathers[s][(int)PassKind::Backward] += k;
+      // And F sums its lookups in a divided table (getZeroThreeLookups).
+      auto [lookups, lookupBytes] = getZeroThreeLookups(plan, s, numStages);
+      if (lookups > 0) {
+        double l = lookups *
+                   getCollectiveTime(dpLevel.get(CollectiveKind::ReduceScatter),
+                                     CollectiveKind::ReduceScatter,
+                                     lookupBytes / lookups, plan.dp);
+        st.forward += l;
+        st.comm[(int)PassKind::Forward] += l;
+        gathers[s][(int)PassKind::Forward] += lookups;
+      }
     }
     first += sizes[s];
   }
@@ -598,6 +609,37 @@ static double getOutsideTensors(const ModelCost &model) {
   return std::max(1.0, model.pre.paramTensors + model.post.paramTensors);
 }
 
+/// Without a pipeline, ZeRO-3's programs reduce-scatter each parameter
+/// tensor's gradient in every micro-batch, not in buckets, and a tied
+/// tensor's once per use (braidc's dp2 ZeRO-3 GPT: 132 tensors, the tied
+/// wte twice, 133 per micro-batch). Calls per micro-batch and their bytes
+/// in all, of `tensors` tensors with `grads` bytes of gradients.
+std::pair<double, double>
+PlanCostModel::getZeroThreeScatters(const Plan &plan, double tensors,
+                                    double grads) const {
+  return {std::max(1.0, tensors) + model.tiedParamTensors,
+          grads + model.tiedParams / plan.tp * config.gradBytes};
+}
+
+/// With ZeRO-3 each device looks up the dp group's ids in its block of a
+/// divided embedding table and a reduce_scatter sums the results (braidc's
+/// GPT: one of wte per micro-batch, the dp group's embeddings). Calls per
+/// micro-batch on stage s and their bytes in all.
+std::pair<double, double>
+PlanCostModel::getZeroThreeLookups(const Plan &plan, int s,
+                                   int numStages) const {
+  double scale = double(plan.microBatchSize) / model.batch;
+  double lookups = 0, bytes = 0;
+  for (const SegmentCost *seg : {s == 0 ? &model.pre : nullptr,
+                                 s == numStages - 1 ? &model.post : nullptr}) {
+    if (!seg)
+      continue;
+    lookups += seg->paramLookups;
+    bytes += seg->paramLookupBytes * scale * plan.dp;
+  }
+  return {lookups, bytes};
+}
+
 llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   llvm::Expected<std::vector<StageCost>> stagesOr = getStageCosts(plan);
   if (!stagesOr)
@@ -898,13 +940,25 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       bool perMicrobatch =
           plan.pp == 1 && config.gradientReductionPerMicrobatch;
       double reductions = perMicrobatch ? m : 1;
-      double buckets = perMicrobatch ? layers + getOutsideTensors(model) : 1;
-      t = reductions * buckets *
-          (getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
-                             CollectiveKind::AllReduce, grads / buckets,
-                             plan.dp) +
-           dpWait);
-      bytes = reductions * 2.0 * (plan.dp - 1) / plan.dp * grads;
+      if (perMicrobatch && plan.zero == 3) {
+        // ZeRO-3 reduce-scatters each gradient tensor instead
+        // (getZeroThreeScatters).
+        auto [k, scattered] = getZeroThreeScatters(plan, tensors, grads);
+        t = m * k *
+            (getCollectiveTime(dpLevel.get(CollectiveKind::ReduceScatter),
+                               CollectiveKind::ReduceScatter, scattered / k,
+                               plan.dp) +
+             dpWait);
+        bytes = m * double(plan.dp - 1) / plan.dp * scattered;
+      } else {
+        double buckets = perMicrobatch ? layers + getOutsideTensors(model) : 1;
+        t = reductions * buckets *
+            (getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
+                               CollectiveKind::AllReduce, grads / buckets,
+                               plan.dp) +
+             dpWait);
+        bytes = reductions * 2.0 * (plan.dp - 1) / plan.dp * grads;
+      }
       if (plan.zero == 1 || plan.zero == 2) {
         // Each rank updates its share, then gathers every parameter
         // tensor back whole, one blocking all_gather per tensor. Between
@@ -1193,7 +1247,11 @@ PlanCostModel::getCollectives(const Plan &plan,
     }
     if (plan.dp > 1) {
       double grads = params * config.gradBytes;
-      if (plan.pp == 1 && config.gradientReductionPerMicrobatch) {
+      if (plan.pp == 1 && config.gradientReductionPerMicrobatch &&
+          plan.zero == 3) {
+        auto [k, scattered] = getZeroThreeScatters(plan, tensors, grads);
+        add(rank, "dp", "reduce_scatter", "grad-scatter", m * k, scattered / k);
+      } else if (plan.pp == 1 && config.gradientReductionPerMicrobatch) {
         double buckets = layers + getOutsideTensors(model);
         add(rank, "dp", "all_reduce", "grad-bucket", m * buckets,
             grads / buckets);
@@ -1204,6 +1262,15 @@ PlanCostModel::getCollectives(const Plan &plan,
       // is computed.
       if (rank == rankOf(numStages - 1))
         add(rank, "dp", "all_reduce", "loss", m, 4);
+      if (plan.zero == 3)
+        for (int c = 0; c < chunks; ++c) {
+          int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                         : c * plan.pp + rank;
+          auto [lookups, bytes] = getZeroThreeLookups(plan, s, numStages);
+          if (lookups > 0)
+            add(rank, "dp", "reduce_scatter", "lookup", m * lookups,
+                bytes / lookups);
+        }
       double k = std::max(1.0, tensors);
       double bytes = params * model.elementBytes / k;
       if (plan.zero == 1 || plan.zero == 2)

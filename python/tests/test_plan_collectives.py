@@ -56,10 +56,6 @@ KNOWN_GAPS = {
     ("dp2-zero3", "dp", "all_gather", "tensor"): (
         "ZeRO-3 gathers: braidc gathers a repeat's stacked tensors, the model "
         "each instance's, twice per micro-batch"),
-    ("dp2-zero3", "dp", "all_reduce", "tensor"): (
-        "without a pipeline ZeRO-3 reduce-scatters each gradient tensor; the "
-        "model costs bucketed all_reduces (docs/planner.md)"),
-    ("dp2-zero3", "dp", "reduce_scatter", "tensor"): "the same",
     ("dp2-zero3", "dp", "all_reduce", "scalar"): (
         "ZeRO-3's gradient norm over the dp shards"),
     ("pp2-1f1b", "pp", "broadcast", "scalar"): (

@@ -685,9 +685,50 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   double gather =
       k * getCollectiveTime(hw.intraNode.get(CollectiveKind::AllGather),
                             CollectiveKind::AllGather, bytes / k, 2);
-  EXPECT_NEAR(st.comm[(int)PassKind::Forward], gather, 1e-15);
+  // F also sums the embedding lookup in the divided wte: each device looks
+  // up the dp group's ids (2 x the micro-batch's embeddings).
+  const ModelCost &model = costs->getModel();
+  double scale = double(plan.microBatchSize) / model.batch;
+  double lookup = getCollectiveTime(
+      hw.intraNode.get(CollectiveKind::ReduceScatter),
+      CollectiveKind::ReduceScatter, model.pre.paramLookupBytes * scale * 2, 2);
+  EXPECT_EQ(model.pre.paramLookups, 1);
+  EXPECT_NEAR(st.comm[(int)PassKind::Forward], gather + lookup, 1e-15);
   EXPECT_NEAR(st.comm[(int)PassKind::Backward], gather, 1e-15);
-  EXPECT_EQ(st.blockingPoints, 2 * k);
+  EXPECT_EQ(st.blockingPoints, 2 * k + 1);
+}
+
+// Without a pipeline ZeRO-3 reduce-scatters each parameter tensor's
+// gradient in every micro-batch, the tied wte once per use (2 + 4 x 16 + 2
+// + 1), not bucketed all_reduces; and the embedding lookup's sum.
+TEST_F(PlanCostTest, ZeroThreeScattersEachGradient) {
+  auto count = [](const PlanCost &c, llvm::StringRef kind,
+                  llvm::StringRef what) {
+    double n = 0;
+    for (const CollectiveCount &k : c.collectives)
+      if (k.axis == "dp" && k.kind == kind && k.what == what)
+        n += k.count;
+    return n;
+  };
+  Plan plan;
+  plan.dp = 2;
+  plan.zero = 3;
+  plan.microbatches = 3;
+  PlanCost c = evaluate(plan);
+  const ModelCost &model = costs->getModel();
+  EXPECT_EQ(count(c, "all_reduce", "grad-bucket"), 0);
+  EXPECT_EQ(count(c, "reduce_scatter", "grad-scatter"), 3 * 69);
+  EXPECT_EQ(count(c, "reduce_scatter", "lookup"), 3);
+  double grads = (c.stages[0].params + model.tiedParams) * 4;
+  const Hardware &hw = costs->getHardware();
+  double t = 3 * 69 *
+             getCollectiveTime(hw.intraNode.get(CollectiveKind::ReduceScatter),
+                               CollectiveKind::ReduceScatter, grads / 69, 2);
+  EXPECT_NEAR(c.dpCommTime, t, 1e-15);
+  // Half of each gradient leaves a device; and the gathers' halves.
+  EXPECT_NEAR(c.dpCommBytes,
+              3 * 0.5 * grads + 2 * 3 * 0.5 * c.stages[0].params * 4,
+              1e-6 * grads);
 }
 
 // With sequence parallelism B reduce-scatters each column-parallel

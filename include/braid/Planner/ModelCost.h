@@ -115,6 +115,11 @@ struct SegmentCost {
   /// squares over the tp group (a one-element all_reduce per tensor, once
   /// per step; a repeat's instances are one stacked tensor).
   double splitParamTensors = 0;
+  /// Embedding lookups in a parameter table per instance, and their
+  /// results' bytes: with ZeRO-3 each device looks up the dp group's ids in
+  /// its block of the table and a reduce_scatter sums them.
+  double paramLookups = 0;
+  double paramLookupBytes = 0;
   /// Bytes per parameter element.
   double paramElementBytes = 4;
   /// Tensor-parallel collectives per instance and pass: tpAllReduces[r][p]

@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace mlir::braid::plan {
@@ -280,6 +281,14 @@ public:
   /// parameter).
   std::vector<CollectiveCount>
   getCollectives(const Plan &plan, const std::vector<StageCost> &stages) const;
+  /// ZeRO-3's gradient reduce_scatters per micro-batch without a pipeline:
+  /// calls, and their bytes in all.
+  std::pair<double, double>
+  getZeroThreeScatters(const Plan &plan, double tensors, double grads) const;
+  /// ZeRO-3's reduce_scatters of stage s's embedding lookups in a divided
+  /// table per micro-batch: calls, and their bytes in all.
+  std::pair<double, double> getZeroThreeLookups(const Plan &plan, int s,
+                                                int numStages) const;
 
   /// Per-stage costs alone (no schedule, no simulation): the cheap part a
   /// search can use to prune.
