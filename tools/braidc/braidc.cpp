@@ -17,6 +17,7 @@
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Pipelines/BraidPipeline.h"
+#include "braid/Planner/Hardware.h"
 #include "braid/Planner/Search.h"
 #include "braid/Target/ProgramDriver.h"
 #include "braid/Target/Toolchain.h"
@@ -125,8 +126,9 @@ static cl::opt<std::string> deviceMemory(
 static cl::opt<std::string> hardwareFile(
     "hardware",
     cl::desc("Hardware description: a JSON file or a shipped name (a100-80g, "
-             "h100-80g, h200, cpu-local; default cpu-local, this machine as "
-             "braid-plan --calibrate measured it)"),
+             "h100-80g, h200, cpu-local; default cpu-local-<N>ranks for "
+             "--devices N where one is shipped, else cpu-local: this machine "
+             "as braid-plan --calibrate measured it)"),
     cl::value_desc("FILE|NAME"), cl::cat(planCategory));
 static cl::opt<int64_t> globalBatch(
     "global-batch",
@@ -398,9 +400,18 @@ static std::optional<int> planMesh(ModuleOp module,
     errs() << "braidc: --mesh auto: " << message << "\n";
     return std::optional<int>(1);
   };
-  std::string hwName = hardwareFile.getNumOccurrences()
-                           ? std::string(hardwareFile)
-                           : std::string("cpu-local");
+  // Ranks that share cores wait for each other differently with their
+  // number, so a CPU description calibrated for exactly `devices` ranks
+  // (cpu-local-<N>ranks, shipped or in BRAID_HARDWARE_DIR) is preferred.
+  std::string hwName = "cpu-local";
+  if (hardwareFile.getNumOccurrences()) {
+    hwName = hardwareFile;
+  } else {
+    std::string perRanks =
+        formatv("cpu-local-{0}ranks", static_cast<int64_t>(devices)).str();
+    if (llvm::is_contained(listHardware(), perRanks))
+      hwName = perRanks;
+  }
   if (!hardwareFile.getNumOccurrences() && target == "cuda")
     return fail("--target cuda: give the GPU's --hardware (a100-80g, "
                 "h100-80g, h200 or a file)");
