@@ -360,6 +360,12 @@ public:
           int rerun = 0;
           for (Operation *inner : bodyOps(layer)) {
             acc.add(inner, true);
+            if (auto param = dyn_cast<ParamOp>(inner))
+              if (phase == Phase::B && !param->use_empty()) {
+                seg->backwardParamTensors[r] += 1;
+                seg->backwardParams[r] +=
+                    cast<ShapedType>(param.getType()).getNumElements();
+              }
             // A forward row-parallel product B re-runs (the same weight,
             // untransposed) needs its all_reduce again.
             if (auto mm = dyn_cast<MatmulOp>(inner))
@@ -388,6 +394,14 @@ public:
         forwardOps.push_back(op);
       else
         (phase == Phase::B ? backward : weight)[seg].add(op, true);
+      if (phase == Phase::B)
+        for (Value v : op->getOperands())
+          if (auto param = v.getDefiningOp<ParamOp>())
+            if (backwardParamNames[seg].insert(param.getName()).second) {
+              seg->backwardParamTensors[r] += 1;
+              seg->backwardParams[r] +=
+                  cast<ShapedType>(param.getType()).getNumElements();
+            }
     }
 
     // The forward ops outside layers: one analysis over both segments, so a
@@ -538,6 +552,7 @@ private:
   llvm::DenseMap<SegmentCost *, Accumulator> forward, backward, weight;
   llvm::StringSet<> paramNames;
   llvm::DenseMap<SegmentCost *, llvm::StringSet<>> layerParamNames;
+  llvm::DenseMap<SegmentCost *, llvm::StringSet<>> backwardParamNames;
   /// Per layer: F's collectives, and the weights of its row-parallel
   /// products (what B must re-run with its all_reduce under full
   /// recomputation).

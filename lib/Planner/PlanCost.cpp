@@ -240,6 +240,12 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       }
       st.params += seg.getRankParams(tp) * instances;
       paramTensors += seg.paramTensors * instances;
+      // B's parameters, divided over tp in the segment's proportion.
+      double all = seg.getParams();
+      st.backwardParamTensors += seg.backwardParamTensors[r] * instances;
+      if (all > 0)
+        st.backwardParams +=
+            seg.backwardParams[r] * seg.getRankParams(tp) / all * instances;
       st.activationBytes += saved * instances;
     };
     if (s == 0)
@@ -256,20 +262,27 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     if (s == numStages - 1)
       addSegment(model.post, 1);
     st.paramTensors = paramTensors;
-    // ZeRO-3 gathers the stage's parameters before each use in F and B,
-    // one collective per parameter tensor.
+    // ZeRO-3 gathers the stage's parameters before their use in F, and
+    // again the ones B reads before B, one collective per tensor.
     if (plan.zero == 3 && plan.dp > 1) {
       double k = std::max(1.0, paramTensors);
       double bytes = st.params * model.elementBytes;
       double t =
           k * getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
                                 CollectiveKind::AllGather, bytes / k, plan.dp);
+      double kb = st.backwardParamTensors;
+      double tb = kb > 0 ? kb * getCollectiveTime(
+                                    dpLevel.get(CollectiveKind::AllGather),
+                                    CollectiveKind::AllGather,
+                                    st.backwardParams * model.elementBytes / kb,
+                                    plan.dp)
+                         : 0;
       st.forward += t;
-      st.backward += t;
+      st.backward += tb;
       st.comm[(int)PassKind::Forward] += t;
-      st.comm[(int)PassKind::Backward] += t;
+      st.comm[(int)PassKind::Backward] += tb;
       gathers[s][(int)PassKind::Forward] += k;
-      gathers[s][(int)PassKind::Backward] += k;
+      gathers[s][(int)PassKind::Backward] += kb;
       // And F sums its lookups in a divided table (getZeroThreeLookups).
       auto [lookups, lookupBytes] = getZeroThreeLookups(plan, s, numStages);
       if (lookups > 0) {
@@ -974,7 +987,13 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
                   gatherWait);
         bytes += double(plan.dp - 1) / plan.dp * p;
       } else if (plan.zero == 3) {
-        bytes += 2.0 * m * double(plan.dp - 1) / plan.dp * params *
+        double backwardParams = 0;
+        for (int c = 0; c < chunks; ++c)
+          backwardParams +=
+              stages[vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                            : c * plan.pp + rank]
+                  .backwardParams;
+        bytes += m * double(plan.dp - 1) / plan.dp * (params + backwardParams) *
                  model.elementBytes;
       }
       if (config.overlapGradientReduce)
@@ -1275,8 +1294,19 @@ PlanCostModel::getCollectives(const Plan &plan,
       double bytes = params * model.elementBytes / k;
       if (plan.zero == 1 || plan.zero == 2)
         add(rank, "dp", "all_gather", "zero-gather", k, bytes);
-      else if (plan.zero == 3)
-        add(rank, "dp", "all_gather", "zero-gather", 2.0 * m * k, bytes);
+      else if (plan.zero == 3) {
+        add(rank, "dp", "all_gather", "zero-gather", m * k, bytes);
+        for (int c = 0; c < chunks; ++c) {
+          int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
+                         : c * plan.pp + rank;
+          const StageCost &st = stages[s];
+          if (st.backwardParamTensors > 0)
+            add(rank, "dp", "all_gather", "zero-gather-b",
+                m * st.backwardParamTensors,
+                st.backwardParams * model.elementBytes /
+                    st.backwardParamTensors);
+        }
+      }
     }
   }
   if (plan.pp > 1) {

@@ -670,9 +670,10 @@ TEST_F(PlanCostTest, DescheduledWait) {
   EXPECT_NEAR(z1->dpCommTime - z0->dpCommTime, dpWait + k * gatherWait, 1e-12);
 }
 
-// ZeRO-3 gathers each parameter tensor before its use in F and B: one
-// collective each (the GPT's 2 + 4 x 16 + 2 tensors), not one of the
-// stage's parameters.
+// ZeRO-3 gathers each parameter tensor before its use in F (the GPT's 2 +
+// 4 x 16 + 2 tensors) and again each one B reads (a layer's 6 weights and 2
+// norm scales, the head's wte and ln_f's scale: 4 x 8 + 2): one collective
+// each, not one of the stage's parameters.
 TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   Plan plan;
   plan.dp = 2;
@@ -694,8 +695,18 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
       CollectiveKind::ReduceScatter, model.pre.paramLookupBytes * scale * 2, 2);
   EXPECT_EQ(model.pre.paramLookups, 1);
   EXPECT_NEAR(st.comm[(int)PassKind::Forward], gather + lookup, 1e-15);
-  EXPECT_NEAR(st.comm[(int)PassKind::Backward], gather, 1e-15);
-  EXPECT_EQ(st.blockingPoints, 2 * k + 1);
+  EXPECT_EQ(model.layers[0].backwardParamTensors[0], 8);
+  EXPECT_EQ(model.pre.backwardParamTensors[0], 0);
+  EXPECT_EQ(model.post.backwardParamTensors[0], 2);
+  double kb = 4 * 8 + 2;
+  EXPECT_EQ(st.backwardParamTensors, kb);
+  EXPECT_LT(st.backwardParams, st.params);
+  double b =
+      kb * getCollectiveTime(hw.intraNode.get(CollectiveKind::AllGather),
+                             CollectiveKind::AllGather,
+                             st.backwardParams * model.elementBytes / kb, 2);
+  EXPECT_NEAR(st.comm[(int)PassKind::Backward], b, 1e-15);
+  EXPECT_EQ(st.blockingPoints, k + 1 + kb);
 }
 
 // Without a pipeline ZeRO-3 reduce-scatters each parameter tensor's
@@ -727,7 +738,9 @@ TEST_F(PlanCostTest, ZeroThreeScattersEachGradient) {
   EXPECT_NEAR(c.dpCommTime, t, 1e-15);
   // Half of each gradient leaves a device; and the gathers' halves.
   EXPECT_NEAR(c.dpCommBytes,
-              3 * 0.5 * grads + 2 * 3 * 0.5 * c.stages[0].params * 4,
+              3 * 0.5 * grads +
+                  3 * 0.5 * (c.stages[0].params + c.stages[0].backwardParams) *
+                      4,
               1e-6 * grads);
 }
 

@@ -115,6 +115,11 @@ struct SegmentCost {
   /// squares over the tp group (a one-element all_reduce per tensor, once
   /// per step; a repeat's instances are one stacked tensor).
   double splitParamTensors = 0;
+  /// Parameter tensors B reads per instance (a product's weight for its
+  /// input gradient, a norm's scale; not a bias), and their elements: ZeRO-3
+  /// gathers these again before B, one collective each.
+  double backwardParamTensors[kNumRecomputeModes] = {0, 0, 0};
+  double backwardParams[kNumRecomputeModes] = {0, 0, 0};
   /// Embedding lookups in a parameter table per instance, and their
   /// results' bytes: with ZeRO-3 each device looks up the dp group's ids in
   /// its block of the table and a reduce_scatter sums them.

@@ -143,6 +143,10 @@ struct StageCost {
   /// Parameter tensors this stage holds (ZeRO-1/2 gather each one after
   /// the optimizer step).
   double paramTensors = 0;
+  /// Of those, the tensors B reads and their elements on one rank
+  /// (ZeRO-3 gathers these before B).
+  double backwardParamTensors = 0;
+  double backwardParams = 0;
 };
 
 /// Memory of one pipeline rank, bytes.
