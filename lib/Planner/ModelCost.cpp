@@ -187,6 +187,8 @@ struct SplitAnalysis {
   /// Ops needing an all_reduce of their result in F: row-parallel matmuls
   /// (partial sums), vocabulary-parallel embedding lookups.
   llvm::SmallVector<Operation *> forwardCollectiveOps;
+  /// Cross-entropies of divided logits (vocabulary parallel).
+  llvm::SmallVector<Operation *> splitCrossEntropies;
 
   int getNumBackwardAllReduces() const {
     llvm::DenseSet<Value> inputs;
@@ -260,7 +262,9 @@ struct SplitAnalysis {
     if (!anySplit)
       return;
     splitWork.insert(op);
-    if (!isa<CrossEntropyOp>(op))
+    if (isa<CrossEntropyOp>(op))
+      splitCrossEntropies.push_back(op);
+    else
       for (Value r : op->getResults())
         splitValues.insert(r);
   }
@@ -460,6 +464,13 @@ public:
     // op that needs them.
     for (Operation *op : split.forwardCollectiveOps)
       segmentOf[op]->tpAllReduces[r][(int)PassKind::Forward] += 1;
+    if (r == 0)
+      for (Operation *op : split.splitCrossEntropies) {
+        segmentOf[op]->tpRowGathers += 5;
+        segmentOf[op]->tpRowGatherBytes +=
+            cast<ShapedType>(op->getOperand(1).getType()).getNumElements() *
+            bytesOf(op->getResult(0).getType());
+      }
     llvm::DenseSet<Value> counted;
     for (auto &[op, input] : split.columnParallel) {
       if (counted.insert(input).second)

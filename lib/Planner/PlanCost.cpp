@@ -225,6 +225,18 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
           tpCalls[s][p] += (scatters + gatherCalls + reduces) * instances;
         }
       }
+      // A vocabulary-parallel cross-entropy's per-row statistics, gathered
+      // over tp between F and B (counted in F).
+      if (tp > 1 && seg.tpRowGathers > 0) {
+        double t = seg.tpRowGathers * instances *
+                   getCollectiveTime(tpLevel.get(CollectiveKind::AllGather),
+                                     CollectiveKind::AllGather,
+                                     seg.tpRowGatherBytes * scale * tp, tp);
+        st.forward += t;
+        st.tpComm += t;
+        st.comm[(int)PassKind::Forward] += t;
+        tpCalls[s][(int)PassKind::Forward] += seg.tpRowGathers * instances;
+      }
       double saved = seg.getSavedBytes(plan.recompute, tp, sp) * scale;
       // A repeat's saved activations are copied into its stack in F and
       // out in B, each copy reading and writing them at memcpy's bandwidth.
@@ -1259,6 +1271,9 @@ PlanCostModel::getCollectives(const Plan &plan,
             add(rank, "tp", "all_gather", "layers", double(m) * n * gathers,
                 bytes);
           }
+          add(rank, "tp", "all_gather", "cross-entropy",
+              double(m) * n * seg->tpRowGathers,
+              seg->tpRowGatherBytes * scale * plan.tp);
           // The gradient norm: each divided tensor's sum of squares.
           add(rank, "tp", "all_reduce", "grad-norm", seg->splitParamTensors, 4);
         }

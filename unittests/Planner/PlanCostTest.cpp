@@ -575,9 +575,10 @@ TEST_F(PlanCostTest, DescheduledWait) {
   auto [t0, t1] = both(tp);
   EXPECT_EQ(t1.stepTime, t0.stepTime);
   EXPECT_EQ(slow.getDescheduledWait(tp, 4, 1e-3), 0);
-  // Per micro-batch the embedding's all_reduce, 2 + 2 per layer and the
-  // head's input gradient: the blocking points of one stage.
-  double collectives = 1 + 4 * (2 + 2) + 1;
+  // Per micro-batch the embedding's all_reduce, 2 + 2 per layer, the
+  // head's input gradient and the cross-entropy's 5 row gathers: the
+  // blocking points of one stage.
+  double collectives = 1 + 4 * (2 + 2) + 1 + 5;
   EXPECT_EQ(t1.stages[0].blockingPoints, collectives);
   // Without a pipeline the devices share the work but the collectives,
   // which each device spends itself (the links are calibrated on ranks
@@ -876,6 +877,15 @@ TEST_F(PlanCostTest, StepEndCollectives) {
   // and wte; the loss's dp sum in every micro-batch.
   EXPECT_EQ(count(c, 0, "tp", "all_reduce", "grad-norm"), 11);
   EXPECT_EQ(count(c, 0, "dp", "all_reduce", "loss"), 3);
+  // The vocabulary-parallel cross-entropy's 5 per-row gathers per
+  // micro-batch, of one float a row from each of the 2 devices.
+  const ModelCost &model = costs->getModel();
+  EXPECT_EQ(count(c, 0, "tp", "all_gather", "cross-entropy"), 3 * 5);
+  EXPECT_EQ(model.post.tpRowGathers, 5);
+  double rows = model.post.tpRowGatherBytes / 4;
+  for (const CollectiveCount &k : c.collectives)
+    if (k.what == "cross-entropy")
+      EXPECT_EQ(k.bytes, rows * plan.microBatchSize / model.batch * 4 * 2);
   // An all_reduce of one float on 2 devices in the node: 2 alpha + 4 / beta.
   EXPECT_NEAR(c.stepEndCommTime, (11 + 3) * (2e-6 + 4 / 1e10), 1e-15);
   EXPECT_NEAR(c.stepTime,

@@ -120,6 +120,12 @@ struct SegmentCost {
   /// gathers these again before B, one collective each.
   double backwardParamTensors[kNumRecomputeModes] = {0, 0, 0};
   double backwardParams[kNumRecomputeModes] = {0, 0, 0};
+  /// Vocabulary-parallel cross-entropies per instance: braidc's program
+  /// all_gathers 5 per-row statistics of each over tp per micro-batch, one
+  /// element a row; tpRowGatherBytes: one device's rows' bytes of one
+  /// (at the model's batch).
+  double tpRowGathers = 0;
+  double tpRowGatherBytes = 0;
   /// Embedding lookups in a parameter table per instance, and their
   /// results' bytes: with ZeRO-3 each device looks up the dp group's ids in
   /// its block of the table and a reduce_scatter sums them.
