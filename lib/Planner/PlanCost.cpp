@@ -4,6 +4,7 @@
 
 #include "braid/Schedule/Simulator.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -1037,7 +1038,12 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   // The step's collectives outside the layers, the pipeline and the dp
   // reduction, mostly of one element (the gradient norm's pieces, the
   // loss's dp sums, the returned values' broadcasts), each at its latency;
-  // the slowest rank decides.
+  // the slowest rank decides. The norm's pieces and the returns run back
+  // to back after the optimizer's reduction, so a rank waits for
+  // descheduled peers once per axis there: after the first call its peers
+  // are in the same chain (expectedDescheduledWait of a gap of one latency
+  // is nothing). The loss's dp sums come one a micro-batch, between
+  // computations: each waits.
   cost.collectives = getCollectives(plan, stages);
   {
     const LinkLevel &tpLevel =
@@ -1046,13 +1052,18 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     const LinkLevel &ppLevel =
         hardware.getLevel(plan.getNumDevices() > hardware.devicesPerNode);
     std::vector<double> stepEnd(plan.pp, 0.0);
+    std::vector<llvm::StringSet<>> waited(plan.pp);
+    // `w` once for the rank's first call on the axis, nothing after.
+    auto once = [&](const CollectiveCount &c, double w) {
+      return waited[c.rank].insert(c.axis).second ? w : 0.0;
+    };
     for (const CollectiveCount &c : cost.collectives) {
       if (c.axis == "tp" && c.what == "grad-norm") {
         stepEnd[c.rank] +=
-            c.count *
-            (getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
-                               CollectiveKind::AllReduce, c.bytes, plan.tp) +
-             tpWait);
+            c.count * (getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
+                                         CollectiveKind::AllReduce, c.bytes,
+                                         plan.tp)) +
+            once(c, tpWait);
       } else if (c.axis == "pp" &&
                  (c.what == "grad-norm" || c.what == "returns" ||
                   c.what == "tied-param")) {
@@ -1061,7 +1072,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
         const LinkCost &link = ppLevel.get(CollectiveKind::SendRecv);
         double steps = c.kind == "broadcast" ? plan.pp - 1 : 1;
         stepEnd[c.rank] +=
-            c.count * (steps * link.alpha + c.bytes / link.beta + wait);
+            c.count * (steps * link.alpha + c.bytes / link.beta) +
+            once(c, wait);
       } else if (c.axis == "dp" && c.what == "loss") {
         stepEnd[c.rank] +=
             c.count *

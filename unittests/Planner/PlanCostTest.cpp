@@ -598,6 +598,10 @@ TEST_F(PlanCostTest, DescheduledWait) {
   EXPECT_LT(w, 1e-3);
   EXPECT_NEAR(slow.getDescheduledWait(mixed, 2, interval(m0)), w, 1e-15);
   EXPECT_NEAR(m1.stages[0].wait, w * collectives, 1e-12);
+  // At the step's end the gradient norm's 11 tp sums run back to back: one
+  // wait for the chain; the loss's dp sum, one a micro-batch, waits each.
+  EXPECT_NEAR(m1.stepEndCommTime - m0.stepEndCommTime,
+              w * (1 + mixed.microbatches), 1e-12);
   EXPECT_NEAR(m1.stages[0].tpComm - m0.stages[0].tpComm, w * collectives,
               1e-12);
   // One wait per gradient bucket: the 4 layers' and the 4 other tensors'.
