@@ -86,7 +86,7 @@ echo "== Training it 20 steps on 8 ranks (braid-run -n 8; rank 0 prints)"
 build/bin/braid-run -n 8 "$out/gpt-3d" --steps 20 --seed 0
 
 echo "== Planning it automatically for 8 ranks: braidc --mesh auto --devices 8 (global batch 16;"
-echo "   the cost model on this machine's description, share/braid/hardware/cpu-local.json; docs/planner.md)"
+echo "   the cost model on this machine's description for 8 ranks, share/braid/hardware/cpu-local-8ranks.json; docs/planner.md)"
 build/bin/braidc "$out/gpt.mlir" --mesh auto --devices 8 --global-batch 16 --explain \
   --lr 3e-3 --warmup-steps 2 --total-steps 20 --decay cosine --clip-norm 1.0 -o "$out/gpt-auto"
 echo "== Training the plan it chose 10 steps on 8 ranks"
