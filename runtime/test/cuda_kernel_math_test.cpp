@@ -8,6 +8,10 @@
 // backend's kernel on random inputs (fixed seed): the largest difference,
 // relative to the largest magnitude of the CPU result, must be at most
 // 1e-5. Statuses (ids out of range, bad operands) must match the CPU's.
+// The bf16-input matmul also runs a reference bf16 GEMM (bf16 operands,
+// products summed in f32, as cublasGemmStridedBatchedEx with
+// CUBLAS_COMPUTE_32F) and is held to an error bound per element
+// (testMatmulBf16In).
 // What this cannot check: the CUDA launches and cuBLAS calls themselves.
 //
 // Built without CUDA: kernel_math.h defines BRAID_HD away.
@@ -36,6 +40,9 @@ namespace {
 /// ops.h's backend on the host.
 struct HostBackend {
   int flag = kErrNone;
+  // GEMM calls by operand type, and an allocation failure on request.
+  int f32Gemms = 0, bf16Gemms = 0;
+  bool failAlloc = false;
 
   template <class F> void forEach(int64_t n, F f) {
     for (int64_t i = 0; i < n; ++i)
@@ -49,7 +56,9 @@ struct HostBackend {
            : flag <= kErrCrossEntropyGradLabel ? BRAID_RT_INVALID_ARGUMENT
                                               : BRAID_RT_INTERNAL;
   }
-  void *alloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
+  void *alloc(size_t bytes) {
+    return failAlloc ? nullptr : malloc(bytes ? bytes : 1);
+  }
   void release(void *p) { free(p); }
   void zero(void *p, size_t bytes) { memset(p, 0, bytes); }
   void copy(void *dst, const void *src, size_t bytes) {
@@ -74,14 +83,38 @@ struct HostBackend {
                    float alpha, const float *a, int64_t lda, int64_t sa,
                    const float *b, int64_t ldb, int64_t sb, float beta,
                    float *c, int64_t ldc, int64_t sc, int64_t count) {
+    ++f32Gemms;
     for (int64_t p = 0; p < count; ++p)
       gemm(ta, tb, m, n, k, alpha, a + p * sa, lda, b + p * sb, ldb, beta,
            c + p * sc, ldc);
+  }
+  // cublasGemmStridedBatchedEx with CUDA_R_16BF operands, CUDA_R_32F C and
+  // CUBLAS_COMPUTE_32F: the bf16 products (exact in f32) summed in f32, in
+  // order.
+  void gemmStrided(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const BF16 *a, int64_t lda, int64_t sa,
+                   const BF16 *b, int64_t ldb, int64_t sb, float beta, float *c,
+                   int64_t ldc, int64_t sc, int64_t count) {
+    ++bf16Gemms;
+    for (int64_t p = 0; p < count; ++p) {
+      const BF16 *ap = a + p * sa, *bp = b + p * sb;
+      float *cp = c + p * sc;
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < m; ++i) {
+          float sum = 0.0f;
+          for (int64_t l = 0; l < k; ++l)
+            sum += floatOf(ta ? ap[l + i * lda] : ap[i + l * lda]) *
+                   floatOf(tb ? bp[j + l * ldb] : bp[l + j * ldb]);
+          float &out = cp[i + j * ldc];
+          out = alpha * sum + (beta == 0.0f ? 0.0f : beta * out);
+        }
+    }
   }
   void gemmBatched(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *const *a, int64_t lda,
                    const float *const *b, int64_t ldb, float beta,
                    float *const *c, int64_t ldc, int64_t count) {
+    ++f32Gemms;
     for (int64_t p = 0; p < count; ++p)
       gemm(ta, tb, m, n, k, alpha, a[p], lda, b[p], ldb, beta, c[p], ldc);
   }
@@ -437,6 +470,239 @@ void testMatmul() {
     ops::matmul(host, a.data(), b.data(), ra, c.a.data(), rb, c.b.data(), c.ta,
                 c.tb, got.data());
     compare(c.name, want, got);
+  }
+}
+
+/// The exact (double) product of row-major a and b with NumPy batch
+/// broadcasting, and per element sum_l |a b| (for the error bound),
+/// computed independently of ops.h's batching.
+void exactMatmul(const std::vector<float> &a, const std::vector<int64_t> &as,
+                 const std::vector<float> &b, const std::vector<int64_t> &bs,
+                 int ta, int tb, std::vector<double> &exact,
+                 std::vector<double> &absSum) {
+  int64_t ra = as.size(), rb = bs.size(), rank = std::max(ra, rb) - 2;
+  int64_t m = ta ? as[ra - 1] : as[ra - 2], k = ta ? as[ra - 2] : as[ra - 1];
+  int64_t n = tb ? bs[rb - 2] : bs[rb - 1];
+  int64_t lda = as[ra - 1], ldb = bs[rb - 1];
+  std::vector<int64_t> ad(rank, 1), bd(rank, 1), od(rank);
+  for (int64_t d = 0; d < ra - 2; ++d)
+    ad[rank - (ra - 2) + d] = as[d];
+  for (int64_t d = 0; d < rb - 2; ++d)
+    bd[rank - (rb - 2) + d] = bs[d];
+  int64_t batch = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    batch *= od[d] = ad[d] == 1 ? bd[d] : ad[d];
+  exact.assign(batch * m * n, 0.0);
+  absSum.assign(batch * m * n, 0.0);
+  for (int64_t p = 0; p < batch; ++p) {
+    // Batch index p's coordinates, then each operand's batch offset.
+    int64_t oa = 0, ob = 0, rest = p;
+    std::vector<int64_t> idx(rank);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      idx[d] = rest % od[d];
+      rest /= od[d];
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      oa = oa * ad[d] + (ad[d] == 1 ? 0 : idx[d]);
+      ob = ob * bd[d] + (bd[d] == 1 ? 0 : idx[d]);
+    }
+    const float *ap = a.data() + oa * m * k, *bp = b.data() + ob * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0, abs = 0.0;
+        for (int64_t l = 0; l < k; ++l) {
+          double x = ta ? ap[l * lda + i] : ap[i * lda + l];
+          double y = tb ? bp[j * ldb + l] : bp[l * ldb + j];
+          sum += x * y;
+          abs += std::fabs(x * y);
+        }
+        exact[(p * m + i) * n + j] = sum;
+        absSum[(p * m + i) * n + j] = abs;
+      }
+  }
+}
+
+/// Every element of `got` within k 2^-24 sum_l |a b| of the exact product:
+/// an f32 sum of k exact products (bf16 times bf16 is exact in f32), in
+/// any order, is that close (Higham's gamma_k, to first order).
+void checkBound(const std::string &name, const std::vector<float> &got,
+                const std::vector<double> &exact,
+                const std::vector<double> &absSum, int64_t k) {
+  ++checks;
+  double worstRatio = 0.0;
+  bool ok = got.size() == exact.size();
+  for (size_t i = 0; ok && i < got.size(); ++i) {
+    double bound = (double)k * std::ldexp(1.0, -24) * absSum[i] + 1e-30;
+    double r = std::fabs((double)got[i] - exact[i]) / bound;
+    worstRatio = std::fmax(worstRatio, r);
+    ok = !std::isnan(r);
+  }
+  ok = ok && worstRatio <= 1.0;
+  printf("%-4s %-44s worst error %.3g of k 2^-24 sum|ab|\n", ok ? "ok" : "FAIL",
+         name.c_str(), worstRatio);
+  failures += !ok;
+}
+
+void checkThat(const std::string &name, bool ok, const char *what) {
+  ++checks;
+  printf("%-4s %-44s %s\n", ok ? "ok" : "FAIL", name.c_str(), what);
+  failures += !ok;
+}
+
+std::vector<float> randomBF16(int64_t n) {
+  std::vector<float> v = randomFloats(n);
+  for (float &x : v)
+    x = roundBF16Of(x);
+  return v;
+}
+
+/// bf16Of, the operands' copy, against the CPU's rounding kernel: ties
+/// both ways, the largest finite values (to infinity), zeros, subnormals,
+/// infinities; NaNs stay NaNs (one whose payload is in the low 16 bits
+/// only, too, which a plain truncation would make an infinity).
+void testBf16Conversion() {
+  const uint32_t bits[] = {0x3f800000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu,
+                           0x3f807fffu, 0xbf808000u, 0x7f7fffffu, 0xff7fffffu,
+                           0x7f7f7fffu, 0x00000000u, 0x80000000u, 0x00000001u,
+                           0x00008000u, 0x00018000u, 0x007fffffu, 0x7f800000u,
+                           0xff800000u, 0x7fc00000u, 0x7f800001u, 0xff800001u,
+                           0x7fbfffffu, 0x3eaaaaabu, 0xc2c80000u};
+  std::vector<float> x;
+  for (uint32_t u : bits) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    x.push_back(f);
+  }
+  std::vector<float> cpu(x.size());
+  braid_rt_round_bf16_f32(nullptr, x.data(), x.size(), cpu.data());
+  bool ok = true;
+  for (size_t i = 0; i < x.size(); ++i) {
+    BF16 h = bf16Of(x[i]);
+    float got = floatOf(h);
+    uint32_t gu, wu;
+    memcpy(&gu, &got, sizeof gu);
+    memcpy(&wu, &cpu[i], sizeof wu);
+    bool same =
+        std::isnan(x[i]) ? std::isnan(got) && (h.bits & 0x40u) : gu == wu;
+    if (!same)
+      printf("     bf16Of(0x%08x) = 0x%04x, CPU rounding 0x%08x\n", bits[i],
+             h.bits, wu);
+    ok &= same;
+  }
+  checkThat("bf16Of = braid_rt_round_bf16_f32 (23 values)", ok,
+            "bit for bit; NaNs quiet NaNs");
+}
+
+/// ops::matmulBf16In (braid_rt_matmul_bf16in_f32 on CUDA): every batch
+/// path of ops::matmul (folded into M, strided with either operand's batch
+/// stride 0, both batched, mixed broadcasting, no batch) under the four
+/// transposes, on operands holding bf16 values (fixed seed), against the
+/// CPU kernel (oneDNN's bf16 GEMM: 1e-5 of the largest magnitude, as the
+/// f32 kernels) and, element by element, both against the exact product
+/// within the f32-sum bound (checkBound). The host backend must have run
+/// only bf16 GEMMs: a path that multiplied the f32 operands would pass the
+/// bounds on bf16 values, so the counts pin the conversion, and operands
+/// that are not bf16 (last) must give the product of their bf16 roundings.
+void testMatmulBf16In() {
+  struct Case {
+    const char *name;
+    std::vector<int64_t> aBatch, bBatch;
+    int64_t m, k, n;
+  } cases[] = {
+      {"no batch", {}, {}, 5, 7, 3},
+      {"folded/strided b0", {2, 3}, {}, 4, 9, 5},
+      {"strided", {3}, {3}, 6, 5, 4},
+      {"strided a0", {}, {2, 2}, 3, 8, 6},
+      {"mixed", {2, 1}, {1, 3}, 3, 4, 5},
+      {"mixed rank 3", {2, 1, 2}, {3, 1}, 2, 6, 3},
+      {"k 40", {2}, {}, 17, 40, 33},
+  };
+  for (const Case &c : cases)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        std::vector<int64_t> as = c.aBatch, bs = c.bBatch;
+        as.push_back(ta ? c.k : c.m);
+        as.push_back(ta ? c.m : c.k);
+        bs.push_back(tb ? c.n : c.k);
+        bs.push_back(tb ? c.k : c.n);
+        std::string name = std::string("matmul_bf16in ") + c.name +
+                           (ta ? " aT" : "") + (tb ? " bT" : "");
+        std::vector<float> a = randomBF16(
+                               ops::numElements(as.data(), as.size())),
+                           b = randomBF16(
+                               ops::numElements(bs.data(), bs.size()));
+        std::vector<double> exact, absSum;
+        exactMatmul(a, as, b, bs, ta, tb, exact, absSum);
+        std::vector<float> want(exact.size(), 7.0f), got(exact.size(), -7.0f);
+        braid_rt_status_t ws = braid_rt_matmul_bf16in_f32(
+            nullptr, a.data(), b.data(), as.size(), as.data(), bs.size(),
+            bs.data(), ta, tb, want.data());
+        HostBackend host;
+        braid_rt_status_t gs =
+            ops::matmulBf16In(host, a.data(), b.data(), as.size(), as.data(),
+                              bs.size(), bs.data(), ta, tb, got.data());
+        compareStatus(name, ws, gs);
+        compare(name, want, got);
+        checkBound(name + " (CUDA path)", got, exact, absSum, c.k);
+        checkBound(name + " (CPU)", want, exact, absSum, c.k);
+        checkThat(name, host.bf16Gemms > 0 && host.f32Gemms == 0,
+                  "bf16 GEMMs only");
+      }
+
+  // Empty operands: no GEMM; k = 0 writes zeros, an empty batch nothing.
+  {
+    std::vector<int64_t> as = {2, 3, 0}, bs = {0, 5};
+    std::vector<float> a, b, got(30, -7.0f);
+    HostBackend host;
+    braid_rt_status_t s = ops::matmulBf16In(
+        host, a.data(), b.data(), 3, as.data(), 2, bs.data(), 0, 0, got.data());
+    compare("matmul_bf16in k = 0", zeros(30), got);
+    checkThat("matmul_bf16in k = 0",
+              s == BRAID_RT_OK && host.bf16Gemms + host.f32Gemms == 0,
+              "OK, no GEMM");
+  }
+  {
+    std::vector<int64_t> as = {0, 3, 4}, bs = {4, 5};
+    std::vector<float> a, b = randomBF16(20), got(1, -7.0f);
+    HostBackend host;
+    braid_rt_status_t s = ops::matmulBf16In(
+        host, a.data(), b.data(), 3, as.data(), 2, bs.data(), 0, 0, got.data());
+    checkThat("matmul_bf16in empty batch",
+              s == BRAID_RT_OK && got[0] == -7.0f &&
+                  host.bf16Gemms + host.f32Gemms == 0,
+              "OK, nothing written, no GEMM");
+  }
+
+  // Operands that are not bf16 values: the product of their roundings.
+  {
+    std::vector<int64_t> as = {2, 6, 11}, bs = {11, 4};
+    std::vector<float> a = randomFloats(132), b = randomFloats(44);
+    std::vector<float> ar = a, br = b;
+    for (float &x : ar)
+      x = roundBF16Of(x);
+    for (float &x : br)
+      x = roundBF16Of(x);
+    std::vector<double> exact, absSum;
+    exactMatmul(ar, as, br, bs, 0, 0, exact, absSum);
+    std::vector<float> got(48);
+    HostBackend host;
+    ops::matmulBf16In(host, a.data(), b.data(), 3, as.data(), 2, bs.data(), 0,
+                      0, got.data());
+    checkBound("matmul_bf16in of non-bf16 operands", got, exact, absSum, 11);
+  }
+
+  // Scratch that cannot be allocated: OUT_OF_MEMORY, no GEMM.
+  {
+    std::vector<int64_t> as = {3, 4}, bs = {4, 5};
+    std::vector<float> a = randomBF16(12), b = randomBF16(20), got(15);
+    HostBackend host;
+    host.failAlloc = true;
+    braid_rt_status_t s = ops::matmulBf16In(
+        host, a.data(), b.data(), 2, as.data(), 2, bs.data(), 0, 0, got.data());
+    checkThat("matmul_bf16in, scratch refused",
+              s == BRAID_RT_OUT_OF_MEMORY &&
+                  host.bf16Gemms + host.f32Gemms == 0,
+              "OUT_OF_MEMORY, no GEMM");
   }
 }
 
@@ -895,6 +1161,8 @@ int main() {
   testElementwise();
   testRowwise();
   testMatmul();
+  testBf16Conversion();
+  testMatmulBf16In();
   testAttention();
   testShape();
   testVocabParallel<int32_t>("");

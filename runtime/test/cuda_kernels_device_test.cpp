@@ -5,9 +5,12 @@
 // of the kernels (the GEMM paths, grouped-head attention gradients, a
 // row-wise kernel, the loss, the optimizer) against the CPU backend's,
 // which it loads with dlopen from libbraid_rt_kernels_shared.so (the two
-// define the same symbols). TF32 stays off: results agree to 1e-5 relative
-// to the largest magnitude. It also checks that an id out of range surfaces
-// at braid_rt_cuda_kernels_poll, naming the kernel.
+// define the same symbols), and the bf16-input matmul (cuBLAS's bf16 GEMM)
+// against the CPU's and the exact product. TF32 stays off: the f32
+// kernels' results agree to 1e-5 relative to the largest magnitude (the
+// bf16 GEMM's to 1e-4, and to a bound per element: see run()). It also checks
+// that an id out of range surfaces at braid_rt_cuda_kernels_poll, naming the
+// kernel.
 //
 // Without a GPU it prints why and exits 77, which ctest reports as a skip.
 //
@@ -20,6 +23,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -49,6 +53,17 @@ template <typename F> F cpu(const char *name) {
   return (F)f;
 }
 
+/// `x` to the nearest bf16 value, ties to even (NaNs untouched).
+float roundBF16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return x;
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
 std::mt19937 rng(5);
 std::vector<float> randomFloats(size_t n) {
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
@@ -76,14 +91,14 @@ template <typename T> struct Device {
 };
 
 void compare(const char *name, const std::vector<float> &want,
-             const std::vector<float> &got) {
+             const std::vector<float> &got, double tolerance = kTolerance) {
   double scale = 0.0, diff = 0.0;
   for (size_t i = 0; i < want.size(); ++i) {
     scale = std::fmax(scale, std::fabs(want[i]));
     diff = std::fmax(diff, std::fabs((double)want[i] - got[i]));
   }
   double rel = scale > 0.0 ? diff / scale : diff;
-  bool ok = rel <= kTolerance && !std::isnan(rel);
+  bool ok = rel <= tolerance && !std::isnan(rel);
   printf("%-4s %-36s max relative difference %.3g\n", ok ? "ok" : "FAIL", name,
          rel);
   failures += !ok;
@@ -131,6 +146,113 @@ void run() {
     braid_rt_matmul_f32(nullptr, da.ptr, db.ptr, ra, c.a.data(), rb,
                         c.b.data(), c.ta, c.tb, dc.ptr);
     compare(c.name, want, dc.host());
+  }
+
+  // The bf16-input matmul (cuBLAS's bf16 GEMM on bf16 copies made on the
+  // device) against the CPU's (oneDNN's bf16 GEMM, or its f32 GEMM where
+  // the CPU has none): operands holding bf16 values, the batch paths above
+  // and a larger GEMM; and operands that are not bf16, which the copies
+  // round (the product of the roundings), within 1e-4 of the largest
+  // magnitude of the CPU's result. Each element within k 2^-23
+  // sum |a b| of the exact product of the bf16 operands: tensor cores sum
+  // the exact products in f32 but may truncate where an f32 addition
+  // rounds, twice the bound of the CPU tests.
+  using MatmulBf16 = decltype(&braid_rt_matmul_bf16in_f32);
+  struct {
+    const char *name;
+    std::vector<int64_t> a, b;
+    int ta, tb;
+    int roundInputs; // 0: operands not bf16 values
+  } bf16Matmuls[] = {
+      {"bf16in folded [4,33,65]x[65,17]", {4, 33, 65}, {65, 17}, 0, 0, 1},
+      {"bf16in strided [3,20,9]^T x[3,31,20]^T",
+       {3, 20, 9},
+       {3, 31, 20},
+       1,
+       1,
+       1},
+      {"bf16in stride-0 [64,48]x[2,40,48]^T", {64, 48}, {2, 40, 48}, 0, 1, 1},
+      {"bf16in mixed [2,1,5,7]x[1,3,7,4]", {2, 1, 5, 7}, {1, 3, 7, 4}, 0, 0, 1},
+      {"bf16in [2,256,512]x[512,384]", {2, 256, 512}, {512, 384}, 0, 0, 1},
+      {"bf16in non-bf16 [2,6,11]x[11,4]", {2, 6, 11}, {11, 4}, 0, 0, 0}};
+  for (auto &c : bf16Matmuls) {
+    int64_t ra = c.a.size(), rb = c.b.size();
+    int64_t m = c.ta ? c.a[ra - 1] : c.a[ra - 2];
+    int64_t k = c.ta ? c.a[ra - 2] : c.a[ra - 1];
+    int64_t n = c.tb ? c.b[rb - 2] : c.b[rb - 1];
+    int64_t lda = c.a[ra - 1], ldb = c.b[rb - 1];
+    // The result's batch: the operands' batch dims broadcast (<= 2 here).
+    int64_t rank = std::max(ra, rb) - 2;
+    std::vector<int64_t> ad(rank, 1), bd(rank, 1);
+    for (int64_t d = 0; d < ra - 2; ++d)
+      ad[rank - (ra - 2) + d] = c.a[d];
+    for (int64_t d = 0; d < rb - 2; ++d)
+      bd[rank - (rb - 2) + d] = c.b[d];
+    size_t na = 1, nb = 1, batch = 1;
+    for (int64_t d : c.a)
+      na *= d;
+    for (int64_t d : c.b)
+      nb *= d;
+    for (int64_t d = 0; d < rank; ++d)
+      batch *= ad[d] == 1 ? bd[d] : ad[d];
+    std::vector<float> a = randomFloats(na), b = randomFloats(nb);
+    std::vector<float> ar = a, br = b; // what the GEMM multiplies
+    for (float &x : ar)
+      x = roundBF16(x);
+    for (float &x : br)
+      x = roundBF16(x);
+    if (c.roundInputs) {
+      a = ar;
+      b = br;
+    }
+    std::vector<float> want(batch * m * n);
+    cpu<MatmulBf16>("braid_rt_matmul_bf16in_f32")(
+        nullptr, ar.data(), br.data(), ra, c.a.data(), rb, c.b.data(), c.ta,
+        c.tb, want.data());
+    Device<float> da(a), db(b), dc(std::vector<float>(want.size()));
+    braid_rt_status_t st =
+        braid_rt_matmul_bf16in_f32(nullptr, da.ptr, db.ptr, ra, c.a.data(), rb,
+                                   c.b.data(), c.ta, c.tb, dc.ptr);
+    std::vector<float> got = dc.host();
+    if (st != BRAID_RT_OK) {
+      printf("FAIL %-36s returns %s\n", c.name, braid_rt_status_string(st));
+      ++failures;
+      continue;
+    }
+    // Two f32 sums of the same products in other orders (and truncating,
+    // on tensor cores): 1e-4 of the largest magnitude.
+    compare(c.name, want, got, 1e-4);
+    // The exact product of the bf16 operands, element by element.
+    double worst = 0.0;
+    for (size_t p = 0; p < batch; ++p) {
+      size_t oa = 0, ob = 0, rest = p, sa = 1, sb = 1;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        size_t od = ad[d] == 1 ? bd[d] : ad[d], idx = rest % od;
+        rest /= od;
+        oa += (ad[d] == 1 ? 0 : idx) * sa;
+        ob += (bd[d] == 1 ? 0 : idx) * sb;
+        sa *= ad[d];
+        sb *= bd[d];
+      }
+      const float *ap = ar.data() + oa * m * k, *bp = br.data() + ob * k * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0.0, abs = 0.0;
+          for (int64_t l = 0; l < k; ++l) {
+            double x = c.ta ? ap[l * lda + i] : ap[i * lda + l];
+            double y = c.tb ? bp[j * ldb + l] : bp[l * ldb + j];
+            sum += x * y;
+            abs += std::fabs(x * y);
+          }
+          double bound = (double)k * std::ldexp(1.0, -23) * abs + 1e-30;
+          worst = std::fmax(
+              worst, std::fabs((double)got[(p * m + i) * n + j] - sum) / bound);
+        }
+    }
+    bool ok = worst <= 1.0;
+    printf("%-4s %-36s worst error %.3g of k 2^-23 sum|ab|\n",
+           ok ? "ok" : "FAIL", c.name, worst);
+    failures += !ok;
   }
 
   // Attention gradients with grouped heads (hq 8, hkv 2), causal.

@@ -170,6 +170,23 @@ void CudaBackend::gemmStrided(bool ta, bool tb, int64_t m, int64_t n,
     fail(kErrCublas);
 }
 
+// bf16 products are exact in f32; CUBLAS_COMPUTE_32F sums them in f32
+// whatever the handle's math mode (tensor cores, no TF32 involved).
+void CudaBackend::gemmStrided(bool ta, bool tb, int64_t m, int64_t n,
+                              int64_t k, float alpha, const BF16 *a,
+                              int64_t lda, int64_t sa, const BF16 *b,
+                              int64_t ldb, int64_t sb, float beta, float *c,
+                              int64_t ldc, int64_t sc, int64_t count) {
+  cublasHandle_t h = handleFor(stream);
+  if (!h ||
+      cublasGemmStridedBatchedEx(
+          h, op(ta), op(tb), (int)m, (int)n, (int)k, &alpha, a, CUDA_R_16BF,
+          (int)lda, sa, b, CUDA_R_16BF, (int)ldb, sb, &beta, c, CUDA_R_32F,
+          (int)ldc, sc, (int)count, CUBLAS_COMPUTE_32F,
+          CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+    fail(kErrCublas);
+}
+
 void CudaBackend::gemmBatched(bool ta, bool tb, int64_t m, int64_t n,
                               int64_t k, float alpha, const float *const *a,
                               int64_t lda, const float *const *b, int64_t ldb,

@@ -3,7 +3,8 @@
 // CudaBackend runs the templates of ops.h on a CUDA stream: forEach is a
 // grid-stride kernel, scratch is stream-ordered (cudaMallocAsync and
 // cudaFreeAsync, so no kernel call synchronises), GEMMs go to cuBLAS with a
-// handle per thread and device. The stream is braid_rt_cuda_stream's
+// handle per thread and device (bf16-input GEMMs through
+// cublasGemmStridedBatchedEx). The stream is braid_rt_cuda_stream's
 // (braid/rt/cuda.h; NULL: the context's compute stream, or CUDA's legacy
 // default stream without a context). Only nvcc compiles this header.
 //
@@ -95,6 +96,12 @@ public:
                    float alpha, const float *a, int64_t lda, int64_t sa,
                    const float *b, int64_t ldb, int64_t sb, float beta,
                    float *c, int64_t ldc, int64_t sc, int64_t count);
+  // bf16 operands, f32 result and sums (cublasGemmStridedBatchedEx,
+  // CUBLAS_COMPUTE_32F).
+  void gemmStrided(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const BF16 *a, int64_t lda, int64_t sa,
+                   const BF16 *b, int64_t ldb, int64_t sb, float beta, float *c,
+                   int64_t ldc, int64_t sc, int64_t count);
   void gemmBatched(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *const *a, int64_t lda,
                    const float *const *b, int64_t ldb, float beta,

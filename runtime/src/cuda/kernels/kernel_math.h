@@ -126,6 +126,33 @@ BRAID_HD inline float roundBF16Of(float x) {
   return x;
 }
 
+/// A bf16 number as its 16 bits: the layout of cuBLAS's CUDA_R_16BF
+/// (__nv_bfloat16), the operands of the bf16-input GEMM.
+struct BF16 {
+  uint16_t bits;
+};
+
+/// `x` in bf16, to nearest, ties to even (exact when `x` holds a bf16
+/// value); a NaN stays a NaN (quiet). The CPU backend's to_bf16
+/// (runtime/src/cpu/kernels/matmul.c), bit for bit.
+BRAID_HD inline BF16 bf16Of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof(u));
+  BF16 h;
+  h.bits = (u & 0x7fffffffu) > 0x7f800000u
+               ? (uint16_t)((u >> 16) | 0x40u)
+               : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return h;
+}
+
+/// The f32 value of a bf16 one (exact).
+BRAID_HD inline float floatOf(BF16 h) {
+  uint32_t u = (uint32_t)h.bits << 16;
+  float x;
+  memcpy(&x, &u, sizeof(x));
+  return x;
+}
+
 BRAID_HD inline float unaryOf(int kind, float x) {
   switch (kind) {
   case kNeg:

@@ -10,7 +10,8 @@
 //   void *alloc(size_t);  void release(void *);  // scratch, NULL on failure
 //   void zero(void *, size_t);  void copy(void *, const void *, size_t);
 //   void gemmStrided(...); void gemmBatched(...);  // cuBLAS semantics:
-//       column-major, op(A) is m x k, op(B) k x n, C m x n
+//       column-major, op(A) is m x k, op(B) k x n, C m x n; gemmStrided
+//       also with BF16 operands (bf16 in, f32 products summed in f32)
 //
 // CudaBackend (backend.h) launches `f` as a grid-stride kernel on the
 // stream and calls cuBLAS; the host test's backend runs `f` in a loop and a
@@ -92,11 +93,12 @@ inline Dims broadcastStrides(const int64_t *inShape, int64_t inRank,
 
 /// Row-major C[m, n] = alpha op(A) op(B) + beta C as the column-major
 /// C^T = op(B)^T op(A)^T, `count` times with element strides sa, sb, sc.
-template <class B>
+/// T: float, or BF16 (the bf16-input GEMM; C stays f32).
+template <class B, typename T>
 void gemmRowMajor(B &b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                  float alpha, const float *a, int64_t lda, int64_t sa,
-                  const float *bm, int64_t ldb, int64_t sb, float beta,
-                  float *c, int64_t ldc, int64_t sc, int64_t count) {
+                  float alpha, const T *a, int64_t lda, int64_t sa, const T *bm,
+                  int64_t ldb, int64_t sb, float beta, float *c, int64_t ldc,
+                  int64_t sc, int64_t count) {
   b.gemmStrided(tb, ta, n, m, k, alpha, bm, ldb, sb, a, lda, sa, beta, c, ldc,
                 sc, count);
 }
@@ -360,10 +362,12 @@ braid_rt_status_t crossEntropyGrad(B &b, const float *logits, const T *labels,
 // Matmul (GEMMs through the backend: cuBLAS) and attention
 //===----------------------------------------------------------------------===//
 
-template <class B>
-void matmul(B &b, const float *a, const float *bm, int64_t aRank,
-            const int64_t *aShape, int64_t bRank, const int64_t *bShape,
-            int transposeA, int transposeB, float *c) {
+/// braid_rt_matmul_f32 on operands of type T (float, or BF16: the
+/// bf16-input GEMM); c is f32 either way.
+template <class B, typename T>
+void matmulOf(B &b, const T *a, const T *bm, int64_t aRank,
+              const int64_t *aShape, int64_t bRank, const int64_t *bShape,
+              int transposeA, int transposeB, float *c) {
   bool ta = transposeA != 0, tb = transposeB != 0;
   int64_t lda = aShape[aRank - 1], ldb = bShape[bRank - 1];
   int64_t m = ta ? aShape[aRank - 1] : aShape[aRank - 2];
@@ -415,6 +419,54 @@ void matmul(B &b, const float *a, const float *bm, int64_t aRank,
     gemmRowMajor(b, ta, tb, m, n, k, 1.0f, a + oa * aSize, lda, 0,
                  bm + ob * bSize, ldb, 0, 0.0f, c + p * m * n, n, 0, 1);
   }
+}
+
+template <class B>
+void matmul(B &b, const float *a, const float *bm, int64_t aRank,
+            const int64_t *aShape, int64_t bRank, const int64_t *bShape,
+            int transposeA, int transposeB, float *c) {
+  matmulOf(b, a, bm, aRank, aShape, bRank, bShape, transposeA, transposeB, c);
+}
+
+/// braid_rt_matmul_bf16in_f32: both operands hold bf16 values
+/// (braid-legalize-bf16 follows every op that computes a bf16 value with a
+/// braid.round, and the ops it leaves unrounded only move bf16 values or
+/// return ones their bodies rounded), so one kernel copies them to bf16
+/// exactly (bf16Of: to nearest even, as the CPU backend, for any other
+/// value) into scratch from the backend's pool, and the same GEMMs as
+/// braid_rt_matmul_f32 run on the copies, bf16 in and f32 sums (on CUDA
+/// cublasGemmStridedBatchedEx, CUDA_R_16BF in, CUDA_R_32F out,
+/// CUBLAS_COMPUTE_32F: tensor cores). Empty operands need no GEMM: the f32
+/// path writes the zeros, if any.
+template <class B>
+braid_rt_status_t matmulBf16In(B &b, const float *a, const float *bm,
+                               int64_t aRank, const int64_t *aShape,
+                               int64_t bRank, const int64_t *bShape,
+                               int transposeA, int transposeB, float *c) {
+  int64_t aCount = numElements(aShape, aRank),
+          bCount = numElements(bShape, bRank);
+  if (aCount == 0 || bCount == 0) {
+    matmulOf(b, a, bm, aRank, aShape, bRank, bShape, transposeA, transposeB, c);
+    return b.status();
+  }
+  ScratchLayout layout;
+  size_t aAt = layout.add((size_t)aCount * sizeof(BF16));
+  size_t bAt = layout.add((size_t)bCount * sizeof(BF16));
+  char *scratch = (char *)b.alloc(layout.bytes);
+  if (!scratch)
+    return BRAID_RT_OUT_OF_MEMORY;
+  BF16 *a16 = (BF16 *)(scratch + aAt), *b16 = (BF16 *)(scratch + bAt);
+  // Both copies in one launch.
+  b.forEach(aCount + bCount, [=] BRAID_HD(int64_t i) {
+    if (i < aCount)
+      a16[i] = bf16Of(a[i]);
+    else
+      b16[i - aCount] = bf16Of(bm[i - aCount]);
+  });
+  matmulOf(b, (const BF16 *)a16, (const BF16 *)b16, aRank, aShape, bRank,
+           bShape, transposeA, transposeB, c);
+  b.release(scratch);
+  return b.status();
 }
 
 /// Attention without a score matrix (flash-attention style, as the CPU
