@@ -4,6 +4,7 @@
 
 #include "braid/Schedule/Simulator.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -151,6 +152,64 @@ static std::vector<int> stageSizes(const Plan &plan, int stages,
   for (int64_t i = 0; i < layers % stages; ++i)
     ++sizes[i];
   return sizes;
+}
+
+/// Whether the pipeline is V-shaped (ZB-V): rank r holds stages r and
+/// 2 pp - 1 - r.
+static bool isVShape(const Plan &plan) {
+  return plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
+}
+
+/// The model stage of chunk `chunk` on pipeline rank `rank`: chunk x pp +
+/// rank, or along ZB-V's V.
+static int getStageOf(const Plan &plan, int rank, int chunk) {
+  if (isVShape(plan))
+    return chunk == 0 ? rank : 2 * plan.pp - 1 - rank;
+  return chunk * plan.pp + rank;
+}
+
+/// The pipeline rank that runs model stage `stage` (getStageOf's inverse).
+static int getRankOf(const Plan &plan, int stage) {
+  if (isVShape(plan))
+    return stage < plan.pp ? stage : 2 * plan.pp - 1 - stage;
+  return stage % plan.pp;
+}
+
+/// The model stages of pipeline rank `rank`, one per chunk.
+static llvm::SmallVector<int, 2> getRankStages(const Plan &plan, int numStages,
+                                               int rank) {
+  llvm::SmallVector<int, 2> out;
+  for (int c = 0, chunks = std::max(1, numStages / plan.pp); c < chunks; ++c)
+    out.push_back(getStageOf(plan, rank, c));
+  return out;
+}
+
+namespace {
+/// What the stages of one pipeline rank hold together.
+struct RankSums {
+  double params = 0;
+  double paramTensors = 0;
+  double layers = 0;
+  double activationBytes = 0;
+  double backwardParams = 0;
+  /// B + W seconds per micro-batch.
+  double backwardTime = 0;
+};
+} // namespace
+
+static RankSums sumRank(const Plan &plan, const std::vector<StageCost> &stages,
+                        int rank) {
+  RankSums sum;
+  for (int s : getRankStages(plan, stages.size(), rank)) {
+    const StageCost &st = stages[s];
+    sum.params += st.params;
+    sum.paramTensors += st.paramTensors;
+    sum.layers += st.numLayers;
+    sum.activationBytes += st.activationBytes;
+    sum.backwardParams += st.backwardParams;
+    sum.backwardTime += st.backward + st.weight;
+  }
+  return sum;
 }
 
 llvm::Expected<std::vector<StageCost>>
@@ -380,20 +439,13 @@ std::vector<RankMemory>
 PlanCostModel::getMemory(const Plan &plan, const std::vector<StageCost> &stages,
                          const std::vector<double> &peakInFlight,
                          const std::vector<double> &heldInFlight) const {
-  int chunks = std::max<int>(1, stages.size() / plan.pp);
-  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
   double scale = double(plan.microBatchSize) / model.batch;
   bool sp = plan.sequenceParallel && plan.tp > 1;
   std::vector<RankMemory> memory(plan.pp);
   for (int rank = 0; rank < plan.pp; ++rank) {
     RankMemory &m = memory[rank];
-    double params = 0, activation = 0;
-    for (int c = 0; c < chunks; ++c) {
-      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                     : c * plan.pp + rank;
-      params += stages[s].params;
-      activation += stages[s].activationBytes;
-    }
+    RankSums sum = sumRank(plan, stages, rank);
+    double params = sum.params, activation = sum.activationBytes;
     double dp = plan.dp;
     m.params = params * model.elementBytes / (plan.zero >= 3 ? dp : 1);
     m.grads = params * config.gradBytes / (plan.zero >= 2 ? dp : 1);
@@ -419,9 +471,7 @@ void PlanCostModel::addCompiledBuffers(
     std::vector<RankMemory> &memory, const std::vector<double> &peakInFlight,
     const std::vector<double> &heldInFlight) const {
   // What braidc's memory plan allocates (docs/codegen.md, "Memory plan").
-  int chunks = std::max<int>(1, stages.size() / plan.pp);
   int numStages = stages.size();
-  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
   double scale = double(plan.microBatchSize) / model.batch;
   bool sp = plan.sequenceParallel && plan.tp > 1;
   double gradBytes = config.gradBytes;
@@ -430,10 +480,7 @@ void PlanCostModel::addCompiledBuffers(
   // goes to the last alone, point to point, after the pipeline
   // (StagePlacement), into a buffer live only at the sum, past the peak:
   // the middle stages hold none of it.
-  auto rankOf = [&](int s) {
-    return vshape ? (s < plan.pp ? s : 2 * plan.pp - 1 - s) : s % plan.pp;
-  };
-  int lastRank = rankOf(numStages - 1);
+  int lastRank = getRankOf(plan, numStages - 1);
   double tiedGrad = model.tiedParams / plan.tp * gradBytes;
   // The largest segment's intermediates of one micro-batch.
   double widest =
@@ -456,11 +503,8 @@ void PlanCostModel::addCompiledBuffers(
   };
   for (int rank = 0; rank < plan.pp; ++rank) {
     RankMemory &m = memory[rank];
-    double params = 0, receives = 0;
-    for (int c = 0; c < chunks; ++c) {
-      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                     : c * plan.pp + rank;
-      params += stages[s].params;
+    double params = sumRank(plan, stages, rank).params, receives = 0;
+    for (int s : getRankStages(plan, numStages, rank)) {
       // Every micro-batch's receives are started at once: the input of a
       // stage after the first, the output's gradient before the last.
       if (s > 0)
@@ -489,7 +533,7 @@ void PlanCostModel::addCompiledBuffers(
   // the stages whose pieces read it, the first and the last, and no other:
   // the last stage updates it (it sums the partials) and sends the first
   // its new value, so the optimizer state is the last rank's alone.
-  int firstRank = rankOf(0);
+  int firstRank = getRankOf(plan, 0);
   if (plan.pp > 1 && firstRank != lastRank && model.tiedParams > 0) {
     double tied = model.tiedParams / plan.tp;
     memory[lastRank].params +=
@@ -509,11 +553,7 @@ void PlanCostModel::addCompiledBuffers(
   // (braidc places every stage's buffers above those of all stages).
   for (int rank = 0; rank < plan.pp && rank < (int)heldInFlight.size();
        ++rank) {
-    double activation = 0;
-    for (int c = 0; c < chunks; ++c)
-      activation += stages[vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                                  : c * plan.pp + rank]
-                        .activationBytes;
+    double activation = sumRank(plan, stages, rank).activationBytes;
     memory[rank].buffers +=
         std::max(0.0, (heldInFlight[rank] - peakInFlight[rank]) * activation);
   }
@@ -560,8 +600,6 @@ double PlanCostModel::getStagingBytes(const Plan &plan,
   // Not braidc's memory plan: beside it in the resident set.
   if (!plan.sequenceParallel || plan.tp < 2)
     return 0;
-  int chunks = std::max<int>(1, stages.size() / plan.pp);
-  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
   double scale = double(plan.microBatchSize) / model.batch;
   auto sites = [](const SegmentCost &s) {
     return s.tpAllReduces[(int)Recompute::None][(int)PassKind::Forward] +
@@ -569,9 +607,7 @@ double PlanCostModel::getStagingBytes(const Plan &plan,
   };
   std::set<const SegmentCost *> bodies;
   double bytes = 0;
-  for (int c = 0; c < chunks; ++c) {
-    int s =
-        vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank) : c * plan.pp + rank;
+  for (int s : getRankStages(plan, stages.size(), rank)) {
     const StageCost &st = stages[s];
     for (int i = st.firstLayer; i < st.firstLayer + st.numLayers; ++i)
       bodies.insert(&model.getLayer(i));
@@ -617,14 +653,9 @@ double PlanCostModel::getPipelineResultBytes(
   // arena holds 3.66 MiB more than the activations, receives and means).
   if (plan.pp < 2)
     return 0;
-  int chunks = std::max<int>(1, stages.size() / plan.pp);
-  bool vshape = plan.schedule == sched::ScheduleKind::ZBV;
   double largest = 0;
-  for (int c = 0; c < chunks; ++c) {
-    int s =
-        vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank) : c * plan.pp + rank;
+  for (int s : getRankStages(plan, stages.size(), rank))
     largest = std::max(largest, stages[s].params);
-  }
   return largest * config.gradBytes;
 }
 
@@ -721,14 +752,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     // the node), between the devices of neighbouring pipeline ranks.
     int64_t stride = int64_t(plan.tp) * plan.dp;
     for (int s = 0; s + 1 < numStages; ++s) {
-      int a, b;
-      if (plan.schedule == sched::ScheduleKind::ZBV) {
-        a = s < plan.pp ? s : 2 * plan.pp - 1 - s;
-        b = s + 1 < plan.pp ? s + 1 : 2 * plan.pp - 2 - s;
-      } else {
-        a = s % plan.pp;
-        b = (s + 1) % plan.pp;
-      }
+      int a = getRankOf(plan, s), b = getRankOf(plan, s + 1);
       if (a == b) {
         costs.comm.push_back(0);
         continue;
@@ -754,12 +778,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     // them, after the schedule, once the last rank has sent its partial
     // gradients (lib/Conversion/BraidToEmitC/Pipelines.cpp); out of the
     // schedule, they are costed after it. (ZB-V holds both on rank 0.)
-    auto rankOf = [&](int s) {
-      if (plan.schedule == sched::ScheduleKind::ZBV)
-        return s < plan.pp ? s : 2 * plan.pp - 1 - s;
-      return s % plan.pp;
-    };
-    int firstRank = rankOf(0), lastRank = rankOf(numStages - 1);
+    int firstRank = getRankOf(plan, 0),
+        lastRank = getRankOf(plan, numStages - 1);
     bool tied = model.tiedParams > 0 && firstRank != lastRank;
     bool deferTied = tied && !config.tiedGradientAtStepEnd;
     double deferredWeight = 0, tiedTransfer = 0;
@@ -910,10 +930,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
         std::max(cost.pipelineTime, work / (nodes * slots) + waits);
   }
   // The busiest rank's compute and collectives.
-  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
-  for (int c = 0; c < chunks; ++c) {
-    int s = vshape ? (c == 0 ? busiest : 2 * plan.pp - 1 - busiest)
-                   : c * plan.pp + busiest;
+  for (int s : getRankStages(plan, numStages, busiest)) {
     for (int k = 0; k < kNumOpClasses; ++k) {
       cost.computeTime += m * stages[s].compute[k];
       cost.computeByClass[k] += m * stages[s].compute[k];
@@ -945,15 +962,9 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     return optBytes / hwBw * share;
   };
   for (int rank = 0; rank < plan.pp; ++rank) {
-    double params = 0, backward = 0, tensors = 0, layers = 0;
-    for (int c = 0; c < chunks; ++c) {
-      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                     : c * plan.pp + rank;
-      params += stages[s].params;
-      tensors += stages[s].paramTensors;
-      layers += stages[s].numLayers;
-      backward += m * (stages[s].backward + stages[s].weight);
-    }
+    RankSums sum = sumRank(plan, stages, rank);
+    double params = sum.params, tensors = sum.paramTensors, layers = sum.layers,
+           backward = m * sum.backwardTime;
     double t = 0, bytes = 0;
     if (plan.dp > 1) {
       // braidc's programs all_reduce whole gradients under every ZeRO
@@ -1000,14 +1011,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
                   gatherWait);
         bytes += double(plan.dp - 1) / plan.dp * p;
       } else if (plan.zero == 3) {
-        double backwardParams = 0;
-        for (int c = 0; c < chunks; ++c)
-          backwardParams +=
-              stages[vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                            : c * plan.pp + rank]
-                  .backwardParams;
-        bytes += m * double(plan.dp - 1) / plan.dp * (params + backwardParams) *
-                 model.elementBytes;
+        bytes += m * double(plan.dp - 1) / plan.dp *
+                 (params + sum.backwardParams) * model.elementBytes;
       }
       if (config.overlapGradientReduce)
         t = std::max(0.0, t - backward);
@@ -1019,9 +1024,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   // Per rank per step, ring volume of the tp collectives.
   if (plan.tp > 1) {
     double perRank = 0;
-    for (int c = 0; c < chunks; ++c) {
-      int s = vshape ? (c == 0 ? busiest : 2 * plan.pp - 1 - busiest)
-                     : c * plan.pp + busiest;
+    for (int s : getRankStages(plan, numStages, busiest)) {
       const StageCost &st = stages[s];
       for (int i = st.firstLayer; i < st.firstLayer + st.numLayers; ++i) {
         const SegmentCost &seg = model.getLayer(i);
@@ -1223,13 +1226,6 @@ PlanCostModel::getCollectives(const Plan &plan,
     out.push_back({rank, axis, kind, what, count, bytes});
   };
   int numStages = stages.size();
-  int chunks = std::max(1, numStages / plan.pp);
-  bool vshape = plan.schedule == sched::ScheduleKind::ZBV && plan.pp > 1;
-  auto rankOf = [&](int s) {
-    if (vshape)
-      return s < plan.pp ? s : 2 * plan.pp - 1 - s;
-    return s % plan.pp;
-  };
   int m = plan.microbatches;
   double scale = double(plan.microBatchSize) / model.batch;
   int r = (int)plan.recompute;
@@ -1255,13 +1251,9 @@ PlanCostModel::getCollectives(const Plan &plan,
     return segs;
   };
   for (int rank = 0; rank < plan.pp; ++rank) {
-    double params = 0, tensors = 0, layers = 0;
-    for (int c = 0; c < chunks; ++c) {
-      int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                     : c * plan.pp + rank;
-      params += stages[s].params;
-      tensors += stages[s].paramTensors;
-      layers += stages[s].numLayers;
+    RankSums sum = sumRank(plan, stages, rank);
+    double params = sum.params, tensors = sum.paramTensors, layers = sum.layers;
+    for (int s : getRankStages(plan, numStages, rank)) {
       for (auto [seg, n] : segmentsOf(s)) {
         if (plan.tp > 1) {
           double bytes = seg->tpCollectiveBytes * scale;
@@ -1306,12 +1298,10 @@ PlanCostModel::getCollectives(const Plan &plan,
       }
       // The loss's mean over the dp group, per micro-batch, where the loss
       // is computed.
-      if (rank == rankOf(numStages - 1))
+      if (rank == getRankOf(plan, numStages - 1))
         add(rank, "dp", "all_reduce", "loss", m, 4);
       if (plan.zero == 3)
-        for (int c = 0; c < chunks; ++c) {
-          int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                         : c * plan.pp + rank;
+        for (int s : getRankStages(plan, numStages, rank)) {
           auto [lookups, bytes] = getZeroThreeLookups(plan, s, numStages);
           if (lookups > 0)
             add(rank, "dp", "reduce_scatter", "lookup", m * lookups,
@@ -1323,9 +1313,7 @@ PlanCostModel::getCollectives(const Plan &plan,
         add(rank, "dp", "all_gather", "zero-gather", k, bytes);
       else if (plan.zero == 3) {
         add(rank, "dp", "all_gather", "zero-gather", m * k, bytes);
-        for (int c = 0; c < chunks; ++c) {
-          int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                         : c * plan.pp + rank;
+        for (int s : getRankStages(plan, numStages, rank)) {
           const StageCost &st = stages[s];
           if (st.backwardParamTensors > 0)
             add(rank, "dp", "all_gather", "zero-gather-b",
@@ -1338,7 +1326,7 @@ PlanCostModel::getCollectives(const Plan &plan,
   }
   if (plan.pp > 1) {
     for (int s = 0; s + 1 < numStages; ++s) {
-      int a = rankOf(s), b = rankOf(s + 1);
+      int a = getRankOf(plan, s), b = getRankOf(plan, s + 1);
       if (a == b)
         continue;
       const SegmentCost &last =
@@ -1351,7 +1339,7 @@ PlanCostModel::getCollectives(const Plan &plan,
       add(b, "pp", "send", "gradient", m, bytes);
       add(a, "pp", "recv", "gradient", m, bytes);
     }
-    int first = rankOf(0), last = rankOf(numStages - 1);
+    int first = getRankOf(plan, 0), last = getRankOf(plan, numStages - 1);
     if (model.tiedParams > 0 && first != last) {
       // The first stage's partial of the tied gradient, sent to the last
       // stage after the pipeline (each tp rank its share).
@@ -1367,9 +1355,7 @@ PlanCostModel::getCollectives(const Plan &plan,
       if (rank == last)
         continue;
       double pieces = 0;
-      for (int c = 0; c < chunks; ++c) {
-        int s = vshape ? (c == 0 ? rank : 2 * plan.pp - 1 - rank)
-                       : c * plan.pp + rank;
+      for (int s : getRankStages(plan, numStages, rank)) {
         for (auto [seg, n] : segmentsOf(s)) {
           pieces += seg->paramTensors;
           if ((seg == &model.pre || seg == &model.post) && model.tiedParams > 0)
