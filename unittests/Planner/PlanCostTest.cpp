@@ -65,6 +65,19 @@ protected:
     return c ? *c : PlanCost();
   }
 
+  /// Calls per step of the collectives `getCollectives` lists on pipeline
+  /// rank `rank` (every rank where negative) over `axis`, of `kind`, for
+  /// `what`.
+  static double count(const PlanCost &c, int rank, llvm::StringRef axis,
+                      llvm::StringRef kind, llvm::StringRef what) {
+    double n = 0;
+    for (const CollectiveCount &k : c.collectives)
+      if ((rank < 0 || k.rank == rank) && k.axis == axis && k.kind == kind &&
+          k.what == what)
+        n += k.count;
+    return n;
+  }
+
   MLIRContext context;
   std::unique_ptr<PlanCostModel> costs;
 };
@@ -718,23 +731,15 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
 // gradient in every micro-batch, the tied wte once per use (2 + 4 x 16 + 2
 // + 1), not bucketed all_reduces; and the embedding lookup's sum.
 TEST_F(PlanCostTest, ZeroThreeScattersEachGradient) {
-  auto count = [](const PlanCost &c, llvm::StringRef kind,
-                  llvm::StringRef what) {
-    double n = 0;
-    for (const CollectiveCount &k : c.collectives)
-      if (k.axis == "dp" && k.kind == kind && k.what == what)
-        n += k.count;
-    return n;
-  };
   Plan plan;
   plan.dp = 2;
   plan.zero = 3;
   plan.microbatches = 3;
   PlanCost c = evaluate(plan);
   const ModelCost &model = costs->getModel();
-  EXPECT_EQ(count(c, "all_reduce", "grad-bucket"), 0);
-  EXPECT_EQ(count(c, "reduce_scatter", "grad-scatter"), 3 * 69);
-  EXPECT_EQ(count(c, "reduce_scatter", "lookup"), 3);
+  EXPECT_EQ(count(c, -1, "dp", "all_reduce", "grad-bucket"), 0);
+  EXPECT_EQ(count(c, -1, "dp", "reduce_scatter", "grad-scatter"), 3 * 69);
+  EXPECT_EQ(count(c, -1, "dp", "reduce_scatter", "lookup"), 3);
   double grads = (c.stages[0].params + model.tiedParams) * 4;
   const Hardware &hw = costs->getHardware();
   double t = 3 * 69 *
@@ -863,14 +868,6 @@ TEST_F(PlanCostTest, TiedEmbeddingWeightGradientAfterTheSchedule) {
 // reduction (python/tests/test_plan_collectives.py checks the counts against
 // compiled programs): each at its latency, in stepEndCommTime.
 TEST_F(PlanCostTest, StepEndCollectives) {
-  auto count = [](const PlanCost &c, int rank, llvm::StringRef axis,
-                  llvm::StringRef kind, llvm::StringRef what) {
-    double n = 0;
-    for (const CollectiveCount &k : c.collectives)
-      if (k.rank == rank && k.axis == axis && k.kind == kind && k.what == what)
-        n += k.count;
-    return n;
-  };
   Plan plan;
   plan.dp = 2;
   plan.tp = 2;
