@@ -108,8 +108,10 @@ void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
    operands hold bf16 values): the same product, the operands' products
    summed in f32 from bf16 copies (CPU: oneDNN's bf16 GEMM, its copies in a
    per-thread buffer kept between calls; the f32 GEMM where oneDNN has no
-   bf16 GEMM for the CPU; CUDA: the f32 GEMM). Equal to braid_rt_matmul_f32
-   up to the order of the sums. OUT_OF_MEMORY if the copies cannot be
+   bf16 GEMM for the CPU; CUDA: cuBLAS's bf16 GEMM,
+   cublasGemmStridedBatchedEx with f32 sums, on bf16 copies in
+   stream-ordered scratch). Equal to braid_rt_matmul_f32 up to the order of
+   the sums. OUT_OF_MEMORY (either backend) if the copies cannot be
    allocated. */
 braid_rt_status_t braid_rt_matmul_bf16in_f32(
     braid_rt_stream_t *stream, const float *a, const float *b, int64_t a_rank,
