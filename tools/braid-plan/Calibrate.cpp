@@ -625,12 +625,14 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   // one run's timings can be noise (time falling with size); another run
   // of the workers then gives each size more chances.
   std::map<std::string, std::map<double, double>> best;
-  double wait = -1;
+  // The descheduled wait of each timed pair, of the last run of the workers.
+  std::vector<double> waits;
   LinkLevel level;
   std::string fitFailure;
   const int attempts = 3;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     fitFailure.clear();
+    waits.clear();
     auto buffer = runRanks(args, "collective timings");
     if (!buffer)
       return buffer.takeError();
@@ -643,7 +645,7 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       if (f.size() != 3 || f[1].getAsDouble(bytes) || f[2].getAsDouble(seconds))
         continue;
       if (f[0] == "descheduled_wait") {
-        wait = wait < 0 ? seconds : std::min(wait, seconds);
+        waits.push_back(seconds);
         continue;
       }
       auto [it, inserted] = best[f[0].str()].try_emplace(bytes, seconds);
@@ -699,11 +701,19 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
                      "calibrate again when it is quiet\n",
                      name, worstBytes, worst * 100);
   }
-  if (wait >= 0) {
+  if (!waits.empty()) {
+    // The median pair, and the quartiles to show how far one pair is worth.
+    std::sort(waits.begin(), waits.end());
+    auto quantile = [&](double q) {
+      return waits[size_t(q * double(waits.size() - 1) + 0.5)];
+    };
+    double wait = std::max(0.0, quantile(0.5));
     hw.descheduledWait = wait;
     log << formatv("calibrate: {0} ranks sharing {1} cores: a collective "
-                   "waits {2:F3} ms for descheduled peers\n",
-                   options.ranks, hw.concurrentDevicesPerNode, wait * 1e3);
+                   "waits {2:F3} ms for descheduled peers (median of {3} "
+                   "pairs; quartiles {4:F3} to {5:F3} ms)\n",
+                   options.ranks, hw.concurrentDevicesPerNode, wait * 1e3,
+                   waits.size(), quantile(0.25) * 1e3, quantile(0.75) * 1e3);
   }
   hw.intraNode = level;
   hw.intraNode.name = "intra_node";
@@ -793,7 +803,8 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "fixed part per kernel of a GPT layer's forward kernels timed at batch "
       "1 and 4 (at least a tiny call's time); descheduled_wait (ranks "
       "sharing cores): per round of about a millisecond of GEMMs, the time "
-      "an all_reduce of 1 KiB adds beyond its own; saved_activation_copies: "
+      "an all_reduce of 1 KiB adds beyond its own, the median of 9 pairs "
+      "of runs with and without it (3 with --quick); saved_activation_copies: "
       "2, how Braid's compiled layers keep activations (not measured); "
       "links: least-squares fits "
       "of the ring model to MPI collectives on this machine (both levels "
@@ -885,8 +896,11 @@ int runCommWorker(int argc, char **argv) {
   // with no collective between them (each rank computes when it gets a
   // core; one barrier at the end). The difference per round, less the
   // all_reduce's own time, is what a collective waits for peers that are
-  // descheduled. Alternated, the fastest of each kept.
-  double wait = -1;
+  // descheduled. Timed in pairs, the order alternating so that a drift of
+  // the machine falls on both sides, and the median pair kept: the
+  // difference of the two sides' fastest runs swung threefold between
+  // idle calibrations hours apart (docs/planner.md, run i).
+  std::vector<double> waits;
   if (sharedCores && !status) {
     int64_t n = 128, shape[2] = {n, n};
     std::vector<float> ga(n * n, 0.5f), gb(n * n, 0.25f), gc(n * n);
@@ -910,19 +924,25 @@ int runCommWorker(int argc, char **argv) {
       MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       return slowest;
     };
-    double free = 1e30, synced = 1e30;
-    for (int i = 0; i < (quickMode ? 2 : 4) && !status; ++i) {
-      free = std::min(free, timed(false));
-      synced = std::min(synced, timed(true));
-    }
     double allReduce = timings.front().best; // 1 KiB
-    wait = std::max(0.0, (synced - free) / syncRounds - allReduce);
+    for (int i = 0; i < (quickMode ? 3 : 9) && !status; ++i) {
+      double free, synced;
+      if (i % 2) {
+        synced = timed(true);
+        free = timed(false);
+      } else {
+        free = timed(false);
+        synced = timed(true);
+      }
+      waits.push_back((synced - free) / syncRounds - allReduce);
+    }
   }
   if (rank == 0 && !status) {
     for (const Timing &t : timings)
       printf("%s %.0f %.9g\n", t.name, double(t.count * sizeof(float)), t.best);
-    if (wait >= 0)
-      printf("descheduled_wait 0 %.9g\n", wait);
+    // One line a pair: the parent takes the median and reports the spread.
+    for (double w : waits)
+      printf("descheduled_wait 0 %.9g\n", w);
   }
   if (status)
     fprintf(stderr, "braid-plan: rank %d: %s\n", rank,
