@@ -304,6 +304,21 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
     for (Value v : op->getOperands())
       if (!moved.contains(v.getDefiningOp()))
         partials.insert(v);
+  // The chunks whose partials each moved op sums. One that sums several
+  // chunks' (a tied gradient's, after its sum) belongs to no chunk: left
+  // with the chunk its op inherited, braid-bucket-collectives would fuse it
+  // with that chunk's other reductions (GPT's wpe with the tied wte, on
+  // the first chunk), and the bucket, placed where most of its elements
+  // are (the stage summing wte), would take wpe's gradient there.
+  DenseMap<Operation *, llvm::SmallSetVector<int64_t, 2>> chunksOf;
+  for (Operation *op : moved)
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (moved.contains(def))
+        chunksOf[op].insert(chunksOf[def].begin(), chunksOf[def].end());
+      else if (std::optional<int64_t> chunk = def ? chunkOf(def) : std::nullopt)
+        chunksOf[op].insert(*chunk);
+    }
 
   // The function returns its other results, then the partials.
   SmallVector<Value> returned;
@@ -357,9 +372,10 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
       mapping.map(v, pipeline.getResult(firstPartial + i));
     for (Operation *op : moved) {
       Operation *copy = b.clone(*op, mapping);
-      // A collective keeps its chunk: braid-bucket-collectives then fuses
-      // only one chunk's, whose operands are on one stage.
-      if (!isa<CollectiveOpInterface>(copy))
+      // A collective of one chunk's partials keeps its chunk:
+      // braid-bucket-collectives then fuses only one chunk's, whose operands
+      // are on one stage.
+      if (!isa<CollectiveOpInterface>(copy) || chunksOf[op].size() > 1)
         copy->removeAttr(kChunkAttrName);
       copy->removeAttr(kPhaseAttrName);
     }
