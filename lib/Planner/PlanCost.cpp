@@ -1040,7 +1040,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
 
   // The step's collectives outside the layers, the pipeline and the dp
   // reduction, mostly of one element (the gradient norm's pieces, the
-  // loss's dp sums, the returned values' broadcasts), each at its latency;
+  // loss's dp sums, the update's scale and the returned values'
+  // broadcasts), each at its latency;
   // the slowest rank decides. The norm's pieces and the returns run back
   // to back after the optimizer's reduction, so a rank waits for
   // descheduled peers once per axis there: after the first call its peers
@@ -1067,9 +1068,15 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
                                          CollectiveKind::AllReduce, c.bytes,
                                          plan.tp)) +
             once(c, tpWait);
+      } else if (c.axis == "dp" && c.what == "grad-norm") {
+        stepEnd[c.rank] +=
+            c.count * getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
+                                        CollectiveKind::AllReduce, c.bytes,
+                                        plan.dp) +
+            once(c, dpWait);
       } else if (c.axis == "pp" &&
-                 (c.what == "grad-norm" || c.what == "returns" ||
-                  c.what == "tied-param")) {
+                 (c.what == "grad-norm" || c.what == "update-scale" ||
+                  c.what == "returns" || c.what == "tied-param")) {
         // A receive waits for its send; a broadcast over the pp ranks is
         // pp - 1 steps of a transfer's latency.
         const LinkCost &link = ppLevel.get(CollectiveKind::SendRecv);
@@ -1297,9 +1304,20 @@ PlanCostModel::getCollectives(const Plan &plan,
         add(rank, "dp", "all_reduce", "grad-bucket", 1, grads);
       }
       // The loss's mean over the dp group, per micro-batch, where the loss
-      // is computed.
-      if (rank == getRankOf(plan, numStages - 1))
+      // is computed. Not with ZeRO-3 over a vocabulary-parallel head
+      // without a pipeline: its table is stored divided over dp along the
+      // vocabulary (its first dimension), so braidc's program computes the
+      // cross-entropy of the dp group's rows (gathered) on every device
+      // over its share of the vocabulary, the group's whole loss.
+      bool groupLoss =
+          plan.pp == 1 && plan.zero == 3 && model.post.tpRowGathers > 0;
+      if (rank == getRankOf(plan, numStages - 1) && !groupLoss)
         add(rank, "dp", "all_reduce", "loss", m, 4);
+      // With ZeRO and no pipeline a device holds its share of the
+      // reduce-scattered gradients: the gradient norm sums their squares
+      // over dp, one all_reduce of one float a step.
+      if (plan.pp == 1 && plan.zero >= 1)
+        add(rank, "dp", "all_reduce", "grad-norm", 1, 4);
       if (plan.zero == 3)
         for (int s : getRankStages(plan, numStages, rank)) {
           auto [lookups, bytes] = getZeroThreeLookups(plan, s, numStages);
@@ -1365,9 +1383,13 @@ PlanCostModel::getCollectives(const Plan &plan,
       add(rank, "pp", "send", "grad-norm", pieces, 4);
       add(last, "pp", "recv", "grad-norm", pieces, 4);
     }
-    // The returned loss and gradient norm, from the last stage to every
-    // rank; the tied parameter, updated there, back to the first stage.
+    // The step's gradient scale, which the last stage computes with the
+    // norm, to every rank before the first update of another stage's
+    // parameters; the returned loss and gradient norm, from the last stage
+    // to every rank; the tied parameter, updated there, back to the first
+    // stage.
     for (int rank = 0; rank < plan.pp; ++rank) {
+      add(rank, "pp", "broadcast", "update-scale", 1, 4);
       add(rank, "pp", "broadcast", "returns", 2, 4);
       if (model.tiedParams > 0 && first != last)
         add(rank, "pp", "broadcast", "tied-param", 1,

@@ -57,12 +57,6 @@ KNOWN_GAPS = {
         "tensor before F, the ones B reads before B) 5 gathers per "
         "micro-batch of no parameter (1024, 3 x 64 and 32 elements, around "
         "the loss), 0.6% of the bytes"),
-    ("dp2-zero3", "dp", "all_reduce", "scalar"): (
-        "ZeRO-3's gradient norm over the dp shards"),
-    ("pp2-1f1b", "pp", "broadcast", "scalar"): (
-        "the tied parameter's AdamW step scalar, broadcast from the last stage"),
-    ("pp4-zbv", "pp", "broadcast", "scalar"): (
-        "a scalar of a braid.repeat broadcast from the last stage"),
     ("dp2-pp2-zero1", "dp", "all_gather", "tensor"): PP_DP_OUTSIDE,
     ("dp2-pp2-zero1", "dp", "all_reduce", "tensor"): PP_DP_OUTSIDE,
     ("dp2-pp2-zero1", "pp", "send", "tensor"): PP_DP_OUTSIDE,

@@ -893,9 +893,28 @@ TEST_F(PlanCostTest, StepEndCollectives) {
               c.pipelineTime + c.dpCommTime + c.optimizerTime +
                   c.stepEndCommTime,
               1e-15);
+  // With ZeRO and no pipeline the gradients are reduce-scattered into
+  // shares: the norm sums theirs over dp, one float once a step. With
+  // ZeRO-3 the head's table is divided over dp along the vocabulary and the
+  // cross-entropy of the dp group's rows gives every device the group's
+  // loss: no dp sum of it.
+  plan.tp = 1;
+  plan.zero = 1;
+  PlanCost z1 = evaluate(plan);
+  EXPECT_EQ(count(z1, 0, "dp", "all_reduce", "grad-norm"), 1);
+  EXPECT_EQ(count(z1, 0, "dp", "all_reduce", "loss"), 3);
+  EXPECT_NEAR(z1.stepEndCommTime, (1 + 3) * (2e-6 + 4 / 1e10), 1e-15);
+  plan.zero = 3;
+  PlanCost z3 = evaluate(plan);
+  EXPECT_EQ(count(z3, 0, "dp", "all_reduce", "grad-norm"), 1);
+  EXPECT_EQ(count(z3, 0, "dp", "all_reduce", "loss"), 0);
+  EXPECT_NEAR(z3.stepEndCommTime, 2e-6 + 4 / 1e10, 1e-15);
+  plan.zero = 0;
+  EXPECT_EQ(count(evaluate(plan), 0, "dp", "all_reduce", "grad-norm"), 0);
   // A pipeline: rank 0 sends rank 1, which computes the norm, its layers'
   // 16 stacked tensors' and wpe's sums of squares (wte's is summed there);
-  // both get the loss and the norm back, and rank 0 the updated wte.
+  // rank 1 broadcasts the update's scale before rank 0 updates, both get
+  // the loss and the norm back, and rank 0 the updated wte.
   Plan pipe;
   pipe.pp = 2;
   pipe.microbatches = 4;
@@ -904,12 +923,14 @@ TEST_F(PlanCostTest, StepEndCollectives) {
   EXPECT_EQ(count(p, 1, "pp", "recv", "grad-norm"), 17);
   EXPECT_EQ(count(p, 0, "pp", "send", "tied-gradient"), 1);
   EXPECT_EQ(count(p, 1, "pp", "recv", "tied-gradient"), 1);
+  EXPECT_EQ(count(p, 0, "pp", "broadcast", "update-scale"), 1);
+  EXPECT_EQ(count(p, 1, "pp", "broadcast", "update-scale"), 1);
   EXPECT_EQ(count(p, 0, "pp", "broadcast", "returns"), 2);
   EXPECT_EQ(count(p, 1, "pp", "broadcast", "tied-param"), 1);
-  // Rank 0's: 17 transfers of one float, two broadcasts of one and one of
-  // wte (128 x 64 floats), each alpha + bytes / beta (pp - 1 = 1 step).
+  // Rank 0's: 17 transfers of one float, three broadcasts of one and one
+  // of wte (128 x 64 floats), each alpha + bytes / beta (pp - 1 = 1 step).
   EXPECT_NEAR(p.stepEndCommTime,
-              17 * (1e-6 + 4 / 1e10) + 2 * (1e-6 + 4 / 1e10) +
+              17 * (1e-6 + 4 / 1e10) + 3 * (1e-6 + 4 / 1e10) +
                   (1e-6 + 128 * 64 * 4 / 1e10),
               1e-15);
 }

@@ -214,10 +214,10 @@ struct PlanCost {
   /// Pipeline transfers: the time of one, and bytes per rank per step.
   double ppTransferTime = 0;
   /// The step's collectives beside the layers', the pipeline's and the dp
-  /// reduction: the gradient norm's tp sums and its pieces sent to the
-  /// rank that computes it, the loss's dp sums, and the pp broadcasts of
-  /// the returned loss and norm and of the updated tied parameter (the
-  /// slowest pipeline rank's).
+  /// reduction: the gradient norm's tp sums (and dp sum, of ZeRO's shares)
+  /// and its pieces sent to the rank that computes it, the loss's dp sums,
+  /// and the pp broadcasts of the update's scale, the returned loss and
+  /// norm and the updated tied parameter (the slowest pipeline rank's).
   double stepEndCommTime = 0;
   /// Every collective of the step, per pipeline rank (getCollectives).
   std::vector<CollectiveCount> collectives;
@@ -278,11 +278,11 @@ public:
   /// The collectives a step of `plan` runs on each pipeline rank, as the
   /// model costs them: tp sums of the layers (reduce_scatters and
   /// all_gathers with sequence parallelism) and of the gradient norm, the
-  /// dp gradient reduction, the loss's dp sum and ZeRO's gathers, pipeline
-  /// transfers, the tied gradient's send from the first stage to the last,
-  /// the gradient norm's pieces sent to the last stage and the broadcasts
-  /// after the step (the returned loss and norm, the updated tied
-  /// parameter).
+  /// dp gradient reduction, the loss's dp sum, the gradient norm's dp sum
+  /// under ZeRO and ZeRO's gathers, pipeline transfers, the tied gradient's
+  /// send from the first stage to the last, the gradient norm's pieces sent
+  /// to the last stage and the broadcasts from it (the update's scale, the
+  /// returned loss and norm, the updated tied parameter).
   std::vector<CollectiveCount>
   getCollectives(const Plan &plan, const std::vector<StageCost> &stages) const;
   /// ZeRO-3's gradient reduce_scatters per micro-batch without a pipeline:
