@@ -6,7 +6,7 @@
 // updates it, and its new value back). Before, the first stage sent wpe's
 // gradient whole to the last (wpe's dp reduction shared a bucket with
 // wte's), which updated wpe and broadcast its new value back. The compiled
-// programs under ZeRO 0, 1 and 3 train like braid-eval on the program
+// programs under ZeRO 0, 1, 2 and 3 train like braid-eval on the program
 // braid-opt's passes make (3 SGD steps: the same losses, then the same
 // parameters and momentum, within 1e-5 relative, 1e-9 absolute; SGD as in
 // braidc-plans.mlir, its state linear in the gradients), and like one
@@ -31,6 +31,13 @@
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.z1.out %t.z1.eval --rtol 1e-5 | FileCheck %s
 // RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/z1/checkpoint.safetensors %t.z1.w %t.z1.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
 //
+// RUN: braidc %t.mlir --mesh dp=2,pp=2 --zero 2 --schedule 1f1b --microbatches 4 --optimizer sgd --lr 0.1 -o %t.z2 --dump-dir %t.z2.d
+// RUN: braid-run -n 4 %t.z2 --steps 3 --seed 1 --save %t.ck/z2 > %t.z2.out
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="lr=0.1 optimizer=sgd accumulation=4 pipeline" --braid-shard="dp=2 zero=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule="schedule=1f1b microbatches=4" -o %t.z2.mlir
+// RUN: braid-eval %t.z2.mlir --steps 3 --seed 1 --pipeline --mesh mesh --save-weights %t.z2.w --save-optimizer-state %t.z2.s > %t.z2.eval
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.z2.out %t.z2.eval --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/z2/checkpoint.safetensors %t.z2.w %t.z2.s --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
+//
 // RUN: braidc %t.mlir --mesh dp=2,pp=2 --zero 3 --schedule 1f1b --microbatches 4 --optimizer sgd --lr 0.1 -o %t.z3 --dump-dir %t.z3.d
 // RUN: braid-run -n 4 %t.z3 --steps 3 --seed 1 --save %t.ck/z3 > %t.z3.out
 // RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="lr=0.1 optimizer=sgd accumulation=4 pipeline" --braid-shard="dp=2 zero=3" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule="schedule=1f1b microbatches=4" -o %t.z3.mlir
@@ -44,6 +51,7 @@
 // RUN: %t.one --steps 3 --seed 1 --save %t.ck/one > %t.one.out
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.z0.out %t.one.out --rtol 1e-5 | FileCheck %s
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.z1.out %t.one.out --rtol 1e-5 | FileCheck %s
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.z2.out %t.one.out --rtol 1e-5 | FileCheck %s
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.z3.out %t.one.out --rtol 1e-5 | FileCheck %s
 // RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/z1/checkpoint.safetensors %t.ck/one/checkpoint.safetensors --rtol 1e-5 --atol 1e-9 | FileCheck %s --check-prefix=STATE
 //
@@ -64,6 +72,7 @@
 // every ZeRO stage.
 // RUN: FileCheck %s --check-prefix=SLOT < %t.z0.d/program.cpp
 // RUN: FileCheck %s --check-prefix=SLOT < %t.z1.d/program.cpp
+// RUN: FileCheck %s --check-prefix=SLOT < %t.z2.d/program.cpp
 // RUN: FileCheck %s --check-prefix=SLOT < %t.z3.d/program.cpp
 // SLOT: {"wte.weight", 2, braid_slot_shape_0, braid_slot_spec_0, 1, 0},
 // SLOT-NEXT: {"wpe.weight", 2, braid_slot_shape_1, braid_slot_spec_1, 0, 0},
