@@ -1,8 +1,10 @@
-//===- BucketCollectives.cpp - Fuse small all_reduces into buckets --------===//
+//===- BucketCollectives.cpp - Fuse small gradient reductions into buckets ===//
 //
 // Fuses all_reduces that follow one another in a block into one over the
-// concatenation of their flattened inputs, so that a layer's gradients go
-// out as one message instead of one per parameter (DDP's gradient buckets).
+// concatenation of their flattened inputs, and likewise reduce_scatters
+// into one whose block for each rank is the concatenation of the members'
+// blocks for that rank, so that a layer's gradients go out as one message
+// instead of one per parameter (DDP's and FSDP's gradient buckets).
 // Collectives are recognised through CollectiveOpInterface.
 //
 //===----------------------------------------------------------------------===//
@@ -22,77 +24,158 @@ using namespace mlir::braid;
 
 namespace {
 
-/// Whether `op` is a blocking f32 all_reduce this pass may fuse.
+/// Whether `op` is a blocking f32 all_reduce or reduce_scatter this pass may
+/// fuse.
 static bool isBucketable(Operation *op) {
   auto collective = dyn_cast<CollectiveOpInterface>(op);
   if (!collective || collective.isStarted() ||
-      collective.getCollectiveKind() != CollectiveKind::all_reduce)
+      (!isa<AllReduceOp>(op) && !isa<ReduceScatterOp>(op)))
     return false;
   // PowerSGD approximates each 2-D gradient on its own.
   if (op->hasAttr("braid.powersgd"))
     return false;
+  auto in = cast<RankedTensorType>(collective.getInput().getType());
   auto type = collective.getResultTensorType();
-  return type.getElementType().isF32() && type.hasStaticShape();
+  return in.getElementType().isF32() && type.getElementType().isF32() &&
+         in.hasStaticShape() && type.hasStaticShape();
 }
 
-/// Whether `a` and `b` reduce the same way over the same group, in the same
-/// pipeline phase and chunk, compressed alike (the fused op keeps one of
-/// each).
-static bool sameGroup(AllReduceOp a, AllReduceOp b) {
-  return a.getKind() == b.getKind() && a.getMeshAttr() == b.getMeshAttr() &&
-         a.getAxesAttr() == b.getAxesAttr() &&
-         a->getAttr("braid.phase") == b->getAttr("braid.phase") &&
-         a->getAttr("braid.compress") == b->getAttr("braid.compress") &&
-         a->getAttr("braid.chunk") == b->getAttr("braid.chunk");
+/// Whether `a` and `b` (of one kind) reduce the same way over the same
+/// group, in the same pipeline phase and chunk, compressed alike (the fused
+/// op keeps one of each).
+static bool sameGroup(Operation *a, Operation *b) {
+  auto ca = cast<CollectiveOpInterface>(a), cb = cast<CollectiveOpInterface>(b);
+  if (a->getName() != b->getName() ||
+      ca.getCollectiveKind() != cb.getCollectiveKind() ||
+      ca.getReduction() != cb.getReduction() ||
+      ca.getMeshAttr() != cb.getMeshAttr() || ca.getAxes() != cb.getAxes())
+    return false;
+  return llvm::all_of(
+      ArrayRef<StringRef>{"braid.phase", "braid.compress", "braid.chunk"},
+      [&](StringRef name) { return a->getAttr(name) == b->getAttr(name); });
+}
+
+/// Sets the fused collective's attributes: those of the last member (the
+/// members agree on phase, chunk and compression, see sameGroup), the
+/// member count and a cause naming the members' causes.
+static void describeBucket(Operation *fused, ArrayRef<Operation *> bucket,
+                           StringRef kind) {
+  Builder b(fused->getContext());
+  fused->setDiscardableAttrs(bucket.back()->getDiscardableAttrDictionary());
+  fused->setAttr("braid.bucket", b.getI64IntegerAttr(bucket.size()));
+  std::string cause =
+      "bucket of " + std::to_string(bucket.size()) + " " + kind.str() + "s: ";
+  for (auto [i, op] : llvm::enumerate(bucket)) {
+    if (auto c = op->getAttrOfType<StringAttr>("braid.cause"))
+      cause += (i ? "; " : "") + c.getValue().str();
+  }
+  fused->setAttr("braid.cause", b.getStringAttr(cause));
+}
+
+/// Replaces each member's result by its piece of `fused`'s rank-1 result
+/// (pieces of `sizes` elements, in bucket order), reshaped back, and erases
+/// the members.
+static void sliceBack(OpBuilder &b, Location loc, Value fused,
+                      ArrayRef<Operation *> bucket) {
+  Type f32 = b.getF32Type();
+  int64_t offset = 0;
+  for (Operation *op : bucket) {
+    auto type = cast<CollectiveOpInterface>(op).getResultTensorType();
+    int64_t n = type.getNumElements();
+    Value part = SliceOp::create(b, loc, RankedTensorType::get({n}, f32), fused,
+                                 b.getDenseI64ArrayAttr({offset}),
+                                 b.getDenseI64ArrayAttr({offset + n}),
+                                 DenseI64ArrayAttr());
+    op->getResult(0).replaceAllUsesWith(
+        ReshapeOp::create(b, loc, type, part).getResult());
+    offset += n;
+  }
+  for (Operation *op : bucket)
+    op->erase();
 }
 
 /// Replaces the all_reduces of `bucket` (two or more, in block order) by one
 /// over their flattened, concatenated inputs, placed at the last.
-static void fuse(ArrayRef<AllReduceOp> bucket) {
-  AllReduceOp last = bucket.back();
+static void fuseAllReduces(ArrayRef<Operation *> bucket) {
+  auto last = cast<AllReduceOp>(bucket.back());
   OpBuilder b(last);
   Location loc = last.getLoc();
   Type f32 = b.getF32Type();
   SmallVector<Value> flat;
   int64_t total = 0;
-  for (AllReduceOp op : bucket) {
-    auto type = cast<RankedTensorType>(op.getInput().getType());
-    int64_t n = type.getNumElements();
-    flat.push_back(ReshapeOp::create(b, loc, RankedTensorType::get({n}, f32),
-                                     op.getInput()));
+  for (Operation *op : bucket) {
+    Value input = cast<AllReduceOp>(op).getInput();
+    int64_t n = cast<RankedTensorType>(input.getType()).getNumElements();
+    flat.push_back(
+        ReshapeOp::create(b, loc, RankedTensorType::get({n}, f32), input));
     total += n;
   }
   auto flatType = RankedTensorType::get({total}, f32);
   Value all = ConcatOp::create(b, loc, flatType, flat, b.getI64IntegerAttr(0));
   auto fused = AllReduceOp::create(b, loc, flatType, last.getKindAttr(), all,
                                    last.getMeshAttr(), last.getAxesAttr());
-  // The members agree on phase and chunk (sameGroup); the cause names the
-  // bucket's members.
-  fused->setDiscardableAttrs(last->getDiscardableAttrDictionary());
-  fused->setAttr("braid.bucket", b.getI64IntegerAttr(bucket.size()));
-  std::string cause = "bucket of " + std::to_string(bucket.size()) +
-                      " all_reduces: ";
-  for (auto [i, op] : llvm::enumerate(bucket)) {
-    if (auto c = op->getAttrOfType<StringAttr>("braid.cause"))
-      cause += (i ? "; " : "") + c.getValue().str();
-  }
-  fused->setAttr("braid.cause", b.getStringAttr(cause));
-  int64_t offset = 0;
-  for (AllReduceOp op : bucket) {
-    auto type = cast<RankedTensorType>(op.getType());
-    int64_t n = type.getNumElements();
-    Value part = SliceOp::create(b, loc, RankedTensorType::get({n}, f32),
-                                 fused.getResult(),
-                                 b.getDenseI64ArrayAttr({offset}),
-                                 b.getDenseI64ArrayAttr({offset + n}),
-                                 DenseI64ArrayAttr());
-    op.getResult().replaceAllUsesWith(
-        ReshapeOp::create(b, loc, type, part).getResult());
-    offset += n;
-  }
-  for (AllReduceOp op : bucket)
-    op.erase();
+  describeBucket(fused, bucket, "all_reduce");
+  sliceBack(b, loc, fused.getResult(), bucket);
 }
+
+/// Replaces the reduce_scatters of `bucket` (two or more, in block order,
+/// over one group of `n` devices) by one whose block for group position r
+/// is the concatenation of the members' blocks for r, placed at the last.
+/// Each member's input is brought to the view [n, its block's elements]:
+/// a reshape where the scattered dimension is the outermost (or only size-1
+/// dimensions precede it), else a reshape to [outer, n, rest] and a
+/// transpose to [n, outer, rest], whose row r is then the member's result
+/// for r in row-major order. The rows are concatenated member by member
+/// ([n, total / n]) and flattened, so that the fused reduce_scatter along
+/// dimension 0 gives position r its row; each member's result is its
+/// piece of that row.
+static void fuseReduceScatters(ArrayRef<Operation *> bucket) {
+  auto last = cast<ReduceScatterOp>(bucket.back());
+  OpBuilder b(last);
+  Location loc = last.getLoc();
+  Type f32 = b.getF32Type();
+  SmallVector<Value> rows;
+  int64_t n = 0, row = 0;
+  for (Operation *op : bucket) {
+    auto rs = cast<ReduceScatterOp>(op);
+    auto in = cast<RankedTensorType>(rs.getInput().getType());
+    int64_t dim = rs.getDim();
+    n = in.getDimSize(dim) / rs.getType().getDimSize(dim);
+    int64_t outer = 1, rest = 1;
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      if (d < dim)
+        outer *= in.getDimSize(d);
+      else if (d > dim)
+        rest *= in.getDimSize(d);
+    rest *= in.getDimSize(dim) / n;
+    Value x = rs.getInput();
+    if (outer > 1) {
+      x = ReshapeOp::create(b, loc,
+                            RankedTensorType::get({outer, n, rest}, f32), x);
+      x = TransposeOp::create(b, loc,
+                              RankedTensorType::get({n, outer, rest}, f32), x,
+                              b.getDenseI64ArrayAttr({1, 0, 2}));
+    }
+    rows.push_back(ReshapeOp::create(
+        b, loc, RankedTensorType::get({n, outer * rest}, f32), x));
+    row += outer * rest;
+  }
+  Value all = ConcatOp::create(b, loc, RankedTensorType::get({n, row}, f32),
+                               rows, b.getI64IntegerAttr(1));
+  all = ReshapeOp::create(b, loc, RankedTensorType::get({n * row}, f32), all);
+  auto fused = ReduceScatterOp::create(
+      b, loc, RankedTensorType::get({row}, f32), all, last.getMeshAttr(),
+      last.getAxesAttr(), b.getI64IntegerAttr(0));
+  describeBucket(fused, bucket, "reduce_scatter");
+  sliceBack(b, loc, fused.getResult(), bucket);
+}
+
+/// The members of an open bucket, in block order, and their bytes.
+struct OpenBucket {
+  SmallVector<Operation *> ops;
+  llvm::SmallPtrSet<Operation *, 16> members;
+  double bytes = 0;
+};
 
 struct BucketCollectivesPass
     : public braid::impl::BucketCollectivesPassBase<BucketCollectivesPass> {
@@ -108,44 +191,54 @@ struct BucketCollectivesPass
     if (bucketMb == 0)
       return;
     const double capBytes = bucketMb * (1 << 20);
-    SmallVector<SmallVector<AllReduceOp>> buckets;
+    SmallVector<SmallVector<Operation *>> buckets;
     getOperation().walk([&](Block *block) {
-      SmallVector<AllReduceOp> open;
-      llvm::SmallPtrSet<Operation *, 16> members;
-      double bytes = 0;
-      auto close = [&] {
-        if (open.size() > 1)
-          buckets.push_back(open);
-        open.clear();
-        members.clear();
-        bytes = 0;
+      // One open bucket per kind: an all_reduce between reduce_scatters
+      // (ZeRO-1/2: a gradient dp does not divide) leaves the other kind's
+      // bucket open, as any other op does.
+      OpenBucket open[2];
+      auto close = [&](OpenBucket &bucket) {
+        if (bucket.ops.size() > 1)
+          buckets.push_back(bucket.ops);
+        bucket = OpenBucket();
       };
       for (Operation &op : *block) {
-        // An op that needs a member's reduced value ends the bucket before
-        // it (nested uses count).
-        bool usesMember = false;
-        op.walk([&](Operation *inner) {
-          for (Value v : inner->getOperands())
-            if (Operation *def = v.getDefiningOp(); def && members.count(def))
-              usesMember = true;
-        });
-        if (usesMember)
-          close();
-        auto reduce = dyn_cast<AllReduceOp>(&op);
-        if (!reduce || !isBucketable(&op))
+        // An op that needs a member's reduced value ends that member's
+        // bucket before it (nested uses count).
+        for (OpenBucket &bucket : open) {
+          bool usesMember = false;
+          op.walk([&](Operation *inner) {
+            for (Value v : inner->getOperands())
+              if (Operation *def = v.getDefiningOp();
+                  def && bucket.members.count(def))
+                usesMember = true;
+          });
+          if (usesMember)
+            close(bucket);
+        }
+        if (!isBucketable(&op))
           continue;
-        double size = 4.0 * reduce.getType().getNumElements();
-        if (!open.empty() &&
-            (!sameGroup(open.front(), reduce) || bytes + size > capBytes))
-          close();
-        open.push_back(reduce);
-        members.insert(&op);
-        bytes += size;
+        OpenBucket &bucket = open[isa<ReduceScatterOp>(op) ? 1 : 0];
+        // The bytes each device sends into the reduction.
+        double size =
+            4.0 *
+            cast<RankedTensorType>(op.getOperand(0).getType()).getNumElements();
+        if (!bucket.ops.empty() && (!sameGroup(bucket.ops.front(), &op) ||
+                                    bucket.bytes + size > capBytes))
+          close(bucket);
+        bucket.ops.push_back(&op);
+        bucket.members.insert(&op);
+        bucket.bytes += size;
       }
-      close();
+      for (OpenBucket &bucket : open)
+        close(bucket);
     });
-    for (ArrayRef<AllReduceOp> bucket : buckets)
-      fuse(bucket);
+    for (ArrayRef<Operation *> bucket : buckets) {
+      if (isa<ReduceScatterOp>(bucket.front()))
+        fuseReduceScatters(bucket);
+      else
+        fuseAllReduces(bucket);
+    }
   }
 };
 

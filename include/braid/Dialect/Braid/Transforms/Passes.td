@@ -504,16 +504,16 @@ def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::Module
 }
 
 def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp"> {
-  let summary = "Fuses consecutive all_reduces of small tensors into buckets.";
+  let summary = "Fuses consecutive gradient reductions of small tensors into buckets.";
   let description = [{
     After `braid-partition`, a data-parallel program reduces each gradient
-    with its own `braid.all_reduce`: a layer with 16 parameters sends 16
-    messages, most of them a few hundred bytes, each paying the latency.
-    This pass fuses all_reduces that follow one another in a block (same
-    mesh, axes and reduction, f32, blocking) into one over the
-    concatenation of their flattened inputs, up to `bucket-mb` megabytes per
-    bucket (as PyTorch DDP's `bucket_cap_mb`, default 25), then slices each
-    result back out:
+    with its own `braid.all_reduce` (or, under ZeRO, `braid.reduce_scatter`):
+    a layer with 16 parameters sends 16 messages, most of them a few
+    hundred bytes, each paying the latency. This pass fuses all_reduces
+    that follow one another in a block (same mesh, axes and reduction, f32,
+    blocking) into one over the concatenation of their flattened inputs, up
+    to `bucket-mb` megabytes per bucket (as PyTorch DDP's `bucket_cap_mb`,
+    default 25), then slices each result back out:
 
     ```mlir
     %f = braid.concat %a', %b' ...   // each input reshaped to rank 1
@@ -521,12 +521,19 @@ def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp">
     %a2 = braid.slice %r ...         // reshaped back
     ```
 
+    Consecutive reduce_scatters over one group are fused likewise into one
+    whose block for each group position is the concatenation of the
+    members' blocks for it: each input is viewed as [n, block] (reshaped;
+    transposed first when a dimension of size > 1 precedes the scattered
+    one), the views are concatenated along dimension 1 and
+    flattened, and each member's result is its slice of the fused block.
+    The two kinds fill separate buckets, so an all_reduce between
+    reduce_scatters does not end theirs.
+
     A bucket closes when an op in between uses the result of one of its
     members, so every use still sees the reduced value; the fused
     collective takes the place of the last member. Element-wise sums over
     the same group are unchanged by the fusion. `bucket-mb=0` turns it off.
-    `reduce_scatter` (ZeRO-2/3 gradients) is not bucketed: its blocks are
-    per tensor.
   }];
   let options = [
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
