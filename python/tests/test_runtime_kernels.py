@@ -43,6 +43,7 @@ SIGNATURES = {
     **{f"{op}_f32": "v ppqpqpp" for op in ("add", "sub", "mul", "div")},
     **{f"{op}_f32": "v pqp" for op in ("neg", "exp", "sqrt", "rsqrt", "relu", "silu")},
     "round_bf16_f32": "v pqp",
+    "pack_bf16_f32": "v pqp", "unpack_bf16_f32": "v pqp", "copy_bf16": "v pqp",
     "gelu_f32": "v pqip",
     "softmax_f32": "v pqqqp",
     "layer_norm_f32": "v pppqqdp",
@@ -282,6 +283,35 @@ def test_round_bf16(k):
     nan = np.array([np.nan, -np.nan], dtype=np.float32)
     k.round_bf16_f32(nan, nan.size, nan)
     assert np.isnan(nan).all()
+
+
+def test_pack_bf16(k):
+    # bf16 storage (braid-legalize-bf16): pack gives each float's nearest
+    # bf16 value as 16 bits, the bits braid.round keeps (so exact on the
+    # values bf16-mixed programs store), unpack gives it back bit for bit;
+    # a NaN stays a quiet NaN of the same sign; copy_bf16 moves the bits.
+    bf16_values = np.arange(0, 1 << 16, 3, dtype=np.uint32) << 16
+    x = np.concatenate([(RNG.normal(size=4000) * 10.0 ** RNG.integers(-30, 30, 4000)).astype(np.float32),
+                        (bf16_values | 0x8000).view(np.float32),  # ties
+                        (bf16_values | 0x7FFF).view(np.float32),
+                        np.array([0.0, -0.0, np.inf, -np.inf, 3.4028235e38], dtype=np.float32)])
+    x = x[~np.isnan(x)]
+    rounded = np.empty_like(x)
+    k.round_bf16_f32(x, x.size, rounded)
+    packed = np.empty(x.size, dtype=np.uint16)
+    k.pack_bf16_f32(x, x.size, packed)
+    bad = np.flatnonzero(packed != (rounded.view(np.uint32) >> 16))
+    assert bad.size == 0, f"{bad.size} of {x.size} differ, e.g. {x[bad[:3]]} -> {packed[bad[:3]]}"
+    unpacked = np.empty_like(x)
+    k.unpack_bf16_f32(packed, x.size, unpacked)
+    assert (unpacked.view(np.uint32) == rounded.view(np.uint32)).all()
+    copied = np.zeros_like(packed)
+    k.copy_bf16(packed, x.size, copied)
+    assert (copied == packed).all()
+    nan = np.array([0x7F800001, 0xFF800001, 0x7FC00000], dtype=np.uint32).view(np.float32)
+    bits = np.empty(3, dtype=np.uint16)
+    k.pack_bf16_f32(nan, 3, bits)
+    assert (bits == [0x7FC0, 0xFFC0, 0x7FC0]).all(), [hex(b) for b in bits]
 
 
 def test_unary_in_place(k):

@@ -66,6 +66,13 @@ int64_t *braid_rt_program_buffer_i64(int64_t **buffer, int64_t count) {
   return *buffer;
 }
 
+uint16_t *braid_rt_program_buffer_bf16(uint16_t **buffer, int64_t count) {
+  if (!*buffer)
+    *buffer =
+        (uint16_t *)braid_rt_program_alloc((size_t)count * sizeof(uint16_t));
+  return *buffer;
+}
+
 void braid_rt_program_copy_i64(const int64_t *x, int64_t count, int64_t *y) {
   braid_rt_program_check(braid_rt_memory_copy(braid_rt_program_stream(), y, x,
                                               (size_t)count * sizeof(int64_t)),

@@ -91,6 +91,23 @@ static inline float braid_rt_round_bf16_of(float x) {
   memcpy(&x, &u, sizeof(x));
   return x;
 }
+/* The 16 bits of the nearest bf16 value (ties to even; exact for a float
+   holding a bf16 value); a NaN stays a quiet NaN. As the CUDA kernels'
+   bf16Of and the CPU GEMM's to_bf16, bit for bit. */
+static inline uint16_t braid_rt_bf16_bits_of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof(u));
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x40u);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+/* The float value of bf16 bits `h` (exact). */
+static inline float braid_rt_float_of_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float x;
+  memcpy(&x, &u, sizeof(x));
+  return x;
+}
 static inline float braid_rt_exp_of(float x) { return braid_rt_expf(x); }
 static inline float braid_rt_sqrt_of(float x) { return sqrtf(x); }
 static inline float braid_rt_rsqrt_of(float x) {

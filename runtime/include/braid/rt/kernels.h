@@ -151,6 +151,14 @@ void braid_rt_silu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
    (braid-legalize-bf16). */
 void braid_rt_round_bf16_f32(braid_rt_stream_t *stream, const float *x,
                              int64_t count, float *y);
+/* bf16 storage (braid-legalize-bf16 keeps a layer's saved bf16 values in
+   bf16): braid.convert f32 to bf16, each element to its 16 bits, to
+   nearest, ties to even (exact for an f32 holding a bf16 value; a NaN
+   stays a quiet NaN), and bf16 to f32 (exact). */
+void braid_rt_pack_bf16_f32(braid_rt_stream_t *stream, const float *x,
+                            int64_t count, uint16_t *y);
+void braid_rt_unpack_bf16_f32(braid_rt_stream_t *stream, const uint16_t *x,
+                              int64_t count, float *y);
 /* braid.gelu with its `approximate` attribute. */
 void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        braid_rt_gelu_approximation_t approximate, float *y);
@@ -259,6 +267,9 @@ void braid_rt_copy_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        float *y);
 void braid_rt_copy_i32(braid_rt_stream_t *stream, const int32_t *x,
                        int64_t count, int32_t *y);
+/* bf16 elements (bf16 storage) as their 16 bits. */
+void braid_rt_copy_bf16(braid_rt_stream_t *stream, const uint16_t *x,
+                        int64_t count, uint16_t *y);
 
 /* braid.constant of a splat value: `count` copies of `value`. */
 void braid_rt_fill_f32(braid_rt_stream_t *stream, float value, int64_t count,

@@ -137,6 +137,7 @@ void braid_rt_program_free(void *p);
 float *braid_rt_program_buffer_f32(float **buffer, int64_t count);
 int32_t *braid_rt_program_buffer_i32(int32_t **buffer, int64_t count);
 int64_t *braid_rt_program_buffer_i64(int64_t **buffer, int64_t count);
+uint16_t *braid_rt_program_buffer_bf16(uint16_t **buffer, int64_t count);
 
 /* Copies `count` int64 elements (the kernels copy f32 and i32 only). */
 void braid_rt_program_copy_i64(const int64_t *x, int64_t count, int64_t *y);

@@ -119,6 +119,22 @@ DEFINE_UNARY(relu, braid_rt_relu_of(x))
 DEFINE_UNARY(silu, braid_rt_silu_of(x))
 DEFINE_UNARY(round_bf16, braid_rt_round_bf16_of(x))
 
+void braid_rt_pack_bf16_f32(braid_rt_stream_t *stream, const float *x,
+                            int64_t count, uint16_t *y) {
+  (void)stream;
+  BRAID_RT_PARALLEL_FOR_SIMD(count)
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = braid_rt_bf16_bits_of(x[i]);
+}
+
+void braid_rt_unpack_bf16_f32(braid_rt_stream_t *stream, const uint16_t *x,
+                              int64_t count, float *y) {
+  (void)stream;
+  BRAID_RT_PARALLEL_FOR_SIMD(count)
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = braid_rt_float_of_bf16(x[i]);
+}
+
 static inline double gelu_exact(double x) {
   return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
 }

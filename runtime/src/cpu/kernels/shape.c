@@ -142,6 +142,13 @@ static inline int64_t stride_of(const int64_t *shape, int64_t rank,
 DEFINE_MOVES(f32, float)
 DEFINE_MOVES(i32, int32_t)
 
+void braid_rt_copy_bf16(braid_rt_stream_t *stream, const uint16_t *x,
+                        int64_t count, uint16_t *y) {
+  (void)stream;
+  if (x != y && count > 0)
+    braid_rt_parallel_copy(y, x, (size_t)count * sizeof(uint16_t));
+}
+
 void braid_rt_slice_grad_f32(braid_rt_stream_t *stream, const float *dy,
                              int64_t rank, const int64_t *dy_shape,
                              const int64_t *start, const int64_t *stride,

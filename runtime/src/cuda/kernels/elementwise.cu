@@ -32,6 +32,20 @@ DEFINE_UNARY(relu, kRelu)
 DEFINE_UNARY(silu, kSilu)
 DEFINE_UNARY(round_bf16, kRoundBF16)
 
+void braid_rt_pack_bf16_f32(braid_rt_stream_t *stream, const float *x,
+                            int64_t count, uint16_t *y) {
+  CudaBackend backend(stream);
+  backend.forEach(count,
+                  [=] BRAID_HD(int64_t i) { y[i] = bf16Of(x[i]).bits; });
+}
+
+void braid_rt_unpack_bf16_f32(braid_rt_stream_t *stream, const uint16_t *x,
+                              int64_t count, float *y) {
+  CudaBackend backend(stream);
+  backend.forEach(count,
+                  [=] BRAID_HD(int64_t i) { y[i] = floatOf(BF16{x[i]}); });
+}
+
 void braid_rt_gelu_f32(braid_rt_stream_t *stream, const float *x, int64_t count,
                        braid_rt_gelu_approximation_t approximate, float *y) {
   CudaBackend backend(stream);
