@@ -526,6 +526,24 @@ void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
               l.result(op.getResult())});
     return success();
   });
+  // bf16 storage (braid-legalize-bf16): pack f32 holding bf16 values into
+  // their 16 bits, unpack them back; both exact.
+  t.add<ConvertOp>([](ConvertOp op, FunctionLowering &l) -> LogicalResult {
+    Type from = l.typeOf(op.getInput()).getElementType();
+    Type to = l.typeOf(op.getResult()).getElementType();
+    StringRef kernel = from.isF32() && to.isBF16() ? "braid_rt_pack_bf16_f32"
+                       : from.isBF16() && to.isF32()
+                           ? "braid_rt_unpack_bf16_f32"
+                           : "";
+    if (kernel.empty())
+      return op.emitOpError() << "converts " << op.getInput().getType()
+                              << " to " << op.getResult().getType()
+                              << "; generated code converts between f32 and "
+                                 "bf16 storage only";
+    l.kernel(kernel, {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),
+                      l.result(op.getResult())});
+    return success();
+  });
   t.add<GeluOp>([](GeluOp op, FunctionLowering &l) -> LogicalResult {
     l.kernel("braid_rt_gelu_f32",
              {l.get(op.getInput()), l.i64(l.countOf(op.getInput())),

@@ -26,6 +26,10 @@ Type mlir::braid::lowering::getBufferType(Type type) {
   Type element = tensor.getElementType();
   if (element.isF32() || element.isInteger(32) || element.isInteger(64))
     return emitc::PointerType::get(element);
+  // bf16 storage (braid-legalize-bf16): the elements' 16 bits.
+  if (element.isBF16())
+    return emitc::PointerType::get(
+        IntegerType::get(type.getContext(), 16, IntegerType::Unsigned));
   return {};
 }
 
@@ -34,7 +38,17 @@ StringRef mlir::braid::lowering::getElementSuffix(Type element) {
     return "f32";
   if (element.isInteger(32))
     return "i32";
+  if (element.isBF16() || element.isUnsignedInteger(16))
+    return "bf16";
   return "i64";
+}
+
+int64_t mlir::braid::lowering::getElementBytes(Type element) {
+  if (element.isInteger(64))
+    return 8;
+  if (element.isBF16() || element.isInteger(16))
+    return 2;
+  return 4;
 }
 
 /// The C string literal of `s`.
@@ -67,8 +81,7 @@ Value FunctionLowering::allocate(RankedTensorType type) {
   Type bufferType = getBufferType(type);
   auto element = cast<emitc::PointerType>(bufferType).getPointee();
   PlannedBuffer planning;
-  planning.bytes =
-      alignBytes(type.getNumElements() * (element.isInteger(64) ? 8 : 4));
+  planning.bytes = alignBytes(type.getNumElements() * getElementBytes(element));
   // The whole op, or one point of it (a pipeline's action).
   planning.start = subPosition >= 0 ? opBegin() + subPosition : opBegin();
   planning.end = subPosition >= 0 ? planning.start : opEnd();
@@ -113,6 +126,14 @@ Value FunctionLowering::result(Value v) {
   // A future the layer yields completes in the caller's buffer.
   if (yieldedPending.contains(v)) {
     Value out = outOf.lookup(v);
+    buffers[v] = out;
+    return out;
+  }
+  // bf16 storage packed for the caller: straight into its buffer.
+  if (v.getDefiningOp<ConvertOp>() && v.hasOneUse() &&
+      v.use_begin()->getOwner() == body->getTerminator() &&
+      v.use_begin()->getOperandNumber() < outValues.size()) {
+    Value out = outValues[v.use_begin()->getOperandNumber()];
     buffers[v] = out;
     return out;
   }
@@ -333,7 +354,9 @@ void FunctionLowering::finishPlan(emitc::FuncOp target) {
     std::string address =
         "(" + arenaName + " + " + std::to_string(p.offset / 4) + ")";
     if (!element.isF32())
-      address = (element.isInteger(64) ? "((int64_t *)" : "((int32_t *)") +
+      address = (element.isInteger(64)   ? "((int64_t *)"
+                 : element.isInteger(16) ? "((uint16_t *)"
+                                         : "((int32_t *)") +
                 address + ")";
     literal.setValue(address);
   }
@@ -419,7 +442,9 @@ void FunctionLowering::copy(Type elementType, Value from, Value to,
   // The kernels copy f32 and i32; the program support header i64.
   if (elementType.isInteger(64))
     return call("braid_rt_program_copy_i64", {from, i64(count), to});
-  kernel(elementType.isF32() ? "braid_rt_copy_f32" : "braid_rt_copy_i32",
+  kernel(elementType.isF32()    ? "braid_rt_copy_f32"
+         : elementType.isBF16() ? "braid_rt_copy_bf16"
+                                : "braid_rt_copy_i32",
          {from, i64(count), to});
 }
 
@@ -455,6 +480,7 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     outOf[value] = out;
   }
   layerSlots = slots;
+  outValues.assign(outs.begin(), outs.end());
   this->body = &body;
   for (auto [i, op] : llvm::enumerate(body))
     opIndex[&op] = i;
@@ -552,17 +578,26 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
       }
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       for (auto [value, out] : llvm::zip(op.getOperands(), outs))
-        if (!yieldedPending.contains(value)) // started into `out`
+        if (!yieldedPending.contains(value) && // started into `out`
+            get(value) != out)                 // computed into `out`
           copy(typeOf(value).getElementType(), get(value), out, countOf(value));
       emitc::ReturnOp::create(b, loc, Value());
       continue;
     }
-    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+    for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults())) {
       if (!getBufferType(v.getType()))
         return op.emitOpError()
                << "has a value of type " << v.getType()
                << "; generated code handles statically shaped tensors of "
                   "f32, i32 and i64 only";
+      // bf16 storage only moves: packed, passed between layers, unpacked.
+      if (getElementTypeOrSelf(v.getType()).isBF16() &&
+          !isa<ConvertOp, RepeatOp>(op))
+        return op.emitOpError()
+               << "has a value of type " << v.getType()
+               << "; generated code holds bf16 only in storage (a "
+                  "braid.convert to or from f32, a layer's stacked values)";
+    }
     Block *block = b.getInsertionBlock();
     Operation *last = b.getInsertionPoint() == block->begin()
                           ? nullptr

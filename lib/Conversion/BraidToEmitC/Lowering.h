@@ -491,6 +491,8 @@ private:
   DenseSet<Value> gradients;
   /// The name of the function's arena (a `static float *` global).
   std::string arenaName;
+  /// The out-pointer arguments of the body's results (lowerBody's `outs`).
+  SmallVector<Value> outValues;
 };
 
 //===----------------------------------------------------------------------===//
@@ -500,8 +502,11 @@ private:
 /// The buffer type of a tensor type, or null when the element type is not one
 /// the kernels take.
 Type getBufferType(Type type);
-/// "f32", "i32" or "i64": the suffix of a kernel on `element`.
+/// "f32", "i32", "i64" or "bf16": the suffix of a kernel on `element`
+/// (bf16 storage: a tensor's bf16 element type or its buffer's ui16).
 StringRef getElementSuffix(Type element);
+/// The bytes of one element of `element` (a tensor's or its buffer's).
+int64_t getElementBytes(Type element);
 /// The C string literal of `s`.
 std::string quote(StringRef s);
 /// "file:line:col: op-name", for messages from the running program.

@@ -8,6 +8,12 @@
 // A matmul of bf16 operands is marked braid.bf16_operands, for the lowering
 // to multiply bf16 copies of them.
 //
+// Storage: a layer's stacked bf16 results that only feed stacked operands
+// of other repeats (the activations and working copies a forward saves for
+// the backward) stay bf16 tensors, two bytes an element: the layer packs
+// each (braid.convert to bf16, exact) before its yield, and the layers
+// reading them unpack (braid.convert to f32) just before the first use.
+//
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
@@ -17,7 +23,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_LEGALIZEBF16PASS
@@ -65,12 +74,156 @@ static bool needsRounding(Operation *op) {
          !isa<ShardOp, RepeatOp, PipelineOp, RoundOp, CallOpInterface>(op);
 }
 
+/// The layer `repeat` runs, or null.
+static LayerOp getLayer(RepeatOp repeat) {
+  return SymbolTable::lookupNearestSymbolFrom<LayerOp>(repeat,
+                                                       repeat.getLayerAttr());
+}
+
+/// Whether `v` holds bf16 values: a bf16 tensor, or an f32 one converted
+/// from bf16 (exact: the norms' inputs).
+static bool holdsBF16(Value v) {
+  if (isBF16Tensor(v.getType()))
+    return true;
+  auto convert = v.getDefiningOp<ConvertOp>();
+  return convert && isBF16Tensor(convert.getInput().getType());
+}
+
+/// The stacked results and arguments of layers kept in bf16 storage: a
+/// result (layer, j) that holds bf16 values when every repeat of the layer
+/// stacks it and each of its uses is an argument kept in bf16; an argument
+/// (layer, k) when every repeat of the layer stacks it and it is always
+/// such a result. Called while the types still say bf16.
+struct BF16Storage {
+  DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> results, args;
+};
+
+static BF16Storage findBF16Storage(ModuleOp module) {
+  BF16Storage storage;
+  DenseMap<Operation *, SmallVector<RepeatOp>> repeatsOf;
+  module.walk([&](RepeatOp repeat) {
+    if (LayerOp layer = getLayer(repeat))
+      repeatsOf[layer].push_back(repeat);
+  });
+  for (auto &[layerOp, repeats] : repeatsOf) {
+    auto layer = cast<LayerOp>(layerOp);
+    // Only layers that nothing but these repeats refers to.
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(layer, module);
+    if (!uses || llvm::any_of(*uses, [](const SymbolTable::SymbolUse &use) {
+          return !isa<RepeatOp>(use.getUser());
+        }))
+      continue;
+    unsigned carried = 0;
+    for (RepeatOp repeat : repeats)
+      carried = std::max(carried, repeat.getNumCarried());
+    Block &body = layer.getBody().front();
+    for (auto [j, value] : llvm::enumerate(body.getTerminator()->getOperands()))
+      if (j >= carried && holdsBF16(value))
+        storage.results[layer].insert(j);
+    for (BlockArgument arg : body.getArguments())
+      if (arg.getArgNumber() >= carried && isa<RankedTensorType>(arg.getType()))
+        storage.args[layer].insert(arg.getArgNumber());
+  }
+  auto keptArg = [&](OpOperand &use) {
+    auto repeat = dyn_cast<RepeatOp>(use.getOwner());
+    return repeat && storage.args.lookup(getLayer(repeat))
+                         .contains(use.getOperandNumber());
+  };
+  auto keptResult = [&](Value v) {
+    auto repeat = v.getDefiningOp<RepeatOp>();
+    return repeat && storage.results.lookup(getLayer(repeat))
+                         .contains(cast<OpResult>(v).getResultNumber());
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto &[layer, js] : storage.results)
+      for (unsigned j : SmallVector<unsigned>(js.begin(), js.end()))
+        for (RepeatOp repeat : repeatsOf[layer])
+          if (!llvm::all_of(repeat.getResult(j).getUses(), keptArg)) {
+            js.erase(j);
+            changed = true;
+            break;
+          }
+    for (auto &[layer, ks] : storage.args)
+      for (unsigned k : SmallVector<unsigned>(ks.begin(), ks.end()))
+        for (RepeatOp repeat : repeatsOf[layer])
+          if (!keptResult(repeat.getOperand(k))) {
+            ks.erase(k);
+            changed = true;
+            break;
+          }
+  }
+  return storage;
+}
+
+/// Keeps the storage found by findBF16Storage in bf16, once the rest of the
+/// module holds f32: packs before the yields, unpacks before the first use.
+static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
+  MLIRContext *ctx = module.getContext();
+  Type bf16 = BFloat16Type::get(ctx);
+  auto toBF16 = [&](Type t) -> Type {
+    return RankedTensorType::get(cast<RankedTensorType>(t).getShape(), bf16);
+  };
+  auto retype = [&](LayerOp layer, bool result, unsigned i) {
+    FunctionType type = layer.getFunctionType();
+    SmallVector<Type> inputs(type.getInputs()), results(type.getResults());
+    Type &t = result ? results[i] : inputs[i];
+    t = toBF16(t);
+    layer.setFunctionTypeAttr(
+        TypeAttr::get(FunctionType::get(ctx, inputs, results)));
+  };
+  for (auto &[layerOp, js] : storage.results) {
+    auto layer = cast<LayerOp>(layerOp);
+    Operation *yield = layer.getBody().front().getTerminator();
+    OpBuilder b(yield);
+    SmallVector<unsigned> sorted(js.begin(), js.end());
+    llvm::sort(sorted); // packs in result order
+    for (unsigned j : sorted) {
+      Value v = yield->getOperand(j);
+      yield->setOperand(
+          j, ConvertOp::create(b, yield->getLoc(), toBF16(v.getType()), v));
+      retype(layer, /*result=*/true, j);
+    }
+  }
+  module.walk([&](RepeatOp repeat) {
+    for (unsigned j : storage.results.lookup(getLayer(repeat))) {
+      Value r = repeat.getResult(j);
+      r.setType(toBF16(r.getType()));
+    }
+  });
+  for (auto &[layerOp, ks] : storage.args) {
+    auto layer = cast<LayerOp>(layerOp);
+    Block &body = layer.getBody().front();
+    SmallVector<unsigned> sorted(ks.begin(), ks.end());
+    llvm::sort(sorted);
+    for (unsigned k : sorted) {
+      BlockArgument arg = body.getArgument(k);
+      Type f32Type = arg.getType();
+      arg.setType(toBF16(f32Type));
+      retype(layer, /*result=*/false, k);
+      if (arg.use_empty())
+        continue;
+      Operation *first = nullptr;
+      for (Operation *user : arg.getUsers()) {
+        Operation *op = body.findAncestorOpInBlock(*user);
+        if (!first || op->isBeforeInBlock(first))
+          first = op;
+      }
+      OpBuilder b(first);
+      auto unpack = ConvertOp::create(b, first->getLoc(), f32Type, arg);
+      arg.replaceAllUsesExcept(unpack.getResult(), unpack);
+    }
+  }
+}
+
 struct LegalizeBF16Pass
     : public braid::impl::LegalizeBF16PassBase<LegalizeBF16Pass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
     Type bf16 = BFloat16Type::get(ctx), f32 = Float32Type::get(ctx);
+    BF16Storage storage = findBF16Storage(module);
 
     // Matmuls of two bf16 operands keep that fact for the lowering, which
     // then calls a GEMM on bf16 copies (exact: the operands hold bf16
@@ -146,6 +299,7 @@ struct LegalizeBF16Pass
         r.replaceAllUsesExcept(round.getResult(), round);
       }
     }
+    applyBF16Storage(module, storage);
   }
 };
 
