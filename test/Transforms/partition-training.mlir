@@ -57,12 +57,23 @@
 // SP-NOT: braid.all_reduce
 // SP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64
 // SP-NOT: braid.all_
+// B reduce-scatters each block's input gradient once: the attention's is
+// dq + dk + dv, summed while pending and scattered as one.
 // SP-LABEL: braid.layer @block.B
-// SP-NOT: braid.all_reduce
-// SP: braid.all_gather {{.*}} on @mesh ["tp"]
-// SP-NOT: braid.all_reduce
-// SP: braid.reduce_scatter {{.*}} on @mesh ["tp"]
-// SP-NOT: braid.all_reduce
+// SP-NOT: braid.all_
+// SP-NOT: braid.reduce_scatter
+// SP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<4x4x32xf32>) -> tensor<4x8x32xf32>
+// SP-NOT: braid.all_
+// SP-NOT: braid.reduce_scatter
+// SP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<4x8x32xf32>) -> tensor<4x4x32xf32>
+// SP-NOT: braid.all_
+// SP-NOT: braid.reduce_scatter
+// SP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<4x4x32xf32>) -> tensor<4x8x32xf32>
+// SP-NOT: braid.all_
+// SP-NOT: braid.reduce_scatter
+// SP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<4x8x32xf32>) -> tensor<4x4x32xf32>
+// SP-NOT: braid.all_
+// SP-NOT: braid.reduce_scatter
 // SP: braid.yield
 // The W piece gathers only the saved inputs of the column-parallel
 // projections along the sequence; its first argument, the MLP activation,
@@ -93,13 +104,17 @@
 // DPSP-NOT: braid.reduce_scatter
 // DPSP-LABEL: braid.layer @block.B
 // DPSP-NOT: braid.all_
+// DPSP-NOT: braid.reduce_scatter
 // DPSP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
 // DPSP-NOT: braid.all_
-// DPSP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64}
+// DPSP-NOT: braid.reduce_scatter
+// DPSP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x8x32xf32>) -> tensor<2x4x32xf32>
 // DPSP-NOT: braid.all_
+// DPSP-NOT: braid.reduce_scatter
 // DPSP: braid.all_gather {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
 // DPSP-NOT: braid.all_
-// DPSP-COUNT-3: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64}
+// DPSP-NOT: braid.reduce_scatter
+// DPSP: braid.reduce_scatter {{.*}} on @mesh ["tp"] {{.*}}dim = 1 : i64} : (tensor<2x8x32xf32>) -> tensor<2x4x32xf32>
 // DPSP-NOT: braid.all_
 // DPSP-NOT: braid.reduce_scatter
 // DPSP-LABEL: braid.layer @block.W

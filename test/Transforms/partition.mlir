@@ -46,6 +46,78 @@ func.func @scatter(%x: tensor<4x16xf32> {braid.sharding = #braid.sharding<@mesh,
 
 // -----
 
+// Tests that a sum of pending sums wanted split over the summed axis is
+// formed first and reduce-scattered once (sequence parallelism's
+// dq + dk + dv in the backward pass), not reduce-scattered term by term.
+
+// CHECK-LABEL: func.func @scatter_sum
+// CHECK-NOT: braid.reduce_scatter
+// CHECK: %[[S:.*]] = braid.add %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NOT: braid.reduce_scatter
+// CHECK: %[[T:.*]] = braid.add %[[S]], %{{.*}} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.*]] = braid.reduce_scatter %[[T]] on @mesh ["tp"] {{{.*}}dim = 0 : i64} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+// CHECK-NOT: braid.reduce_scatter
+// CHECK-NOT: braid.all_
+// CHECK: return %[[R]]
+braid.mesh @mesh {axes = ["tp"], shape = array<i64: 2>}
+func.func @scatter_sum(%x: tensor<4x16xf32> {braid.sharding = #braid.sharding<@mesh, [[], ["tp"]]>}) -> (tensor<4x8xf32> {braid.sharding = #braid.sharding<@mesh, [["tp"], []]>}) {
+  %a = braid.param "a" {init = #braid.init<normal(0.5)>} : tensor<16x8xf32>
+  %as = braid.shard %a : tensor<16x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %b = braid.param "b" {init = #braid.init<normal(0.5)>} : tensor<16x8xf32>
+  %bs = braid.shard %b : tensor<16x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %c = braid.param "c" {init = #braid.init<normal(0.5)>} : tensor<16x8xf32>
+  %cs = braid.shard %c : tensor<16x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %ya = braid.matmul %x, %as : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %yb = braid.matmul %x, %bs : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %yc = braid.matmul %x, %cs : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %s = braid.add %ya, %yb : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = braid.add %s, %yc : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ts = braid.shard %t : tensor<4x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  return %ts : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a pending sum is resolved before a linear op whose result is
+// larger than its operands (a broadcast wanted split over the summed axis
+// all_reduces its small operand, then keeps its share), and before a linear
+// op when another op reads it too (one reduce_scatter serves both).
+
+// CHECK-LABEL: func.func @resolve_first
+// CHECK: %[[P:.*]] = braid.matmul {{.*}} -> tensor<1x8xf32>
+// CHECK-NEXT: %[[R:.*]] = braid.all_reduce sum %[[P]] on @mesh ["tp"]
+// CHECK-NOT: braid.reduce_scatter
+// CHECK: braid.broadcast %[[R]] : (tensor<1x8xf32>) -> tensor<2x8xf32>
+// CHECK-NOT: braid.reduce_scatter
+// CHECK-NOT: braid.all_reduce
+// CHECK: %[[Q:.*]] = braid.matmul {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: %[[S:.*]] = braid.reduce_scatter %[[Q]] on @mesh ["tp"] {{{.*}}dim = 0 : i64} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+// CHECK-NOT: braid.reduce_scatter
+// CHECK-NOT: braid.all_reduce
+// CHECK: braid.neg %[[S]] : tensor<2x8xf32>
+// CHECK-NOT: braid.reduce_scatter
+// CHECK-NOT: braid.all_reduce
+// CHECK: braid.exp %[[S]] : tensor<2x8xf32>
+// CHECK-NOT: braid.reduce_scatter
+// CHECK-NOT: braid.all_reduce
+// CHECK: return
+braid.mesh @mesh {axes = ["tp"], shape = array<i64: 2>}
+func.func @resolve_first(%x: tensor<1x16xf32> {braid.sharding = #braid.sharding<@mesh, [[], ["tp"]]>}, %z: tensor<4x16xf32> {braid.sharding = #braid.sharding<@mesh, [[], ["tp"]]>}) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %w = braid.param "w" {init = #braid.init<normal(0.5)>} : tensor<16x8xf32>
+  %ws = braid.shard %w : tensor<16x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %p = braid.matmul %x, %ws : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
+  %b = braid.broadcast %p : (tensor<1x8xf32>) -> tensor<4x8xf32>
+  %bs = braid.shard %b : tensor<4x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %q = braid.matmul %z, %ws : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %n = braid.neg %q : tensor<4x8xf32>
+  %ns = braid.shard %n : tensor<4x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  %e = braid.exp %q : tensor<4x8xf32>
+  %es = braid.shard %e : tensor<4x8xf32> to #braid.sharding<@mesh, [["tp"], []]>
+  return %bs, %ns, %es : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // Tests a mean over a batch split over dp = 3: each device's mean is
 // divided by the number of devices before the sum. The count is an integer
 // constant, exact in any precision (1/3 rounded to f32 is not).

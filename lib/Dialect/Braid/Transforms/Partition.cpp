@@ -387,12 +387,47 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     for (Value v : op->getOperands())
       if (locals.lookup(v).sharding.partial != passed)
         passed.clear();
-    // A value cannot be both split and summed over one axis.
-    for (const auto &axes : factors)
-      if (llvm::any_of(axes, [&](StringRef a) {
-            return llvm::is_contained(passed, a);
-          }))
+    // A value cannot be both split and summed over one axis. Where the
+    // result is wanted split over a summed axis (sequence parallelism's
+    // dq + dk + dv), the op runs unsplit along it and leaves the sum
+    // pending, so that its consumer resolves it once (one reduce_scatter,
+    // not one per operand) - unless that would move more data than
+    // resolving the operands: a result larger than its operands together
+    // (a broadcast) resolves its operand first, and so does an operand
+    // another op reads too (it is resolved once for all of them).
+    auto elements = [](ArrayRef<SmallVector<int64_t>> shapes) {
+      int64_t n = 0;
+      for (const auto &shape : shapes) {
+        int64_t m = 1;
+        for (int64_t size : shape)
+          m *= size;
+        n += m;
+      }
+      return n;
+    };
+    auto splitsPassed = [&](ArrayRef<StringRef> axes) {
+      return llvm::any_of(
+          axes, [&](StringRef a) { return llvm::is_contained(passed, a); });
+    };
+    if (!passed.empty() && llvm::any_of(factors, splitsPassed)) {
+      if (elements(infoIt->second.resultShapes) >
+              elements(infoIt->second.operandShapes) ||
+          llvm::any_of(op->getOperands(), [&](Value v) {
+            return llvm::any_of(v.getUsers(),
+                                [&](Operation *user) { return user != op; });
+          })) {
         passed.clear();
+      } else {
+        for (auto [f, axes] : llvm::enumerate(factors)) {
+          if (!splitsPassed(axes))
+            continue;
+          llvm::erase_if(
+              axes, [&](StringRef a) { return llvm::is_contained(passed, a); });
+          if (axes.empty())
+            factorBlocks[f] = 1;
+        }
+      }
+    }
   }
   IRMapping mapping;
   for (auto [i, v, map] : llvm::enumerate(op->getOperands(), rule.operands)) {
