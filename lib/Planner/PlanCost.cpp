@@ -660,22 +660,64 @@ double PlanCostModel::getPipelineResultBytes(
 }
 
 /// Parameter tensors of the ops before and after the layers: without a
-/// pipeline, braidc's programs all_reduce each one's gradient over dp on its
-/// own, not in a bucket (1 where there are none, a bucket's worth).
+/// pipeline, braidc's programs reduce each one's gradient over dp on its
+/// own, not in a bucket (the gradient norm reads each right after its
+/// reduction, which closes the bucket; 1 where there are none, a bucket's
+/// worth).
 static double getOutsideTensors(const ModelCost &model) {
   return std::max(1.0, model.pre.paramTensors + model.post.paramTensors);
 }
 
-/// Without a pipeline, ZeRO-3's programs reduce-scatter each parameter
-/// tensor's gradient in every micro-batch, not in buckets, and a tied
-/// tensor's once per use (braidc's dp2 ZeRO-3 GPT: 132 tensors, the tied
-/// wte twice, 133 per micro-batch). Calls per micro-batch and their bytes
-/// in all, of `tensors` tensors with `grads` bytes of gradients.
-std::pair<double, double>
-PlanCostModel::getZeroThreeScatters(const Plan &plan, double tensors,
-                                    double grads) const {
-  return {std::max(1.0, tensors) + model.tiedParamTensors,
-          grads + model.tiedParams / plan.tp * config.gradBytes};
+namespace {
+/// The gradients one pipeline rank reduces over dp once a step.
+struct PipelineReduction {
+  /// Reductions (braid-bucket-collectives' buckets), and the parameters
+  /// and parameter tensors whose gradients they sum (one rank's, divided
+  /// over tp), which the rank then updates.
+  double calls = 0;
+  double params = 0;
+  double tensors = 0;
+};
+} // namespace
+
+/// In a pipeline braidc's programs reduce a rank's gradients over dp once a
+/// step, bucketed per chunk and kind: one reduction for each chunk's layers,
+/// one for the other tensors of the ops before the layers and one for those
+/// after, and a tied parameter's sum (its partials from the first and the
+/// last stage) alone on the last stage's rank, which updates it (dp2 x pp2
+/// of the GPT: wte on the last rank, wpe alone on the first).
+static PipelineReduction
+getPipelineReduction(const ModelCost &model, const Plan &plan,
+                     const std::vector<StageCost> &stages, int rank) {
+  int numStages = stages.size();
+  int first = getRankOf(plan, 0), last = getRankOf(plan, numStages - 1);
+  bool tied = model.tiedParams > 0;
+  PipelineReduction r;
+  for (int s : getRankStages(plan, numStages, rank)) {
+    const StageCost &st = stages[s];
+    r.params += st.params;
+    r.tensors += st.paramTensors;
+    r.calls += st.numLayers > 0;
+    if (s == 0)
+      r.calls +=
+          model.pre.paramTensors - (tied ? model.tiedParamTensors : 0) > 0;
+    if (s == numStages - 1)
+      r.calls += model.post.paramTensors > 0;
+  }
+  if (tied) {
+    double elements = model.tiedParams / plan.tp;
+    if (rank == first) {
+      r.params -= elements;
+      r.tensors -= model.tiedParamTensors;
+    }
+    if (rank == last) {
+      r.params += elements;
+      r.tensors += model.tiedParamTensors;
+      r.calls += 1;
+    }
+  }
+  r.calls = std::max(1.0, r.calls);
+  return r;
 }
 
 /// With ZeRO-3 each device looks up the dp group's ids in its block of a
@@ -965,47 +1007,46 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     RankSums sum = sumRank(plan, stages, rank);
     double params = sum.params, tensors = sum.paramTensors, layers = sum.layers,
            backward = m * sum.backwardTime;
+    // The parameters the rank reduces and updates: in a pipeline those it
+    // owns (a tied one on the last stage's rank).
+    PipelineReduction owned{1, params, tensors};
+    if (plan.pp > 1)
+      owned = getPipelineReduction(model, plan, stages, rank);
     double t = 0, bytes = 0;
     if (plan.dp > 1) {
-      // braidc's programs all_reduce whole gradients under every ZeRO
-      // stage, bucketed (braid-bucket-collectives): in a pipeline once per
-      // step, after the rank's last W; without one in every micro-batch's
-      // W, one bucket per layer instance and one all_reduce per parameter
-      // tensor of the ops around the layers (getCollectives). Each is a
-      // blocking collective of the dp group.
-      double grads = params * config.gradBytes;
+      // braidc's programs reduce the gradients bucketed
+      // (braid-bucket-collectives): in a pipeline all_reduced whole once per
+      // step, after the rank's last W, under every ZeRO stage
+      // (getPipelineReduction); without one in every micro-batch's W, one
+      // bucket per layer instance and one collective per parameter tensor of
+      // the ops around the layers (getCollectives), all_reduces, or under
+      // ZeRO reduce_scatters into each device's share. Each is a blocking
+      // collective of the dp group.
+      double grads = owned.params * config.gradBytes;
       bool perMicrobatch =
           plan.pp == 1 && config.gradientReductionPerMicrobatch;
       double reductions = perMicrobatch ? m : 1;
-      if (perMicrobatch && plan.zero == 3) {
-        // ZeRO-3 reduce-scatters each gradient tensor instead
-        // (getZeroThreeScatters).
-        auto [k, scattered] = getZeroThreeScatters(plan, tensors, grads);
-        t = m * k *
-            (getCollectiveTime(dpLevel.get(CollectiveKind::ReduceScatter),
-                               CollectiveKind::ReduceScatter, scattered / k,
-                               plan.dp) +
-             dpWait);
-        bytes = m * double(plan.dp - 1) / plan.dp * scattered;
-      } else {
-        double buckets = perMicrobatch ? layers + getOutsideTensors(model) : 1;
-        t = reductions * buckets *
-            (getCollectiveTime(dpLevel.get(CollectiveKind::AllReduce),
-                               CollectiveKind::AllReduce, grads / buckets,
-                               plan.dp) +
-             dpWait);
-        bytes = reductions * 2.0 * (plan.dp - 1) / plan.dp * grads;
-      }
+      double buckets =
+          perMicrobatch ? layers + getOutsideTensors(model) : owned.calls;
+      CollectiveKind kind = perMicrobatch && plan.zero >= 1
+                                ? CollectiveKind::ReduceScatter
+                                : CollectiveKind::AllReduce;
+      t = reductions * buckets *
+          (getCollectiveTime(dpLevel.get(kind), kind, grads / buckets,
+                             plan.dp) +
+           dpWait);
+      bytes = reductions * (kind == CollectiveKind::AllReduce ? 2.0 : 1.0) *
+              (plan.dp - 1) / plan.dp * grads;
       if (plan.zero == 1 || plan.zero == 2) {
         // Each rank updates its share, then gathers every parameter
         // tensor back whole, one blocking all_gather per tensor. Between
         // two, a rank updates one tensor's share: where ranks share cores,
         // each gather waits for a descheduled peer as long as the ranks
         // holding the cores take to reach their next one.
-        double k = std::max(1.0, tensors);
-        double p = params * model.elementBytes;
+        double k = std::max(1.0, owned.tensors);
+        double p = owned.params * model.elementBytes;
         double gatherWait =
-            getDescheduledWait(plan, plan.dp, optimizerTime(params) / k);
+            getDescheduledWait(plan, plan.dp, optimizerTime(owned.params) / k);
         t += k * (getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
                                     CollectiveKind::AllGather, p / k, plan.dp) +
                   gatherWait);
@@ -1019,7 +1060,8 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     }
     cost.dpCommTime = std::max(cost.dpCommTime, t);
     cost.dpCommBytes = std::max(cost.dpCommBytes, bytes);
-    cost.optimizerTime = std::max(cost.optimizerTime, optimizerTime(params));
+    cost.optimizerTime =
+        std::max(cost.optimizerTime, optimizerTime(owned.params));
   }
   // Per rank per step, ring volume of the tp collectives.
   if (plan.tp > 1) {
@@ -1260,6 +1302,9 @@ PlanCostModel::getCollectives(const Plan &plan,
   for (int rank = 0; rank < plan.pp; ++rank) {
     RankSums sum = sumRank(plan, stages, rank);
     double params = sum.params, tensors = sum.paramTensors, layers = sum.layers;
+    PipelineReduction owned{1, params, tensors};
+    if (plan.pp > 1)
+      owned = getPipelineReduction(model, plan, stages, rank);
     for (int s : getRankStages(plan, numStages, rank)) {
       for (auto [seg, n] : segmentsOf(s)) {
         if (plan.tp > 1) {
@@ -1291,17 +1336,14 @@ PlanCostModel::getCollectives(const Plan &plan,
       }
     }
     if (plan.dp > 1) {
-      double grads = params * config.gradBytes;
-      if (plan.pp == 1 && config.gradientReductionPerMicrobatch &&
-          plan.zero == 3) {
-        auto [k, scattered] = getZeroThreeScatters(plan, tensors, grads);
-        add(rank, "dp", "reduce_scatter", "grad-scatter", m * k, scattered / k);
-      } else if (plan.pp == 1 && config.gradientReductionPerMicrobatch) {
+      double grads = owned.params * config.gradBytes;
+      if (plan.pp == 1 && config.gradientReductionPerMicrobatch) {
         double buckets = layers + getOutsideTensors(model);
-        add(rank, "dp", "all_reduce", "grad-bucket", m * buckets,
-            grads / buckets);
+        add(rank, "dp", plan.zero >= 1 ? "reduce_scatter" : "all_reduce",
+            "grad-bucket", m * buckets, grads / buckets);
       } else {
-        add(rank, "dp", "all_reduce", "grad-bucket", 1, grads);
+        add(rank, "dp", "all_reduce", "grad-bucket", owned.calls,
+            grads / owned.calls);
       }
       // The loss's mean over the dp group, per micro-batch, where the loss
       // is computed. Not with ZeRO-3 over a vocabulary-parallel head
@@ -1325,11 +1367,14 @@ PlanCostModel::getCollectives(const Plan &plan,
             add(rank, "dp", "reduce_scatter", "lookup", m * lookups,
                 bytes / lookups);
         }
-      double k = std::max(1.0, tensors);
-      double bytes = params * model.elementBytes / k;
+      // ZeRO-1/2 gather what the rank updated; ZeRO-3 its stages' tensors.
+      double k = std::max(1.0, owned.tensors);
       if (plan.zero == 1 || plan.zero == 2)
-        add(rank, "dp", "all_gather", "zero-gather", k, bytes);
-      else if (plan.zero == 3) {
+        add(rank, "dp", "all_gather", "zero-gather", k,
+            owned.params * model.elementBytes / k);
+      k = std::max(1.0, tensors);
+      double bytes = params * model.elementBytes / k;
+      if (plan.zero == 3) {
         add(rank, "dp", "all_gather", "zero-gather", m * k, bytes);
         for (int s : getRankStages(plan, numStages, rank)) {
           const StageCost &st = stages[s];

@@ -176,9 +176,11 @@ TEST_F(PlanCostTest, DataParallelReduction) {
 }
 
 // In a pipeline the gradients are all_reduced once per step, whole under
-// ZeRO-1/2 too (braidc buckets them); ZeRO-1/2 then gather each parameter
-// tensor back after the optimizer step, one all_gather per tensor (2 + 2 x
-// 16 on the first of 2 stages of the GPT, 2 x 16 + 2 on the last).
+// ZeRO-1/2 too, bucketed per chunk and kind: the first of 2 stages of the
+// GPT reduces its layers' and wpe's (2), the last its layers', ln_f's and
+// the tied wte's sum (3), which it owns and updates. ZeRO-1/2 then gather
+// each parameter tensor a rank updated, one all_gather per tensor (1 + 2 x
+// 16 on the first, 2 x 16 + 2 + 1 on the last).
 TEST_F(PlanCostTest, ZeroOneTwoGatherEachTensor) {
   Plan plan;
   plan.dp = 2;
@@ -191,17 +193,31 @@ TEST_F(PlanCostTest, ZeroOneTwoGatherEachTensor) {
   };
   for (const StageCost &st : z0.stages)
     EXPECT_EQ(st.paramTensors, 2 + 2 * 16);
-  double params = std::max(z0.stages[0].params, z0.stages[1].params);
-  EXPECT_NEAR(z0.dpCommTime, collective(CollectiveKind::AllReduce, params * 4),
-              1e-15);
+  double tied = costs->getModel().tiedParams;
+  struct {
+    double params, tensors, calls;
+  } owned[] = {{z0.stages[0].params - tied, 33, 2},
+               {z0.stages[1].params + tied, 35, 3}};
+  double reduce = 0;
+  for (int r : {0, 1}) {
+    auto [params, tensors, calls] = owned[r];
+    reduce = std::max(reduce, calls * collective(CollectiveKind::AllReduce,
+                                                 params * 4 / calls));
+    EXPECT_EQ(count(z0, r, "dp", "all_reduce", "grad-bucket"), calls);
+  }
+  EXPECT_NEAR(z0.dpCommTime, reduce, 1e-15);
   for (int z : {1, 2}) {
     plan.zero = z;
     PlanCost c = evaluate(plan);
     double t = 0;
-    for (const StageCost &st : c.stages)
-      t = std::max(t, collective(CollectiveKind::AllReduce, st.params * 4) +
-                          34 * collective(CollectiveKind::AllGather,
-                                          st.params * 4 / 34));
+    for (int r : {0, 1}) {
+      auto [params, tensors, calls] = owned[r];
+      t = std::max(
+          t, calls * collective(CollectiveKind::AllReduce, params * 4 / calls) +
+                 tensors * collective(CollectiveKind::AllGather,
+                                      params * 4 / tensors));
+      EXPECT_EQ(count(c, r, "dp", "all_gather", "zero-gather"), tensors);
+    }
     EXPECT_NEAR(c.dpCommTime, t, 1e-15) << "zero " << z;
   }
 }
@@ -665,8 +681,9 @@ TEST_F(PlanCostTest, DescheduledWait) {
   two.tp = 2;
   auto [w0, w1] = both(two);
   EXPECT_EQ(w1.stepTime, w0.stepTime);
-  // 8 ranks, dp = 2 x pp = 4 with ZeRO-1: the gradients' all_reduce waits
-  // once at the pipeline's pace; each of the 34 gathers after the
+  // 8 ranks, dp = 2 x pp = 4 with ZeRO-1: each of the gradients'
+  // all_reduces waits at the pipeline's pace (the last rank's 3: its layer,
+  // ln_f's two tensors, the tied wte); each of its 19 gathers after the
   // optimizer waits behind ranks that block at every tensor of their own
   // update (the optimizer's time over the tensors).
   Plan zero;
@@ -680,12 +697,13 @@ TEST_F(PlanCostTest, DescheduledWait) {
   llvm::Expected<PlanCost> z0 = calm.evaluate(zero),
                            z1 = crowded.evaluate(zero);
   ASSERT_TRUE(z0 && z1);
-  double k = 2 + 16;
+  double k = 16 + 2 + 1;
   double gatherWait = expectedDescheduledWait(1e-3, z1->optimizerTime / k, 3);
   double dpWait = expectedDescheduledWait(1e-3, interval(*z1), 3);
   EXPECT_GT(gatherWait, 0);
   EXPECT_LT(gatherWait, dpWait);
-  EXPECT_NEAR(z1->dpCommTime - z0->dpCommTime, dpWait + k * gatherWait, 1e-12);
+  EXPECT_NEAR(z1->dpCommTime - z0->dpCommTime, 3 * dpWait + k * gatherWait,
+              1e-12);
 }
 
 // ZeRO-3 gathers each parameter tensor before its use in F (the GPT's 2 +
@@ -727,24 +745,32 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   EXPECT_EQ(st.blockingPoints, k + 1 + kb);
 }
 
-// Without a pipeline ZeRO-3 reduce-scatters each parameter tensor's
-// gradient in every micro-batch, the tied wte once per use (2 + 4 x 16 + 2
-// + 1), not bucketed all_reduces; and the embedding lookup's sum.
-TEST_F(PlanCostTest, ZeroThreeScattersEachGradient) {
+// Without a pipeline ZeRO-1/2/3 reduce-scatter the gradients into each
+// device's share in every micro-batch, bucketed as ZeRO-0's all_reduces
+// (braid-bucket-collectives): a bucket per layer instance and one per
+// tensor around the layers (4 + 4), the tied wte's once; ZeRO-3 also sums
+// the embedding lookup.
+TEST_F(PlanCostTest, ZeroScattersABucketPerLayer) {
   Plan plan;
   plan.dp = 2;
-  plan.zero = 3;
   plan.microbatches = 3;
-  PlanCost c = evaluate(plan);
   const ModelCost &model = costs->getModel();
-  EXPECT_EQ(count(c, -1, "dp", "all_reduce", "grad-bucket"), 0);
-  EXPECT_EQ(count(c, -1, "dp", "reduce_scatter", "grad-scatter"), 3 * 69);
-  EXPECT_EQ(count(c, -1, "dp", "reduce_scatter", "lookup"), 3);
-  double grads = (c.stages[0].params + model.tiedParams) * 4;
   const Hardware &hw = costs->getHardware();
-  double t = 3 * 69 *
+  for (int z : {1, 2, 3}) {
+    plan.zero = z;
+    PlanCost c = evaluate(plan);
+    EXPECT_EQ(count(c, -1, "dp", "all_reduce", "grad-bucket"), 0) << z;
+    EXPECT_EQ(count(c, -1, "dp", "reduce_scatter", "grad-bucket"), 3 * 8) << z;
+    EXPECT_EQ(count(c, -1, "dp", "reduce_scatter", "lookup"), z == 3 ? 3 : 0);
+    for (const CollectiveCount &k : c.collectives)
+      if (k.what == "grad-bucket")
+        EXPECT_EQ(k.bytes, c.stages[0].params * 4 / 8) << z;
+  }
+  PlanCost c = evaluate(plan);
+  double grads = c.stages[0].params * 4;
+  double t = 3 * 8 *
              getCollectiveTime(hw.intraNode.get(CollectiveKind::ReduceScatter),
-                               CollectiveKind::ReduceScatter, grads / 69, 2);
+                               CollectiveKind::ReduceScatter, grads / 8, 2);
   EXPECT_NEAR(c.dpCommTime, t, 1e-15);
   // Half of each gradient leaves a device; and the gathers' halves.
   EXPECT_NEAR(c.dpCommBytes,
@@ -752,6 +778,7 @@ TEST_F(PlanCostTest, ZeroThreeScattersEachGradient) {
                   3 * 0.5 * (c.stages[0].params + c.stages[0].backwardParams) *
                       4,
               1e-6 * grads);
+  EXPECT_GT(model.tiedParams, 0);
 }
 
 // With sequence parallelism B reduce-scatters each column-parallel

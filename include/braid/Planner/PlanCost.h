@@ -88,10 +88,10 @@ struct TrainingConfig {
   /// when the sum stays in a W piece (ModelCost::tiedParams).
   bool tiedGradientAtStepEnd = true;
   /// Without a pipeline, the data-parallel gradient reduction in every
-  /// micro-batch's W, one bucket per layer instance and one all_reduce per
-  /// parameter tensor of the ops around them, as braidc's programs run it.
-  /// Off: once per step after the accumulation, one bucket, as Megatron-LM
-  /// does.
+  /// micro-batch's W, one bucket per layer instance and one reduction per
+  /// parameter tensor of the ops around them (all_reduces, under ZeRO
+  /// reduce_scatters), as braidc's programs run it. Off: once per step
+  /// after the accumulation, one all_reduce bucket, as Megatron-LM does.
   bool gradientReductionPerMicrobatch = true;
   /// Also count the buffers braidc's compiled program holds beyond the
   /// model's state and the schedule's saved activations
@@ -285,10 +285,6 @@ public:
   /// returned loss and norm, the updated tied parameter).
   std::vector<CollectiveCount>
   getCollectives(const Plan &plan, const std::vector<StageCost> &stages) const;
-  /// ZeRO-3's gradient reduce_scatters per micro-batch without a pipeline:
-  /// calls, and their bytes in all.
-  std::pair<double, double>
-  getZeroThreeScatters(const Plan &plan, double tensors, double grads) const;
   /// ZeRO-3's reduce_scatters of stage s's embedding lookups in a divided
   /// table per micro-batch: calls, and their bytes in all.
   std::pair<double, double> getZeroThreeLookups(const Plan &plan, int s,
