@@ -259,15 +259,11 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         st.overhead += overhead;
         int n = seg.tpAllReduces[r][p];
         // With sequence parallelism each all_reduce is a reduce_scatter
-        // plus an all_gather; B reduce-scatters every column-parallel
-        // product's input gradient (beyond one per distinct input) and W
-        // gathers each such product's input again.
+        // plus an all_gather (B's sum of q, k and v's input gradients
+        // reduce-scattered once), and W gathers each column-parallel
+        // product's sequence-divided input again.
         int scatters = sp ? n : 0, gatherCalls = sp ? n : 0;
         int reduces = sp ? 0 : n;
-        if (sp && p == (int)PassKind::Backward)
-          scatters +=
-              std::max(0, seg.tpColumnProducts -
-                              seg.tpAllReduces[0][(int)PassKind::Backward]);
         if (sp && p == (int)PassKind::Weight)
           gatherCalls += seg.tpColumnProducts;
         if (tp > 1 && scatters + gatherCalls + reduces > 0) {
@@ -1316,10 +1312,6 @@ PlanCostModel::getCollectives(const Plan &plan,
               continue;
             }
             int scatters = k, gathers = k;
-            if (p == (int)PassKind::Backward)
-              scatters += std::max(
-                  0, seg->tpColumnProducts -
-                         seg->tpAllReduces[0][(int)PassKind::Backward]);
             if (p == (int)PassKind::Weight)
               gathers += seg->tpColumnProducts;
             add(rank, "tp", "reduce_scatter", "layers",

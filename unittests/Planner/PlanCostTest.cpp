@@ -781,10 +781,10 @@ TEST_F(PlanCostTest, ZeroScattersABucketPerLayer) {
   EXPECT_GT(model.tiedParams, 0);
 }
 
-// With sequence parallelism B reduce-scatters each column-parallel
-// product's input gradient (a GPT layer's q, k, v and MLP fc: 4, where one
-// all_reduce per distinct input, 2, suffices without) and W gathers each
-// one's input again.
+// With sequence parallelism each of B's all_reduces becomes a
+// reduce_scatter and an all_gather (a GPT layer's 2: q, k and v's input
+// gradients summed before one reduce_scatter, and the MLP fc's), and W
+// gathers each column-parallel product's input again (q, k, v and fc: 4).
 TEST_F(PlanCostTest, SequenceParallelWeightGathers) {
   Plan plan;
   plan.tp = 2;
@@ -805,7 +805,7 @@ TEST_F(PlanCostTest, SequenceParallelWeightGathers) {
              time(CollectiveKind::AllGather, model.post.tpCollectiveBytes);
   EXPECT_NEAR(c.stages[0].comm[(int)PassKind::Weight], w, 1e-15);
   double bwd =
-      4 * (2 * (rs + ag) + 2 * rs) +
+      4 * 2 * (rs + ag) +
       time(CollectiveKind::ReduceScatter, model.post.tpCollectiveBytes) +
       time(CollectiveKind::AllGather, model.post.tpCollectiveBytes);
   EXPECT_NEAR(c.stages[0].comm[(int)PassKind::Backward], bwd, 1e-15);
