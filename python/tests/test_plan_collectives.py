@@ -47,14 +47,19 @@ KNOWN_GAPS = {
         "the model counts for the layers and the cross-entropy"),
     ("tp2-sp", "tp", "all_reduce", "tensor"): (
         "sp: the replicated parameters' gradients (norm scales, row-parallel "
-        "biases) are partial over the sequence shards, summed over tp"),
+        "biases) are partial over the sequence shards, summed over tp in W "
+        "(a layer instance's as one bucket, ln_f's two each; not wpe's, "
+        "divided along the sequence): the model does not know which "
+        "replicated tensors have a sequence dimension"),
     ("tp2-sp", "tp", "all_reduce", "scalar"): (
         "sp: one more gradient-norm piece than the divided tensors"),
     ("dp2-zero3", "dp", "all_gather", "tensor"): (
-        "beside ZeRO-3's parameter gathers (which the model counts: each "
-        "tensor before F, the ones B reads before B) 5 gathers per "
-        "micro-batch of no parameter (1024, 3 x 64 and 32 elements, around "
-        "the loss), 0.6% of the bytes"),
+        "the head reads its table as ZeRO-3 stores it (divided over dp "
+        "along the vocabulary): no gather of wte for F, but per "
+        "micro-batch the final norm's output (1024 elements), the labels "
+        "(32), the cross-entropy's 3 per-row statistics (64 each) and the "
+        "logits for its gradient (2048): 5 gathers more, 0.6% of the "
+        "bytes; ModelCost does not extract the head's shapes"),
 }
 
 
