@@ -901,6 +901,15 @@ def LegalizeBF16Pass : Pass<"braid-legalize-bf16", "::mlir::ModuleOp"> {
     targets (and that bf16 GEMM); it changes nothing in a module without
     bf16.
 
+    A layer's stacked results that hold bf16 values (bf16, or f32
+    converted from bf16) and that only repeats read as stacked operands
+    (what a forward saves for its backward) stay bf16 tensors: the layer
+    packs each (`braid.convert` to bf16, exact) before its yield, and the
+    layers reading them unpack it (`braid.convert` to f32) just before the
+    first use. The lowering holds them in `uint16_t` buffers, 2 bytes an
+    element. Not yet inside pipelines, whose pieces hand such values on as
+    f32 results.
+
     ```mlir
     %y = braid.gelu tanh %x : tensor<4x64xbf16>
     // becomes
