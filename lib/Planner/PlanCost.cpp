@@ -260,11 +260,14 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         int n = seg.tpAllReduces[r][p];
         // With sequence parallelism each all_reduce is a reduce_scatter
         // plus an all_gather (B's sum of q, k and v's input gradients
-        // reduce-scattered once), and W gathers each column-parallel
-        // product's sequence-divided input again.
+        // reduce-scattered once), and a layer's W gathers each
+        // column-parallel product's sequence-divided input again (a repeat
+        // saves its activations divided; the ops around the layers keep
+        // F's gathered input for W).
         int scatters = sp ? n : 0, gatherCalls = sp ? n : 0;
         int reduces = sp ? 0 : n;
-        if (sp && p == (int)PassKind::Weight)
+        bool layer = &seg != &model.pre && &seg != &model.post;
+        if (sp && layer && p == (int)PassKind::Weight)
           gatherCalls += seg.tpColumnProducts;
         if (tp > 1 && scatters + gatherCalls + reduces > 0) {
           double bytes = seg.tpCollectiveBytes * scale;
@@ -1312,7 +1315,8 @@ PlanCostModel::getCollectives(const Plan &plan,
               continue;
             }
             int scatters = k, gathers = k;
-            if (p == (int)PassKind::Weight)
+            if (p == (int)PassKind::Weight && seg != &model.pre &&
+                seg != &model.post)
               gathers += seg->tpColumnProducts;
             add(rank, "tp", "reduce_scatter", "layers",
                 double(m) * n * scatters, bytes);

@@ -42,9 +42,6 @@ PLANS = {
 
 # (plan, axis, kind, class) -> why the model does not count it (any rank).
 KNOWN_GAPS = {
-    ("tp2-sp", "tp", "all_gather", "tensor"): (
-        "sp: the program runs 2 all_gathers a step per device fewer than "
-        "the model counts for the layers and the cross-entropy"),
     ("tp2-sp", "tp", "all_reduce", "tensor"): (
         "sp: the replicated parameters' gradients (norm scales, row-parallel "
         "biases) are partial over the sequence shards, summed over tp in W "
