@@ -138,10 +138,11 @@ struct SegmentCost {
   /// each becomes a reduce_scatter plus an all_gather of the same size).
   int tpAllReduces[kNumRecomputeModes][kNumPassKinds] = {};
   double tpCollectiveBytes = 0;
-  /// Column-parallel products per instance. With sequence parallelism
-  /// each has its own input gradient reduce_scatter in B (not one per
-  /// distinct input), and W gathers its sequence-divided input again for
-  /// the weight gradient: one all_gather each.
+  /// Column-parallel products per instance. With sequence parallelism W
+  /// gathers each one's sequence-divided input again for its weight
+  /// gradient: one all_gather each (B reduce-scatters once per B
+  /// all_reduce, the input gradients of products sharing an input summed
+  /// first).
   int tpColumnProducts = 0;
   /// Bytes of the activation the segment hands to the next one (what a
   /// pipeline stage boundary after it sends forward, and its gradient back).
