@@ -314,9 +314,12 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
   for (Operation *op : moved)
     for (Value v : op->getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (moved.contains(def))
-        chunksOf[op].insert(chunksOf[def].begin(), chunksOf[def].end());
-      else if (std::optional<int64_t> chunk = def ? chunkOf(def) : std::nullopt)
+      if (moved.contains(def)) {
+        // A copy: chunksOf[def] could grow the map under chunksOf[op].
+        llvm::SmallSetVector<int64_t, 2> from = chunksOf.lookup(def);
+        chunksOf[op].insert(from.begin(), from.end());
+      } else if (std::optional<int64_t> chunk =
+                     def ? chunkOf(def) : std::nullopt)
         chunksOf[op].insert(*chunk);
     }
 
