@@ -129,9 +129,11 @@ Value FunctionLowering::result(Value v) {
     buffers[v] = out;
     return out;
   }
-  // bf16 storage packed for the caller: straight into its buffer.
-  if (v.getDefiningOp<ConvertOp>() && v.hasOneUse() &&
-      v.use_begin()->getOwner() == body->getTerminator() &&
+  // bf16 storage packed for the caller (by a pack, or by a repeat's layers:
+  // a pipeline piece's result): straight into its buffer.
+  if ((v.getDefiningOp<ConvertOp>() ||
+       (v.getDefiningOp<RepeatOp>() && getElementTypeOrSelf(type).isBF16())) &&
+      v.hasOneUse() && v.use_begin()->getOwner() == body->getTerminator() &&
       v.use_begin()->getOperandNumber() < outValues.size()) {
     Value out = outValues[v.use_begin()->getOperandNumber()];
     buffers[v] = out;

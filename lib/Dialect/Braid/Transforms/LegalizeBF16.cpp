@@ -13,6 +13,11 @@
 // the backward) stay bf16 tensors, two bytes an element: the layer packs
 // each (braid.convert to bf16, exact) before its yield, and the layers
 // reading them unpack (braid.convert to f32) just before the first use.
+// In a pipeline the same holds for a piece's results that only later pieces
+// of its chunk read (the F piece's saved values for B and W, B's for W):
+// the driver keeps them per micro-batch in flight, so they are packed where
+// computed (by the layer, or before the piece's return) and unpacked by
+// the reading piece or its layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,16 +94,89 @@ static bool holdsBF16(Value v) {
   return convert && isBF16Tensor(convert.getInput().getType());
 }
 
+/// Whether `v`, a value of a pipeline piece, holds bf16 values: as
+/// holdsBF16, or a repeat's result whose layer yields such a value.
+static bool pieceHoldsBF16(Value v) {
+  if (holdsBF16(v))
+    return true;
+  auto repeat = v.getDefiningOp<RepeatOp>();
+  LayerOp layer = repeat ? getLayer(repeat) : LayerOp();
+  return layer && holdsBF16(layer.getBody().front().getTerminator()->getOperand(
+                      cast<OpResult>(v).getResultNumber()));
+}
+
+/// The pipeline pieces' results and arguments kept in bf16 storage: in a
+/// scheduled driver (braid.schedule), a piece call's result that holds bf16
+/// values and that only calls of other pieces of the same chunk (so the
+/// same stage) read, never a send, a mean or the driver's return; each
+/// piece called once. Called while the types still say bf16.
+struct PieceStorage {
+  DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> results, args;
+  SmallVector<Value> calls; // the driver's call results kept
+};
+
+static PieceStorage findPieceStorage(ModuleOp module) {
+  PieceStorage storage;
+  auto chunkOf = [](Operation *op) -> std::optional<int64_t> {
+    if (auto chunk = op->getAttrOfType<IntegerAttr>("braid.chunk"))
+      return chunk.getInt();
+    return std::nullopt;
+  };
+  // The piece `call` runs when nothing but it refers to it.
+  auto pieceOf = [&](func::CallOp call) -> func::FuncOp {
+    auto piece = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (!piece || piece.isExternal() || !chunkOf(piece))
+      return {};
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(piece, module);
+    if (!uses || std::distance(uses->begin(), uses->end()) != 1)
+      return {};
+    return piece;
+  };
+  for (auto driver : module.getOps<func::FuncOp>()) {
+    if (!driver->hasAttr("braid.schedule") || driver.isExternal())
+      continue;
+    for (auto call : driver.getBody().front().getOps<func::CallOp>()) {
+      func::FuncOp piece = pieceOf(call);
+      if (!piece)
+        continue;
+      Operation *ret = piece.getBody().front().getTerminator();
+      for (auto [j, r] : llvm::enumerate(call.getResults())) {
+        if (r.use_empty() || !isa<RankedTensorType>(r.getType()) ||
+            !pieceHoldsBF16(ret->getOperand(j)))
+          continue;
+        bool kept = llvm::all_of(r.getUses(), [&](OpOperand &use) {
+          auto user = dyn_cast<func::CallOp>(use.getOwner());
+          func::FuncOp reader = user ? pieceOf(user) : func::FuncOp();
+          return reader && reader != piece && chunkOf(reader) == chunkOf(piece);
+        });
+        if (!kept)
+          continue;
+        storage.results[piece].insert(j);
+        storage.calls.push_back(r);
+        for (OpOperand &use : r.getUses())
+          storage.args[pieceOf(cast<func::CallOp>(use.getOwner()))].insert(
+              use.getOperandNumber());
+      }
+    }
+  }
+  return storage;
+}
+
 /// The stacked results and arguments of layers kept in bf16 storage: a
 /// result (layer, j) that holds bf16 values when every repeat of the layer
 /// stacks it and each of its uses is an argument kept in bf16; an argument
 /// (layer, k) when every repeat of the layer stacks it and it is always
-/// such a result. Called while the types still say bf16.
+/// such a result. A kept piece result (findPieceStorage) counts as an
+/// argument kept in bf16, a kept piece argument as such a result, so a
+/// piece returns its layers' packed values and hands its arguments to its
+/// layers packed. Called while the types still say bf16.
 struct BF16Storage {
   DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> results, args;
 };
 
-static BF16Storage findBF16Storage(ModuleOp module) {
+static BF16Storage findBF16Storage(ModuleOp module,
+                                   const PieceStorage &pieces) {
   BF16Storage storage;
   DenseMap<Operation *, SmallVector<RepeatOp>> repeatsOf;
   module.walk([&](RepeatOp repeat) {
@@ -126,11 +204,19 @@ static BF16Storage findBF16Storage(ModuleOp module) {
         storage.args[layer].insert(arg.getArgNumber());
   }
   auto keptArg = [&](OpOperand &use) {
+    if (isa<func::ReturnOp>(use.getOwner()))
+      return pieces.results
+          .lookup(use.getOwner()->getParentOfType<func::FuncOp>())
+          .contains(use.getOperandNumber());
     auto repeat = dyn_cast<RepeatOp>(use.getOwner());
     return repeat && storage.args.lookup(getLayer(repeat))
                          .contains(use.getOperandNumber());
   };
   auto keptResult = [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
+             pieces.args.lookup(arg.getOwner()->getParentOp())
+                 .contains(arg.getArgNumber());
     auto repeat = v.getDefiningOp<RepeatOp>();
     return repeat && storage.results.lookup(getLayer(repeat))
                          .contains(cast<OpResult>(v).getResultNumber());
@@ -217,13 +303,83 @@ static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
   }
 }
 
+/// Keeps the storage found by findPieceStorage in bf16, once the rest of
+/// the module holds f32 and applyBF16Storage has run: packs before the
+/// pieces' returns what their layers did not pack, unpacks before the
+/// first use in the reading pieces what their layers do not read packed.
+static void applyPieceStorage(const PieceStorage &storage,
+                              const BF16Storage &layers) {
+  auto toBF16 = [](Type t) -> Type {
+    return RankedTensorType::get(cast<RankedTensorType>(t).getShape(),
+                                 BFloat16Type::get(t.getContext()));
+  };
+  auto retype = [&](func::FuncOp fn, bool result, unsigned i) {
+    FunctionType type = fn.getFunctionType();
+    SmallVector<Type> inputs(type.getInputs()), results(type.getResults());
+    Type &t = result ? results[i] : inputs[i];
+    t = toBF16(t);
+    fn.setType(FunctionType::get(fn.getContext(), inputs, results));
+  };
+  for (auto &[fnOp, js] : storage.results) {
+    auto fn = cast<func::FuncOp>(fnOp);
+    Operation *ret = fn.getBody().front().getTerminator();
+    OpBuilder b(ret);
+    SmallVector<unsigned> sorted(js.begin(), js.end());
+    llvm::sort(sorted); // packs in result order
+    for (unsigned j : sorted) {
+      Value v = ret->getOperand(j);
+      retype(fn, /*result=*/true, j);
+      if (isBF16Tensor(v.getType()))
+        continue; // a layer's result packed by the layer
+      ret->setOperand(
+          j, ConvertOp::create(b, ret->getLoc(), toBF16(v.getType()), v));
+    }
+  }
+  for (Value r : storage.calls)
+    r.setType(toBF16(r.getType()));
+  for (auto &[fnOp, ks] : storage.args) {
+    auto fn = cast<func::FuncOp>(fnOp);
+    Block &body = fn.getBody().front();
+    SmallVector<unsigned> sorted(ks.begin(), ks.end());
+    llvm::sort(sorted);
+    for (unsigned k : sorted) {
+      BlockArgument arg = body.getArgument(k);
+      Type f32Type = arg.getType();
+      arg.setType(toBF16(f32Type));
+      retype(fn, /*result=*/false, k);
+      // Layers keeping it packed read it as it is; the rest unpacked.
+      auto unpacked = [&](OpOperand &use) {
+        auto repeat = dyn_cast<RepeatOp>(use.getOwner());
+        return !repeat || !layers.args.lookup(getLayer(repeat))
+                               .contains(use.getOperandNumber());
+      };
+      Operation *first = nullptr;
+      for (OpOperand &use : arg.getUses()) {
+        if (!unpacked(use))
+          continue;
+        Operation *op = body.findAncestorOpInBlock(*use.getOwner());
+        if (!first || op->isBeforeInBlock(first))
+          first = op;
+      }
+      if (!first)
+        continue;
+      OpBuilder b(first);
+      auto unpack = ConvertOp::create(b, first->getLoc(), f32Type, arg);
+      arg.replaceUsesWithIf(unpack.getResult(), [&](OpOperand &use) {
+        return use.getOwner() != unpack && unpacked(use);
+      });
+    }
+  }
+}
+
 struct LegalizeBF16Pass
     : public braid::impl::LegalizeBF16PassBase<LegalizeBF16Pass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
     Type bf16 = BFloat16Type::get(ctx), f32 = Float32Type::get(ctx);
-    BF16Storage storage = findBF16Storage(module);
+    PieceStorage pieceStorage = findPieceStorage(module);
+    BF16Storage storage = findBF16Storage(module, pieceStorage);
 
     // Matmuls of two bf16 operands keep that fact for the lowering, which
     // then calls a GEMM on bf16 copies (exact: the operands hold bf16
@@ -300,6 +456,7 @@ struct LegalizeBF16Pass
       }
     }
     applyBF16Storage(module, storage);
+    applyPieceStorage(pieceStorage, storage);
   }
 };
 

@@ -907,8 +907,11 @@ def LegalizeBF16Pass : Pass<"braid-legalize-bf16", "::mlir::ModuleOp"> {
     packs each (`braid.convert` to bf16, exact) before its yield, and the
     layers reading them unpack it (`braid.convert` to f32) just before the
     first use. The lowering holds them in `uint16_t` buffers, 2 bytes an
-    element. Not yet inside pipelines, whose pieces hand such values on as
-    f32 results.
+    element. In a scheduled pipeline, a piece's results that hold bf16
+    values and that only pieces of the same chunk read (F's saved values
+    for B and W) are bf16 too: packed by their layers or before the
+    piece's return, unpacked by the reading piece or handed on packed to
+    its layers; what is sent between stages or averaged stays f32.
 
     ```mlir
     %y = braid.gelu tanh %x : tensor<4x64xbf16>
