@@ -63,6 +63,17 @@ PlanCostModel::PlanCostModel(const ModelCost &model, const Hardware &hardware,
 
 PlanCostModel::~PlanCostModel() = default;
 
+double PlanCostModel::getSavedBytes(const SegmentCost &seg, Recompute recompute,
+                                    int tp, bool sequenceParallel) const {
+  double bytes = seg.getSavedBytes(recompute, tp, sequenceParallel);
+  // ModelCost counts the source's element size (the input module, before
+  // braid-mixed-precision); bf16-mixed stores saved values, the f32 ones
+  // holding bf16 values included, in 2 bytes (docs/training.md).
+  if (config.precision == Precision::BF16Mixed && model.elementBytes > 2)
+    bytes *= 2 / model.elementBytes;
+  return bytes;
+}
+
 static int resolveChunks(const Plan &plan) {
   if (plan.pp == 1)
     return plan.chunks > 0 ? plan.chunks : 1;
@@ -296,7 +307,7 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         st.comm[(int)PassKind::Forward] += t;
         tpCalls[s][(int)PassKind::Forward] += seg.tpRowGathers * instances;
       }
-      double saved = seg.getSavedBytes(plan.recompute, tp, sp) * scale;
+      double saved = getSavedBytes(seg, plan.recompute, tp, sp) * scale;
       // A repeat's saved activations are copied into its stack in F and
       // out in B, each copy reading and writing them at memcpy's bandwidth.
       double copies = hardware.savedActivationCopies;
@@ -454,8 +465,8 @@ PlanCostModel::getMemory(const Plan &plan, const std::vector<StageCost> &stages,
     // Recomputation re-materialises one layer's activations during its B.
     if (plan.recompute != Recompute::None && model.getNumLayers() > 0) {
       const SegmentCost &layer = model.getLayer(0);
-      m.activations += (layer.getSavedBytes(Recompute::None, plan.tp, sp) -
-                        layer.getSavedBytes(plan.recompute, plan.tp, sp)) *
+      m.activations += (getSavedBytes(layer, Recompute::None, plan.tp, sp) -
+                        getSavedBytes(layer, plan.recompute, plan.tp, sp)) *
                        scale;
     }
     m.workspace = hardware.workspaceBytes;
@@ -481,17 +492,19 @@ void PlanCostModel::addCompiledBuffers(
   // the middle stages hold none of it.
   int lastRank = getRankOf(plan, numStages - 1);
   double tiedGrad = model.tiedParams / plan.tp * gradBytes;
-  // The largest segment's intermediates of one micro-batch.
+  // The largest segment's intermediates of one micro-batch (at the
+  // source's element size under either precision: the arenas are fitted
+  // to f32 plans).
   double widest =
       std::max(model.pre.getSavedBytes(Recompute::None, plan.tp, sp),
                model.post.getSavedBytes(Recompute::None, plan.tp, sp));
   for (const SegmentCost &l : model.layers)
     widest = std::max(widest, l.getSavedBytes(Recompute::None, plan.tp, sp));
   double working = config.workingActivationCopies * widest * scale;
-  double noRecompute = model.pre.getSavedBytes(Recompute::None, plan.tp, sp) +
-                       model.post.getSavedBytes(Recompute::None, plan.tp, sp);
+  double noRecompute = getSavedBytes(model.pre, Recompute::None, plan.tp, sp) +
+                       getSavedBytes(model.post, Recompute::None, plan.tp, sp);
   for (const SegmentCost &l : model.layers)
-    noRecompute += l.getSavedBytes(Recompute::None, plan.tp, sp) * l.count;
+    noRecompute += getSavedBytes(l, Recompute::None, plan.tp, sp) * l.count;
   // What stage s hands on per micro-batch (and receives back as gradient).
   auto handed = [&](int s) {
     const StageCost &st = stages[s];
@@ -906,7 +919,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
         const StageCost &st = stages[s];
         auto add = [&](const SegmentCost &seg, double n) {
           without[s] +=
-              seg.getSavedBytes(Recompute::None, plan.tp, sp) * scale * n;
+              getSavedBytes(seg, Recompute::None, plan.tp, sp) * scale * n;
         };
         if (s == 0)
           add(model.pre, 1);

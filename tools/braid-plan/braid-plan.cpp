@@ -137,6 +137,14 @@ static cl::opt<bool> compiledBuffers(
              "last pipeline rank too, its optimizer state there only); "
              "braidc --mesh auto counts them by default"),
     cl::cat(planCategory));
+static cl::opt<std::string> precisionFlag(
+    "precision",
+    cl::desc("f32 (default) or bf16-mixed, as braidc's --precision: "
+             "bf16-mixed counts the saved activations (and a pipeline's "
+             "hand-offs within a chunk) at 2 bytes an element; "
+             "cross-stage transfers, gradients, master weights and "
+             "optimizer state stay f32, and compute is costed as f32"),
+    cl::init("f32"), cl::cat(planCategory));
 static cl::opt<int> repeat(
     "repeat",
     cl::desc("Evaluate the plan this many times and print the mean time of "
@@ -390,6 +398,11 @@ int main(int argc, char **argv) {
   config.tiedGradientAtStepEnd = tiedSumAtEnd;
   config.gradientReductionPerMicrobatch = reducePerMicrobatch;
   config.compiledBuffers = compiledBuffers;
+  if (precisionFlag == "bf16-mixed")
+    config.precision = Precision::BF16Mixed;
+  else if (precisionFlag != "f32")
+    return fail("--precision: expected f32 or bf16-mixed, got '" +
+                precisionFlag + "'");
   PlanCostModel costModel(*model, *hw, config);
   auto start = std::chrono::steady_clock::now();
   Expected<PlanCost> cost = costModel.evaluate(*plan);

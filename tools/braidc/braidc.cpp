@@ -440,6 +440,8 @@ static std::optional<int> planMesh(ModuleOp module,
   // (mixed precision, as Megatron-LM); SGD's momentum.
   TrainingConfig config;
   config.compiledBuffers = compiledBuffers;
+  if (options.precision == "bf16-mixed")
+    config.precision = Precision::BF16Mixed;
   config.optimizerBytes = model->elementBytes < 4 ? 12 : 8;
   if (options.optimizer == "sgd")
     config.optimizerBytes = model->elementBytes < 4 ? 8 : 4;

@@ -126,6 +126,40 @@ TEST_F(PlanCostTest, ActivationMemoryFollowsInFlightMicrobatches) {
   EXPECT_NEAR(gpipe.computeTime, oneF.computeTime, 1e-12);
 }
 
+// TrainingConfig::precision: bf16-mixed stores the saved activations in
+// 2 bytes an element, the model's state as f32 does.
+TEST_F(PlanCostTest, BF16MixedHalvesSavedActivations) {
+  TrainingConfig config;
+  config.precision = Precision::BF16Mixed;
+  PlanCostModel bf16(costs->getModel(), testHardware(), config);
+  ASSERT_EQ(costs->getModel().elementBytes, 4);
+  Plan flat;
+  flat.microbatches = 2;
+  Plan piped;
+  piped.pp = 2;
+  piped.microbatches = 4;
+  Plan recomputed = piped;
+  recomputed.recompute = Recompute::Full;
+  for (const Plan &plan : {flat, piped, recomputed}) {
+    PlanCost f32 = evaluate(plan);
+    llvm::Expected<PlanCost> half = bf16.evaluate(plan);
+    ASSERT_TRUE(bool(half)) << llvm::toString(half.takeError());
+    ASSERT_EQ(half->memory.size(), f32.memory.size());
+    for (size_t r = 0; r < f32.memory.size(); ++r) {
+      ASSERT_GT(f32.memory[r].activations, 0);
+      EXPECT_DOUBLE_EQ(half->memory[r].activations,
+                       f32.memory[r].activations / 2)
+          << plan.str() << " rank " << r;
+      EXPECT_EQ(half->memory[r].params, f32.memory[r].params);
+      EXPECT_EQ(half->memory[r].grads, f32.memory[r].grads);
+      EXPECT_EQ(half->memory[r].optimizer, f32.memory[r].optimizer);
+    }
+    for (size_t s = 0; s < f32.stages.size(); ++s)
+      EXPECT_DOUBLE_EQ(half->stages[s].activationBytes,
+                       f32.stages[s].activationBytes / 2);
+  }
+}
+
 TEST_F(PlanCostTest, ZeroDividesWhatItShards) {
   Plan plan;
   plan.dp = 4;

@@ -67,8 +67,20 @@ struct Plan {
   std::string str() const;
 };
 
+/// braidc's --precision.
+enum class Precision {
+  F32,
+  /// bf16-mixed: braidc stores the saved activations (and a pipeline's
+  /// hand-offs within a chunk) in bf16, 2 bytes an element; cross-stage
+  /// transfers, gradients, master weights and optimizer state stay f32.
+  BF16Mixed,
+};
+
 /// What the model's training keeps per parameter, beyond the parameter.
 struct TrainingConfig {
+  /// With BF16Mixed, saved activations count 2 bytes an element where the
+  /// model's are wider (PlanCostModel::getSavedBytes).
+  Precision precision = Precision::F32;
   /// Bytes per gradient element (0: the parameter's element bytes).
   double gradBytes = 0;
   /// Bytes of optimizer state per parameter: AdamW's two moments in f32 (8),
@@ -327,6 +339,12 @@ public:
                           std::vector<RankMemory> &memory,
                           const std::vector<double> &peakInFlight,
                           const std::vector<double> &heldInFlight) const;
+
+  /// `seg`'s saved activation bytes for one of the model's micro-batches
+  /// (SegmentCost::getSavedBytes) as braidc stores them under the
+  /// configured precision: bf16-mixed keeps them at 2 bytes an element.
+  double getSavedBytes(const SegmentCost &seg, Recompute recompute, int tp,
+                       bool sequenceParallel) const;
 
   const ModelCost &getModel() const { return model; }
   const Hardware &getHardware() const { return hardware; }
