@@ -243,21 +243,50 @@ static BF16Storage findBF16Storage(ModuleOp module,
   return storage;
 }
 
+/// `t`, a ranked tensor type, with bf16 elements.
+static Type bf16TypeOf(Type t) {
+  return RankedTensorType::get(cast<RankedTensorType>(t).getShape(),
+                               BFloat16Type::get(t.getContext()));
+}
+
+/// `type` with its input or result `i` made bf16.
+static FunctionType withBF16(FunctionType type, bool result, unsigned i) {
+  SmallVector<Type> inputs(type.getInputs()), results(type.getResults());
+  Type &t = result ? results[i] : inputs[i];
+  t = bf16TypeOf(t);
+  return FunctionType::get(type.getContext(), inputs, results);
+}
+
+/// Makes `arg` of `body` bf16 and unpacks it (to its former type) before
+/// the first of the uses `unpacked` accepts, which then read the unpacked
+/// value.
+static void unpackArgument(Block &body, BlockArgument arg,
+                           function_ref<bool(OpOperand &)> unpacked) {
+  Type f32Type = arg.getType();
+  arg.setType(bf16TypeOf(f32Type));
+  Operation *first = nullptr;
+  for (OpOperand &use : arg.getUses()) {
+    if (!unpacked(use))
+      continue;
+    Operation *op = body.findAncestorOpInBlock(*use.getOwner());
+    if (!first || op->isBeforeInBlock(first))
+      first = op;
+  }
+  if (!first)
+    return;
+  OpBuilder b(first);
+  auto unpack = ConvertOp::create(b, first->getLoc(), f32Type, arg);
+  arg.replaceUsesWithIf(unpack.getResult(), [&](OpOperand &use) {
+    return use.getOwner() != unpack && unpacked(use);
+  });
+}
+
 /// Keeps the storage found by findBF16Storage in bf16, once the rest of the
 /// module holds f32: packs before the yields, unpacks before the first use.
 static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
-  MLIRContext *ctx = module.getContext();
-  Type bf16 = BFloat16Type::get(ctx);
-  auto toBF16 = [&](Type t) -> Type {
-    return RankedTensorType::get(cast<RankedTensorType>(t).getShape(), bf16);
-  };
   auto retype = [&](LayerOp layer, bool result, unsigned i) {
-    FunctionType type = layer.getFunctionType();
-    SmallVector<Type> inputs(type.getInputs()), results(type.getResults());
-    Type &t = result ? results[i] : inputs[i];
-    t = toBF16(t);
     layer.setFunctionTypeAttr(
-        TypeAttr::get(FunctionType::get(ctx, inputs, results)));
+        TypeAttr::get(withBF16(layer.getFunctionType(), result, i)));
   };
   for (auto &[layerOp, js] : storage.results) {
     auto layer = cast<LayerOp>(layerOp);
@@ -268,14 +297,14 @@ static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
     for (unsigned j : sorted) {
       Value v = yield->getOperand(j);
       yield->setOperand(
-          j, ConvertOp::create(b, yield->getLoc(), toBF16(v.getType()), v));
+          j, ConvertOp::create(b, yield->getLoc(), bf16TypeOf(v.getType()), v));
       retype(layer, /*result=*/true, j);
     }
   }
   module.walk([&](RepeatOp repeat) {
     for (unsigned j : storage.results.lookup(getLayer(repeat))) {
       Value r = repeat.getResult(j);
-      r.setType(toBF16(r.getType()));
+      r.setType(bf16TypeOf(r.getType()));
     }
   });
   for (auto &[layerOp, ks] : storage.args) {
@@ -284,21 +313,9 @@ static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
     SmallVector<unsigned> sorted(ks.begin(), ks.end());
     llvm::sort(sorted);
     for (unsigned k : sorted) {
-      BlockArgument arg = body.getArgument(k);
-      Type f32Type = arg.getType();
-      arg.setType(toBF16(f32Type));
       retype(layer, /*result=*/false, k);
-      if (arg.use_empty())
-        continue;
-      Operation *first = nullptr;
-      for (Operation *user : arg.getUsers()) {
-        Operation *op = body.findAncestorOpInBlock(*user);
-        if (!first || op->isBeforeInBlock(first))
-          first = op;
-      }
-      OpBuilder b(first);
-      auto unpack = ConvertOp::create(b, first->getLoc(), f32Type, arg);
-      arg.replaceAllUsesExcept(unpack.getResult(), unpack);
+      unpackArgument(body, body.getArgument(k),
+                     [](OpOperand &) { return true; });
     }
   }
 }
@@ -309,16 +326,8 @@ static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
 /// first use in the reading pieces what their layers do not read packed.
 static void applyPieceStorage(const PieceStorage &storage,
                               const BF16Storage &layers) {
-  auto toBF16 = [](Type t) -> Type {
-    return RankedTensorType::get(cast<RankedTensorType>(t).getShape(),
-                                 BFloat16Type::get(t.getContext()));
-  };
   auto retype = [&](func::FuncOp fn, bool result, unsigned i) {
-    FunctionType type = fn.getFunctionType();
-    SmallVector<Type> inputs(type.getInputs()), results(type.getResults());
-    Type &t = result ? results[i] : inputs[i];
-    t = toBF16(t);
-    fn.setType(FunctionType::get(fn.getContext(), inputs, results));
+    fn.setType(withBF16(fn.getFunctionType(), result, i));
   };
   for (auto &[fnOp, js] : storage.results) {
     auto fn = cast<func::FuncOp>(fnOp);
@@ -332,41 +341,23 @@ static void applyPieceStorage(const PieceStorage &storage,
       if (isBF16Tensor(v.getType()))
         continue; // a layer's result packed by the layer
       ret->setOperand(
-          j, ConvertOp::create(b, ret->getLoc(), toBF16(v.getType()), v));
+          j, ConvertOp::create(b, ret->getLoc(), bf16TypeOf(v.getType()), v));
     }
   }
   for (Value r : storage.calls)
-    r.setType(toBF16(r.getType()));
+    r.setType(bf16TypeOf(r.getType()));
   for (auto &[fnOp, ks] : storage.args) {
     auto fn = cast<func::FuncOp>(fnOp);
     Block &body = fn.getBody().front();
     SmallVector<unsigned> sorted(ks.begin(), ks.end());
     llvm::sort(sorted);
     for (unsigned k : sorted) {
-      BlockArgument arg = body.getArgument(k);
-      Type f32Type = arg.getType();
-      arg.setType(toBF16(f32Type));
       retype(fn, /*result=*/false, k);
       // Layers keeping it packed read it as it is; the rest unpacked.
-      auto unpacked = [&](OpOperand &use) {
+      unpackArgument(body, body.getArgument(k), [&](OpOperand &use) {
         auto repeat = dyn_cast<RepeatOp>(use.getOwner());
         return !repeat || !layers.args.lookup(getLayer(repeat))
                                .contains(use.getOperandNumber());
-      };
-      Operation *first = nullptr;
-      for (OpOperand &use : arg.getUses()) {
-        if (!unpacked(use))
-          continue;
-        Operation *op = body.findAncestorOpInBlock(*use.getOwner());
-        if (!first || op->isBeforeInBlock(first))
-          first = op;
-      }
-      if (!first)
-        continue;
-      OpBuilder b(first);
-      auto unpack = ConvertOp::create(b, first->getLoc(), f32Type, arg);
-      arg.replaceUsesWithIf(unpack.getResult(), [&](OpOperand &use) {
-        return use.getOwner() != unpack && unpacked(use);
       });
     }
   }
