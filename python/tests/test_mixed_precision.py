@@ -26,6 +26,7 @@ steps, within 7.4e-4 over 50.
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -178,7 +179,12 @@ def test_legalized_program_evaluates_alike(setup, braid_opt):
     # step 50).
     legal = setup["dir"] / "legal.mlir"
     legal.write_text(braid_opt.run(setup["bf16_program"], "--braid-legalize-bf16").stdout)
-    assert "bf16>" not in legal.read_text()
+    # bf16 survives only as storage: the values a layer saves for its
+    # backward, packed and unpacked by braid.convert and carried by the
+    # repeats (docs/training.md); no other op computes a bf16 value.
+    computes = {m.group(1) for line in legal.read_text().splitlines() if "bf16>" in line
+                for m in [re.search(r"= (braid\.\w+)", line)] if m}
+    assert computes <= {"braid.convert", "braid.repeat"}, computes
     losses = setup["train"](legal)
     first = _relative(losses[:2], setup["bf16"][:2])
     assert first <= 1e-7, f"the legalized program differs by {first:.3g} in 2 steps"
