@@ -329,6 +329,12 @@ static void applyPieceStorage(const PieceStorage &storage,
   auto retype = [&](func::FuncOp fn, bool result, unsigned i) {
     fn.setType(withBF16(fn.getFunctionType(), result, i));
   };
+  // Whether `v` is an argument of `fn` kept in bf16.
+  auto isKeptArg = [&](func::FuncOp fn, Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &fn.getBody().front() &&
+           storage.args.lookup(fn).contains(arg.getArgNumber());
+  };
   for (auto &[fnOp, js] : storage.results) {
     auto fn = cast<func::FuncOp>(fnOp);
     Operation *ret = fn.getBody().front().getTerminator();
@@ -340,6 +346,8 @@ static void applyPieceStorage(const PieceStorage &storage,
       retype(fn, /*result=*/true, j);
       if (isBF16Tensor(v.getType()))
         continue; // a layer's result packed by the layer
+      if (isKeptArg(fn, v))
+        continue; // an argument passed on as it came, packed
       ret->setOperand(
           j, ConvertOp::create(b, ret->getLoc(), bf16TypeOf(v.getType()), v));
     }
@@ -353,8 +361,11 @@ static void applyPieceStorage(const PieceStorage &storage,
     llvm::sort(sorted);
     for (unsigned k : sorted) {
       retype(fn, /*result=*/false, k);
-      // Layers keeping it packed read it as it is; the rest unpacked.
+      // Layers keeping it packed, and the return where it is a result kept
+      // in bf16, read it as it is; the rest unpacked.
       unpackArgument(body, body.getArgument(k), [&](OpOperand &use) {
+        if (isa<func::ReturnOp>(use.getOwner()))
+          return !storage.results.lookup(fn).contains(use.getOperandNumber());
         auto repeat = dyn_cast<RepeatOp>(use.getOwner());
         return !repeat || !layers.args.lookup(getLayer(repeat))
                                .contains(use.getOperandNumber());
