@@ -40,8 +40,9 @@ if(NOT CMAKE_CUDA_COMPILER)
   set(_braid_cuda_missing "nvcc (set CUDACXX or put the toolkit's bin on PATH)")
 else()
   find_package(CUDAToolkit QUIET)
-  if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cublas)
-    set(_braid_cuda_missing "the CUDA toolkit's cudart and cuBLAS")
+  if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cublas OR
+     NOT TARGET CUDA::cublasLt)
+    set(_braid_cuda_missing "the CUDA toolkit's cudart, cuBLAS and cuBLASLt")
   else()
     # NCCL: beside the toolkit (lib/ or lib64/), or the distribution's.
     find_library(BRAID_NCCL_LIBRARY nccl

@@ -11,7 +11,10 @@
 // The bf16-input matmul also runs a reference bf16 GEMM (bf16 operands,
 // products summed in f32, as cublasGemmStridedBatchedEx with
 // CUBLAS_COMPUTE_32F) and is held to an error bound per element
-// (testMatmulBf16In).
+// (testMatmulBf16In). The matmuls with a bias go through a reference
+// cublasLtMatmul (HostBackend::gemmLt: the GEMM, then cuBLASLt's BIAS or
+// GELU_BIAS epilogue; anything else refused) and are compared with the
+// CPU's braid_rt_matmul_bias_f32 / _bf16in_f32 (testMatmulBias).
 // What this cannot check: the CUDA launches and cuBLAS calls themselves.
 //
 // Built without CUDA: kernel_math.h defines BRAID_HD away.
@@ -41,7 +44,7 @@ namespace {
 struct HostBackend {
   int flag = kErrNone;
   // GEMM calls by operand type, and an allocation failure on request.
-  int f32Gemms = 0, bf16Gemms = 0;
+  int f32Gemms = 0, bf16Gemms = 0, ltGemms = 0;
   bool failAlloc = false;
 
   template <class F> void forEach(int64_t n, F f) {
@@ -118,6 +121,39 @@ struct HostBackend {
     for (int64_t p = 0; p < count; ++p)
       gemm(ta, tb, m, n, k, alpha, a[p], lda, b[p], ldb, beta, c[p], ldc);
   }
+  // A reference cublasLtMatmul (alpha 1, beta 0, strided batches, f32 C):
+  // the GEMM, then CUBLASLT_EPILOGUE_BIAS (bias[i], f32, added to row i of
+  // the column-major C, the same bias for every batch) or GELU_BIAS (then
+  // tanh GELU, kernel_math.h's). Refused, as kErrCublas and no output, for
+  // what it does not implement: another epilogue, no bias, a C narrower
+  // than its rows, no batches.
+  template <typename T>
+  void gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,
+              int64_t lda, int64_t sa, const T *b, int64_t ldb, int64_t sb,
+              float *c, int64_t ldc, int64_t sc, int64_t count,
+              const float *bias, GemmEpilogue epilogue) {
+    if ((epilogue != kBias && epilogue != kGeluBias) || !bias || ldc < m ||
+        count < 1) {
+      fail(kErrCublas);
+      return;
+    }
+    ++ltGemms;
+    for (int64_t p = 0; p < count; ++p) {
+      const T *ap = a + p * sa, *bp = b + p * sb;
+      float *cp = c + p * sc;
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < m; ++i) {
+          double sum = 0.0;
+          for (int64_t l = 0; l < k; ++l)
+            sum += (double)floatOf(ta ? ap[l + i * lda] : ap[i + l * lda]) *
+                   floatOf(tb ? bp[j + l * ldb] : bp[l + j * ldb]);
+          float x = (float)sum + bias[i];
+          cp[i + j * ldc] = epilogue == kGeluBias ? geluOf(x, true) : x;
+        }
+    }
+  }
+  static float floatOf(float x) { return x; }
+  static float floatOf(BF16 x) { return braid_rt_cuda::floatOf(x); }
 };
 
 std::mt19937 rng(12);
@@ -706,6 +742,99 @@ void testMatmulBf16In() {
   }
 }
 
+/// braid_rt_matmul_bias_f32 and _bf16in_f32 (bias, and bias + GELU) through
+/// the reference cublasLtMatmul against the CPU kernels, 1e-5 of the largest
+/// magnitude (for bf16: the same bf16 operands on both sides), on every GEMM
+/// path of matmulOf (folded, strided, mixed broadcasting, transposes); the
+/// host backend must have run cuBLASLt GEMMs only. The CPU kernel itself is
+/// checked against braid_rt_matmul_f32, braid_rt_add_f32 and
+/// braid_rt_gelu_f32 bit for bit (runtime/test/matmul_bias_test.c).
+void testMatmulBias() {
+  struct Case {
+    const char *name;
+    std::vector<int64_t> aBatch, bBatch;
+    int64_t m, k, n;
+  } cases[] = {
+      {"no batch", {}, {}, 5, 7, 3},      {"folded", {2, 3}, {}, 4, 9, 5},
+      {"strided", {3}, {3}, 6, 5, 4},     {"strided a0", {}, {2, 2}, 3, 8, 6},
+      {"mixed", {2, 1}, {1, 3}, 3, 4, 5},
+  };
+  for (int bf16 = 0; bf16 < 2; ++bf16)
+    for (int gelu = 0; gelu < 2; ++gelu)
+      for (const Case &c : cases)
+        for (int ta = 0; ta < 2; ++ta)
+          for (int tb = 0; tb < 2; ++tb) {
+            std::vector<int64_t> as = c.aBatch, bs = c.bBatch;
+            as.push_back(ta ? c.k : c.m);
+            as.push_back(ta ? c.m : c.k);
+            bs.push_back(tb ? c.n : c.k);
+            bs.push_back(tb ? c.k : c.n);
+            std::string name = std::string("matmul_bias") +
+                               (bf16 ? "_bf16in " : " ") +
+                               (gelu ? "gelu " : "") + c.name +
+                               (ta ? " aT" : "") + (tb ? " bT" : "");
+            int64_t na = ops::numElements(as.data(), as.size());
+            int64_t nb = ops::numElements(bs.data(), bs.size());
+            std::vector<float> a = bf16 ? randomBF16(na) : randomFloats(na);
+            std::vector<float> b = bf16 ? randomBF16(nb) : randomFloats(nb);
+            std::vector<float> bias = randomFloats(c.n);
+            std::vector<double> exact, absSum;
+            exactMatmul(a, as, b, bs, ta, tb, exact, absSum);
+            std::vector<float> want(exact.size(), 7.0f),
+                got(exact.size(), -7.0f);
+            HostBackend host;
+            braid_rt_status_t ws = BRAID_RT_OK, gs = BRAID_RT_OK;
+            if (bf16) {
+              ws = braid_rt_matmul_bias_bf16in_f32(
+                  nullptr, a.data(), b.data(), bias.data(), as.size(),
+                  as.data(), bs.size(), bs.data(), ta, tb, gelu, want.data());
+              gs = ops::matmulBf16In(host, a.data(), b.data(), as.size(),
+                                     as.data(), bs.size(), bs.data(), ta, tb,
+                                     got.data(), bias.data(), gelu);
+            } else {
+              braid_rt_matmul_bias_f32(nullptr, a.data(), b.data(), bias.data(),
+                                       as.size(), as.data(), bs.size(),
+                                       bs.data(), ta, tb, gelu, want.data());
+              ops::matmulBias(host, a.data(), b.data(), bias.data(), as.size(),
+                              as.data(), bs.size(), bs.data(), ta, tb, gelu,
+                              got.data());
+              gs = host.status();
+            }
+            compareStatus(name, ws, gs);
+            compare(name, want, got);
+            checkThat(name,
+                      host.ltGemms > 0 && host.f32Gemms + host.bf16Gemms == 0,
+                      "cuBLASLt GEMMs only");
+          }
+
+  // k = 0: no GEMM, the epilogue of zeros.
+  for (int gelu = 0; gelu < 2; ++gelu) {
+    std::vector<int64_t> as = {2, 3, 0}, bs = {0, 5};
+    std::vector<float> a, b, bias = randomFloats(5), want(30), got(30, -7.0f);
+    braid_rt_matmul_bias_f32(nullptr, a.data(), b.data(), bias.data(), 3,
+                             as.data(), 2, bs.data(), 0, 0, gelu, want.data());
+    HostBackend host;
+    ops::matmulBias(host, a.data(), b.data(), bias.data(), 3, as.data(), 2,
+                    bs.data(), 0, 0, gelu, got.data());
+    std::string name = std::string("matmul_bias k = 0") + (gelu ? " gelu" : "");
+    compare(name, want, got);
+    checkThat(name, host.ltGemms + host.f32Gemms + host.bf16Gemms == 0,
+              "no GEMM");
+  }
+
+  // The reference refuses what it does not implement.
+  {
+    HostBackend host;
+    float a = 1.0f, b = 1.0f, c = -7.0f;
+    host.gemmLt(false, false, 1, 1, 1, &a, 1, 0, &b, 1, 0, &c, 1, 0, 1, nullptr,
+                kBias);
+    checkThat("reference cublasLtMatmul without a bias",
+              host.status() == BRAID_RT_INTERNAL && c == -7.0f &&
+                  host.ltGemms == 0,
+              "refused");
+  }
+}
+
 void testAttention() {
   struct Case {
     int64_t batch, sq, skv, hq, hkv, d;
@@ -1163,6 +1292,7 @@ int main() {
   testMatmul();
   testBf16Conversion();
   testMatmulBf16In();
+  testMatmulBias();
   testAttention();
   testShape();
   testVocabParallel<int32_t>("");

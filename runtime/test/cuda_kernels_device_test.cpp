@@ -6,7 +6,8 @@
 // row-wise kernel, the loss, the optimizer) against the CPU backend's,
 // which it loads with dlopen from libbraid_rt_kernels_shared.so (the two
 // define the same symbols), and the bf16-input matmul (cuBLAS's bf16 GEMM)
-// against the CPU's and the exact product. TF32 stays off: the f32
+// against the CPU's and the exact product, and the matmul with a bias (and
+// GELU) epilogue (cuBLASLt) against the CPU's. TF32 stays off: the f32
 // kernels' results agree to 1e-5 relative to the largest magnitude (the
 // bf16 GEMM's to 1e-4, and to a bound per element: see run()). It also checks
 // that an id out of range surfaces at braid_rt_cuda_kernels_poll, naming the
@@ -254,6 +255,110 @@ void run() {
            ok ? "ok" : "FAIL", c.name, worst);
     failures += !ok;
   }
+
+  // braid.matmul_bias: cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS and
+  // GELU_BIAS, f32 (no TF32) and bf16 operands, against the CPU kernel
+  // (the GEMM, then the bias and GELU of elementwise_math.h): 1e-5 of the
+  // largest magnitude for f32 with the bias only; 1e-4 with cuBLASLt's own
+  // GELU (its tanh approximation, computed its way) or bf16 operands (the
+  // sums in another order, as above). The batch paths of the matmul: one
+  // GEMM with the batch folded into M, strided batches with a stride-0
+  // operand, mixed broadcasting (one call per batch), and a larger GEMM.
+  using MatmulBias = decltype(&braid_rt_matmul_bias_f32);
+  using MatmulBiasBf16 = decltype(&braid_rt_matmul_bias_bf16in_f32);
+  struct {
+    const char *name;
+    std::vector<int64_t> a, b;
+    int ta, tb, gelu, bf16;
+    size_t batch;
+  } biasMatmuls[] = {
+      {"bias folded [4,33,65]x[65,17]", {4, 33, 65}, {65, 17}, 0, 0, 0, 0, 4},
+      {"bias gelu folded [4,33,65]x[17,65]^T",
+       {4, 33, 65},
+       {17, 65},
+       0,
+       1,
+       1,
+       0,
+       4},
+      {"bias gelu stride-0 [64,48]x[2,40,48]^T",
+       {64, 48},
+       {2, 40, 48},
+       0,
+       1,
+       1,
+       0,
+       2},
+      {"bias mixed [2,1,5,7]x[1,3,7,4]",
+       {2, 1, 5, 7},
+       {1, 3, 7, 4},
+       0,
+       0,
+       0,
+       0,
+       6},
+      {"bias bf16in [2,256,512]x[512,384]",
+       {2, 256, 512},
+       {512, 384},
+       0,
+       0,
+       0,
+       1,
+       2},
+      {"bias gelu bf16in [3,20,9]^T x[3,31,20]^T",
+       {3, 20, 9},
+       {3, 31, 20},
+       1,
+       1,
+       1,
+       1,
+       3}};
+  for (auto &c : biasMatmuls) {
+    size_t na = 1, nb = 1;
+    for (int64_t d : c.a)
+      na *= d;
+    for (int64_t d : c.b)
+      nb *= d;
+    int64_t ra = c.a.size(), rb = c.b.size();
+    size_t m = c.ta ? c.a[ra - 1] : c.a[ra - 2];
+    size_t n = c.tb ? c.b[rb - 2] : c.b[rb - 1];
+    std::vector<float> a = randomFloats(na), b = randomFloats(nb),
+                       bias = randomFloats(n), want(c.batch * m * n);
+    if (c.bf16) {
+      for (float &x : a)
+        x = roundBF16(x);
+      for (float &x : b)
+        x = roundBF16(x);
+    }
+    Device<float> da(a), db(b), dbias(bias),
+        dc(std::vector<float>(want.size()));
+    braid_rt_status_t st = BRAID_RT_OK;
+    if (c.bf16) {
+      cpu<MatmulBiasBf16>("braid_rt_matmul_bias_bf16in_f32")(
+          nullptr, a.data(), b.data(), bias.data(), ra, c.a.data(), rb,
+          c.b.data(), c.ta, c.tb, c.gelu, want.data());
+      st = braid_rt_matmul_bias_bf16in_f32(nullptr, da.ptr, db.ptr, dbias.ptr,
+                                           ra, c.a.data(), rb, c.b.data(), c.ta,
+                                           c.tb, c.gelu, dc.ptr);
+    } else {
+      cpu<MatmulBias>("braid_rt_matmul_bias_f32")(
+          nullptr, a.data(), b.data(), bias.data(), ra, c.a.data(), rb,
+          c.b.data(), c.ta, c.tb, c.gelu, want.data());
+      braid_rt_matmul_bias_f32(nullptr, da.ptr, db.ptr, dbias.ptr, ra,
+                               c.a.data(), rb, c.b.data(), c.ta, c.tb, c.gelu,
+                               dc.ptr);
+    }
+    std::vector<float> got = dc.host();
+    if (st != BRAID_RT_OK) {
+      printf("FAIL %-36s returns %s\n", c.name, braid_rt_status_string(st));
+      ++failures;
+      continue;
+    }
+    compare(c.name, want, got, c.gelu || c.bf16 ? 1e-4 : kTolerance);
+  }
+  // A cuBLASLt call refused (kErrCublas, recorded on the host) surfaces at
+  // the poll.
+  checkPoll("matmul_bias: nothing refused", BRAID_RT_OK, nullptr);
 
   // Attention gradients with grouped heads (hq 8, hkv 2), causal.
   const int64_t B = 2, S = 64, Hq = 8, Hkv = 2, D = 16;

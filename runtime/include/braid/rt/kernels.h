@@ -118,6 +118,30 @@ braid_rt_status_t braid_rt_matmul_bf16in_f32(
     const int64_t *a_shape, int64_t b_rank, const int64_t *b_shape,
     int transpose_a, int transpose_b, float *c);
 
+/* braid.matmul_bias (braid-fuse-matmul-epilogue): braid_rt_matmul_f32's
+   product with bias[N] (N: c's last dimension) added to every row, then,
+   when `gelu` is nonzero, tanh GELU (braid_rt_gelu_tanh_of): the same
+   values as braid_rt_matmul_f32, braid_rt_add_f32 and braid_rt_gelu_f32 in
+   turn. CPU: the epilogue is applied to each block of the product as its
+   GEMM leaves it; CUDA: one cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS or
+   GELU_BIAS (TF32 only with BRAID_CUDA_ALLOW_TF32, as the f32 matmul; one
+   call per batch for mixed broadcasting). */
+void braid_rt_matmul_bias_f32(braid_rt_stream_t *stream, const float *a,
+                              const float *b, const float *bias, int64_t a_rank,
+                              const int64_t *a_shape, int64_t b_rank,
+                              const int64_t *b_shape, int transpose_a,
+                              int transpose_b, int gelu, float *c);
+
+/* braid.matmul_bias marked braid.bf16_operands: braid_rt_matmul_bf16in_f32's
+   product (CUDA: cublasLtMatmul on bf16 copies, CUDA_R_16BF operands, f32
+   result, CUBLAS_COMPUTE_32F) with braid_rt_matmul_bias_f32's epilogue (the
+   bias is f32). OUT_OF_MEMORY if the copies cannot be allocated. */
+braid_rt_status_t braid_rt_matmul_bias_bf16in_f32(
+    braid_rt_stream_t *stream, const float *a, const float *b,
+    const float *bias, int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
+    const int64_t *b_shape, int transpose_a, int transpose_b, int gelu,
+    float *c);
+
 /* braid.add, braid.sub, braid.mul, braid.div: `out` has the NumPy broadcast
    of a_shape and b_shape (right-aligned; each dimension equal or 1). */
 void braid_rt_add_f32(braid_rt_stream_t *stream, const float *a, const float *b,

@@ -25,8 +25,16 @@
  * then runs on the calling thread, as an SGEMM does, and one outside uses
  * OMP_NUM_THREADS threads of the same pool (runtime/test/matmul_bf16_test.c
  * counts them; with libgomp LD_PRELOADed it sees a second pool).
+ *
+ * braid_rt_matmul_bias_f32 / _bf16in_f32 (braid.matmul_bias) add the bias
+ * to each block of C, and apply tanh GELU, right after the block's GEMM,
+ * on the thread that computed it, while the block is still in its cache:
+ * the same f32 additions and GELU (elementwise_math.h) as the separate
+ * kernels, so the same bits.
  */
 #include "internal.h"
+
+#include "braid/rt/elementwise_math.h"
 
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -43,14 +51,33 @@ dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t M,
                                     float beta, float *C, dnnl_dim_t ldc);
 
 /* One GEMM: C[m, n] = op(A) op(B), row-major with leading dimensions; with
-   a16 and b16 (the same values in bf16) through oneDNN's bf16 GEMM. */
+   a16 and b16 (the same values in bf16) through oneDNN's bf16 GEMM; then,
+   with `bias`, bias[j] added to C[i, j] and tanh GELU when `gelu`. */
 typedef struct {
   enum CBLAS_TRANSPOSE ta, tb;
   int64_t m, n, k, lda, ldb, ldc;
   const float *a, *b;
   const uint16_t *a16, *b16;
   float *c;
+  const float *bias;
+  int gelu;
 } gemm_t;
+
+/* The epilogue of rows [i0, i1) and columns [j0, j1) of C. */
+static void epilogue(const gemm_t *g, int64_t i0, int64_t i1, int64_t j0,
+                     int64_t j1) {
+  if (!g->bias)
+    return;
+  for (int64_t i = i0; i < i1; ++i) {
+    float *row = g->c + i * g->ldc;
+    if (g->gelu)
+      for (int64_t j = j0; j < j1; ++j)
+        row[j] = braid_rt_gelu_tanh_of(row[j] + g->bias[j]);
+    else
+      for (int64_t j = j0; j < j1; ++j)
+        row[j] = row[j] + g->bias[j];
+  }
+}
 
 /* Rows [i0, i1) and columns [j0, j1) of C. */
 static void gemm_block(const gemm_t *g, int64_t i0, int64_t i1, int64_t j0,
@@ -65,6 +92,7 @@ static void gemm_block(const gemm_t *g, int64_t i0, int64_t i1, int64_t j0,
                           g->tb == CblasNoTrans ? 'N' : 'T', i1 - i0, j1 - j0,
                           g->k, 1.0f, a, g->lda, b, g->ldb, 0.0f,
                           g->c + i0 * g->ldc + j0, g->ldc);
+    epilogue(g, i0, i1, j0, j1);
     return;
   }
   const float *a = g->a + (g->ta == CblasNoTrans ? i0 * g->lda : i0);
@@ -72,6 +100,7 @@ static void gemm_block(const gemm_t *g, int64_t i0, int64_t i1, int64_t j0,
   cblas_sgemm(CblasRowMajor, g->ta, g->tb, (int)(i1 - i0), (int)(j1 - j0),
               (int)g->k, 1.0f, a, (int)g->lda, b, (int)g->ldb, 0.0f,
               g->c + i0 * g->ldc + j0, (int)g->ldc);
+  epilogue(g, i0, i1, j0, j1);
 }
 
 #ifdef _OPENMP
@@ -129,7 +158,7 @@ static void gemm(const gemm_t *g) {
 static void matmul(const float *a, const float *b, const uint16_t *a16,
                    const uint16_t *b16, int64_t a_rank, const int64_t *a_shape,
                    int64_t b_rank, const int64_t *b_shape, int transpose_a,
-                   int transpose_b, float *c) {
+                   int transpose_b, const float *bias, int gelu, float *c) {
   int64_t lda = a_shape[a_rank - 1], ldb = b_shape[b_rank - 1];
   int64_t m = transpose_a ? a_shape[a_rank - 1] : a_shape[a_rank - 2];
   int64_t k = transpose_a ? a_shape[a_rank - 2] : a_shape[a_rank - 1];
@@ -148,6 +177,13 @@ static void matmul(const float *a, const float *b, const uint16_t *a16,
     return;
   if (k == 0) {
     memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
+    gemm_t zero = {0};
+    zero.m = batch * m;
+    zero.n = zero.ldc = n;
+    zero.c = c;
+    zero.bias = bias;
+    zero.gelu = gelu;
+    epilogue(&zero, 0, zero.m, 0, n);
     return;
   }
   gemm_t g = {transpose_a ? CblasTrans : CblasNoTrans,
@@ -162,7 +198,9 @@ static void matmul(const float *a, const float *b, const uint16_t *a16,
               b,
               a16,
               b16,
-              c};
+              c,
+              bias,
+              gelu};
   /* [..., M, K] x [K, N]: one GEMM with the batch folded into M. */
   if (!transpose_a && b_batch == 1 && a_batch == batch) {
     g.m = batch * m;
@@ -216,7 +254,17 @@ void braid_rt_matmul_f32(braid_rt_stream_t *stream, const float *a,
                          int transpose_a, int transpose_b, float *c) {
   (void)stream;
   matmul(a, b, NULL, NULL, a_rank, a_shape, b_rank, b_shape, transpose_a,
-         transpose_b, c);
+         transpose_b, NULL, 0, c);
+}
+
+void braid_rt_matmul_bias_f32(braid_rt_stream_t *stream, const float *a,
+                              const float *b, const float *bias, int64_t a_rank,
+                              const int64_t *a_shape, int64_t b_rank,
+                              const int64_t *b_shape, int transpose_a,
+                              int transpose_b, int gelu, float *c) {
+  (void)stream;
+  matmul(a, b, NULL, NULL, a_rank, a_shape, b_rank, b_shape, transpose_a,
+         transpose_b, bias, gelu, c);
 }
 
 /* Whether oneDNN has a bf16 GEMM for this CPU (it needs AVX512), probed with
@@ -255,15 +303,17 @@ static void to_bf16(const float *x, int64_t count, uint16_t *y) {
   }
 }
 
-braid_rt_status_t braid_rt_matmul_bf16in_f32(
-    braid_rt_stream_t *stream, const float *a, const float *b, int64_t a_rank,
-    const int64_t *a_shape, int64_t b_rank, const int64_t *b_shape,
-    int transpose_a, int transpose_b, float *c) {
+/* braid_rt_matmul_bf16in_f32, with the epilogue of `bias` (if not NULL). */
+static braid_rt_status_t matmul_bf16in(const float *a, const float *b,
+                                       int64_t a_rank, const int64_t *a_shape,
+                                       int64_t b_rank, const int64_t *b_shape,
+                                       int transpose_a, int transpose_b,
+                                       const float *bias, int gelu, float *c) {
   int64_t a_count = braid_rt_num_elements(a_shape, a_rank);
   int64_t b_count = braid_rt_num_elements(b_shape, b_rank);
   if (a_count == 0 || b_count == 0 || !bf16_gemm_available()) {
-    braid_rt_matmul_f32(stream, a, b, a_rank, a_shape, b_rank, b_shape,
-                        transpose_a, transpose_b, c);
+    matmul(a, b, NULL, NULL, a_rank, a_shape, b_rank, b_shape, transpose_a,
+           transpose_b, bias, gelu, c);
     return BRAID_RT_OK;
   }
   size_t need = (size_t)(a_count + b_count);
@@ -278,6 +328,25 @@ braid_rt_status_t braid_rt_matmul_bf16in_f32(
   to_bf16(a, a_count, a16);
   to_bf16(b, b_count, b16);
   matmul(a, b, a16, b16, a_rank, a_shape, b_rank, b_shape, transpose_a,
-         transpose_b, c);
+         transpose_b, bias, gelu, c);
   return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_matmul_bf16in_f32(
+    braid_rt_stream_t *stream, const float *a, const float *b, int64_t a_rank,
+    const int64_t *a_shape, int64_t b_rank, const int64_t *b_shape,
+    int transpose_a, int transpose_b, float *c) {
+  (void)stream;
+  return matmul_bf16in(a, b, a_rank, a_shape, b_rank, b_shape, transpose_a,
+                       transpose_b, NULL, 0, c);
+}
+
+braid_rt_status_t braid_rt_matmul_bias_bf16in_f32(
+    braid_rt_stream_t *stream, const float *a, const float *b,
+    const float *bias, int64_t a_rank, const int64_t *a_shape, int64_t b_rank,
+    const int64_t *b_shape, int transpose_a, int transpose_b, int gelu,
+    float *c) {
+  (void)stream;
+  return matmul_bf16in(a, b, a_rank, a_shape, b_rank, b_shape, transpose_a,
+                       transpose_b, bias, gelu, c);
 }

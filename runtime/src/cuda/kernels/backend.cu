@@ -2,6 +2,7 @@
 
 #include "backend.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <atomic>
@@ -196,5 +197,118 @@ void CudaBackend::gemmBatched(bool ta, bool tb, int64_t m, int64_t n,
   if (!h || cublasSgemmBatched(h, op(ta), op(tb), (int)m, (int)n, (int)k,
                                &alpha, a, (int)lda, b, (int)ldb, &beta, c,
                                (int)ldc, (int)count) != CUBLAS_STATUS_SUCCESS)
+    fail(kErrCublas);
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLASLt: GEMMs with a bias (and GELU) epilogue
+//===----------------------------------------------------------------------===//
+
+/// The calling thread's cuBLASLt handle (one serves every device), created
+/// on first use and kept until the process ends, as the cuBLAS handles.
+static cublasLtHandle_t ltHandle() {
+  thread_local cublasLtHandle_t h = nullptr;
+  if (!h && cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS)
+    h = nullptr;
+  return h;
+}
+
+/// A column-major `rows` x `cols` layout of `type` with `count` batches
+/// `stride` elements apart.
+static cublasLtMatrixLayout_t ltLayout(cudaDataType type, int64_t rows,
+                                       int64_t cols, int64_t ld, int64_t count,
+                                       int64_t stride, bool &ok) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  if (cublasLtMatrixLayoutCreate(&layout, type, (uint64_t)rows, (uint64_t)cols,
+                                 ld) != CUBLAS_STATUS_SUCCESS) {
+    ok = false;
+    return nullptr;
+  }
+  int32_t batches = (int32_t)count;
+  ok = ok &&
+       cublasLtMatrixLayoutSetAttribute(
+           layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batches,
+           sizeof batches) == CUBLAS_STATUS_SUCCESS &&
+       cublasLtMatrixLayoutSetAttribute(
+           layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+           sizeof stride) == CUBLAS_STATUS_SUCCESS;
+  return layout;
+}
+
+/// C = epilogue(op(A) op(B) + bias) through cublasLtMatmul on `stream`: no
+/// workspace (cuBLASLt picks among the algorithms that need none, by its
+/// own heuristics), alpha and beta on the host. False if cuBLASLt refused.
+static bool ltMatmul(cudaStream_t stream, bool ta, bool tb, int64_t m,
+                     int64_t n, int64_t k, cudaDataType abType,
+                     cublasComputeType_t compute, const void *a, int64_t lda,
+                     int64_t sa, const void *b, int64_t ldb, int64_t sb,
+                     float *c, int64_t ldc, int64_t sc, int64_t count,
+                     const float *bias, GemmEpilogue epilogue) {
+  cublasLtHandle_t h = ltHandle();
+  if (!h)
+    return false;
+  cublasLtMatmulDesc_t desc = nullptr;
+  if (cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F) !=
+      CUBLAS_STATUS_SUCCESS)
+    return false;
+  cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtEpilogue_t ep = epilogue == kGeluBias ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                : CUBLASLT_EPILOGUE_BIAS;
+  cudaDataType biasType = CUDA_R_32F;
+  bool ok =
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA,
+                                     sizeof opA) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB,
+                                     sizeof opB) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep,
+                                     sizeof ep) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                     &bias,
+                                     sizeof bias) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescSetAttribute(
+          desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+          sizeof biasType) == CUBLAS_STATUS_SUCCESS;
+  // Stored shapes: op(A) is m x k, op(B) k x n.
+  cublasLtMatrixLayout_t la = ltLayout(abType, ta ? k : m, ta ? m : k, lda,
+                                       count, sa, ok);
+  cublasLtMatrixLayout_t lb = ltLayout(abType, tb ? n : k, tb ? k : n, ldb,
+                                       count, sb, ok);
+  cublasLtMatrixLayout_t lc = ltLayout(CUDA_R_32F, m, n, ldc, count, sc, ok);
+  const float alpha = 1.0f, beta = 0.0f;
+  ok = ok && la && lb && lc &&
+       cublasLtMatmul(h, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc,
+                      nullptr, nullptr, 0, stream) == CUBLAS_STATUS_SUCCESS;
+  if (lc)
+    cublasLtMatrixLayoutDestroy(lc);
+  if (lb)
+    cublasLtMatrixLayoutDestroy(lb);
+  if (la)
+    cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatmulDescDestroy(desc);
+  return ok;
+}
+
+void CudaBackend::gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         const float *a, int64_t lda, int64_t sa,
+                         const float *b, int64_t ldb, int64_t sb, float *c,
+                         int64_t ldc, int64_t sc, int64_t count,
+                         const float *bias, GemmEpilogue epilogue) {
+  // f32 sums in f32 (no TF32) unless BRAID_CUDA_ALLOW_TF32, as gemmStrided.
+  cublasComputeType_t compute =
+      allowTf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (!ltMatmul(stream, ta, tb, m, n, k, CUDA_R_32F, compute, a, lda, sa, b,
+                ldb, sb, c, ldc, sc, count, bias, epilogue))
+    fail(kErrCublas);
+}
+
+// bf16 in, f32 C and bias, the products summed in f32 (tensor cores).
+void CudaBackend::gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         const BF16 *a, int64_t lda, int64_t sa,
+                         const BF16 *b, int64_t ldb, int64_t sb, float *c,
+                         int64_t ldc, int64_t sc, int64_t count,
+                         const float *bias, GemmEpilogue epilogue) {
+  if (!ltMatmul(stream, ta, tb, m, n, k, CUDA_R_16BF, CUBLAS_COMPUTE_32F, a,
+                lda, sa, b, ldb, sb, c, ldc, sc, count, bias, epilogue))
     fail(kErrCublas);
 }

@@ -4,9 +4,10 @@
 // grid-stride kernel, scratch is stream-ordered (cudaMallocAsync and
 // cudaFreeAsync, so no kernel call synchronises), GEMMs go to cuBLAS with a
 // handle per thread and device (bf16-input GEMMs through
-// cublasGemmStridedBatchedEx). The stream is braid_rt_cuda_stream's
-// (braid/rt/cuda.h; NULL: the context's compute stream, or CUDA's legacy
-// default stream without a context). Only nvcc compiles this header.
+// cublasGemmStridedBatchedEx), GEMMs with a bias epilogue to cuBLASLt. The
+// stream is braid_rt_cuda_stream's (braid/rt/cuda.h; NULL: the context's
+// compute stream, or CUDA's legacy default stream without a context). Only nvcc
+// compiles this header.
 //
 //===----------------------------------------------------------------------===//
 #ifndef BRAID_RT_CUDA_BACKEND_H
@@ -106,6 +107,18 @@ public:
                    float alpha, const float *const *a, int64_t lda,
                    const float *const *b, int64_t ldb, float beta,
                    float *const *c, int64_t ldc, int64_t count);
+  // cublasLtMatmul, alpha 1 and beta 0, `count` strided batches, f32 C
+  // and bias (one for every batch), epilogue CUBLASLT_EPILOGUE_BIAS or
+  // GELU_BIAS: f32 operands (CUBLAS_COMPUTE_32F, or _FAST_TF32 with
+  // BRAID_CUDA_ALLOW_TF32) or bf16 ones (CUDA_R_16BF, CUBLAS_COMPUTE_32F).
+  void gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+              int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb,
+              float *c, int64_t ldc, int64_t sc, int64_t count,
+              const float *bias, GemmEpilogue epilogue);
+  void gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BF16 *a,
+              int64_t lda, int64_t sa, const BF16 *b, int64_t ldb, int64_t sb,
+              float *c, int64_t ldc, int64_t sc, int64_t count,
+              const float *bias, GemmEpilogue epilogue);
 
 private:
   void check(cudaError_t e) {

@@ -51,6 +51,14 @@ enum KernelError : int {
   kErrOutOfMemory = 8,
 };
 
+/// The epilogues of a backend's gemmLt, as cuBLASLt's CUBLASLT_EPILOGUE_BIAS
+/// and CUBLASLT_EPILOGUE_GELU_BIAS: bias[i] added to row i of the
+/// column-major result (then tanh GELU).
+enum GemmEpilogue : int {
+  kBias = 1,
+  kGeluBias = 2,
+};
+
 /// Records `code` in `*flag` unless an earlier error is there.
 BRAID_HD inline void raiseError(int *flag, int code) {
 #ifdef __CUDA_ARCH__

@@ -12,6 +12,9 @@
 //   void gemmStrided(...); void gemmBatched(...);  // cuBLAS semantics:
 //       column-major, op(A) is m x k, op(B) k x n, C m x n; gemmStrided
 //       also with BF16 operands (bf16 in, f32 products summed in f32)
+//   void gemmLt(...);  // cublasLtMatmul, strided batches, float or BF16
+//       operands, f32 C, epilogue kBias (bias[i] added to row i of C) or
+//       kGeluBias (then tanh GELU)
 //
 // CudaBackend (backend.h) launches `f` as a grid-stride kernel on the
 // stream and calls cuBLAS; the host test's backend runs `f` in a loop and a
@@ -101,6 +104,18 @@ void gemmRowMajor(B &b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                   int64_t sc, int64_t count) {
   b.gemmStrided(tb, ta, n, m, k, alpha, bm, ldb, sb, a, lda, sa, beta, c, ldc,
                 sc, count);
+}
+
+/// gemmRowMajor (alpha 1, beta 0) through cublasLtMatmul with the epilogue
+/// `gelu ? kGeluBias : kBias`: bias[j] added to row-major column j, the
+/// column-major C^T's row j, which is what cuBLASLt's bias is added to.
+template <class B, typename T>
+void gemmRowMajorLt(B &b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                    const T *a, int64_t lda, int64_t sa, const T *bm,
+                    int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
+                    int64_t count, const float *bias, int gelu) {
+  b.gemmLt(tb, ta, n, m, k, bm, ldb, sb, a, lda, sa, c, ldc, sc, count, bias,
+           gelu ? kGeluBias : kBias);
 }
 
 /// The same over arrays (in device memory) of `count` matrix pointers.
@@ -363,11 +378,14 @@ braid_rt_status_t crossEntropyGrad(B &b, const float *logits, const T *labels,
 //===----------------------------------------------------------------------===//
 
 /// braid_rt_matmul_f32 on operands of type T (float, or BF16: the
-/// bf16-input GEMM); c is f32 either way.
+/// bf16-input GEMM); c is f32 either way. With `bias`, braid_rt_matmul_bias
+/// (_bf16in)_f32: every GEMM is a cublasLtMatmul with the bias epilogue
+/// (kGeluBias with `gelu`).
 template <class B, typename T>
 void matmulOf(B &b, const T *a, const T *bm, int64_t aRank,
               const int64_t *aShape, int64_t bRank, const int64_t *bShape,
-              int transposeA, int transposeB, float *c) {
+              int transposeA, int transposeB, float *c,
+              const float *bias = nullptr, int gelu = 0) {
   bool ta = transposeA != 0, tb = transposeB != 0;
   int64_t lda = aShape[aRank - 1], ldb = bShape[bRank - 1];
   int64_t m = ta ? aShape[aRank - 1] : aShape[aRank - 2];
@@ -386,20 +404,38 @@ void matmulOf(B &b, const T *a, const T *bm, int64_t aRank,
   if (batch == 0 || m == 0 || n == 0)
     return;
   if (k == 0) {
-    b.zero(c, (size_t)(batch * m * n) * sizeof(float));
+    if (!bias) {
+      b.zero(c, (size_t)(batch * m * n) * sizeof(float));
+      return;
+    }
+    // No GEMM: the epilogue of a zero product.
+    bool g = gelu != 0;
+    b.forEach(batch * m * n, [=] BRAID_HD(int64_t i) {
+      float x = 0.0f + bias[i % n];
+      c[i] = g ? geluOf(x, true) : x;
+    });
     return;
   }
+  // One GEMM of `count` strided batches, through cuBLASLt with a bias.
+  auto gemm = [&](int64_t gm, const T *ga, int64_t gsa, const T *gb,
+                  int64_t gsb, float *gc, int64_t gsc, int64_t count) {
+    if (bias)
+      gemmRowMajorLt(b, ta, tb, gm, n, k, ga, lda, gsa, gb, ldb, gsb, gc, n,
+                     gsc, count, bias, gelu);
+    else
+      gemmRowMajor(b, ta, tb, gm, n, k, 1.0f, ga, lda, gsa, gb, ldb, gsb, 0.0f,
+                   gc, n, gsc, count);
+  };
   // [..., M, K] x [K, N]: one GEMM with the batch folded into M.
   if (!ta && bBatch == 1 && aBatch == batch) {
-    gemmRowMajor(b, ta, tb, batch * m, n, k, 1.0f, a, lda, 0, bm, ldb, 0,
-                 0.0f, c, n, 0, 1);
+    gemm(batch * m, a, 0, bm, 0, c, 0, 1);
     return;
   }
   // An operand's batch equals the result's (each dimension equal, as the
   // result is their broadcast) or is 1: one strided-batched GEMM.
   if ((aBatch == batch || aBatch == 1) && (bBatch == batch || bBatch == 1)) {
-    gemmRowMajor(b, ta, tb, m, n, k, 1.0f, a, lda, aBatch == 1 ? 0 : aSize,
-                 bm, ldb, bBatch == 1 ? 0 : bSize, 0.0f, c, n, m * n, batch);
+    gemm(m, a, aBatch == 1 ? 0 : aSize, bm, bBatch == 1 ? 0 : bSize, c, m * n,
+         batch);
     return;
   }
   // Mixed broadcasting ([2, 1] x [1, 3]): one GEMM per result batch.
@@ -416,8 +452,7 @@ void matmulOf(B &b, const T *a, const T *bm, int64_t aRank,
       sa *= ad;
       sb *= bd;
     }
-    gemmRowMajor(b, ta, tb, m, n, k, 1.0f, a + oa * aSize, lda, 0,
-                 bm + ob * bSize, ldb, 0, 0.0f, c + p * m * n, n, 0, 1);
+    gemm(m, a + oa * aSize, 0, bm + ob * bSize, 0, c + p * m * n, 0, 1);
   }
 }
 
@@ -426,6 +461,16 @@ void matmul(B &b, const float *a, const float *bm, int64_t aRank,
             const int64_t *aShape, int64_t bRank, const int64_t *bShape,
             int transposeA, int transposeB, float *c) {
   matmulOf(b, a, bm, aRank, aShape, bRank, bShape, transposeA, transposeB, c);
+}
+
+/// braid_rt_matmul_bias_f32.
+template <class B>
+void matmulBias(B &b, const float *a, const float *bm, const float *bias,
+                int64_t aRank, const int64_t *aShape, int64_t bRank,
+                const int64_t *bShape, int transposeA, int transposeB, int gelu,
+                float *c) {
+  matmulOf(b, a, bm, aRank, aShape, bRank, bShape, transposeA, transposeB, c,
+           bias, gelu);
 }
 
 /// braid_rt_matmul_bf16in_f32: both operands hold bf16 values
@@ -438,15 +483,19 @@ void matmul(B &b, const float *a, const float *bm, int64_t aRank,
 /// cublasGemmStridedBatchedEx, CUDA_R_16BF in, CUDA_R_32F out,
 /// CUBLAS_COMPUTE_32F: tensor cores). Empty operands need no GEMM: the f32
 /// path writes the zeros, if any.
+/// With `bias`: braid_rt_matmul_bias_bf16in_f32, the GEMMs through
+/// cuBLASLt (CUDA_R_16BF operands, f32 C and bias, CUBLAS_COMPUTE_32F).
 template <class B>
 braid_rt_status_t matmulBf16In(B &b, const float *a, const float *bm,
                                int64_t aRank, const int64_t *aShape,
                                int64_t bRank, const int64_t *bShape,
-                               int transposeA, int transposeB, float *c) {
+                               int transposeA, int transposeB, float *c,
+                               const float *bias = nullptr, int gelu = 0) {
   int64_t aCount = numElements(aShape, aRank),
           bCount = numElements(bShape, bRank);
   if (aCount == 0 || bCount == 0) {
-    matmulOf(b, a, bm, aRank, aShape, bRank, bShape, transposeA, transposeB, c);
+    matmulOf(b, a, bm, aRank, aShape, bRank, bShape, transposeA, transposeB, c,
+             bias, gelu);
     return b.status();
   }
   ScratchLayout layout;
@@ -464,7 +513,7 @@ braid_rt_status_t matmulBf16In(B &b, const float *a, const float *bm,
       b16[i - aCount] = bf16Of(bm[i - aCount]);
   });
   matmulOf(b, (const BF16 *)a16, (const BF16 *)b16, aRank, aShape, bRank,
-           bShape, transposeA, transposeB, c);
+           bShape, transposeA, transposeB, c, bias, gelu);
   b.release(scratch);
   return b.status();
 }
