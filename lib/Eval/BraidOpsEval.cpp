@@ -145,19 +145,17 @@ static LogicalResult evaluateOp(RepeatOp op, EvalContext &ctx,
 // Linear algebra and elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-static LogicalResult evaluateOp(MatmulOp op, EvalContext &,
-                                ArrayRef<const Tensor *> ops,
-                                SmallVectorImpl<Tensor> &results) {
-  const Tensor &a = *ops[0], &b = *ops[1];
-  Tensor c = resultFor(op.getResult());
+/// braid.matmul's product of `a` and `b` into `c` (shaped for the result).
+static void matmulInto(const Tensor &a, const Tensor &b, bool transposeA,
+                       bool transposeB, Tensor &c) {
   int64_t ra = a.rank(), rb = b.rank(), rc = c.rank();
   int64_t m = c.dim(rc - 2), n = c.dim(rc - 1);
-  int64_t k = op.getTransposeA() ? a.dim(ra - 2) : a.dim(ra - 1);
+  int64_t k = transposeA ? a.dim(ra - 2) : a.dim(ra - 1);
   // Element strides of (row, column) of each operand's logical matrix.
-  int64_t aRow = op.getTransposeA() ? 1 : a.dim(ra - 1);
-  int64_t aCol = op.getTransposeA() ? a.dim(ra - 1) : 1;
-  int64_t bRow = op.getTransposeB() ? 1 : b.dim(rb - 1);
-  int64_t bCol = op.getTransposeB() ? b.dim(rb - 1) : 1;
+  int64_t aRow = transposeA ? 1 : a.dim(ra - 1);
+  int64_t aCol = transposeA ? a.dim(ra - 1) : 1;
+  int64_t bRow = transposeB ? 1 : b.dim(rb - 1);
+  int64_t bCol = transposeB ? b.dim(rb - 1) : 1;
   ArrayRef<int64_t> batch = c.shape().drop_back(2);
   std::vector<int64_t> aBatch =
       broadcastIndexMap(a.shape().drop_back(2), batch);
@@ -176,6 +174,41 @@ static LogicalResult evaluateOp(MatmulOp op, EvalContext &,
           sum += pa[i * aRow + q * aCol] * pb[q * bRow + j * bCol];
         pc[i * n + j] = sum;
       }
+  }
+}
+
+static LogicalResult evaluateOp(MatmulOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor c = resultFor(op.getResult());
+  matmulInto(*ops[0], *ops[1], op.getTransposeA(), op.getTransposeB(), c);
+  results.push_back(std::move(c));
+  return success();
+}
+
+static double geluTanh(double x) {
+  const double c = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+
+/// As braid.matmul, braid.add of the bias and braid.gelu tanh, each result
+/// rounded to the operands' type (f32, or f64 under braid-eval --f64) as
+/// the evaluator rounds each op's (the last rounding is the evaluator's).
+static LogicalResult evaluateOp(MatmulBiasOp op, EvalContext &,
+                                ArrayRef<const Tensor *> ops,
+                                SmallVectorImpl<Tensor> &results) {
+  Tensor c = resultFor(op.getResult());
+  c.setDType(ops[0]->dtype());
+  matmulInto(*ops[0], *ops[1], op.getTransposeA(), op.getTransposeB(), c);
+  c.roundToDType();
+  const Tensor &bias = *ops[2];
+  int64_t n = bias.numElements();
+  for (int64_t i = 0, e = c.numElements(); i < e; ++i)
+    c[i] = c[i] + bias[i % n];
+  if (op.getGelu()) {
+    c.roundToDType();
+    for (int64_t i = 0, e = c.numElements(); i < e; ++i)
+      c[i] = geluTanh(c[i]);
   }
   results.push_back(std::move(c));
   return success();
@@ -282,10 +315,7 @@ static LogicalResult evaluateOp(GeluOp op, EvalContext &,
                                 ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
   if (op.getApproximate() == GeluApproximation::tanh)
-    return evalUnary(op.getResult(), ops, results, [](double x) {
-      const double c = std::sqrt(2.0 / M_PI);
-      return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-    });
+    return evalUnary(op.getResult(), ops, results, geluTanh);
   return evalUnary(op.getResult(), ops, results, [](double x) {
     return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   });
@@ -1340,19 +1370,19 @@ void mlir::braid::registerEvalInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, BraidDialect *) {
     attachEvalModels<
-        ParamOp, StoreParamOp, PipelineOp, RepeatOp, MatmulOp, AddOp, SubOp,
-        MulOp, DivOp, NegOp, ConvertOp, RoundOp, ExpOp, SqrtOp, RsqrtOp,
-        ReluOp, SiluOp, GeluOp,
-        SoftmaxOp, LayerNormOp, RmsNormOp, EmbeddingOp, RotaryOp, AttentionOp,
-        CrossEntropyOp, ReshapeOp, TransposeOp, ReduceOp, BroadcastOp, SliceOp,
-        ConcatOp, ConstantOp, ReluGradOp, SiluGradOp, GeluGradOp,
-        LayerNormGradOp, RmsNormGradOp, EmbeddingGradOp, AttentionGradOp,
-        CrossEntropyGradOp, ReduceMaxGradOp, SliceGradOp, LrScheduleOp,
-        GlobalNormOp, SumSquaresOp, ClipCoefficientOp, SelectOp, AdamWUpdateOp,
-        SgdUpdateOp, ShardOp, AllReduceOp, AllReduceStartOp, AllGatherOp,
-        AllGatherStartOp, ReduceScatterOp, ReduceScatterStartOp, AllToAllOp,
-        AllToAllStartOp, BroadcastFromOp, BroadcastFromStartOp, WaitOp,
-        AllSliceOp, FusedOp>(ctx);
+        ParamOp, StoreParamOp, PipelineOp, RepeatOp, MatmulOp, MatmulBiasOp,
+        AddOp, SubOp, MulOp, DivOp, NegOp, ConvertOp, RoundOp, ExpOp, SqrtOp,
+        RsqrtOp, ReluOp, SiluOp, GeluOp, SoftmaxOp, LayerNormOp, RmsNormOp,
+        EmbeddingOp, RotaryOp, AttentionOp, CrossEntropyOp, ReshapeOp,
+        TransposeOp, ReduceOp, BroadcastOp, SliceOp, ConcatOp, ConstantOp,
+        ReluGradOp, SiluGradOp, GeluGradOp, LayerNormGradOp, RmsNormGradOp,
+        EmbeddingGradOp, AttentionGradOp, CrossEntropyGradOp, ReduceMaxGradOp,
+        SliceGradOp, LrScheduleOp, GlobalNormOp, SumSquaresOp,
+        ClipCoefficientOp, SelectOp, AdamWUpdateOp, SgdUpdateOp, ShardOp,
+        AllReduceOp, AllReduceStartOp, AllGatherOp, AllGatherStartOp,
+        ReduceScatterOp, ReduceScatterStartOp, AllToAllOp, AllToAllStartOp,
+        BroadcastFromOp, BroadcastFromStartOp, WaitOp, AllSliceOp, FusedOp>(
+        ctx);
   });
 }
 

@@ -212,6 +212,9 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
   pm.addPass(createLegalizeBF16Pass());
   // Last: sharding, pipelining and the reports never see braid.fused, and
   // regions never span collectives or pipeline pieces.
+  // Before elementwise fusion, which would take the bias add into a region.
+  if (options.fuseMatmulEpilogue)
+    pm.addPass(createFuseMatmulEpiloguePass());
   if (options.fuse)
     pm.addPass(createFuseElementwisePass());
   ConvertBraidToEmitCPassOptions lowerOptions;
@@ -241,6 +244,12 @@ struct CodegenPipelineOptions
       llvm::cl::desc("Fuse elementwise chains into braid.fused regions "
                      "before lowering (braid-fuse-elementwise; braidc "
                      "--no-fuse turns it off)."),
+      llvm::cl::init(true)};
+  Option<bool> fuseMatmulEpilogue{
+      *this, "fuse-matmul-epilogue",
+      llvm::cl::desc("Fold bias adds and tanh GELUs into their matmuls "
+                     "before lowering (braid-fuse-matmul-epilogue; braidc "
+                     "--no-matmul-epilogue turns it off)."),
       llvm::cl::init(true)};
   Option<bool> bufferReuse{
       *this, "buffer-reuse",
@@ -274,6 +283,7 @@ void mlir::braid::registerCodegenPipeline() {
         options.spmd = opts.spmd;
         options.target = opts.target;
         options.fuse = opts.fuse;
+        options.fuseMatmulEpilogue = opts.fuseMatmulEpilogue;
         options.bufferReuse = opts.bufferReuse;
         TrainingOptions &t = options.training;
 #define BRAID_MESH_OPTION(NAME, FLAG, DESC) t.NAME = opts.NAME;

@@ -185,12 +185,22 @@ static cl::opt<bool> portable(
 
 static cl::opt<bool>
     noFuse("no-fuse",
-           cl::desc("Keep every op its own kernel: skip braid-fuse-elementwise, "
+           cl::desc("Keep every op its own kernel: skip braid-fuse-elementwise "
+                    "(and braid-fuse-matmul-epilogue), "
                     "which computes chains of elementwise ops (bias add, GELU, "
                     "residual add, scaling, activation gradients) and the "
                     "norms, softmax and cross-entropy they feed in one loop "
                     "nest each (same results, bit for bit on one thread)"),
            cl::cat(braidcCategory));
+
+static cl::opt<bool> noMatmulEpilogue(
+    "no-matmul-epilogue",
+    cl::desc("Skip braid-fuse-matmul-epilogue, which folds a bias add over "
+             "a matmul's rows (and a tanh GELU after it) into the matmul's "
+             "GEMM call (CPU: applied to each block of the product; CUDA: "
+             "cuBLASLt's BIAS / GELU_BIAS epilogues). --no-fuse skips it "
+             "too"),
+    cl::cat(braidcCategory));
 
 static cl::opt<bool> noBufferReuse(
     "no-buffer-reuse",
@@ -678,6 +688,7 @@ int main(int argc, char **argv) {
   options.spmd = isStep;
   options.target = target;
   options.fuse = !noFuse;
+  options.fuseMatmulEpilogue = !noFuse && !noMatmulEpilogue;
   options.bufferReuse = !noBufferReuse;
   braid::buildCodegenPipeline(pm, options);
   if (failed(pm.run(*module)))

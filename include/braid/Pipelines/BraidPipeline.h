@@ -46,6 +46,10 @@ struct CodegenOptions {
   /// Group elementwise chains into braid.fused regions before lowering
   /// (braid-fuse-elementwise; braidc --no-fuse clears it).
   bool fuse = true;
+  /// Fold bias adds (and tanh GELUs) into their matmuls before lowering
+  /// (braid-fuse-matmul-epilogue; braidc --no-matmul-epilogue or --no-fuse
+  /// clears it).
+  bool fuseMatmulEpilogue = true;
   /// Plan each function's buffers so that values whose lifetimes do not
   /// overlap share memory, with in-place updates (braid-lower-to-emitc's
   /// reuse-buffers; braidc --no-buffer-reuse clears it).

@@ -505,6 +505,24 @@ void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
       l.kernel("braid_rt_matmul_f32", args);
     return success();
   });
+  // One GEMM with its epilogue (braid-fuse-matmul-epilogue): the same
+  // entry point on every target (CPU: the bias and GELU applied to each
+  // block of the product; CUDA: cublasLtMatmul's BIAS / GELU_BIAS).
+  t.add<MatmulBiasOp>(
+      [](MatmulBiasOp op, FunctionLowering &l) -> LogicalResult {
+        SmallVector<Value> args = {
+            l.get(op.getLhs()),         l.get(op.getRhs()),
+            l.get(op.getBias()),        l.i64(l.rankOf(op.getLhs())),
+            l.shapeOf(op.getLhs()),     l.i64(l.rankOf(op.getRhs())),
+            l.shapeOf(op.getRhs()),     l.flag(op.getTransposeA()),
+            l.flag(op.getTransposeB()), l.flag(op.getGelu().has_value()),
+            l.result(op.getResult())};
+        if (op->hasAttr("braid.bf16_operands"))
+          l.kernelChecked("braid_rt_matmul_bias_bf16in_f32", args);
+        else
+          l.kernel("braid_rt_matmul_bias_f32", args);
+        return success();
+      });
   addBinary<AddOp>(t, "braid_rt_add_f32");
   addBinary<SubOp>(t, "braid_rt_sub_f32");
   addBinary<MulOp>(t, "braid_rt_mul_f32");

@@ -119,13 +119,15 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == "braid.bf16_operands") {
-    // braid-legalize-bf16: the f32 operands hold bf16 values.
-    auto matmul = dyn_cast<MatmulOp>(op);
+    // braid-legalize-bf16: the f32 operands hold bf16 values (the lhs and
+    // rhs of a braid.matmul, or of the braid.matmul_bias made from one).
+    bool matmul = isa<MatmulOp, MatmulBiasOp>(op);
     if (!isa<UnitAttr>(attr.getValue()) || !matmul ||
-        !getElementTypeOrSelf(matmul.getLhs().getType()).isF32() ||
-        !getElementTypeOrSelf(matmul.getRhs().getType()).isF32())
+        !getElementTypeOrSelf(op->getOperand(0).getType()).isF32() ||
+        !getElementTypeOrSelf(op->getOperand(1).getType()).isF32())
       return op->emitError("braid.bf16_operands is a unit attribute of a "
-                           "braid.matmul of f32 operands");
+                           "braid.matmul of f32 operands (or of a "
+                           "braid.matmul_bias made from one)");
     return success();
   }
   if (name == "braid.shardings") {

@@ -381,33 +381,54 @@ PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::verify() {
-  if (failed(checkSameFloatElementType(*this)))
+/// The checks of braid.matmul, on `op`'s first two operands and result #0.
+static LogicalResult verifyMatmul(Operation *op, bool transposeA,
+                                  bool transposeB) {
+  if (failed(checkSameFloatElementType(op)))
     return failure();
-  ArrayRef<int64_t> a = tensorType(getLhs()).getShape();
-  ArrayRef<int64_t> b = tensorType(getRhs()).getShape();
+  ArrayRef<int64_t> a = tensorType(op->getOperand(0)).getShape();
+  ArrayRef<int64_t> b = tensorType(op->getOperand(1)).getShape();
   if (a.size() < 2 || b.size() < 2)
-    return emitOpError() << "operands must have rank >= 2, got ranks "
-                         << a.size() << " and " << b.size();
+    return op->emitOpError() << "operands must have rank >= 2, got ranks "
+                             << a.size() << " and " << b.size();
   size_t ra = a.size(), rb = b.size();
-  int64_t m = getTransposeA() ? a[ra - 1] : a[ra - 2];
-  int64_t ka = getTransposeA() ? a[ra - 2] : a[ra - 1];
-  int64_t kb = getTransposeB() ? b[rb - 1] : b[rb - 2];
-  int64_t n = getTransposeB() ? b[rb - 2] : b[rb - 1];
+  int64_t m = transposeA ? a[ra - 1] : a[ra - 2];
+  int64_t ka = transposeA ? a[ra - 2] : a[ra - 1];
+  int64_t kb = transposeB ? b[rb - 1] : b[rb - 2];
+  int64_t n = transposeB ? b[rb - 2] : b[rb - 1];
   if (ka != kb)
-    return emitOpError() << "contracting dimensions differ: lhs "
-                         << shapeString(a) << " has K = " << ka << " but rhs "
-                         << shapeString(b) << " has K = " << kb;
+    return op->emitOpError()
+           << "contracting dimensions differ: lhs " << shapeString(a)
+           << " has K = " << ka << " but rhs " << shapeString(b)
+           << " has K = " << kb;
   auto batch = broadcastShapes(a.drop_back(2), b.drop_back(2));
   if (!batch)
-    return emitOpError() << "batch dimensions " << shapeString(a.drop_back(2))
-                         << " and " << shapeString(b.drop_back(2))
-                         << " do not broadcast";
+    return op->emitOpError()
+           << "batch dimensions " << shapeString(a.drop_back(2)) << " and "
+           << shapeString(b.drop_back(2)) << " do not broadcast";
   SmallVector<int64_t> shape = *batch;
   shape.push_back(m);
   shape.push_back(n);
-  return checkResult(*this, getResult(), shape,
-                     tensorType(getLhs()).getElementType());
+  return checkResult(op, op->getResult(0), shape,
+                     tensorType(op->getOperand(0)).getElementType());
+}
+
+LogicalResult MatmulOp::verify() {
+  return verifyMatmul(*this, getTransposeA(), getTransposeB());
+}
+
+LogicalResult MatmulBiasOp::verify() {
+  if (failed(verifyMatmul(*this, getTransposeA(), getTransposeB())))
+    return failure();
+  ArrayRef<int64_t> c = tensorType(getResult()).getShape();
+  ArrayRef<int64_t> bias = tensorType(getBias()).getShape();
+  if (bias.size() != 1 || bias[0] != c.back())
+    return emitOpError() << "bias must be [" << c.back()
+                         << "] (the result's last dimension), got "
+                         << shapeString(bias);
+  if (getGelu() && *getGelu() != GeluApproximation::tanh)
+    return emitOpError() << "takes tanh GELU only (cuBLASLt's GELU epilogue)";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

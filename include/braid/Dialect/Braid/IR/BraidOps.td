@@ -1185,4 +1185,36 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
   }];
 }
 
+def Braid_MatmulBiasOp : Braid_Op<"matmul_bias", [Pure, Braid_StaticShapes]> {
+  let summary = "Matmul with a bias added to every row (and tanh GELU after).";
+  let description = [{
+    `braid.matmul %lhs, %rhs` (same operands, transposes and result) with
+    `bias` (`[N]`, the result's last dimension) added to every row of the
+    product, then tanh GELU when `gelu` is given: exactly `braid.add` of the
+    product and the bias, then `braid.gelu tanh`, each result rounded to
+    the element type as those ops round it. Only tanh GELU, the function
+    cuBLASLt's GELU epilogue computes. Made by `braid-fuse-matmul-epilogue`,
+    after training, sharding and `braid-legalize-bf16` (so it has no
+    gradient, sharding rule or bf16 form); code generation computes it as
+    one GEMM call with its epilogue (CPU: applied to each block of the
+    product as it is computed; CUDA: cuBLASLt's BIAS / GELU_BIAS
+    epilogues). A `braid.bf16_operands` attribute is kept from the matmul.
+
+    ```mlir
+    %h = braid.matmul_bias %x, %w, %b gelu tanh : (tensor<2x8x32xf32>,
+        tensor<32x128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs,
+                       Braid_FloatTensor:$bias, UnitAttr:$transpose_a,
+                       UnitAttr:$transpose_b,
+                       OptionalAttr<Braid_GeluApproximation>:$gelu);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias (`gelu` $gelu^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

@@ -771,6 +771,44 @@ def PipelineSchedulePass : Pass<"braid-pipeline-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseMatmulEpiloguePass
+    : Pass<"braid-fuse-matmul-epilogue", "::mlir::ModuleOp"> {
+  let summary = "Folds a bias add (and tanh GELU after it) into the matmul.";
+  let description = [{
+    A `braid.matmul` whose only use is a `braid.add` of a bias over its
+    rows (a rank-1 operand of the result's last dimension, broadcast to
+    every row; either operand order) becomes one `braid.matmul_bias`, which
+    code generation computes as one GEMM with an epilogue (cuBLASLt's
+    `CUBLASLT_EPILOGUE_BIAS` on CUDA) instead of a GEMM and an elementwise
+    kernel reading and writing the product again. When the add's only use is
+    a tanh `braid.gelu`, that joins too (`CUBLASLT_EPILOGUE_GELU_BIAS`:
+    cuBLASLt's GELU is the tanh approximation, GPT-2's; exact GELU, with
+    erf, is not folded). A GELU whose input is used elsewhere (a training
+    step's GELU gradient reads it) stays where it is: the op has one
+    result. The matmul's attributes (`braid.bf16_operands`, the phase) are
+    kept. The result is the same: the add and the GELU keep their formulas
+    and roundings (`braid-eval` computes `braid.matmul_bias` as the three
+    ops; the CPU kernel adds the bias and applies the GELU of
+    braid/rt/elementwise_math.h to each block of the product as it is
+    computed).
+
+    braidc runs it after `braid-legalize-bf16` (under bf16-mixed a bf16
+    product is rounded to bf16 before the bias add, so that matmul keeps
+    its add) and before `braid-fuse-elementwise`; `braidc
+    --no-matmul-epilogue` (or `--no-fuse`) skips it.
+
+    ```mlir
+    %xw = braid.matmul %x, %w : (tensor<2x8x32xf32>, tensor<32x128xf32>) -> tensor<2x8x128xf32>
+    %fc = braid.add %xw, %b : (tensor<2x8x128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+    %h = braid.gelu tanh %fc : tensor<2x8x128xf32>
+    // becomes
+    %h = braid.matmul_bias %x, %w, %b gelu tanh : (tensor<2x8x32xf32>,
+        tensor<32x128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
 def FuseElementwisePass : Pass<"braid-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Groups chains of elementwise ops into braid.fused regions.";
   let description = [{

@@ -1,0 +1,97 @@
+//===- FuseMatmulEpilogue.cpp - Bias add and GELU into the matmul ---------===//
+//
+// Folds `braid.add` of a bias over a matmul's rows, and a tanh GELU after
+// it, into one braid.matmul_bias: code generation then runs one GEMM with
+// an epilogue instead of a GEMM and elementwise kernels. The product, the
+// sum and the GELU keep their roundings, so the program computes the same
+// values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_FUSEMATMULEPILOGUEPASS
+#include "braid/Dialect/Braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// `v`'s only user, if it has exactly one use.
+static Operation *soleUser(Value v) {
+  return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+}
+
+static bool isStaticF32(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.hasStaticShape() && type.getElementType().isF32();
+}
+
+/// The bias `add` adds to `product` over its rows: its other operand, rank
+/// 1 and as long as the product's rows, with a result of the product's
+/// type. Null if `add` is anything else.
+static Value rowBias(AddOp add, Value product) {
+  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  if (bias == product || add.getResult().getType() != product.getType() ||
+      !isStaticF32(bias))
+    return nullptr;
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  auto productType = cast<RankedTensorType>(product.getType());
+  if (biasType.getRank() != 1 ||
+      biasType.getDimSize(0) != productType.getShape().back())
+    return nullptr;
+  return bias;
+}
+
+static void fuse(MatmulOp matmul) {
+  Value product = matmul.getResult();
+  if (!isStaticF32(matmul.getLhs()) || !isStaticF32(matmul.getRhs()) ||
+      !isStaticF32(product))
+    return;
+  auto add = dyn_cast_or_null<AddOp>(soleUser(product));
+  if (!add)
+    return;
+  Value bias = rowBias(add, product);
+  if (!bias)
+    return;
+  // The op stands where the last folded op was: its operands are defined
+  // before it (the matmul's before the matmul, the bias before the add).
+  Operation *last = add;
+  auto gelu = dyn_cast_or_null<GeluOp>(soleUser(add.getResult()));
+  if (gelu && gelu.getApproximate() == GeluApproximation::tanh)
+    last = gelu;
+  else
+    gelu = nullptr;
+  OpBuilder b(last);
+  auto fused = MatmulBiasOp::create(
+      b, last->getLoc(), product.getType(), matmul.getLhs(), matmul.getRhs(),
+      bias, matmul.getTransposeA(), matmul.getTransposeB(),
+      gelu ? gelu.getApproximateAttr() : GeluApproximationAttr());
+  // The matmul's discardable attributes (phase, bf16 operands).
+  for (NamedAttribute attr : matmul->getDiscardableAttrs())
+    fused->setDiscardableAttr(attr.getName(), attr.getValue());
+  last->getResult(0).replaceAllUsesWith(fused.getResult());
+  if (gelu)
+    gelu->erase();
+  add->erase();
+  matmul->erase();
+}
+
+struct FuseMatmulEpiloguePass
+    : public braid::impl::FuseMatmulEpiloguePassBase<FuseMatmulEpiloguePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<MatmulOp> matmuls;
+    getOperation().walk([&](MatmulOp op) { matmuls.push_back(op); });
+    for (MatmulOp op : matmuls)
+      fuse(op);
+  }
+};
+
+} // namespace
