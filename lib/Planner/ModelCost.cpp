@@ -91,6 +91,13 @@ double SegmentCost::getSavedBytes(Recompute r, int tp,
          savedReplicatedBytes[(int)r] / (sequenceParallel ? tp : 1);
 }
 
+double VocabTable::getElements() const {
+  double n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
 int64_t ModelCost::getNumLayers() const {
   int64_t n = 0;
   for (const SegmentCost &l : layers)
@@ -172,6 +179,64 @@ static OpClass classify(Operation *op, CostOpInterface cost) {
 /// Ops that cost nothing at run time: parameter reads, constants, views.
 static bool isFree(Operation *op) {
   return isa<ParamOp, ConstantOp, ReshapeOp>(op) || !isa<CostOpInterface>(op);
+}
+
+/// How sequence parallelism (the carried activation `carried` divided along
+/// its dimension 1, as braid-shard's splitSequence divides it) leaves the
+/// gradient of a parameter that tensor parallelism keeps whole, from its
+/// forward users: None if none reads a value of the carried activation's
+/// shape; Divided if the parameter, broadcast against it from the right,
+/// has the sequence dimension itself (a position embedding added to the
+/// activation: each rank's gradient is its block of the rows); Partial if
+/// it is applied along the sequence without it (a norm's scale and bias, a
+/// row-parallel product's bias: each rank's gradient sums only its block).
+enum class SequenceGrad { None, Partial, Divided };
+
+static SequenceGrad getSequenceGrad(ParamOp param, Type carried) {
+  auto act = dyn_cast_or_null<ShapedType>(carried);
+  auto type = dyn_cast<ShapedType>(param.getType());
+  if (!act || !act.hasStaticShape() || act.getRank() < 2 || !type ||
+      !type.hasRank())
+    return SequenceGrad::None;
+  SequenceGrad out = SequenceGrad::None;
+  for (Operation *user : param->getUsers()) {
+    if (getPhase(user).value_or(Phase::F) != Phase::F)
+      continue;
+    bool readsActivation = llvm::any_of(user->getOperands(), [&](Value v) {
+      return v != param.getResult() && v.getType() == act;
+    });
+    if (!readsActivation)
+      continue;
+    // The parameter's dimension that meets the sequence (dimension 1) when
+    // broadcast from the right, if any.
+    int64_t j = 1 - (act.getRank() - type.getRank());
+    if (j >= 0 && type.getDimSize(j) == act.getDimSize(1) &&
+        act.getDimSize(1) > 1)
+      return SequenceGrad::Divided;
+    out = SequenceGrad::Partial;
+  }
+  return out;
+}
+
+/// Adds `param` to `seg`'s sequence-parallel gradient counts
+/// (SegmentCost::sequencePartialParamTensors, sequenceSplitParamTensors),
+/// unless tensor parallelism divides it.
+static void countSequenceGrad(SegmentCost &seg, ParamOp param, bool split,
+                              Type carried) {
+  if (split)
+    return;
+  switch (getSequenceGrad(param, carried)) {
+  case SequenceGrad::Partial:
+    seg.sequencePartialParamTensors += 1;
+    seg.sequencePartialParams +=
+        cast<ShapedType>(param.getType()).getNumElements();
+    break;
+  case SequenceGrad::Divided:
+    seg.sequenceSplitParamTensors += 1;
+    break;
+  case SequenceGrad::None:
+    break;
+  }
 }
 
 namespace {
@@ -341,6 +406,9 @@ public:
     // Segments of the repeats, by prefix; top-level ops go before or after
     // the layers by their position relative to the repeat of their phase.
     SmallVector<Operation *> forwardOps;
+    // The activation the first repeat carries (what sequence parallelism
+    // divides along its sequence).
+    Type carried;
     bool seenForwardRepeat = false, seenBackwardRepeat = false;
     llvm::DenseMap<Operation *, SegmentCost *> segmentOf;
     for (Operation *op : top) {
@@ -356,6 +424,8 @@ public:
           return repeat.emitOpError("layer not found");
         if (phase == Phase::F) {
           seenForwardRepeat = true;
+          if (!carried && repeat.getNumOperands() > 0)
+            carried = repeat.getOperand(0).getType();
           forwardLayer(repeat, layer, *seg);
         } else {
           if (phase == Phase::B)
@@ -442,6 +512,8 @@ public:
           seg->paramTensors += 1;
           if (split.isSplit(param.getResult()))
             seg->splitParamTensors += 1;
+          countSequenceGrad(*seg, param, split.isSplit(param.getResult()),
+                            carried);
         }
         continue;
       }
@@ -454,6 +526,8 @@ public:
                             : seg->savedReplicatedBytes[r]) +=
               bytesOf(v.getType());
     }
+    if (r == 0)
+      findVocabTables(forwardOps, split);
     if (r == 0)
       for (auto &entry : sidesOf)
         if (entry.second.first == 3) {
@@ -490,6 +564,71 @@ public:
   }
 
 private:
+  /// ModelCost::vocabTables: the parameter tables of the ops around the
+  /// layers whose every forward use is an embedding lookup in them or the
+  /// product of a vocabulary-parallel head (a product of an activation with
+  /// the table, as its right operand, whose logits a divided cross-entropy
+  /// reads), with one vocabulary dimension for all uses.
+  void findVocabTables(ArrayRef<Operation *> forwardOps,
+                       const SplitAnalysis &split) {
+    llvm::MapVector<StringRef, VocabTable> tables;
+    llvm::StringSet<> other;
+    llvm::DenseSet<Operation *> splitLosses(split.splitCrossEntropies.begin(),
+                                            split.splitCrossEntropies.end());
+    for (Operation *op : forwardOps) {
+      auto param = dyn_cast<ParamOp>(op);
+      if (!param)
+        continue;
+      StringRef name = param.getName();
+      auto type = cast<ShapedType>(param.getType());
+      VocabTable &t = tables[name];
+      t.shape.assign(type.getShape().begin(), type.getShape().end());
+      auto setVocabDim = [&](int d) {
+        if (t.lookups + t.heads > 0 && t.vocabDim != d)
+          other.insert(name);
+        t.vocabDim = d;
+      };
+      for (OpOperand &use : param->getUses()) {
+        Operation *user = use.getOwner();
+        Phase phase = getPhase(user).value_or(Phase::F);
+        if (phase == Phase::B)
+          t.backward = true;
+        if (phase != Phase::F)
+          continue;
+        if (isa<EmbeddingOp>(user) && use.getOperandNumber() == 0) {
+          setVocabDim(0);
+          t.lookups += 1;
+          t.lookupIdBytes += bytesOf(user->getOperand(1).getType());
+          continue;
+        }
+        auto mm = dyn_cast<MatmulOp>(user);
+        CrossEntropyOp loss;
+        if (mm && use.getOperandNumber() == 1 && !mm.getTransposeA() &&
+            !mm.getLhs().getDefiningOp<ParamOp>() && type.getRank() == 2)
+          for (Operation *u : mm.getResult().getUsers())
+            if (auto ce = dyn_cast<CrossEntropyOp>(u))
+              if (splitLosses.contains(ce) &&
+                  ce->getOperand(0) == mm.getResult())
+                loss = ce;
+        if (!loss) {
+          other.insert(name);
+          continue;
+        }
+        setVocabDim(mm.getTransposeB() ? 0 : 1);
+        t.heads += 1;
+        t.headInputBytes += bytesOf(mm.getLhs().getType());
+        t.headLogitBytes += bytesOf(mm.getResult().getType());
+        t.headLabelBytes += bytesOf(loss->getOperand(1).getType());
+        t.headRowBytes +=
+            cast<ShapedType>(loss->getOperand(1).getType()).getNumElements() *
+            bytesOf(loss->getResult(0).getType());
+      }
+    }
+    for (auto &[name, t] : tables)
+      if (!other.contains(name) && t.lookups + t.heads > 0)
+        model.vocabTables.push_back(t);
+  }
+
   SegmentCost *layerSegment(RepeatOp repeat) {
     for (SegmentCost &seg : model.layers)
       if (seg.name.rfind(repeat.getPrefix().str() + " ", 0) == 0)
@@ -512,6 +651,9 @@ private:
           seg.paramTensors += 1;
           if (split.isSplit(param.getResult()))
             seg.splitParamTensors += 1;
+          if (layer.getBody().front().getNumArguments() > 0)
+            countSequenceGrad(seg, param, split.isSplit(param.getResult()),
+                              layer.getBody().front().getArgument(0).getType());
         }
         if (r == 0)
           seg.paramElementBytes =

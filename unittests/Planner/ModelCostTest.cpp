@@ -112,6 +112,89 @@ TEST_F(ModelCostTest, TensorParallelCollectives) {
   EXPECT_EQ(model.post.tpColumnProducts, 1);
 }
 
+// With sequence parallelism the replicated tensors' gradients: a norm's
+// scale and bias and a row-parallel product's bias are applied along the
+// sequence without a sequence dimension (each rank's gradient covers its
+// block of the sequence: summed over tp in W); wpe has the sequence
+// dimension (its gradient is divided along it). Read from the shapes, not
+// the names.
+TEST_F(ModelCostTest, SequenceParallelGradients) {
+  const SegmentCost &l = model.layers[0];
+  // ln_1 and ln_2 (scale and bias), attn.proj's and mlp.proj's biases.
+  EXPECT_EQ(l.sequencePartialParamTensors, 6);
+  EXPECT_EQ(l.sequencePartialParams, 6 * h);
+  EXPECT_EQ(l.sequenceSplitParamTensors, 0);
+  EXPECT_EQ(model.pre.sequencePartialParamTensors, 0);
+  EXPECT_EQ(model.pre.sequenceSplitParamTensors, 1);    // wpe
+  EXPECT_EQ(model.post.sequencePartialParamTensors, 2); // ln_f
+  EXPECT_EQ(model.post.sequencePartialParams, 2 * h);
+  EXPECT_EQ(model.post.sequenceSplitParamTensors, 0);
+}
+
+// The tables read only along their vocabulary (ZeRO-3 may compute on them
+// as stored): the tied wte, looked up (its rows) and the head's product
+// (transposed: its rows are the logits' vocabulary), with the head's shapes.
+TEST_F(ModelCostTest, VocabularyTables) {
+  ASSERT_EQ(model.vocabTables.size(), 1u);
+  const VocabTable &t = model.vocabTables[0];
+  EXPECT_EQ(t.shape, (llvm::SmallVector<int64_t, 2>{128, 64}));
+  EXPECT_EQ(t.vocabDim, 0);
+  EXPECT_EQ(t.getElements(), V * h);
+  EXPECT_TRUE(t.backward); // the head's input gradient
+  EXPECT_EQ(t.lookups, 1);
+  EXPECT_EQ(t.lookupIdBytes, b * s * 4); // i32 token ids
+  EXPECT_EQ(t.heads, 1);
+  EXPECT_EQ(t.headInputBytes, b * s * h * 4);
+  EXPECT_EQ(t.headLogitBytes, b * s * V * 4);
+  EXPECT_EQ(t.headLabelBytes, b * s * 4);
+  EXPECT_EQ(t.headRowBytes, b * s * 4);
+}
+
+// An untied head of hidden x vocabulary (Llama's lm_head): a table of its
+// own whose vocabulary is its second dimension; the embedding's table is
+// one too (lookups only). A table read any other way is none.
+TEST(ModelCostVocabTest, UntiedHeadAndOtherUses) {
+  MLIRContext context;
+  context.loadDialect<mlir::braid::BraidDialect, func::FuncDialect>();
+  std::string text = kGpt4;
+  auto replace = [&](llvm::StringRef from, llvm::StringRef to) {
+    size_t at = text.find(from.str());
+    ASSERT_NE(at, std::string::npos) << from.str();
+    text.replace(at, from.size(), to.str());
+  };
+  replace("%logits = braid.matmul %ln_f, %wte.weight {transpose_b} : "
+          "(tensor<2x16x64xf32>, tensor<128x64xf32>)",
+          "%head = braid.param \"head\" {init = #braid.init<zeros>} : "
+          "tensor<64x128xf32>\n  %logits = braid.matmul %ln_f, %head : "
+          "(tensor<2x16x64xf32>, tensor<64x128xf32>)");
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  ASSERT_TRUE(module);
+  llvm::Expected<ModelCost> m = extractModelCost(*module);
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  ASSERT_EQ(m->vocabTables.size(), 2u);
+  const VocabTable &wte = m->vocabTables[0], &head = m->vocabTables[1];
+  EXPECT_EQ(wte.lookups, 1);
+  EXPECT_EQ(wte.heads, 0);
+  EXPECT_FALSE(wte.backward);
+  EXPECT_EQ(head.shape, (llvm::SmallVector<int64_t, 2>{64, 128}));
+  EXPECT_EQ(head.vocabDim, 1);
+  EXPECT_EQ(head.heads, 1);
+  EXPECT_EQ(head.lookups, 0);
+  EXPECT_EQ(m->tiedParams, 0);
+  // The head's table also scaled elementwise: no longer read along its
+  // vocabulary alone.
+  replace("%logits = braid.matmul %ln_f, %head :",
+          "%head2 = braid.mul %head, %head : (tensor<64x128xf32>, "
+          "tensor<64x128xf32>) -> tensor<64x128xf32>\n  %logits = "
+          "braid.matmul %ln_f, %head2 :");
+  module = parseSourceString<ModuleOp>(text, &context);
+  ASSERT_TRUE(module);
+  m = extractModelCost(*module);
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  ASSERT_EQ(m->vocabTables.size(), 1u);
+  EXPECT_EQ(m->vocabTables[0].lookups, 1);
+}
+
 TEST_F(ModelCostTest, SavedActivations) {
   const SegmentCost &l = model.layers[0];
   double none = l.getSavedBytes(Recompute::None, 1, false);

@@ -35,6 +35,7 @@
 #include "braid/Planner/Hardware.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -144,6 +145,21 @@ struct SegmentCost {
   /// all_reduce, the input gradients of products sharing an input summed
   /// first).
   int tpColumnProducts = 0;
+  /// Replicated parameter tensors per instance (and their elements) that a
+  /// forward op applies along the carried activation's sequence without a
+  /// sequence dimension of their own (a norm's scale and bias, a
+  /// row-parallel product's bias): with sequence parallelism each rank's
+  /// gradient sums only its block of the sequence, and W sums them over tp
+  /// (braidc: one all_reduce per layer instance, one per tensor of the ops
+  /// around the layers).
+  double sequencePartialParamTensors = 0;
+  double sequencePartialParams = 0;
+  /// Replicated parameter tensors per instance that have the sequence
+  /// dimension (a position embedding added to the activation): with
+  /// sequence parallelism each rank's gradient is its block of the
+  /// sequence, so the gradient norm sums its squares over tp, like a
+  /// divided tensor's (splitParamTensors).
+  double sequenceSplitParamTensors = 0;
   /// Bytes of the activation the segment hands to the next one (what a
   /// pipeline stage boundary after it sends forward, and its gradient back).
   double outputBytes = 0;
@@ -158,6 +174,38 @@ struct SegmentCost {
     return splitParams / tp + replicatedParams;
   }
   double getSavedBytes(Recompute r, int tp, bool sequenceParallel) const;
+};
+
+/// A parameter table of the ops around the layers that every forward use
+/// reads along its vocabulary dimension: embedding lookups (its rows) and
+/// vocabulary-parallel heads (a product of an activation with the table
+/// whose result, logits over the vocabulary, a cross-entropy reads): a
+/// GPT's wte, tied or not, Llama's embedding table and lm_head (hidden x
+/// vocabulary). Where ZeRO-3 divides it along that dimension (the first
+/// one dp divides that tp does not, as braid-shard picks it: not Llama's
+/// lm_head), braidc's program computes on the table as stored:
+/// no gather of it for F; each lookup gathers the dp group's ids; each head
+/// gathers the group's input rows and labels, its cross-entropy 3 per-row
+/// statistics of the group's rows over the group's vocabulary blocks, and
+/// the group's logits for their gradient (PlanCostModel).
+struct VocabTable {
+  llvm::SmallVector<int64_t, 2> shape;
+  /// The dimension that indexes the vocabulary.
+  int vocabDim = 0;
+  double getElements() const;
+  /// Whether B reads it (a head's input gradient).
+  bool backward = false;
+  /// Embedding lookups in it, and their ids' bytes in all.
+  double lookups = 0;
+  double lookupIdBytes = 0;
+  /// Heads over it and, over them all: their input's bytes (b s h), their
+  /// logits' (b s V), their labels', and one per-row statistic's (b s
+  /// elements of the loss's type).
+  double heads = 0;
+  double headInputBytes = 0;
+  double headLogitBytes = 0;
+  double headLabelBytes = 0;
+  double headRowBytes = 0;
 };
 
 struct ModelCost {
@@ -181,6 +229,9 @@ struct ModelCost {
   double tiedParams = 0;
   /// The tensors of those.
   double tiedParamTensors = 0;
+  /// The tables of the ops around the layers read only along their
+  /// vocabulary (VocabTable), each counted in pre's or post's parameters.
+  std::vector<VocabTable> vocabTables;
 
   /// Layer instances over all repeats.
   int64_t getNumLayers() const;
