@@ -295,6 +295,24 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
           tpCalls[s][p] += (scatters + gatherCalls + reduces) * instances;
         }
       }
+      // With sequence parallelism, W sums over tp the gradients of the
+      // replicated tensors applied along the sequence without a sequence
+      // dimension (each rank's covers its block of the sequence): a layer
+      // instance's as one all_reduce, each tensor of the ops around the
+      // layers on its own (getSequenceGradSums).
+      if (sp) {
+        auto [calls, bytes] = getSequenceGradSums(seg);
+        if (calls > 0) {
+          double t =
+              calls * instances *
+              getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
+                                CollectiveKind::AllReduce, bytes / calls, tp);
+          st.weight += t;
+          st.tpComm += t;
+          st.comm[(int)PassKind::Weight] += t;
+          tpCalls[s][(int)PassKind::Weight] += calls * instances;
+        }
+      }
       // A vocabulary-parallel cross-entropy's per-row statistics, gathered
       // over tp between F and B (counted in F).
       if (tp > 1 && seg.tpRowGathers > 0) {
@@ -323,11 +341,17 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       st.params += seg.getRankParams(tp) * instances;
       paramTensors += seg.paramTensors * instances;
       // B's parameters, divided over tp in the segment's proportion.
+      // Without a pipeline the ops around the layers run F and B in one
+      // function, and B reads the parameters F gathered under ZeRO-3
+      // (getZeroThreeGathers).
       double all = seg.getParams();
-      st.backwardParamTensors += seg.backwardParamTensors[r] * instances;
-      if (all > 0)
-        st.backwardParams +=
-            seg.backwardParams[r] * seg.getRankParams(tp) / all * instances;
+      bool around = &seg == &model.pre || &seg == &model.post;
+      if (!around || plan.pp > 1) {
+        st.backwardParamTensors += seg.backwardParamTensors[r] * instances;
+        if (all > 0)
+          st.backwardParams +=
+              seg.backwardParams[r] * seg.getRankParams(tp) / all * instances;
+      }
       st.activationBytes += saved * instances;
     };
     if (s == 0)
@@ -345,26 +369,27 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       addSegment(model.post, 1);
     st.paramTensors = paramTensors;
     // ZeRO-3 gathers the stage's parameters before their use in F, and
-    // again the ones B reads before B, one collective per tensor.
+    // again the ones B reads before B, one collective per tensor, and in F
+    // what computing on a vocabulary table as stored needs
+    // (getZeroThreeGathers).
     if (plan.zero == 3 && plan.dp > 1) {
-      double k = std::max(1.0, paramTensors);
-      double bytes = st.params * model.elementBytes;
+      ZeroThreeGathers g = getZeroThreeGathers(plan, st, s, numStages);
+      auto gather = [&](double calls, double bytes) {
+        return calls > 0 ? calls * getCollectiveTime(
+                                       dpLevel.get(CollectiveKind::AllGather),
+                                       CollectiveKind::AllGather, bytes / calls,
+                                       plan.dp)
+                         : 0.0;
+      };
       double t =
-          k * getCollectiveTime(dpLevel.get(CollectiveKind::AllGather),
-                                CollectiveKind::AllGather, bytes / k, plan.dp);
-      double kb = st.backwardParamTensors;
-      double tb = kb > 0 ? kb * getCollectiveTime(
-                                    dpLevel.get(CollectiveKind::AllGather),
-                                    CollectiveKind::AllGather,
-                                    st.backwardParams * model.elementBytes / kb,
-                                    plan.dp)
-                         : 0;
+          gather(g.forward, g.forwardBytes) + gather(g.values, g.valueBytes);
+      double tb = gather(g.backward, g.backwardBytes);
       st.forward += t;
       st.backward += tb;
       st.comm[(int)PassKind::Forward] += t;
       st.comm[(int)PassKind::Backward] += tb;
-      gathers[s][(int)PassKind::Forward] += k;
-      gathers[s][(int)PassKind::Backward] += kb;
+      gathers[s][(int)PassKind::Forward] += g.forward + g.values;
+      gathers[s][(int)PassKind::Backward] += g.backward;
       // And F sums its lookups in a divided table (getZeroThreeLookups).
       auto [lookups, lookupBytes] = getZeroThreeLookups(plan, s, numStages);
       if (lookups > 0) {
@@ -530,7 +555,26 @@ void PlanCostModel::addCompiledBuffers(
     double grads = params * gradBytes;
     if (plan.pp > 1 && rank == lastRank)
       grads += tiedGrad;
-    m.buffers = std::max(0.0, grads - m.grads) + receives + working;
+    // The layers' and pieces' arenas (`working` stands in for them) hold at
+    // least what W writes there: a layer's weight gradients (the layers'
+    // arena) and, in a pipeline, the W piece's results, the rank's largest
+    // chunk's gradients (the pieces' arena; braidc's dp4 x pp2 of the
+    // hidden-224 GPT at micro-batch 1: 2.50 and 4.98 MiB, against 2.31 and
+    // 4.98 MiB of gradients). At small micro-batches these are the larger.
+    // (workingActivationCopies 0 leaves the arenas out: the unit tests
+    // isolate the other terms so.)
+    double layerGrads = 0;
+    for (int s : getRankStages(plan, numStages, rank))
+      for (int i = stages[s].firstLayer;
+           i < stages[s].firstLayer + stages[s].numLayers; ++i)
+        layerGrads =
+            std::max(layerGrads, model.getLayer(i).getRankParams(plan.tp));
+    double arenas =
+        config.workingActivationCopies <= 0
+            ? 0
+            : std::max(working, layerGrads * gradBytes +
+                                    getPipelineResultBytes(plan, stages, rank));
+    m.buffers = std::max(0.0, grads - m.grads) + receives + arenas;
     // Without a pipeline, recomputation leaves braidc's plan as it is (its
     // peak is not where the saved activations are: the same bytes with
     // and without it, dp4, tp4 and dp2 x tp2 of the GPT of
@@ -539,7 +583,8 @@ void PlanCostModel::addCompiledBuffers(
       m.buffers += std::max(0.0, noRecompute * scale - m.activations);
     m.buffers +=
         getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank) +
-        getZeroStagingBytes(plan) + getPipelineResultBytes(plan, stages, rank);
+        getZeroStagingBytes(plan) + getReduceScatterTemporaryBytes(plan) +
+        getPipelineResultBytes(plan, stages, rank);
   }
   // The tied parameter itself (counted with the first stage) is a slot of
   // the stages whose pieces read it, the first and the last, and no other:
@@ -653,6 +698,38 @@ double PlanCostModel::getZeroStagingBytes(const Plan &plan) const {
   return elements * config.gradBytes;
 }
 
+/// Halves of libnbc's temporary buffer that the first device of a group of
+/// `size` writes in a reduce_scatter (see getReduceScatterTemporaryBytes).
+static int getReduceScatterRootHalves(int size) {
+  return size >= 3 ? 2 : size == 2 ? 1 : 0;
+}
+
+double PlanCostModel::getReduceScatterTemporaryBytes(const Plan &plan) const {
+  // MPI's (Open MPI's libnbc) MPI_Ireduce_scatter_block, which the runtime's
+  // reduce_scatter calls (runtime/src/cpu/reduce_scatter.c), is a binomial
+  // reduce to the group's first device and a scatter from it: every device
+  // mallocs two buffers of the whole input, and a device writes one for
+  // each round it receives in, up to the two it alternates between (of a
+  // group of 4: the first device both, the third one, the others none;
+  // freed when the call completes). So the group's first device holds,
+  // during the largest reduce_scatter, twice its input (of 2 devices,
+  // once). Under ZeRO without a pipeline (tp 1) that is the largest
+  // gradient bucket over dp: a layer instance's gradients, or the tied
+  // parameter's (the ops around the layers' other tensors are reduced one
+  // by one). Measured on 4 ranks, a 2.31 MiB input alone (mpicc,
+  // getrusage, glibc's mmap threshold fixed): 5.1, 0.8, 3.0 and 0.8 MiB
+  // more on ranks 0-3 than before it; on 8 ranks 5.3 and 4.9 on ranks 0
+  // and 4, 2.6-2.8 on ranks 2 and 6. The memory of a pipeline rank is its
+  // dp group's first device's, the largest. Not braidc's memory plan:
+  // beside it in the resident set.
+  if (plan.pp != 1 || plan.zero < 1 || plan.dp < 2 || plan.tp != 1)
+    return 0;
+  double largest = model.tiedParams;
+  for (const SegmentCost &l : model.layers)
+    largest = std::max(largest, l.getParams());
+  return getReduceScatterRootHalves(plan.dp) * largest * config.gradBytes;
+}
+
 double PlanCostModel::getPipelineResultBytes(
     const Plan &plan, const std::vector<StageCost> &stages, int rank) const {
   // A pipeline's W of a micro-batch writes the chunk's weight gradients
@@ -669,6 +746,15 @@ double PlanCostModel::getPipelineResultBytes(
   for (int s : getRankStages(plan, stages.size(), rank))
     largest = std::max(largest, stages[s].params);
   return largest * config.gradBytes;
+}
+
+std::pair<double, double>
+PlanCostModel::getSequenceGradSums(const SegmentCost &seg) const {
+  if (seg.sequencePartialParamTensors <= 0)
+    return {0, 0};
+  bool layer = &seg != &model.pre && &seg != &model.post;
+  return {layer ? 1 : seg.sequencePartialParamTensors,
+          seg.sequencePartialParams * config.gradBytes};
 }
 
 /// Parameter tensors of the ops before and after the layers: without a
@@ -730,6 +816,65 @@ getPipelineReduction(const ModelCost &model, const Plan &plan,
   }
   r.calls = std::max(1.0, r.calls);
   return r;
+}
+
+/// Whether ZeRO-3 over plan.dp divides `table` along its vocabulary: the
+/// first dimension dp divides that tp does not (braid-shard's choice; tp
+/// divides a vocabulary table along its vocabulary where it can).
+static bool isDividedAlongVocab(const VocabTable &table, const Plan &plan) {
+  for (int d = 0; d < (int)table.shape.size(); ++d) {
+    if (plan.tp > 1 && d == table.vocabDim && table.shape[d] % plan.tp == 0)
+      continue;
+    if (table.shape[d] % plan.dp == 0)
+      return d == table.vocabDim;
+  }
+  return false;
+}
+
+ZeroThreeGathers PlanCostModel::getZeroThreeGathers(const Plan &plan,
+                                                    const StageCost &st, int s,
+                                                    int numStages) const {
+  ZeroThreeGathers g;
+  double eb = model.elementBytes;
+  g.forward = st.paramTensors > 0 ? st.paramTensors : 1;
+  g.forwardBytes = st.params * eb;
+  g.backward = st.backwardParamTensors;
+  g.backwardBytes = st.backwardParams * eb;
+  // Without a pipeline (one stage, the ops around the layers with F and B
+  // in one function), a vocabulary table ZeRO-3 divides along its
+  // vocabulary is read as stored: F gathers not it but the dp group's ids
+  // of each lookup, and for each head the group's input rows and labels,
+  // 3 per-row statistics of the group's rows (each device's over its
+  // vocabulary block) and the group's logits for their gradient; B gathers
+  // the table for the head's input gradient. braidc's dp2 ZeRO-3 GPT:
+  // python/tests/test_plan_collectives.py.
+  if (plan.pp > 1 || s != 0 || numStages != 1)
+    return g;
+  double group = double(plan.microBatchSize) / model.batch * plan.dp;
+  for (const VocabTable &t : model.vocabTables) {
+    if (!isDividedAlongVocab(t, plan))
+      continue;
+    double bytes = t.getElements() * eb;
+    g.forward -= 1;
+    g.forwardBytes -= bytes;
+    if (t.backward) {
+      g.backward += 1;
+      g.backwardBytes += bytes;
+    }
+    g.values += t.lookups + 6 * t.heads;
+    g.valueBytes +=
+        group * (t.lookupIdBytes + t.headInputBytes + t.headLabelBytes +
+                 t.headLogitBytes + 3 * t.headRowBytes * plan.dp);
+  }
+  return g;
+}
+
+bool PlanCostModel::hasGroupLoss(const Plan &plan) const {
+  if (plan.pp > 1 || plan.zero != 3 || plan.dp < 2)
+    return false;
+  return llvm::any_of(model.vocabTables, [&](const VocabTable &t) {
+    return t.heads > 0 && isDividedAlongVocab(t, plan);
+  });
 }
 
 /// With ZeRO-3 each device looks up the dp group's ids in its block of a
@@ -1339,8 +1484,18 @@ PlanCostModel::getCollectives(const Plan &plan,
           add(rank, "tp", "all_gather", "cross-entropy",
               double(m) * n * seg->tpRowGathers,
               seg->tpRowGatherBytes * scale * plan.tp);
-          // The gradient norm: each divided tensor's sum of squares.
-          add(rank, "tp", "all_reduce", "grad-norm", seg->splitParamTensors, 4);
+          if (sp) {
+            auto [calls, bytes] = getSequenceGradSums(*seg);
+            if (calls > 0)
+              add(rank, "tp", "all_reduce", "sequence-grads",
+                  double(m) * n * calls, bytes / calls);
+          }
+          // The gradient norm: each divided tensor's sum of squares (with
+          // sequence parallelism also those divided along the sequence).
+          add(rank, "tp", "all_reduce", "grad-norm",
+              seg->splitParamTensors +
+                  (sp ? seg->sequenceSplitParamTensors : 0),
+              4);
         }
       }
     }
@@ -1360,9 +1515,7 @@ PlanCostModel::getCollectives(const Plan &plan,
       // vocabulary (its first dimension), so braidc's program computes the
       // cross-entropy of the dp group's rows (gathered) on every device
       // over its share of the vocabulary, the group's whole loss.
-      bool groupLoss =
-          plan.pp == 1 && plan.zero == 3 && model.post.tpRowGathers > 0;
-      if (rank == getRankOf(plan, numStages - 1) && !groupLoss)
+      if (rank == getRankOf(plan, numStages - 1) && !hasGroupLoss(plan))
         add(rank, "dp", "all_reduce", "loss", m, 4);
       // With ZeRO and no pipeline a device holds its share of the
       // reduce-scattered gradients: the gradient norm sums their squares
@@ -1381,17 +1534,19 @@ PlanCostModel::getCollectives(const Plan &plan,
       if (plan.zero == 1 || plan.zero == 2)
         add(rank, "dp", "all_gather", "zero-gather", k,
             owned.params * model.elementBytes / k);
-      k = std::max(1.0, tensors);
-      double bytes = params * model.elementBytes / k;
       if (plan.zero == 3) {
-        add(rank, "dp", "all_gather", "zero-gather", m * k, bytes);
         for (int s : getRankStages(plan, numStages, rank)) {
-          const StageCost &st = stages[s];
-          if (st.backwardParamTensors > 0)
-            add(rank, "dp", "all_gather", "zero-gather-b",
-                m * st.backwardParamTensors,
-                st.backwardParams * model.elementBytes /
-                    st.backwardParamTensors);
+          ZeroThreeGathers g =
+              getZeroThreeGathers(plan, stages[s], s, numStages);
+          if (g.forward > 0)
+            add(rank, "dp", "all_gather", "zero-gather", m * g.forward,
+                g.forwardBytes / g.forward);
+          if (g.backward > 0)
+            add(rank, "dp", "all_gather", "zero-gather-b", m * g.backward,
+                g.backwardBytes / g.backward);
+          if (g.values > 0)
+            add(rank, "dp", "all_gather", "zero-vocab", m * g.values,
+                g.valueBytes / g.values);
         }
       }
     }

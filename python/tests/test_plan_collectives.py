@@ -41,23 +41,8 @@ PLANS = {
 }
 
 # (plan, axis, kind, class) -> why the model does not count it (any rank).
-KNOWN_GAPS = {
-    ("tp2-sp", "tp", "all_reduce", "tensor"): (
-        "sp: the replicated parameters' gradients (norm scales, row-parallel "
-        "biases) are partial over the sequence shards, summed over tp in W "
-        "(a layer instance's as one bucket, ln_f's two each; not wpe's, "
-        "divided along the sequence): the model does not know which "
-        "replicated tensors have a sequence dimension"),
-    ("tp2-sp", "tp", "all_reduce", "scalar"): (
-        "sp: one more gradient-norm piece than the divided tensors"),
-    ("dp2-zero3", "dp", "all_gather", "tensor"): (
-        "the head reads its table as ZeRO-3 stores it (divided over dp "
-        "along the vocabulary): no gather of wte for F, but per "
-        "micro-batch the final norm's output (1024 elements), the labels "
-        "(32), the cross-entropy's 3 per-row statistics (64 each) and the "
-        "logits for its gradient (2048): 5 gathers more, 0.6% of the "
-        "bytes; ModelCost does not extract the head's shapes"),
-}
+# None left: the model counts every collective of these plans.
+KNOWN_GAPS = {}
 
 
 def mesh_of(flags):

@@ -740,43 +740,73 @@ TEST_F(PlanCostTest, DescheduledWait) {
               1e-12);
 }
 
-// ZeRO-3 gathers each parameter tensor before its use in F (the GPT's 2 +
-// 4 x 16 + 2 tensors) and again each one B reads (a layer's 6 weights and 2
-// norm scales, the head's wte and ln_f's scale: 4 x 8 + 2): one collective
-// each, not one of the stage's parameters.
+// ZeRO-3 gathers each parameter tensor before its use in F and again each
+// one a layer's B reads (its 6 weights and 2 norm scales: 4 x 8), one
+// collective each, not one of the stage's parameters. Without a pipeline
+// the ops around the layers run F and B in one function: B reads ln_f's
+// scale as F gathered it. The tied wte, a vocabulary table that ZeRO-3
+// divides along the vocabulary, is read as stored: F gathers not it (so
+// wpe, 4 x 16 and ln_f's 2) but the dp group's token ids for the lookup
+// and, for the head, the group's input rows and labels, the cross-entropy's
+// 3 per-row statistics and the logits for their gradient; B gathers wte
+// for the head's input gradient (braidc's dp2 ZeRO-3 GPT,
+// test_plan_collectives.py).
 TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   Plan plan;
   plan.dp = 2;
   plan.zero = 3;
   PlanCost c = evaluate(plan);
   const StageCost &st = c.stages[0];
-  double k = 2 + 4 * 16 + 2;
-  double bytes = st.params * costs->getModel().elementBytes;
+  const ModelCost &model = costs->getModel();
+  ASSERT_EQ(model.vocabTables.size(), 1u);
+  const VocabTable &wte = model.vocabTables[0];
+  double k = 1 + 4 * 16 + 2;
+  double bytes = (st.params - wte.getElements()) * model.elementBytes;
   const Hardware &hw = costs->getHardware();
-  double gather =
-      k * getCollectiveTime(hw.intraNode.get(CollectiveKind::AllGather),
-                            CollectiveKind::AllGather, bytes / k, 2);
+  auto gathers = [&](double calls, double bytes) {
+    return calls *
+           getCollectiveTime(hw.intraNode.get(CollectiveKind::AllGather),
+                             CollectiveKind::AllGather, bytes / calls, 2);
+  };
+  double scale = double(plan.microBatchSize) / model.batch;
+  double group = 2 * scale;
+  double values =
+      group * (wte.lookupIdBytes + wte.headInputBytes + wte.headLabelBytes +
+               wte.headLogitBytes + 3 * 2 * wte.headRowBytes);
   // F also sums the embedding lookup in the divided wte: each device looks
   // up the dp group's ids (2 x the micro-batch's embeddings).
-  const ModelCost &model = costs->getModel();
-  double scale = double(plan.microBatchSize) / model.batch;
   double lookup = getCollectiveTime(
       hw.intraNode.get(CollectiveKind::ReduceScatter),
       CollectiveKind::ReduceScatter, model.pre.paramLookupBytes * scale * 2, 2);
   EXPECT_EQ(model.pre.paramLookups, 1);
-  EXPECT_NEAR(st.comm[(int)PassKind::Forward], gather + lookup, 1e-15);
+  EXPECT_NEAR(st.comm[(int)PassKind::Forward],
+              gathers(k, bytes) + gathers(7, values) + lookup, 1e-15);
   EXPECT_EQ(model.layers[0].backwardParamTensors[0], 8);
   EXPECT_EQ(model.pre.backwardParamTensors[0], 0);
   EXPECT_EQ(model.post.backwardParamTensors[0], 2);
-  double kb = 4 * 8 + 2;
+  double kb = 4 * 8;
   EXPECT_EQ(st.backwardParamTensors, kb);
   EXPECT_LT(st.backwardParams, st.params);
-  double b =
-      kb * getCollectiveTime(hw.intraNode.get(CollectiveKind::AllGather),
-                             CollectiveKind::AllGather,
-                             st.backwardParams * model.elementBytes / kb, 2);
-  EXPECT_NEAR(st.comm[(int)PassKind::Backward], b, 1e-15);
-  EXPECT_EQ(st.blockingPoints, k + 1 + kb);
+  EXPECT_NEAR(st.comm[(int)PassKind::Backward],
+              gathers(kb, st.backwardParams * model.elementBytes) +
+                  gathers(1, wte.getElements() * model.elementBytes),
+              1e-15);
+  EXPECT_EQ(st.blockingPoints, k + 7 + 1 + kb + 1);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather"), k);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-vocab"), 7);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather-b"), kb + 1);
+  // A vocabulary that dp does not divide: ZeRO-3 divides wte along the
+  // hidden dimension, and F and B gather it as any other tensor.
+  ModelCost odd = model;
+  odd.vocabTables[0].shape[0] = 127;
+  PlanCostModel oddCosts(odd, testHardware());
+  llvm::Expected<PlanCost> o = oddCosts.evaluate(plan);
+  ASSERT_TRUE(bool(o));
+  EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-gather"), k + 1);
+  EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-vocab"), 0);
+  EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-gather-b"), kb);
+  EXPECT_FALSE(oddCosts.hasGroupLoss(plan));
+  EXPECT_TRUE(costs->hasGroupLoss(plan));
 }
 
 // Without a pipeline ZeRO-1/2/3 reduce-scatter the gradients into each
@@ -836,10 +866,23 @@ TEST_F(PlanCostTest, SequenceParallelWeightGathers) {
   double rs = time(CollectiveKind::ReduceScatter, b);
   double ag = time(CollectiveKind::AllGather, b);
   // The head's W reads F's gathered input (only a repeat saves its
-  // activations divided).
+  // activations divided). W also sums over tp the gradients of the
+  // replicated tensors applied along the sequence (each rank's covers its
+  // block of it): a layer instance's 2 norms' scales and biases and 2
+  // row-parallel biases as one all_reduce, ln_f's two each (not wpe's,
+  // divided along the sequence).
   EXPECT_EQ(model.post.tpColumnProducts, 1);
-  double w = 4 * 4 * ag;
+  auto sum = [&](double elements) {
+    return getCollectiveTime(hw.intraNode.get(CollectiveKind::AllReduce),
+                             CollectiveKind::AllReduce, elements * 4, 2);
+  };
+  double h = 64;
+  double w = 4 * 4 * ag + 4 * sum(6 * h) + 2 * sum(h);
   EXPECT_NEAR(c.stages[0].comm[(int)PassKind::Weight], w, 1e-15);
+  EXPECT_EQ(count(c, 0, "tp", "all_reduce", "sequence-grads"), 4 + 2);
+  // The gradient norm sums over tp the squares of the divided tensors
+  // (11) and of wpe, divided along the sequence.
+  EXPECT_EQ(count(c, 0, "tp", "all_reduce", "grad-norm"), 11 + 1);
   double bwd =
       4 * 2 * (rs + ag) +
       time(CollectiveKind::ReduceScatter, model.post.tpCollectiveBytes) +
@@ -847,7 +890,10 @@ TEST_F(PlanCostTest, SequenceParallelWeightGathers) {
   EXPECT_NEAR(c.stages[0].comm[(int)PassKind::Backward], bwd, 1e-15);
   // Without it, W has no collective.
   plan.sequenceParallel = false;
-  EXPECT_EQ(evaluate(plan).stages[0].comm[(int)PassKind::Weight], 0);
+  PlanCost n = evaluate(plan);
+  EXPECT_EQ(n.stages[0].comm[(int)PassKind::Weight], 0);
+  EXPECT_EQ(count(n, 0, "tp", "all_reduce", "sequence-grads"), 0);
+  EXPECT_EQ(count(n, 0, "tp", "all_reduce", "grad-norm"), 11);
 }
 
 // GPT's wte is read by the embedding (stage 0) and the head (the last
@@ -1046,7 +1092,8 @@ TEST_F(CompiledBuffersTest, GradientsStayWholeUnderZero) {
   plan.zero = 2;
   PlanCostModel model(costs->getModel(), testHardware());
   RankMemory m = evaluateWith(plan, 0).memory[0];
-  EXPECT_DOUBLE_EQ(m.buffers, 3 * m.grads + model.getZeroStagingBytes(plan));
+  EXPECT_DOUBLE_EQ(m.buffers, 3 * m.grads + model.getZeroStagingBytes(plan) +
+                                  model.getReduceScatterTemporaryBytes(plan));
 }
 
 TEST_F(CompiledBuffersTest, ZeroStagesEveryGradientSite) {
@@ -1064,19 +1111,58 @@ TEST_F(CompiledBuffersTest, ZeroStagesEveryGradientSite) {
   plan.dp = 4;
   plan.zero = 1;
   // One micro-batch: no accumulation loop; ZeRO-1 keeps gradients whole.
-  EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers, sites);
+  PlanCostModel model(mc, testHardware());
+  EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers,
+                   sites + model.getReduceScatterTemporaryBytes(plan));
   plan.zero = 0;
   EXPECT_EQ(evaluateWith(plan, 0).memory[0].buffers, 0);
   // A pipeline all_reduces its gradients whole; with tp only the
   // replicated parameters are sites (not counted).
   plan.zero = 1;
-  PlanCostModel model(mc, testHardware());
   plan.pp = 2;
   EXPECT_EQ(model.getZeroStagingBytes(plan), 0);
   plan.pp = 1;
   plan.dp = 2;
   plan.tp = 2;
   EXPECT_EQ(model.getZeroStagingBytes(plan), 0);
+}
+
+TEST_F(CompiledBuffersTest, ReduceScatterTemporariesOnTheGroupsFirstDevice) {
+  // libnbc's reduce_scatter reduces to the dp group's first device over a
+  // binomial tree, writing a temporary of the whole input each round it
+  // receives in, two at most: the largest bucket (a layer instance's
+  // gradients) twice from 3 devices on, once on 2. Measured 2026-12-02 on
+  // the hidden-224 GPT of docs/planner.md: dp4 ZeRO-1 rank 0 67.4 MiB
+  // against 58.7 on ranks 1 and 3.
+  const ModelCost &mc = costs->getModel();
+  ASSERT_EQ(mc.layers.size(), 1u);
+  double layer = mc.layers[0].getParams() * 4;
+  ASSERT_GT(layer, mc.tiedParams * 4);
+  PlanCostModel model(mc, testHardware());
+  Plan plan;
+  plan.zero = 1;
+  plan.dp = 4;
+  EXPECT_DOUBLE_EQ(model.getReduceScatterTemporaryBytes(plan), 2 * layer);
+  plan.dp = 8;
+  EXPECT_DOUBLE_EQ(model.getReduceScatterTemporaryBytes(plan), 2 * layer);
+  plan.dp = 2;
+  EXPECT_DOUBLE_EQ(model.getReduceScatterTemporaryBytes(plan), layer);
+  // In the rank's memory, beside the runtime's staging (one micro-batch:
+  // no accumulation loop).
+  plan.dp = 4;
+  EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers,
+                   model.getZeroStagingBytes(plan) + 2 * layer);
+  // No reduce_scatter of the gradients: without ZeRO, in a pipeline (an
+  // all_reduce), and (not counted) with tp.
+  plan.zero = 0;
+  EXPECT_EQ(model.getReduceScatterTemporaryBytes(plan), 0);
+  plan.zero = 3;
+  plan.pp = 2;
+  EXPECT_EQ(model.getReduceScatterTemporaryBytes(plan), 0);
+  plan.pp = 1;
+  plan.tp = 2;
+  plan.dp = 2;
+  EXPECT_EQ(model.getReduceScatterTemporaryBytes(plan), 0);
 }
 
 TEST_F(CompiledBuffersTest, RecomputationKeepsTheUnpipelinedPlan) {
@@ -1107,11 +1193,12 @@ TEST_F(CompiledBuffersTest, AccumulationLoopHoldsWholeZerosAndThreeSums) {
   // Without ZeRO the share is every gradient: 3 + 1 - 1 of them.
   EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers, 3 * whole);
   // ZeRO-1: a quarter each, the whole zeros above three of them (beside
-  // the reduce_scatter sites' staging).
+  // the reduce_scatter sites' staging and MPI's temporaries).
   plan.zero = 1;
   PlanCostModel model(mc, testHardware());
   EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers,
-                   whole + whole / 4 - whole + model.getZeroStagingBytes(plan));
+                   whole + whole / 4 - whole + model.getZeroStagingBytes(plan) +
+                       model.getReduceScatterTemporaryBytes(plan));
   // One micro-batch runs no loop.
   plan.zero = 0;
   plan.microbatches = 1;
@@ -1203,6 +1290,45 @@ TEST_F(CompiledBuffersTest, PipelineGradientMeansAndReceives) {
     EXPECT_DOUBLE_EQ(c.memory[r].buffers,
                      tied * r + 4 * handed + c.stages[r].params * 4)
         << "rank " << r;
+}
+
+TEST_F(CompiledBuffersTest, ArenasHoldWhatWWritesThere) {
+  // The layers' arena holds a layer's weight gradients and, in a pipeline,
+  // the pieces' arena the W piece's results (the rank's largest chunk's
+  // gradients): at least that, whatever the fitted working copies, which
+  // take over where larger (braidc's dp4 x pp2 of the hidden-224 GPT at
+  // micro-batch 1: arenas of 2.50 and 4.98 MiB, 2.31 and 4.98 MiB of them
+  // gradients; the model had 3.7 MiB and under-predicted the resident set
+  // 0.84).
+  const ModelCost &mc = costs->getModel();
+  ASSERT_EQ(mc.layers.size(), 1u);
+  double layer = mc.layers[0].getParams() * 4;
+  Plan plan;
+  plan.pp = 2;
+  plan.microbatches = 4;
+  plan.schedule = sched::ScheduleKind::OneFOneB;
+  plan.microBatchSize = 1;
+  PlanCostModel model(mc, testHardware());
+  PlanCost tiny = evaluateWith(plan, 1e-9), none = evaluateWith(plan, 0);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NEAR(tiny.memory[r].buffers - none.memory[r].buffers,
+                layer + model.getPipelineResultBytes(plan, tiny.stages, r),
+                1e-3)
+        << "rank " << r;
+  // Without a pipeline a layer's gradients alone.
+  plan.pp = 1;
+  EXPECT_NEAR(evaluateWith(plan, 1e-9).memory[0].buffers -
+                  evaluateWith(plan, 0).memory[0].buffers,
+              layer, 1e-3);
+  // Many working copies: those, as before.
+  plan.pp = 2;
+  double widest = savedWithout(mc.layers[0]);
+  for (const SegmentCost *s : {&mc.pre, &mc.post})
+    widest = std::max(widest, savedWithout(*s));
+  double copies = 10 * (layer + 4 * mc.getParams()) / widest * mc.batch;
+  PlanCost many = evaluateWith(plan, copies);
+  EXPECT_NEAR(many.memory[0].buffers - none.memory[0].buffers,
+              copies * widest / mc.batch, 1e-3);
 }
 
 TEST_F(CompiledBuffersTest, PipelineResultsOfTheLargestChunk) {

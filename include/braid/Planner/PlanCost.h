@@ -201,6 +201,21 @@ struct CollectiveCount {
   double bytes = 0;
 };
 
+/// ZeRO-3's all_gathers over dp of one model stage per micro-batch, bytes
+/// the whole messages' in all (PlanCostModel::getZeroThreeGathers).
+struct ZeroThreeGathers {
+  /// Parameter tensors gathered for F, and again for B.
+  double forward = 0;
+  double forwardBytes = 0;
+  double backward = 0;
+  double backwardBytes = 0;
+  /// Values of no parameter gathered in F (a lookup's ids, a
+  /// vocabulary-parallel head's input rows, labels, per-row statistics and
+  /// logits).
+  double values = 0;
+  double valueBytes = 0;
+};
+
 struct PlanCost {
   Plan plan;
   /// Seconds per step: pipeline time plus what is not overlapped of the
@@ -297,10 +312,33 @@ public:
   /// returned loss and norm, the updated tied parameter).
   std::vector<CollectiveCount>
   getCollectives(const Plan &plan, const std::vector<StageCost> &stages) const;
+  /// ZeRO-3's gathers of stage `s` (of `numStages`, costed as `st`) per
+  /// micro-batch: its parameter tensors before F (without a pipeline not a
+  /// vocabulary table ZeRO-3 divides along its vocabulary, ModelCost's
+  /// VocabTable: F computes on it as stored and gathers the values that
+  /// needs instead) and the ones B reads before B (without a pipeline of
+  /// the ops around the layers only such a table: their F and B are one
+  /// function).
+  ZeroThreeGathers getZeroThreeGathers(const Plan &plan, const StageCost &st,
+                                       int s, int numStages) const;
+  /// Whether every device computes the dp group's loss, so that no dp sum
+  /// of it follows: ZeRO-3 without a pipeline over a vocabulary-parallel
+  /// head whose table it divides along the vocabulary (the cross-entropy
+  /// runs on the group's rows, gathered, over each device's block of the
+  /// vocabulary).
+  bool hasGroupLoss(const Plan &plan) const;
   /// ZeRO-3's reduce_scatters of stage s's embedding lookups in a divided
   /// table per micro-batch: calls, and their bytes in all.
   std::pair<double, double> getZeroThreeLookups(const Plan &plan, int s,
                                                 int numStages) const;
+
+  /// With sequence parallelism, the all_reduces over tp by which one
+  /// instance of `seg` sums in W its gradients that each rank computes over
+  /// its block of the sequence (SegmentCost::sequencePartialParamTensors):
+  /// calls and their bytes in all (one micro-batch). braidc's programs sum
+  /// a layer instance's in one call (bucketed) and each tensor of the ops
+  /// around the layers in a call of its own.
+  std::pair<double, double> getSequenceGradSums(const SegmentCost &seg) const;
 
   /// Per-stage costs alone (no schedule, no simulation): the cheap part a
   /// search can use to prune.
@@ -325,6 +363,10 @@ public:
   /// With TrainingConfig::compiledBuffers, ZeRO and no pipeline: the
   /// runtime's staging buffers of the gradients' reduce_scatter sites.
   double getZeroStagingBytes(const Plan &plan) const;
+  /// With TrainingConfig::compiledBuffers, ZeRO and no pipeline: MPI's
+  /// temporary buffers of the largest gradient reduce_scatter on the dp
+  /// group's first device (the largest of the group).
+  double getReduceScatterTemporaryBytes(const Plan &plan) const;
   /// With TrainingConfig::compiledBuffers and a pipeline: the results of
   /// one micro-batch's W (its chunk's gradients) before they join the means.
   double getPipelineResultBytes(const Plan &plan,
