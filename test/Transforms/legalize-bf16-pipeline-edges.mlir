@@ -100,3 +100,103 @@ func.func @p(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xbf16>) attributes {b
   %w = call @p.c0.W(%b#1, %b#2) : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
   return %b#0, %w : tensor<4xf32>, tensor<4xbf16>
 }
+
+// -----
+
+// Hand-offs between chunks of one stage (interleaved and V placements):
+// braid.chunk_stages on @f, the forward function of the driver @f_grad,
+// puts chunks 0 and 3 on stage 0 and chunks 1 and 2 on stage 1 (ZB-V). What
+// a piece hands only to pieces on its own stage is kept in bf16, whatever
+// their chunk: c1.F's activation for c2.F (%a, packed before the return,
+// unpacked by c2.F) and c0.F's working copy for c3.F (%w). c0.F's
+// activation for c1.F, on the other stage, is sent and stays f32, and so
+// does %v, which c3.F (stage 0) and c2.F (stage 1) both read. The same
+// pieces under @g_grad, whose forward function @g has no
+// braid.chunk_stages, keep only same-chunk hand-offs (none here).
+
+// CHECK-LABEL: func.func @f_grad.c0.F(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>)
+// CHECK: %[[W:.*]] = braid.convert %{{.*}} : tensor<4xf32> to tensor<4xbf16>
+// CHECK-NEXT: return %{{.*}}, %[[W]], %{{.*}} : tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>
+// CHECK-LABEL: func.func @f_grad.c1.F(%arg0: tensor<4xf32>) -> tensor<4xbf16>
+// CHECK: %[[A:.*]] = braid.convert %{{.*}} : tensor<4xf32> to tensor<4xbf16>
+// CHECK-NEXT: return %[[A]] : tensor<4xbf16>
+// CHECK-LABEL: func.func @f_grad.c2.F(%arg0: tensor<4xbf16>, %arg1: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[U:.*]] = braid.convert %arg0 : tensor<4xbf16> to tensor<4xf32>
+// CHECK-NEXT: braid.exp %[[U]]
+// CHECK-LABEL: func.func @f_grad.c3.F(%arg0: tensor<4xf32>, %arg1: tensor<4xbf16>, %arg2: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[U:.*]] = braid.convert %arg1 : tensor<4xbf16> to tensor<4xf32>
+// CHECK-NEXT: braid.mul %arg0, %[[U]]
+// CHECK-LABEL: func.func @f_grad(
+// CHECK: call @f_grad.c0.F(%arg0) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>)
+// CHECK-NEXT: call @f_grad.c1.F(%{{.*}}#0) : (tensor<4xf32>) -> tensor<4xbf16>
+// CHECK-NEXT: call @f_grad.c2.F(%{{.*}}, %{{.*}}#2) : (tensor<4xbf16>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: call @f_grad.c3.F(%{{.*}}, %{{.*}}#1, %{{.*}}#2) : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-LABEL: func.func @g_grad.c0.F(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK-NOT: bf16>
+// CHECK-LABEL: func.func @g_grad(
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {braid.chunk_stages = array<i64: 0, 1, 1, 0>} {
+  return %x : tensor<4xf32>
+}
+func.func @f_grad.c0.F(%x: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) attributes {braid.chunk = 0 : i64, braid.phase = "F"} {
+  %x16 = braid.convert %x : tensor<4xf32> to tensor<4xbf16>
+  %h = braid.exp %x16 : tensor<4xbf16>
+  %w = braid.neg %x16 : tensor<4xbf16>
+  %v = braid.sqrt %x16 : tensor<4xbf16>
+  return %h, %w, %v : tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>
+}
+func.func @f_grad.c1.F(%h: tensor<4xbf16>) -> tensor<4xbf16> attributes {braid.chunk = 1 : i64, braid.phase = "F"} {
+  %a = braid.exp %h : tensor<4xbf16>
+  return %a : tensor<4xbf16>
+}
+func.func @f_grad.c2.F(%a: tensor<4xbf16>, %v: tensor<4xbf16>) -> tensor<4xbf16> attributes {braid.chunk = 2 : i64, braid.phase = "F"} {
+  %e = braid.exp %a : tensor<4xbf16>
+  %s = braid.add %e, %v : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  return %s : tensor<4xbf16>
+}
+func.func @f_grad.c3.F(%s: tensor<4xbf16>, %w: tensor<4xbf16>, %v: tensor<4xbf16>) -> tensor<4xf32> attributes {braid.chunk = 3 : i64, braid.phase = "F"} {
+  %m = braid.mul %s, %w : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %n = braid.add %m, %v : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %y = braid.convert %n : tensor<4xbf16> to tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+func.func @f_grad(%x: tensor<4xf32>) -> tensor<4xf32> attributes {braid.schedule = {name = "zb-v", microbatches = 1 : i64, ranks = [["F0.0", "send activation 0.0 to rank 1", "recv activation 1.0 from rank 1", "F1.0"], ["recv activation 0.0 from rank 0", "F0.0", "F1.0", "send activation 1.0 to rank 0"]]}} {
+  %f:3 = call @f_grad.c0.F(%x) : (tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>)
+  %a = call @f_grad.c1.F(%f#0) : (tensor<4xbf16>) -> tensor<4xbf16>
+  %s = call @f_grad.c2.F(%a, %f#2) : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %y = call @f_grad.c3.F(%s, %f#1, %f#2) : (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func @g_grad.c0.F(%x: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) attributes {braid.chunk = 0 : i64, braid.phase = "F"} {
+  %x16 = braid.convert %x : tensor<4xf32> to tensor<4xbf16>
+  %h = braid.exp %x16 : tensor<4xbf16>
+  %w = braid.neg %x16 : tensor<4xbf16>
+  %v = braid.sqrt %x16 : tensor<4xbf16>
+  return %h, %w, %v : tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>
+}
+func.func @g_grad.c1.F(%h: tensor<4xbf16>) -> tensor<4xbf16> attributes {braid.chunk = 1 : i64, braid.phase = "F"} {
+  %a = braid.exp %h : tensor<4xbf16>
+  return %a : tensor<4xbf16>
+}
+func.func @g_grad.c2.F(%a: tensor<4xbf16>, %v: tensor<4xbf16>) -> tensor<4xbf16> attributes {braid.chunk = 2 : i64, braid.phase = "F"} {
+  %e = braid.exp %a : tensor<4xbf16>
+  %s = braid.add %e, %v : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  return %s : tensor<4xbf16>
+}
+func.func @g_grad.c3.F(%s: tensor<4xbf16>, %w: tensor<4xbf16>, %v: tensor<4xbf16>) -> tensor<4xf32> attributes {braid.chunk = 3 : i64, braid.phase = "F"} {
+  %m = braid.mul %s, %w : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %n = braid.add %m, %v : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %y = braid.convert %n : tensor<4xbf16> to tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+func.func @g_grad(%x: tensor<4xf32>) -> tensor<4xf32> attributes {braid.schedule = {name = "zb-v", microbatches = 1 : i64, ranks = [["F0.0", "send activation 0.0 to rank 1", "recv activation 1.0 from rank 1", "F1.0"], ["recv activation 0.0 from rank 0", "F0.0", "F1.0", "send activation 1.0 to rank 0"]]}} {
+  %f:3 = call @g_grad.c0.F(%x) : (tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>)
+  %a = call @g_grad.c1.F(%f#0) : (tensor<4xbf16>) -> tensor<4xbf16>
+  %s = call @g_grad.c2.F(%a, %f#2) : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %y = call @g_grad.c3.F(%s, %f#1, %f#2) : (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -13,11 +13,12 @@
 // the backward) stay bf16 tensors, two bytes an element: the layer packs
 // each (braid.convert to bf16, exact) before its yield, and the layers
 // reading them unpack (braid.convert to f32) just before the first use.
-// In a pipeline the same holds for a piece's results that only later pieces
-// of its chunk read (the F piece's saved values for B and W, B's for W):
-// the driver keeps them per micro-batch in flight, so they are packed where
-// computed (by the layer, or before the piece's return) and unpacked by
-// the reading piece or its layers.
+// In a pipeline the same holds for a piece's results that only pieces on
+// its stage read (the F piece's saved values for B and W, B's for W, and
+// with two chunks a stage what one chunk hands the other): the driver keeps
+// them per micro-batch in flight, so they are packed where computed (by the
+// layer, or before the piece's return) and unpacked by the reading piece
+// or its layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,9 +108,12 @@ static bool pieceHoldsBF16(Value v) {
 
 /// The pipeline pieces' results and arguments kept in bf16 storage: in a
 /// scheduled driver (braid.schedule), a piece call's result that holds bf16
-/// values and that only calls of other pieces of the same chunk (so the
-/// same stage) read, never a send, a mean or the driver's return; each
-/// piece called once. Called while the types still say bf16.
+/// values and that only calls of other pieces on the same stage read (of
+/// its chunk, or of another chunk of the stage: interleaved and V
+/// placements), never a send, a mean or the driver's return; each piece
+/// called once. The stages are braid.chunk_stages on the forward function
+/// (@f of a driver @f_grad, as PipelineDriver reads them); without it, the
+/// same chunk only. Called while the types still say bf16.
 struct PieceStorage {
   DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> results, args;
   SmallVector<Value> calls; // the driver's call results kept
@@ -136,6 +140,23 @@ static PieceStorage findPieceStorage(ModuleOp module) {
   for (auto driver : module.getOps<func::FuncOp>()) {
     if (!driver->hasAttr("braid.schedule") || driver.isExternal())
       continue;
+    StringRef name = driver.getName();
+    auto forward = name.ends_with("_grad")
+                       ? module.lookupSymbol<func::FuncOp>(
+                             name.drop_back(StringRef("_grad").size()))
+                       : func::FuncOp();
+    auto stages =
+        forward
+            ? forward->getAttrOfType<DenseI64ArrayAttr>("braid.chunk_stages")
+            : nullptr;
+    // Whether pieces `a` and `b` run on the same stage.
+    auto sameStage = [&](func::FuncOp a, func::FuncOp b) {
+      int64_t ca = *chunkOf(a), cb = *chunkOf(b);
+      if (ca == cb)
+        return true;
+      int64_t n = stages ? stages.size() : 0;
+      return ca >= 0 && ca < n && cb >= 0 && cb < n && stages[ca] == stages[cb];
+    };
     for (auto call : driver.getBody().front().getOps<func::CallOp>()) {
       func::FuncOp piece = pieceOf(call);
       if (!piece)
@@ -148,7 +169,7 @@ static PieceStorage findPieceStorage(ModuleOp module) {
         bool kept = llvm::all_of(r.getUses(), [&](OpOperand &use) {
           auto user = dyn_cast<func::CallOp>(use.getOwner());
           func::FuncOp reader = user ? pieceOf(user) : func::FuncOp();
-          return reader && reader != piece && chunkOf(reader) == chunkOf(piece);
+          return reader && reader != piece && sameStage(reader, piece);
         });
         if (!kept)
           continue;
