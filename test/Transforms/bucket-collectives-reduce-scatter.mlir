@@ -76,13 +76,16 @@ func.func @f(%a: tensor<4x3xf32> {braid.name = "a", braid.block_of = #braid.shar
   return %ga, %gb, %ge, %gc, %gd : tensor<8x3xf32>, tensor<12xf32>, tensor<8xf32>, tensor<12x2xf32>, tensor<4x2xf32>
 }
 
-// Tests what ends a reduce_scatter bucket: a use of a member's result,
-// another group (axes), another phase; the first two pairs are buckets
-// under the 104-byte cap too (12 floats each).
+// Tests what ends a reduce_scatter bucket: a use of a member's result
+// that cannot move below later members (the parameter store after the
+// side-effect free mul, which waits itself), another group (axes),
+// another phase; the first two pairs are buckets under the 104-byte cap
+// too (12 floats each).
 
 // CHECK-LABEL: func.func @ends
 // CHECK: braid.reduce_scatter %{{.*}} on @mesh ["dp"] {braid.bucket = 2 : i64{{.*}}dim = 0 : i64} : (tensor<24xf32>) -> tensor<12xf32>
 // CHECK: braid.mul
+// CHECK-NEXT: braid.store_param "u"
 // CHECK: braid.reduce_scatter %{{.*}} on @mesh ["dp"] {braid.bucket = 2 : i64{{.*}}dim = 0 : i64} : (tensor<24xf32>) -> tensor<12xf32>
 // CHECK: braid.reduce_scatter %{{.*}} on @mesh ["tp"] {dim = 0 : i64} : (tensor<12xf32>) -> tensor<6xf32>
 // CHECK: braid.reduce_scatter %{{.*}} on @mesh ["dp"] {braid.phase = "F", dim = 0 : i64} : (tensor<12xf32>) -> tensor<6xf32>
@@ -96,6 +99,7 @@ func.func @ends(%a: tensor<12xf32>, %b: tensor<12xf32>) -> tensor<6xf32> {
   %0 = braid.reduce_scatter %a on @mesh ["dp"] {dim = 0 : i64} : (tensor<12xf32>) -> tensor<6xf32>
   %1 = braid.reduce_scatter %b on @mesh ["dp"] {dim = 0 : i64} : (tensor<12xf32>) -> tensor<6xf32>
   %u = braid.mul %0, %1 : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+  braid.store_param "u", %u : tensor<6xf32>
   %2 = braid.reduce_scatter %a on @mesh ["dp"] {dim = 0 : i64} : (tensor<12xf32>) -> tensor<6xf32>
   %3 = braid.reduce_scatter %b on @mesh ["dp"] {dim = 0 : i64} : (tensor<12xf32>) -> tensor<6xf32>
   %4 = braid.reduce_scatter %a on @mesh ["tp"] {dim = 0 : i64} : (tensor<12xf32>) -> tensor<6xf32>
@@ -107,4 +111,39 @@ func.func @ends(%a: tensor<12xf32>, %b: tensor<12xf32>) -> tensor<6xf32> {
   %s4 = braid.add %s3, %5 : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
   %s5 = braid.add %s4, %6 : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
   return %s5 : tensor<6xf32>
+}
+
+// Tests that the gradient norm of a ZeRO step does not end the bucket of
+// the gradients outside the layers: the sum_squares of each scattered
+// gradient moves below the fused reduce_scatter, and the all_reduce of a
+// gradient dp does not divide (e) stays alone, as the all_reduce of the
+// norm's partial sums needs both (so it ends both buckets) and joins the
+// loss's all_reduce (l) instead.
+
+// CHECK-LABEL: func.func @zero_norm
+// CHECK: %[[RS:.*]] = braid.reduce_scatter %{{.*}} on @mesh ["dp"] {braid.bucket = 2 : i64, braid.cause = "bucket of 2 reduce_scatters: a; b", dim = 0 : i64} : (tensor<20xf32>) -> tensor<10xf32>
+// CHECK: %[[QA:.*]] = braid.sum_squares
+// CHECK: %[[QB:.*]] = braid.sum_squares
+// CHECK-NEXT: %[[N1:.*]] = braid.add %[[QA]], %[[QB]]
+// CHECK-NEXT: %[[RE:.*]] = braid.all_reduce sum %{{.*}} on @mesh ["dp"] {braid.cause = "e"} : tensor<3xf32>
+// CHECK-NEXT: %[[QE:.*]] = braid.sum_squares %[[RE]]
+// CHECK-NEXT: %[[N2:.*]] = braid.add %[[N1]], %[[QE]]
+// CHECK: braid.all_reduce sum %{{.*}} on @mesh ["dp"] {braid.bucket = 2 : i64, braid.cause = "bucket of 2 all_reduces: n; l"} : tensor<2xf32>
+// CHECK: braid.sqrt
+// CHECK: return
+// SMALL-LABEL: func.func @zero_norm
+// SMALL: braid.bucket = 2 : i64, braid.cause = "bucket of 2 reduce_scatters: a; b"
+func.func @zero_norm(%a: tensor<12xf32>, %b: tensor<4x2xf32>, %e: tensor<3xf32>, %l: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<3xf32>) {
+  %ra = braid.reduce_scatter %a on @mesh ["dp"] {dim = 0 : i64, braid.cause = "a"} : (tensor<12xf32>) -> tensor<6xf32>
+  %qa = braid.sum_squares %ra : (tensor<6xf32>) -> tensor<f32>
+  %rb = braid.reduce_scatter %b on @mesh ["dp"] {dim = 1 : i64, braid.cause = "b"} : (tensor<4x2xf32>) -> tensor<4x1xf32>
+  %qb = braid.sum_squares %rb : (tensor<4x1xf32>) -> tensor<f32>
+  %n1 = braid.add %qa, %qb : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %re = braid.all_reduce sum %e on @mesh ["dp"] {braid.cause = "e"} : tensor<3xf32>
+  %qe = braid.sum_squares %re : (tensor<3xf32>) -> tensor<f32>
+  %n2 = braid.add %n1, %qe : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %nr = braid.all_reduce sum %n2 on @mesh ["dp"] {braid.cause = "n"} : tensor<f32>
+  %norm = braid.sqrt %nr : tensor<f32>
+  %rl = braid.all_reduce sum %l on @mesh ["dp"] {braid.cause = "l"} : tensor<f32>
+  return %norm, %rl, %re : tensor<f32>, tensor<f32>, tensor<3xf32>
 }

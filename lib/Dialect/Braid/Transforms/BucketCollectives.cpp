@@ -5,7 +5,10 @@
 // into one whose block for each rank is the concatenation of the members'
 // blocks for that rank, so that a layer's gradients go out as one message
 // instead of one per parameter (DDP's and FSDP's gradient buckets).
-// Collectives are recognised through CollectiveOpInterface.
+// Collectives are recognised through CollectiveOpInterface. A side-effect
+// free op that only needs earlier members' results (the gradient norm's
+// sum_squares of each reduced gradient) does not end a bucket: it is moved
+// below the fused reduction, with what depends on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,9 @@
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <array>
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BUCKETCOLLECTIVESPASS
@@ -177,6 +183,45 @@ struct OpenBucket {
   double bytes = 0;
 };
 
+/// Whether `op` may wait below later reductions of its block when it needs
+/// an open bucket's results: it has no side effects (nested ops included),
+/// is no collective (every rank must issue those in one order) and does not
+/// end the block.
+static bool isDeferrable(Operation &op) {
+  return !isa<CollectiveOpInterface>(op) &&
+         !op.hasTrait<OpTrait::IsTerminator>() && isMemoryEffectFree(&op);
+}
+
+/// Moves each op of `deferred` (in block order) that now uses a value
+/// defined after it, a fused bucket's slice, to right after the last such
+/// definition, after the deferred ops already moved there (so they keep
+/// their order). Its users are deferred ops, moved after it in turn, or ops
+/// after the bucket's end.
+static void placeDeferred(ArrayRef<Operation *> deferred) {
+  llvm::DenseMap<Operation *, Operation *> lastPlacedAfter;
+  for (Operation *op : deferred) {
+    Block *block = op->getBlock();
+    Operation *anchor = nullptr;
+    op->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (!def)
+          def = v.getParentBlock()->getParentOp();
+        if (!def || !(def = block->findAncestorOpInBlock(*def)) || def == op)
+          continue;
+        if (op->isBeforeInBlock(def) &&
+            (!anchor || anchor->isBeforeInBlock(def)))
+          anchor = def;
+      }
+    });
+    if (!anchor)
+      continue;
+    Operation *&last = lastPlacedAfter[anchor];
+    op->moveAfter(last ? last : anchor);
+    last = op;
+  }
+}
+
 struct BucketCollectivesPass
     : public braid::impl::BucketCollectivesPassBase<BucketCollectivesPass> {
   using BucketCollectivesPassBase::BucketCollectivesPassBase;
@@ -192,46 +237,71 @@ struct BucketCollectivesPass
       return;
     const double capBytes = bucketMb * (1 << 20);
     SmallVector<SmallVector<Operation *>> buckets;
+    SmallVector<Operation *> deferred;
     getOperation().walk([&](Block *block) {
       // One open bucket per kind: an all_reduce between reduce_scatters
       // (ZeRO-1/2: a gradient dp does not divide) leaves the other kind's
       // bucket open, as any other op does.
       OpenBucket open[2];
-      auto close = [&](OpenBucket &bucket) {
-        if (bucket.ops.size() > 1)
-          buckets.push_back(bucket.ops);
-        bucket = OpenBucket();
+      // Each bucket opened in a slot gets the next generation, so that a
+      // deferred op's dependence on a closed bucket no longer counts.
+      int64_t generation[2] = {0, 0};
+      // The deferred ops of this block and, per slot, the generation of the
+      // bucket whose results each needs (-1: none), directly or through
+      // other deferred ops.
+      llvm::DenseMap<Operation *, std::array<int64_t, 2>> needs;
+      auto close = [&](int k) {
+        if (open[k].ops.size() > 1)
+          buckets.push_back(open[k].ops);
+        open[k] = OpenBucket();
+        ++generation[k];
       };
       for (Operation &op : *block) {
-        // An op that needs a member's reduced value ends that member's
-        // bucket before it (nested uses count).
-        for (OpenBucket &bucket : open) {
-          bool usesMember = false;
-          op.walk([&](Operation *inner) {
-            for (Value v : inner->getOperands())
-              if (Operation *def = v.getDefiningOp();
-                  def && bucket.members.count(def))
-                usesMember = true;
-          });
-          if (usesMember)
-            close(bucket);
+        // The open buckets whose results `op` needs (nested uses count).
+        std::array<int64_t, 2> need = {-1, -1};
+        op.walk([&](Operation *inner) {
+          for (Value v : inner->getOperands()) {
+            Operation *def = v.getDefiningOp();
+            if (!def)
+              continue;
+            for (int k = 0; k < 2; ++k) {
+              if (open[k].members.count(def))
+                need[k] = generation[k];
+              auto it = needs.find(def);
+              if (it != needs.end() && it->second[k] == generation[k])
+                need[k] = generation[k];
+            }
+          }
+        });
+        bool needsOpen = need[0] >= 0 || need[1] >= 0;
+        // A side-effect free op waits below the buckets it needs, which
+        // stay open; any other op ends them before it, so that it still
+        // sees the reduced values.
+        if (needsOpen && isDeferrable(op)) {
+          needs[&op] = need;
+          deferred.push_back(&op);
+          continue;
         }
+        for (int k = 0; k < 2; ++k)
+          if (need[k] >= 0)
+            close(k);
         if (!isBucketable(&op))
           continue;
-        OpenBucket &bucket = open[isa<ReduceScatterOp>(op) ? 1 : 0];
+        int k = isa<ReduceScatterOp>(op) ? 1 : 0;
+        OpenBucket &bucket = open[k];
         // The bytes each device sends into the reduction.
         double size =
             4.0 *
             cast<RankedTensorType>(op.getOperand(0).getType()).getNumElements();
         if (!bucket.ops.empty() && (!sameGroup(bucket.ops.front(), &op) ||
                                     bucket.bytes + size > capBytes))
-          close(bucket);
+          close(k);
         bucket.ops.push_back(&op);
         bucket.members.insert(&op);
         bucket.bytes += size;
       }
-      for (OpenBucket &bucket : open)
-        close(bucket);
+      for (int k = 0; k < 2; ++k)
+        close(k);
     });
     for (ArrayRef<Operation *> bucket : buckets) {
       if (isa<ReduceScatterOp>(bucket.front()))
@@ -239,6 +309,7 @@ struct BucketCollectivesPass
       else
         fuseAllReduces(bucket);
     }
+    placeDeferred(deferred);
   }
 };
 
