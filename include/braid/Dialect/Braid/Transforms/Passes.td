@@ -530,9 +530,13 @@ def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp">
     The two kinds fill separate buckets, so an all_reduce between
     reduce_scatters does not end theirs.
 
-    A bucket closes when an op in between uses the result of one of its
-    members, so every use still sees the reduced value; the fused
-    collective takes the place of the last member. Element-wise sums over
+    A bucket closes at an op in between that needs the result of one of
+    its members and cannot wait (an op with side effects, a collective, a
+    repeat, the terminator), so every use still sees the reduced value; a
+    side-effect free op that needs earlier members' results (the gradient
+    norm's sum_squares of each reduced gradient) does not close it, but
+    moves, with the side-effect free ops that depend on it, below the
+    fused collective, which takes the place of the last member. Element-wise sums over
     the same group are unchanged by the fusion. `bucket-mb=0` turns it off.
   }];
   let options = [
@@ -946,8 +950,9 @@ def LegalizeBF16Pass : Pass<"braid-legalize-bf16", "::mlir::ModuleOp"> {
     layers reading them unpack it (`braid.convert` to f32) just before the
     first use. The lowering holds them in `uint16_t` buffers, 2 bytes an
     element. In a scheduled pipeline, a piece's results that hold bf16
-    values and that only pieces of the same chunk read (F's saved values
-    for B and W) are bf16 too: packed by their layers or before the
+    values and that only pieces on the same stage read (F's saved values
+    for B and W; with two chunks a stage, what one hands the other) are
+    bf16 too: packed by their layers or before the
     piece's return, unpacked by the reading piece or handed on packed to
     its layers; what is sent between stages or averaged stays f32.
 
