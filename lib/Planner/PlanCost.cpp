@@ -253,6 +253,17 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     double paramTensors = 0;
     st.firstLayer = first;
     st.numLayers = sizes[s];
+    // W's all_reduces over tp of `calls` sums of sequence-partial
+    // gradients, of `bytes` each.
+    auto addSequenceSums = [&](double calls, double bytes) {
+      double t =
+          calls * getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
+                                    CollectiveKind::AllReduce, bytes, tp);
+      st.weight += t;
+      st.tpComm += t;
+      st.comm[(int)PassKind::Weight] += t;
+      tpCalls[s][(int)PassKind::Weight] += calls;
+    };
     auto addSegment = [&](const SegmentCost &seg, double instances) {
       double *times[kNumPassKinds] = {&st.forward, &st.backward, &st.weight};
       for (int p = 0; p < kNumPassKinds; ++p) {
@@ -298,21 +309,12 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       // With sequence parallelism, W sums over tp the gradients of the
       // replicated tensors applied along the sequence without a sequence
       // dimension (each rank's covers its block of the sequence): a layer
-      // instance's as one all_reduce, each tensor of the ops around the
-      // layers on its own (getSequenceGradSums).
-      if (sp) {
-        auto [calls, bytes] = getSequenceGradSums(seg);
-        if (calls > 0) {
-          double t =
-              calls * instances *
-              getCollectiveTime(tpLevel.get(CollectiveKind::AllReduce),
-                                CollectiveKind::AllReduce, bytes / calls, tp);
-          st.weight += t;
-          st.tpComm += t;
-          st.comm[(int)PassKind::Weight] += t;
-          tpCalls[s][(int)PassKind::Weight] += calls * instances;
-        }
-      }
+      // instance's as one all_reduce (those of the ops around the layers:
+      // getSequenceGradSums, below).
+      bool layer = &seg != &model.pre && &seg != &model.post;
+      if (sp && layer && seg.sequencePartialParamTensors > 0)
+        addSequenceSums(instances,
+                        seg.sequencePartialParams * config.gradBytes);
       // A vocabulary-parallel cross-entropy's per-row statistics, gathered
       // over tp between F and B (counted in F).
       if (tp > 1 && seg.tpRowGathers > 0) {
@@ -367,6 +369,11 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     }
     if (s == numStages - 1)
       addSegment(model.post, 1);
+    if (sp) {
+      auto [calls, bytes] = getSequenceGradSums(s, numStages);
+      if (calls > 0)
+        addSequenceSums(calls, bytes);
+    }
     st.paramTensors = paramTensors;
     // ZeRO-3 gathers the stage's parameters before their use in F, and
     // again the ones B reads before B, one collective per tensor, and in F
@@ -749,22 +756,23 @@ double PlanCostModel::getPipelineResultBytes(
 }
 
 std::pair<double, double>
-PlanCostModel::getSequenceGradSums(const SegmentCost &seg) const {
-  if (seg.sequencePartialParamTensors <= 0)
-    return {0, 0};
-  bool layer = &seg != &model.pre && &seg != &model.post;
-  return {layer ? 1 : seg.sequencePartialParamTensors,
-          seg.sequencePartialParams * config.gradBytes};
+PlanCostModel::getSequenceGradSums(int s, int numStages) const {
+  double tensors = 0, elements = 0;
+  for (const SegmentCost *seg : {s == 0 ? &model.pre : nullptr,
+                                 s == numStages - 1 ? &model.post : nullptr})
+    if (seg) {
+      tensors += seg->sequencePartialParamTensors;
+      elements += seg->sequencePartialParams;
+    }
+  return {tensors > 0 ? 1 : 0, elements * config.gradBytes};
 }
 
-/// Parameter tensors of the ops before and after the layers: without a
-/// pipeline, braidc's programs reduce each one's gradient over dp on its
-/// own, not in a bucket (the gradient norm reads each right after its
-/// reduction, which closes the bucket; 1 where there are none, a bucket's
-/// worth).
-static double getOutsideTensors(const ModelCost &model) {
-  return std::max(1.0, model.pre.paramTensors + model.post.paramTensors);
-}
+/// Reductions over dp of the gradients of the ops before and after the
+/// layers, without a pipeline: braidc's programs reduce them in one bucket
+/// (braid-bucket-collectives: the layers' repeat between the two sides and
+/// the gradient norm's reads of each reduced gradient do not end it), or
+/// one bucket's worth where there are none.
+static double getOutsideReductions() { return 1; }
 
 namespace {
 /// The gradients one pipeline rank reduces over dp once a step.
@@ -867,6 +875,15 @@ ZeroThreeGathers PlanCostModel::getZeroThreeGathers(const Plan &plan,
                  t.headLogitBytes + 3 * t.headRowBytes * plan.dp);
   }
   return g;
+}
+
+bool PlanCostModel::isLossInGradientBucket(const Plan &plan) const {
+  // Without a pipeline the loss's dp sum and the gradients' dp all_reduces
+  // are collectives of one block over one group: braid-bucket-collectives
+  // fuses the sum into the bucket of the gradients of the ops around the
+  // layers (not under ZeRO: those are reduce_scatters).
+  return plan.pp == 1 && plan.dp > 1 && plan.zero == 0 &&
+         config.gradientReductionPerMicrobatch && !hasGroupLoss(plan);
 }
 
 bool PlanCostModel::hasGroupLoss(const Plan &plan) const {
@@ -1184,7 +1201,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
           plan.pp == 1 && config.gradientReductionPerMicrobatch;
       double reductions = perMicrobatch ? m : 1;
       double buckets =
-          perMicrobatch ? layers + getOutsideTensors(model) : owned.calls;
+          perMicrobatch ? layers + getOutsideReductions() : owned.calls;
       CollectiveKind kind = perMicrobatch && plan.zero >= 1
                                 ? CollectiveKind::ReduceScatter
                                 : CollectiveKind::AllReduce;
@@ -1462,6 +1479,7 @@ PlanCostModel::getCollectives(const Plan &plan,
     PipelineReduction owned{1, params, tensors};
     if (plan.pp > 1)
       owned = getPipelineReduction(model, plan, stages, rank);
+    double normPieces = 0;
     for (int s : getRankStages(plan, numStages, rank)) {
       for (auto [seg, n] : segmentsOf(s)) {
         if (plan.tp > 1) {
@@ -1484,27 +1502,33 @@ PlanCostModel::getCollectives(const Plan &plan,
           add(rank, "tp", "all_gather", "cross-entropy",
               double(m) * n * seg->tpRowGathers,
               seg->tpRowGatherBytes * scale * plan.tp);
-          if (sp) {
-            auto [calls, bytes] = getSequenceGradSums(*seg);
-            if (calls > 0)
-              add(rank, "tp", "all_reduce", "sequence-grads",
-                  double(m) * n * calls, bytes / calls);
-          }
+          bool layer = seg != &model.pre && seg != &model.post;
+          if (sp && layer && seg->sequencePartialParamTensors > 0)
+            add(rank, "tp", "all_reduce", "sequence-grads", double(m) * n,
+                seg->sequencePartialParams * config.gradBytes);
           // The gradient norm: each divided tensor's sum of squares (with
           // sequence parallelism also those divided along the sequence).
-          add(rank, "tp", "all_reduce", "grad-norm",
-              seg->splitParamTensors +
-                  (sp ? seg->sequenceSplitParamTensors : 0),
-              4);
+          normPieces += seg->splitParamTensors +
+                        (sp ? seg->sequenceSplitParamTensors : 0);
         }
       }
+      if (sp) {
+        auto [calls, bytes] = getSequenceGradSums(s, numStages);
+        if (calls > 0)
+          add(rank, "tp", "all_reduce", "sequence-grads", m * calls, bytes);
+      }
     }
+    // The gradient norm's tp sums of the rank's pieces, one float each, in
+    // one all_reduce (braid-bucket-collectives).
+    if (normPieces > 0)
+      add(rank, "tp", "all_reduce", "grad-norm", 1, 4 * normPieces);
     if (plan.dp > 1) {
       double grads = owned.params * config.gradBytes;
       if (plan.pp == 1 && config.gradientReductionPerMicrobatch) {
-        double buckets = layers + getOutsideTensors(model);
+        double buckets = layers + getOutsideReductions();
+        double loss = isLossInGradientBucket(plan) ? 4 : 0;
         add(rank, "dp", plan.zero >= 1 ? "reduce_scatter" : "all_reduce",
-            "grad-bucket", m * buckets, grads / buckets);
+            "grad-bucket", m * buckets, (grads + loss) / buckets);
       } else {
         add(rank, "dp", "all_reduce", "grad-bucket", owned.calls,
             grads / owned.calls);
@@ -1515,13 +1539,18 @@ PlanCostModel::getCollectives(const Plan &plan,
       // vocabulary (its first dimension), so braidc's program computes the
       // cross-entropy of the dp group's rows (gathered) on every device
       // over its share of the vocabulary, the group's whole loss.
-      if (rank == getRankOf(plan, numStages - 1) && !hasGroupLoss(plan))
-        add(rank, "dp", "all_reduce", "loss", m, 4);
       // With ZeRO and no pipeline a device holds its share of the
       // reduce-scattered gradients: the gradient norm sums their squares
-      // over dp, one all_reduce of one float a step.
-      if (plan.pp == 1 && plan.zero >= 1)
-        add(rank, "dp", "all_reduce", "grad-norm", 1, 4);
+      // over dp, one all_reduce of one float a step; of one micro-batch
+      // (no accumulation loop: one block) with the loss's sum in it.
+      bool normSum = plan.pp == 1 && plan.zero >= 1;
+      bool lossSum = rank == getRankOf(plan, numStages - 1) &&
+                     !hasGroupLoss(plan) && !isLossInGradientBucket(plan);
+      bool lossWithNorm = normSum && lossSum && m == 1;
+      if (lossSum && !lossWithNorm)
+        add(rank, "dp", "all_reduce", "loss", m, 4);
+      if (normSum)
+        add(rank, "dp", "all_reduce", "grad-norm", 1, lossWithNorm ? 8 : 4);
       if (plan.zero == 3)
         for (int s : getRankStages(plan, numStages, rank)) {
           auto [lookups, bytes] = getZeroThreeLookups(plan, s, numStages);

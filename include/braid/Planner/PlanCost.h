@@ -332,13 +332,16 @@ public:
   std::pair<double, double> getZeroThreeLookups(const Plan &plan, int s,
                                                 int numStages) const;
 
-  /// With sequence parallelism, the all_reduces over tp by which one
-  /// instance of `seg` sums in W its gradients that each rank computes over
-  /// its block of the sequence (SegmentCost::sequencePartialParamTensors):
-  /// calls and their bytes in all (one micro-batch). braidc's programs sum
-  /// a layer instance's in one call (bucketed) and each tensor of the ops
-  /// around the layers in a call of its own.
-  std::pair<double, double> getSequenceGradSums(const SegmentCost &seg) const;
+  /// With sequence parallelism, the all_reduces over tp by which stage `s`
+  /// sums in W the gradients of the ops around the layers it holds that
+  /// each rank computes over its block of the sequence
+  /// (SegmentCost::sequencePartialParamTensors): calls and their bytes in
+  /// all, one micro-batch. braidc's programs sum them in one bucket, and a
+  /// layer instance's in one call.
+  std::pair<double, double> getSequenceGradSums(int s, int numStages) const;
+  /// Whether the loss's dp sum of each micro-batch goes in the bucket of
+  /// the gradients of the ops around the layers (no pipeline, no ZeRO).
+  bool isLossInGradientBucket(const Plan &plan) const;
 
   /// Per-stage costs alone (no schedule, no simulation): the cheap part a
   /// search can use to prune.
