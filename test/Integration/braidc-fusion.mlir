@@ -47,7 +47,7 @@
 // RUN: braid-run -n 2 %t.pp.plain --steps 3 --seed 1 > %t.pp.plain.out
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.pp.fused.out %t.pp.plain.out --rtol 0 | FileCheck %s --check-prefix=THREE
 //
-// RUN: braidc %t.gpt.mlir --lr 3e-3 --emit cpp -o %t.fused.cpp
+// RUN: braidc %t.gpt.mlir --lr 3e-3 --no-matmul-epilogue --emit cpp -o %t.fused.cpp
 // RUN: FileCheck %s --check-prefix=CPP < %t.fused.cpp
 // RUN: braidc %t.gpt.mlir --lr 3e-3 --no-fuse --emit cpp -o %t.plain.cpp
 // RUN: FileCheck %s --check-prefix=PLAIN < %t.plain.cpp
@@ -56,7 +56,9 @@
 // THREE: ok: 3 losses within 0.0 (worst 0)
 
 // The bias add and tanh GELU of the MLP, one loop over the rows on the
-// kernels' threads, an inner loop over the last dimension.
+// kernels' threads, an inner loop over the last dimension (with
+// --no-matmul-epilogue: by default the bias add is in the matmul's
+// epilogue, braidc-matmul-epilogue.mlir, and the GELU a kernel of its own).
 // CPP: #include "braid/rt/elementwise_math.h"
 // CPP: #include "braid/rt/parallel.h"
 // CPP: braid.fused: 2 ops over [16x64x512] in one loop nest
