@@ -107,16 +107,20 @@ func.func @p(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xbf16>) attributes {b
 // braid.chunk_stages on @f, the forward function of the driver @f_grad,
 // puts chunks 0 and 3 on stage 0 and chunks 1 and 2 on stage 1 (ZB-V). What
 // a piece hands only to pieces on its own stage is kept in bf16, whatever
-// their chunk: c1.F's activation for c2.F (%a, packed before the return,
-// unpacked by c2.F) and c0.F's working copy for c3.F (%w). c0.F's
+// their chunk: c1.F's activation for c2.F (%a, packed where computed,
+// unpacked by c2.F) and c0.F's working copy for c3.F (%w, packed right
+// after it is computed, before the ops after it). c0.F's
 // activation for c1.F, on the other stage, is sent and stays f32, and so
 // does %v, which c3.F (stage 0) and c2.F (stage 1) both read. The same
 // pieces under @g_grad, whose forward function @g has no
 // braid.chunk_stages, keep only same-chunk hand-offs (none here).
 
 // CHECK-LABEL: func.func @f_grad.c0.F(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>)
-// CHECK: %[[W:.*]] = braid.convert %{{.*}} : tensor<4xf32> to tensor<4xbf16>
-// CHECK-NEXT: return %{{.*}}, %[[W]], %{{.*}} : tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>
+// CHECK: braid.neg
+// CHECK-NEXT: %[[R:.*]] = braid.round
+// CHECK-NEXT: %[[W:.*]] = braid.convert %[[R]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK-NOT: braid.convert
+// CHECK: return %{{.*}}, %[[W]], %{{.*}} : tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>
 // CHECK-LABEL: func.func @f_grad.c1.F(%arg0: tensor<4xf32>) -> tensor<4xbf16>
 // CHECK: %[[A:.*]] = braid.convert %{{.*}} : tensor<4xf32> to tensor<4xbf16>
 // CHECK-NEXT: return %[[A]] : tensor<4xbf16>

@@ -12,14 +12,19 @@
 // tensor: the F piece's layers' saved values (%h#1; %h#2, an f32 tensor
 // converted from bf16 in the layer) are packed by the layer and returned
 // as they are, and handed to the B piece's layers packed (no unpack in
-// the piece); a bf16 value the piece computed (%e) is packed before the
-// return and unpacked before its first use. What is sent to another chunk
+// the piece); a bf16 value the piece computed (%e) is packed right after
+// the op computing it (not before the return: its f32 value dies at its
+// last use in the piece, here %r) and unpacked before its first use. What is sent to another chunk
 // (%h#0), computed in f32 (%n) or also returned by the driver (%r, a mean)
 // stays f32 holding bf16 values.
 
 // CHECK-LABEL: braid.layer @fwd(%arg0: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xbf16>)
-// CHECK: braid.convert %{{.*}} : tensor<2x8xf32> to tensor<2x8xbf16>
-// CHECK-NEXT: braid.convert %{{.*}} : tensor<2x8xf32> to tensor<2x8xbf16>
+// CHECK: braid.matmul
+// CHECK-NEXT: %[[M:.*]] = braid.round
+// CHECK-NEXT: braid.convert %[[M]] : tensor<2x8xf32> to tensor<2x8xbf16>
+// CHECK-NEXT: braid.gelu
+// CHECK-NEXT: %[[G:.*]] = braid.round
+// CHECK-NEXT: braid.convert %[[G]] : tensor<2x8xf32> to tensor<2x8xbf16>
 // CHECK-NEXT: braid.yield
 
 // CHECK-LABEL: braid.layer @bwd(%arg0: tensor<2x8xf32>, %arg1: tensor<2x8xbf16>, %arg2: tensor<2x8xbf16>) -> tensor<2x8xf32>
@@ -27,9 +32,11 @@
 // CHECK-LABEL: func.func @drv.c0.F(%arg0: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x2x8xbf16>, tensor<2x2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>)
 // CHECK: %[[H:.*]]:3 = braid.repeat @fwd({{.*}}) -> (tensor<2x8xf32>, tensor<2x2x8xbf16>, tensor<2x2x8xbf16>)
 // CHECK: %[[E:.*]] = braid.round %{{.*}} to bf16
+// CHECK-NEXT: %[[P:.*]] = braid.convert %[[E]] : tensor<2x8xf32> to tensor<2x8xbf16>
 // CHECK-NOT: braid.convert %[[H]]
-// CHECK: %[[P:.*]] = braid.convert %[[E]] : tensor<2x8xf32> to tensor<2x8xbf16>
-// CHECK-NEXT: return %[[H]]#0, %[[H]]#1, %[[H]]#2, %[[P]], %{{.*}}, %{{.*}} : tensor<2x8xf32>, tensor<2x2x8xbf16>, tensor<2x2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>
+// CHECK: braid.neg %[[E]]
+// CHECK-NOT: braid.convert
+// CHECK: return %[[H]]#0, %[[H]]#1, %[[H]]#2, %[[P]], %{{.*}}, %{{.*}} : tensor<2x8xf32>, tensor<2x2x8xbf16>, tensor<2x2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>
 
 // CHECK-LABEL: func.func @drv.c1.F(%arg0: tensor<2x8xf32>) -> tensor<2x8xf32>
 

@@ -5,17 +5,28 @@
 // Tests which tensors braid-legalize-bf16 keeps in bf16 storage: a layer's
 // stacked bf16 result whose every use is a stacked operand of a repeat (the
 // forward's saved %m, and %g32, an f32 tensor converted from bf16, which
-// holds bf16 values too) is packed before the yield (braid.convert to
-// bf16) and unpacked by the layer reading it just before its first use; a
+// holds bf16 values too) is packed right after the op computing it
+// (braid.convert to bf16; not before the yield, so that the f32 value dies
+// at its last use in the layer) and unpacked by the layer reading it just
+// before its first use; a
 // stacked bf16 result that the caller also reads (%x, summed by the
 // caller) and the carried value stay f32 holding bf16 values, as does the
 // argument it feeds; an f32 result computed in f32 (%n) stays f32.
 
 // The lowering: a bf16 tensor is a uint16_t buffer (2 bytes an element,
 // in the arena), packed straight into the caller's stacked buffer (no
-// copy) and unpacked where the backward layer first reads it.
+// copy) and unpacked where the backward layer first reads it. A
+// braid.round writes over its operand where that dies (the matmul's f32
+// result), and the pack follows it, so the gelu reuses the same buffer.
+// The working copy's round does not write over the parameter slot.
 // C-LABEL: emitc.func @braid_fwd(%arg0: !emitc.ptr<f32>, %arg1: !emitc.ptr<i64>, %arg2: !emitc.ptr<f32>, %arg3: !emitc.ptr<ui16>, %arg4: !emitc.ptr<f32>, %arg5: !emitc.ptr<f32>, %arg6: !emitc.ptr<ui16>)
-// C: call_opaque "braid_rt_pack_bf16_f32"(%{{.*}}, %{{.*}}, %{{.*}}, %arg3) : (!emitc.ptr<!emitc.opaque<"braid_rt_stream_t">>, !emitc.ptr<f32>, i64, !emitc.ptr<ui16>) -> ()
+// C: %[[WC:.*]] = literal "(braid_arena_0 + {{[0-9]+}})" : !emitc.ptr<f32>
+// C: call_opaque "braid_rt_round_bf16_f32"(%{{.*}}, %{{[0-9]+}}, %{{.*}}, %[[WC]])
+// C: %[[MM:.*]] = literal "(braid_arena_0 + {{[0-9]+}})" : !emitc.ptr<f32>
+// C: call_opaque "braid_rt_matmul_bf16in_f32"({{.*}}, %[[MM]])
+// C: call_opaque "braid_rt_round_bf16_f32"(%{{.*}}, %[[MM]], %{{.*}}, %[[MM]])
+// C: call_opaque "braid_rt_pack_bf16_f32"(%{{.*}}, %[[MM]], %{{.*}}, %arg3) : (!emitc.ptr<!emitc.opaque<"braid_rt_stream_t">>, !emitc.ptr<f32>, i64, !emitc.ptr<ui16>) -> ()
+// C: call_opaque "braid_rt_gelu_f32"(%{{.*}}, %[[MM]], %{{.*}}, %{{.*}}, %[[MM]])
 // C-NOT: braid_rt_copy_bf16
 // C-LABEL: emitc.func @braid_bwd(%arg0: !emitc.ptr<f32>, %arg1: !emitc.ptr<ui16>, %arg2: !emitc.ptr<f32>
 // C: call_opaque "braid_rt_unpack_bf16_f32"(%{{.*}}, %arg1, %{{.*}}, %{{.*}}) : (!emitc.ptr<!emitc.opaque<"braid_rt_stream_t">>, !emitc.ptr<ui16>, i64, !emitc.ptr<f32>) -> ()
@@ -25,10 +36,11 @@
 
 // CHECK-LABEL: braid.layer @fwd(%arg0: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>)
 // CHECK: %[[M:.*]] = braid.round %{{.*}} to bf16 : tensor<2x8xf32>
-// CHECK: %[[G:.*]] = braid.round %{{.*}} to bf16 : tensor<2x8xf32>
-// CHECK: %[[N:.*]] = braid.exp %[[G]] : tensor<2x8xf32>
 // CHECK-NEXT: %[[P:.*]] = braid.convert %[[M]] : tensor<2x8xf32> to tensor<2x8xbf16>
+// CHECK-NEXT: braid.gelu tanh %[[M]]
+// CHECK-NEXT: %[[G:.*]] = braid.round %{{.*}} to bf16 : tensor<2x8xf32>
 // CHECK-NEXT: %[[P2:.*]] = braid.convert %[[G]] : tensor<2x8xf32> to tensor<2x8xbf16>
+// CHECK-NEXT: %[[N:.*]] = braid.exp %[[G]] : tensor<2x8xf32>
 // CHECK-NEXT: braid.yield %[[G]], %[[P]], %arg0, %[[N]], %[[P2]] : tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>
 braid.layer @fwd(%x: tensor<2x8xbf16>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>) {
   %w = braid.param "w" {init = #braid.init<normal(0.1)>} : tensor<8x8xf32>

@@ -241,7 +241,9 @@ Value FunctionLowering::getInPlaceBuffer(Value v) {
   Operation *op = v.getDefiningOp();
   unsigned k = cast<OpResult>(v).getResultNumber();
   // The operands each result may overwrite (kernels.h, "Aliasing"): any
-  // operand of the result's type for the elementwise kernels; param, m, v
+  // operand of the result's type for the elementwise kernels (braid.round
+  // too: braid-legalize-bf16's rounding of an op's f32 result, which dies
+  // there, takes its buffer instead of a second one); param, m, v
   // (momentum) for the optimizer's. Not braid.fused: its loops take
   // __restrict pointers.
   SmallVector<unsigned> candidates;
@@ -251,7 +253,8 @@ Value FunctionLowering::getInPlaceBuffer(Value v) {
   else if (isa<SgdUpdateOp>(op))
     candidates.push_back(k == 0 ? 0 : 2); // param, momentum_buffer
   else if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, SqrtOp, RsqrtOp,
-               ReluOp, SiluOp, GeluOp, ReluGradOp, SiluGradOp, GeluGradOp>(op))
+               ReluOp, SiluOp, GeluOp, ReluGradOp, SiluGradOp, GeluGradOp,
+               RoundOp>(op))
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
       candidates.push_back(i);
   else if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {

@@ -11,7 +11,7 @@
 // Storage: a layer's stacked bf16 results that only feed stacked operands
 // of other repeats (the activations and working copies a forward saves for
 // the backward) stay bf16 tensors, two bytes an element: the layer packs
-// each (braid.convert to bf16, exact) before its yield, and the layers
+// each (braid.convert to bf16, exact) where it computes it, and the layers
 // reading them unpack (braid.convert to f32) just before the first use.
 // In a pipeline the same holds for a piece's results that only pieces on
 // its stage read (the F piece's saved values for B and W, B's for W, and
@@ -302,8 +302,21 @@ static void unpackArgument(Block &body, BlockArgument arg,
   });
 }
 
+/// A pack of `v` (braid.convert to bf16) right after the op computing it
+/// (at the body's start for an argument), for a yield or return to hand
+/// on. Packed there, the f32 value dies at its last use in the body, not
+/// at the terminator: the lowering writes the pack straight into the
+/// caller's buffer, so a saved value is held in the body's arena only
+/// while the body reads it (a working copy: until its matmul).
+static Value packWhereComputed(Value v) {
+  OpBuilder b(v.getContext());
+  b.setInsertionPointAfterValue(v);
+  return ConvertOp::create(b, v.getLoc(), bf16TypeOf(v.getType()), v);
+}
+
 /// Keeps the storage found by findBF16Storage in bf16, once the rest of the
-/// module holds f32: packs before the yields, unpacks before the first use.
+/// module holds f32: packs where the yielded values are computed, unpacks
+/// before the first use.
 static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
   auto retype = [&](LayerOp layer, bool result, unsigned i) {
     layer.setFunctionTypeAttr(
@@ -312,13 +325,11 @@ static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
   for (auto &[layerOp, js] : storage.results) {
     auto layer = cast<LayerOp>(layerOp);
     Operation *yield = layer.getBody().front().getTerminator();
-    OpBuilder b(yield);
     SmallVector<unsigned> sorted(js.begin(), js.end());
     llvm::sort(sorted); // packs in result order
     for (unsigned j : sorted) {
       Value v = yield->getOperand(j);
-      yield->setOperand(
-          j, ConvertOp::create(b, yield->getLoc(), bf16TypeOf(v.getType()), v));
+      yield->setOperand(j, packWhereComputed(v));
       retype(layer, /*result=*/true, j);
     }
   }
@@ -342,8 +353,8 @@ static void applyBF16Storage(ModuleOp module, const BF16Storage &storage) {
 }
 
 /// Keeps the storage found by findPieceStorage in bf16, once the rest of
-/// the module holds f32 and applyBF16Storage has run: packs before the
-/// pieces' returns what their layers did not pack, unpacks before the
+/// the module holds f32 and applyBF16Storage has run: packs where computed
+/// what the pieces' layers did not pack, unpacks before the
 /// first use in the reading pieces what their layers do not read packed.
 static void applyPieceStorage(const PieceStorage &storage,
                               const BF16Storage &layers) {
@@ -359,7 +370,6 @@ static void applyPieceStorage(const PieceStorage &storage,
   for (auto &[fnOp, js] : storage.results) {
     auto fn = cast<func::FuncOp>(fnOp);
     Operation *ret = fn.getBody().front().getTerminator();
-    OpBuilder b(ret);
     SmallVector<unsigned> sorted(js.begin(), js.end());
     llvm::sort(sorted); // packs in result order
     for (unsigned j : sorted) {
@@ -369,8 +379,7 @@ static void applyPieceStorage(const PieceStorage &storage,
         continue; // a layer's result packed by the layer
       if (isKeptArg(fn, v))
         continue; // an argument passed on as it came, packed
-      ret->setOperand(
-          j, ConvertOp::create(b, ret->getLoc(), bf16TypeOf(v.getType()), v));
+      ret->setOperand(j, packWhereComputed(v));
     }
   }
   for (Value r : storage.calls)
