@@ -5,7 +5,7 @@
 // their matmuls: a bias over the rows in either operand order, a tanh GELU
 // reading only the sum, the matmul's attributes kept; and what it leaves:
 // exact GELU, a sum used elsewhere, a product used elsewhere, a bias that is
-// not one vector of the rows' length.
+// not one vector of the rows' length, an add or GELU in a nested region.
 
 // CHECK-LABEL: func.func @bias_gelu
 // CHECK-SAME: (%[[X:.*]]: tensor<2x8x32xf32>, %[[W:.*]]: tensor<32x64xf32>, %[[B:.*]]: tensor<64xf32>)
@@ -64,4 +64,33 @@ func.func @not_folded(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32
   %s = braid.matmul %x, %w : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   %e = braid.add %s, %bc : (tensor<8x8xf32>, tensor<8x1xf32>) -> tensor<8x8xf32>
   return %xw, %a, %c, %d, %e : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// Only ops in the matmul's block fold: the fused op would stand where the
+// last folded op was, pulling the matmul into a nested region. The add in
+// a region (%fc) stays with its matmul outside; the add next to its
+// matmul folds without the GELU in a region (%g).
+// CHECK-LABEL: func.func @nested_uses
+// CHECK-NEXT: %[[P:.*]] = braid.matmul %arg0, %arg1 :
+// CHECK-NEXT: emitc.if %arg3 {
+// CHECK-NEXT: braid.add %[[P]], %arg2 :
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[S:.*]] = braid.matmul_bias %arg0, %arg1, %arg2 :
+// CHECK-NEXT: emitc.if %arg3 {
+// CHECK-NEXT: braid.gelu tanh %[[S]] :
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @nested_uses(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %b: tensor<16xf32>, %c: i1) {
+  %xw = braid.matmul %x, %w : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  emitc.if %c {
+    %fc = braid.add %xw, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  }
+  %p = braid.matmul %x, %w : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %s = braid.add %p, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  emitc.if %c {
+    %g = braid.gelu tanh %s : tensor<8x16xf32>
+  }
+  return
 }

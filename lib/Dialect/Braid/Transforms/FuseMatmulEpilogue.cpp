@@ -54,8 +54,12 @@ static void fuse(MatmulOp matmul) {
   if (!isStaticF32(matmul.getLhs()) || !isStaticF32(matmul.getRhs()) ||
       !isStaticF32(product))
     return;
+  // The folded ops must be in the matmul's block: the fused op stands where
+  // the last of them was, and would otherwise pull the matmul into a nested
+  // region (or out of one).
+  Block *block = matmul->getBlock();
   auto add = dyn_cast_or_null<AddOp>(soleUser(product));
-  if (!add)
+  if (!add || add->getBlock() != block)
     return;
   Value bias = rowBias(add, product);
   if (!bias)
@@ -64,7 +68,8 @@ static void fuse(MatmulOp matmul) {
   // before it (the matmul's before the matmul, the bias before the add).
   Operation *last = add;
   auto gelu = dyn_cast_or_null<GeluOp>(soleUser(add.getResult()));
-  if (gelu && gelu.getApproximate() == GeluApproximation::tanh)
+  if (gelu && gelu.getApproximate() == GeluApproximation::tanh &&
+      gelu->getBlock() == block)
     last = gelu;
   else
     gelu = nullptr;
