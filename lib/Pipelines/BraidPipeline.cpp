@@ -210,11 +210,11 @@ void mlir::braid::buildCodegenPipeline(OpPassManager &pm,
   // bf16 values held in f32 and rounded, for the f32 kernels (a module
   // without bf16 is unchanged); before fusion, which takes f32 ops.
   pm.addPass(createLegalizeBF16Pass());
-  // Last: sharding, pipelining and the reports never see braid.fused, and
-  // regions never span collectives or pipeline pieces.
   // Before elementwise fusion, which would take the bias add into a region.
   if (options.fuseMatmulEpilogue)
     pm.addPass(createFuseMatmulEpiloguePass());
+  // Last: sharding, pipelining and the reports never see braid.fused, and
+  // regions never span collectives or pipeline pieces.
   if (options.fuse)
     pm.addPass(createFuseElementwisePass());
   ConvertBraidToEmitCPassOptions lowerOptions;
