@@ -334,6 +334,62 @@ func.func @matmul_mixed(%a: tensor<3x4xf32>, %b: tensor<4x2xf16>) {
 
 // -----
 
+// Tests that braid.matmul_bias's bias is one vector of the result's last
+// dimension.
+func.func @matmul_bias_length(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias must be [16] (the result's last dimension), got [8]}}
+  %h = braid.matmul_bias %x, %w, %b : (tensor<8x32xf32>, tensor<32x16xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Tests that braid.matmul_bias's bias is not a row broadcast as [1, n].
+func.func @matmul_bias_rank(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %b: tensor<1x16xf32>) {
+  // expected-error @+1 {{bias must be [16] (the result's last dimension), got [1, 16]}}
+  %h = braid.matmul_bias %x, %w, %b : (tensor<8x32xf32>, tensor<32x16xf32>, tensor<1x16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Tests that a batched braid.matmul_bias's bias is the result's last
+// dimension, not its batch or rows.
+func.func @matmul_bias_batched(%x: tensor<2x8x32xf32>, %w: tensor<32x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias must be [16] (the result's last dimension), got [8]}}
+  %h = braid.matmul_bias %x, %w, %b : (tensor<2x8x32xf32>, tensor<32x16xf32>, tensor<8xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+// Tests that braid.matmul_bias's bias has the operands' element type.
+func.func @matmul_bias_type(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %b: tensor<16xf16>) {
+  // expected-error @+1 {{mixes element types}}
+  %h = braid.matmul_bias %x, %w, %b : (tensor<8x32xf32>, tensor<32x16xf32>, tensor<16xf16>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Tests that braid.matmul_bias's GELU is the tanh approximation only.
+func.func @matmul_bias_exact(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{takes tanh GELU only (cuBLASLt's GELU epilogue)}}
+  %h = braid.matmul_bias %x, %w, %b gelu exact : (tensor<8x32xf32>, tensor<32x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Tests that braid.matmul_bias checks its operands as braid.matmul does.
+func.func @matmul_bias_contracting(%x: tensor<8x32xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{contracting dimensions differ}}
+  %h = braid.matmul_bias %x, %w, %b : (tensor<8x32xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
 func.func @add_broadcast(%a: tensor<3x4xf32>, %b: tensor<3xf32>) {
   // expected-error@+1 {{operand shapes [3, 4] and [3] do not broadcast}}
   %0 = braid.add %a, %b : (tensor<3x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>

@@ -46,13 +46,17 @@ func.func @named_instances(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
 
 // CHECK-LABEL: func.func @arith
 func.func @arith(%a: tensor<3x2x4xf32>, %b: tensor<5x4xf32>, %c: tensor<3x4x5xf32>,
-                 %v: tensor<4xf32>) {
+                 %v: tensor<4xf32>, %m5: tensor<5xf32>) {
   // CHECK: braid.matmul %{{.*}}, %{{.*}} {transpose_b} : (tensor<3x2x4xf32>, tensor<5x4xf32>) -> tensor<3x2x5xf32>
   %0 = braid.matmul %a, %b {transpose_b} : (tensor<3x2x4xf32>, tensor<5x4xf32>) -> tensor<3x2x5xf32>
   // CHECK: braid.matmul %{{.*}}, %{{.*}} : (tensor<3x2x4xf32>, tensor<3x4x5xf32>) -> tensor<3x2x5xf32>
   %1 = braid.matmul %a, %c : (tensor<3x2x4xf32>, tensor<3x4x5xf32>) -> tensor<3x2x5xf32>
   // CHECK: braid.matmul %{{.*}}, %{{.*}} {transpose_a} : (tensor<3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<3x5x5xf32>
   %2 = braid.matmul %c, %c {transpose_a} : (tensor<3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<3x5x5xf32>
+  // CHECK: braid.matmul_bias %{{.*}}, %{{.*}}, %{{.*}} {transpose_b} : (tensor<3x2x4xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<3x2x5xf32>
+  %mb = braid.matmul_bias %a, %b, %m5 {transpose_b} : (tensor<3x2x4xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<3x2x5xf32>
+  // CHECK: braid.matmul_bias %{{.*}}, %{{.*}}, %{{.*}} gelu tanh : (tensor<3x2x4xf32>, tensor<3x4x5xf32>, tensor<5xf32>) -> tensor<3x2x5xf32>
+  %mg = braid.matmul_bias %a, %c, %m5 gelu tanh : (tensor<3x2x4xf32>, tensor<3x4x5xf32>, tensor<5xf32>) -> tensor<3x2x5xf32>
   // CHECK: braid.add {{.*}} : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32>
   %3 = braid.add %a, %v : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32>
   // CHECK: braid.sub
