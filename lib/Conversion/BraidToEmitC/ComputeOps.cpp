@@ -461,6 +461,28 @@ static void populateTrainingLowerings(LoweringTable &t) {
   });
 }
 
+/// A matmul's call, `<name>_f32(lhs, rhs[, bias], ranks and shapes,
+/// transposes[, gelu], result)`; `<name>_bf16in_f32`, checked, where the
+/// operands hold bf16 values (`braid.bf16_operands`, braid-legalize-bf16).
+/// `bias` null for braid.matmul.
+template <typename OpT>
+static void lowerMatmul(OpT op, FunctionLowering &l, StringRef name, Value bias,
+                        bool gelu) {
+  SmallVector<Value> args = {l.get(op.getLhs()), l.get(op.getRhs())};
+  if (bias)
+    args.push_back(l.get(bias));
+  args.append({l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
+               l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
+               l.flag(op.getTransposeA()), l.flag(op.getTransposeB())});
+  if (bias)
+    args.push_back(l.flag(gelu));
+  args.push_back(l.result(op.getResult()));
+  if (op->hasAttr("braid.bf16_operands"))
+    l.kernelChecked((name + "_bf16in_f32").str(), args);
+  else
+    l.kernel((name + "_f32").str(), args);
+}
+
 void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
   populateShapeLowerings(t);
   populateTrainingLowerings(t);
@@ -492,17 +514,7 @@ void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
     return success();
   });
   t.add<MatmulOp>([](MatmulOp op, FunctionLowering &l) -> LogicalResult {
-    SmallVector<Value> args = {
-        l.get(op.getLhs()),           l.get(op.getRhs()),
-        l.i64(l.rankOf(op.getLhs())), l.shapeOf(op.getLhs()),
-        l.i64(l.rankOf(op.getRhs())), l.shapeOf(op.getRhs()),
-        l.flag(op.getTransposeA()),   l.flag(op.getTransposeB()),
-        l.result(op.getResult())};
-    // Operands holding bf16 values (braid-legalize-bf16): a bf16 GEMM.
-    if (op->hasAttr("braid.bf16_operands"))
-      l.kernelChecked("braid_rt_matmul_bf16in_f32", args);
-    else
-      l.kernel("braid_rt_matmul_f32", args);
+    lowerMatmul(op, l, "braid_rt_matmul", Value(), false);
     return success();
   });
   // One GEMM with its epilogue (braid-fuse-matmul-epilogue): the same
@@ -510,17 +522,8 @@ void mlir::braid::lowering::populateComputeLowerings(LoweringTable &t) {
   // block of the product; CUDA: cublasLtMatmul's BIAS / GELU_BIAS).
   t.add<MatmulBiasOp>(
       [](MatmulBiasOp op, FunctionLowering &l) -> LogicalResult {
-        SmallVector<Value> args = {
-            l.get(op.getLhs()),         l.get(op.getRhs()),
-            l.get(op.getBias()),        l.i64(l.rankOf(op.getLhs())),
-            l.shapeOf(op.getLhs()),     l.i64(l.rankOf(op.getRhs())),
-            l.shapeOf(op.getRhs()),     l.flag(op.getTransposeA()),
-            l.flag(op.getTransposeB()), l.flag(op.getGelu().has_value()),
-            l.result(op.getResult())};
-        if (op->hasAttr("braid.bf16_operands"))
-          l.kernelChecked("braid_rt_matmul_bias_bf16in_f32", args);
-        else
-          l.kernel("braid_rt_matmul_bias_f32", args);
+        lowerMatmul(op, l, "braid_rt_matmul_bias", op.getBias(),
+                    op.getGelu().has_value());
         return success();
       });
   addBinary<AddOp>(t, "braid_rt_add_f32");
