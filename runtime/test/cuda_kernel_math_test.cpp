@@ -126,16 +126,21 @@ struct HostBackend {
   // the column-major C, the same bias for every batch) or GELU_BIAS (then
   // tanh GELU, kernel_math.h's). Refused, as kErrCublas and no output, for
   // what it does not implement: another epilogue, no bias, a C narrower
-  // than its rows, no batches.
+  // than its rows, no batches. With ltNoAlgorithm it has no algorithm for
+  // any call: false, nothing run or recorded (cuBLASLt's heuristic
+  // returning no result).
+  bool ltNoAlgorithm = false;
   template <typename T>
-  void gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,
+  bool gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,
               int64_t lda, int64_t sa, const T *b, int64_t ldb, int64_t sb,
               float *c, int64_t ldc, int64_t sc, int64_t count,
               const float *bias, GemmEpilogue epilogue) {
+    if (ltNoAlgorithm)
+      return false;
     if ((epilogue != kBias && epilogue != kGeluBias) || !bias || ldc < m ||
         count < 1) {
       fail(kErrCublas);
-      return;
+      return true;
     }
     ++ltGemms;
     for (int64_t p = 0; p < count; ++p) {
@@ -151,6 +156,7 @@ struct HostBackend {
           cp[i + j * ldc] = epilogue == kGeluBias ? geluOf(x, true) : x;
         }
     }
+    return true;
   }
   static float floatOf(float x) { return x; }
   static float floatOf(BF16 x) { return braid_rt_cuda::floatOf(x); }
@@ -746,9 +752,11 @@ void testMatmulBf16In() {
 /// the reference cublasLtMatmul against the CPU kernels, 1e-5 of the largest
 /// magnitude (for bf16: the same bf16 operands on both sides), on every GEMM
 /// path of matmulOf (folded, strided, mixed broadcasting, transposes); the
-/// host backend must have run cuBLASLt GEMMs only. The CPU kernel itself is
-/// checked against braid_rt_matmul_f32, braid_rt_add_f32 and
-/// braid_rt_gelu_f32 bit for bit (runtime/test/matmul_bias_test.c).
+/// host backend must have run cuBLASLt GEMMs only. Again with the reference
+/// having no cuBLASLt algorithm for any call: the plain GEMMs and then the
+/// bias add (and GELU), the same result within the same tolerance. The CPU
+/// kernel itself is checked against braid_rt_matmul_f32, braid_rt_add_f32
+/// and braid_rt_gelu_f32 bit for bit (runtime/test/matmul_bias_test.c).
 void testMatmulBias() {
   struct Case {
     const char *name;
@@ -759,53 +767,62 @@ void testMatmulBias() {
       {"strided", {3}, {3}, 6, 5, 4},     {"strided a0", {}, {2, 2}, 3, 8, 6},
       {"mixed", {2, 1}, {1, 3}, 3, 4, 5},
   };
-  for (int bf16 = 0; bf16 < 2; ++bf16)
-    for (int gelu = 0; gelu < 2; ++gelu)
-      for (const Case &c : cases)
-        for (int ta = 0; ta < 2; ++ta)
-          for (int tb = 0; tb < 2; ++tb) {
-            std::vector<int64_t> as = c.aBatch, bs = c.bBatch;
-            as.push_back(ta ? c.k : c.m);
-            as.push_back(ta ? c.m : c.k);
-            bs.push_back(tb ? c.n : c.k);
-            bs.push_back(tb ? c.k : c.n);
-            std::string name = std::string("matmul_bias") +
-                               (bf16 ? "_bf16in " : " ") +
-                               (gelu ? "gelu " : "") + c.name +
-                               (ta ? " aT" : "") + (tb ? " bT" : "");
-            int64_t na = ops::numElements(as.data(), as.size());
-            int64_t nb = ops::numElements(bs.data(), bs.size());
-            std::vector<float> a = bf16 ? randomBF16(na) : randomFloats(na);
-            std::vector<float> b = bf16 ? randomBF16(nb) : randomFloats(nb);
-            std::vector<float> bias = randomFloats(c.n);
-            std::vector<double> exact, absSum;
-            exactMatmul(a, as, b, bs, ta, tb, exact, absSum);
-            std::vector<float> want(exact.size(), 7.0f),
-                got(exact.size(), -7.0f);
-            HostBackend host;
-            braid_rt_status_t ws = BRAID_RT_OK, gs = BRAID_RT_OK;
-            if (bf16) {
-              ws = braid_rt_matmul_bias_bf16in_f32(
-                  nullptr, a.data(), b.data(), bias.data(), as.size(),
-                  as.data(), bs.size(), bs.data(), ta, tb, gelu, want.data());
-              gs = ops::matmulBf16In(host, a.data(), b.data(), as.size(),
-                                     as.data(), bs.size(), bs.data(), ta, tb,
-                                     got.data(), bias.data(), gelu);
-            } else {
-              braid_rt_matmul_bias_f32(nullptr, a.data(), b.data(), bias.data(),
-                                       as.size(), as.data(), bs.size(),
-                                       bs.data(), ta, tb, gelu, want.data());
-              ops::matmulBias(host, a.data(), b.data(), bias.data(), as.size(),
-                              as.data(), bs.size(), bs.data(), ta, tb, gelu,
-                              got.data());
-              gs = host.status();
+  for (int noLt = 0; noLt < 2; ++noLt)
+    for (int bf16 = 0; bf16 < 2; ++bf16)
+      for (int gelu = 0; gelu < 2; ++gelu)
+        for (const Case &c : cases)
+          for (int ta = 0; ta < 2; ++ta)
+            for (int tb = 0; tb < 2; ++tb) {
+              std::vector<int64_t> as = c.aBatch, bs = c.bBatch;
+              as.push_back(ta ? c.k : c.m);
+              as.push_back(ta ? c.m : c.k);
+              bs.push_back(tb ? c.n : c.k);
+              bs.push_back(tb ? c.k : c.n);
+              std::string name =
+                  std::string("matmul_bias") + (bf16 ? "_bf16in " : " ") +
+                  (gelu ? "gelu " : "") + c.name + (ta ? " aT" : "") +
+                  (tb ? " bT" : "") + (noLt ? " (no cuBLASLt algorithm)" : "");
+              int64_t na = ops::numElements(as.data(), as.size());
+              int64_t nb = ops::numElements(bs.data(), bs.size());
+              std::vector<float> a = bf16 ? randomBF16(na) : randomFloats(na);
+              std::vector<float> b = bf16 ? randomBF16(nb) : randomFloats(nb);
+              std::vector<float> bias = randomFloats(c.n);
+              std::vector<double> exact, absSum;
+              exactMatmul(a, as, b, bs, ta, tb, exact, absSum);
+              std::vector<float> want(exact.size(), 7.0f),
+                  got(exact.size(), -7.0f);
+              HostBackend host;
+              host.ltNoAlgorithm = noLt != 0;
+              braid_rt_status_t ws = BRAID_RT_OK, gs = BRAID_RT_OK;
+              if (bf16) {
+                ws = braid_rt_matmul_bias_bf16in_f32(
+                    nullptr, a.data(), b.data(), bias.data(), as.size(),
+                    as.data(), bs.size(), bs.data(), ta, tb, gelu, want.data());
+                gs = ops::matmulBf16In(host, a.data(), b.data(), as.size(),
+                                       as.data(), bs.size(), bs.data(), ta, tb,
+                                       got.data(), bias.data(), gelu);
+              } else {
+                braid_rt_matmul_bias_f32(
+                    nullptr, a.data(), b.data(), bias.data(), as.size(),
+                    as.data(), bs.size(), bs.data(), ta, tb, gelu, want.data());
+                ops::matmulBias(host, a.data(), b.data(), bias.data(),
+                                as.size(), as.data(), bs.size(), bs.data(), ta,
+                                tb, gelu, got.data());
+                gs = host.status();
+              }
+              compareStatus(name, ws, gs);
+              compare(name, want, got);
+              if (noLt)
+                checkThat(name,
+                          host.ltGemms == 0 &&
+                              (bf16 ? host.bf16Gemms : host.f32Gemms) > 0,
+                          "plain GEMMs and the epilogue");
+              else
+                checkThat(name,
+                          host.ltGemms > 0 &&
+                              host.f32Gemms + host.bf16Gemms == 0,
+                          "cuBLASLt GEMMs only");
             }
-            compareStatus(name, ws, gs);
-            compare(name, want, got);
-            checkThat(name,
-                      host.ltGemms > 0 && host.f32Gemms + host.bf16Gemms == 0,
-                      "cuBLASLt GEMMs only");
-          }
 
   // k = 0: no GEMM, the epilogue of zeros.
   for (int gelu = 0; gelu < 2; ++gelu) {

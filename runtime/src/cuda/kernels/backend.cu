@@ -235,27 +235,35 @@ static cublasLtMatrixLayout_t ltLayout(cudaDataType type, int64_t rows,
   return layout;
 }
 
+/// What ltMatmul did.
+enum class LtResult { kDone, kNoAlgorithm, kFailed };
+
 /// C = epilogue(op(A) op(B) + bias) through cublasLtMatmul on `stream`: no
-/// workspace (cuBLASLt picks among the algorithms that need none, by its
-/// own heuristics), alpha and beta on the host. False if cuBLASLt refused.
-static bool ltMatmul(cudaStream_t stream, bool ta, bool tb, int64_t m,
-                     int64_t n, int64_t k, cudaDataType abType,
-                     cublasComputeType_t compute, const void *a, int64_t lda,
-                     int64_t sa, const void *b, int64_t ldb, int64_t sb,
-                     float *c, int64_t ldc, int64_t sc, int64_t count,
-                     const float *bias, GemmEpilogue epilogue) {
+/// workspace (the algorithm is cuBLASLt's first heuristic pick among those
+/// that need none), alpha and beta on the host, the one bias for every
+/// batch (bias batch stride 0). kNoAlgorithm, with nothing run, when the
+/// heuristic has no algorithm for the call or cuBLASLt says it is not
+/// supported; kFailed for any other refusal.
+static LtResult ltMatmul(cudaStream_t stream, bool ta, bool tb, int64_t m,
+                         int64_t n, int64_t k, cudaDataType abType,
+                         cublasComputeType_t compute, const void *a,
+                         int64_t lda, int64_t sa, const void *b, int64_t ldb,
+                         int64_t sb, float *c, int64_t ldc, int64_t sc,
+                         int64_t count, const float *bias,
+                         GemmEpilogue epilogue) {
   cublasLtHandle_t h = ltHandle();
   if (!h)
-    return false;
+    return LtResult::kFailed;
   cublasLtMatmulDesc_t desc = nullptr;
   if (cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F) !=
       CUBLAS_STATUS_SUCCESS)
-    return false;
+    return LtResult::kFailed;
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasLtEpilogue_t ep = epilogue == kGeluBias ? CUBLASLT_EPILOGUE_GELU_BIAS
                                                 : CUBLASLT_EPILOGUE_BIAS;
   cudaDataType biasType = CUDA_R_32F;
+  int64_t biasStride = 0;
   bool ok =
       cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA,
                                      sizeof opA) == CUBLAS_STATUS_SUCCESS &&
@@ -268,17 +276,43 @@ static bool ltMatmul(cudaStream_t stream, bool ta, bool tb, int64_t m,
                                      sizeof bias) == CUBLAS_STATUS_SUCCESS &&
       cublasLtMatmulDescSetAttribute(
           desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
-          sizeof biasType) == CUBLAS_STATUS_SUCCESS;
+          sizeof biasType) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescSetAttribute(
+          desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
+          sizeof biasStride) == CUBLAS_STATUS_SUCCESS;
   // Stored shapes: op(A) is m x k, op(B) k x n.
   cublasLtMatrixLayout_t la = ltLayout(abType, ta ? k : m, ta ? m : k, lda,
                                        count, sa, ok);
   cublasLtMatrixLayout_t lb = ltLayout(abType, tb ? n : k, tb ? k : n, ldb,
                                        count, sb, ok);
   cublasLtMatrixLayout_t lc = ltLayout(CUDA_R_32F, m, n, ldc, count, sc, ok);
-  const float alpha = 1.0f, beta = 0.0f;
+  LtResult result = LtResult::kFailed;
+  cublasLtMatmulPreference_t pref = nullptr;
+  size_t workspace = 0;
   ok = ok && la && lb && lc &&
-       cublasLtMatmul(h, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc,
-                      nullptr, nullptr, 0, stream) == CUBLAS_STATUS_SUCCESS;
+       cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+       cublasLtMatmulPreferenceSetAttribute(
+           pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+           sizeof workspace) == CUBLAS_STATUS_SUCCESS;
+  if (ok) {
+    cublasLtMatmulHeuristicResult_t pick = {};
+    int picked = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        h, desc, la, lb, lc, lc, pref, 1, &pick, &picked);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (st == CUBLAS_STATUS_SUCCESS && picked == 0)) {
+      result = LtResult::kNoAlgorithm;
+    } else if (st == CUBLAS_STATUS_SUCCESS) {
+      const float alpha = 1.0f, beta = 0.0f;
+      st = cublasLtMatmul(h, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc,
+                          &pick.algo, nullptr, 0, stream);
+      result = st == CUBLAS_STATUS_SUCCESS          ? LtResult::kDone
+               : st == CUBLAS_STATUS_NOT_SUPPORTED ? LtResult::kNoAlgorithm
+                                                   : LtResult::kFailed;
+    }
+  }
+  if (pref)
+    cublasLtMatmulPreferenceDestroy(pref);
   if (lc)
     cublasLtMatrixLayoutDestroy(lc);
   if (lb)
@@ -286,10 +320,10 @@ static bool ltMatmul(cudaStream_t stream, bool ta, bool tb, int64_t m,
   if (la)
     cublasLtMatrixLayoutDestroy(la);
   cublasLtMatmulDescDestroy(desc);
-  return ok;
+  return result;
 }
 
-void CudaBackend::gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+bool CudaBackend::gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                          const float *a, int64_t lda, int64_t sa,
                          const float *b, int64_t ldb, int64_t sb, float *c,
                          int64_t ldc, int64_t sc, int64_t count,
@@ -297,18 +331,23 @@ void CudaBackend::gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   // f32 sums in f32 (no TF32) unless BRAID_CUDA_ALLOW_TF32, as gemmStrided.
   cublasComputeType_t compute =
       allowTf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  if (!ltMatmul(stream, ta, tb, m, n, k, CUDA_R_32F, compute, a, lda, sa, b,
-                ldb, sb, c, ldc, sc, count, bias, epilogue))
+  LtResult r = ltMatmul(stream, ta, tb, m, n, k, CUDA_R_32F, compute, a, lda,
+                        sa, b, ldb, sb, c, ldc, sc, count, bias, epilogue);
+  if (r == LtResult::kFailed)
     fail(kErrCublas);
+  return r != LtResult::kNoAlgorithm;
 }
 
 // bf16 in, f32 C and bias, the products summed in f32 (tensor cores).
-void CudaBackend::gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+bool CudaBackend::gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                          const BF16 *a, int64_t lda, int64_t sa,
                          const BF16 *b, int64_t ldb, int64_t sb, float *c,
                          int64_t ldc, int64_t sc, int64_t count,
                          const float *bias, GemmEpilogue epilogue) {
-  if (!ltMatmul(stream, ta, tb, m, n, k, CUDA_R_16BF, CUBLAS_COMPUTE_32F, a,
-                lda, sa, b, ldb, sb, c, ldc, sc, count, bias, epilogue))
+  LtResult r =
+      ltMatmul(stream, ta, tb, m, n, k, CUDA_R_16BF, CUBLAS_COMPUTE_32F, a, lda,
+               sa, b, ldb, sb, c, ldc, sc, count, bias, epilogue);
+  if (r == LtResult::kFailed)
     fail(kErrCublas);
+  return r != LtResult::kNoAlgorithm;
 }

@@ -111,11 +111,14 @@ public:
   // and bias (one for every batch), epilogue CUBLASLT_EPILOGUE_BIAS or
   // GELU_BIAS: f32 operands (CUBLAS_COMPUTE_32F, or _FAST_TF32 with
   // BRAID_CUDA_ALLOW_TF32) or bf16 ones (CUDA_R_16BF, CUBLAS_COMPUTE_32F).
-  void gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+  // False, with nothing run or recorded, when cuBLASLt has no algorithm for
+  // the call (the caller runs the plain GEMM and the epilogue instead); a
+  // failure records kErrCublas and returns true.
+  bool gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
               int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb,
               float *c, int64_t ldc, int64_t sc, int64_t count,
               const float *bias, GemmEpilogue epilogue);
-  void gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BF16 *a,
+  bool gemmLt(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BF16 *a,
               int64_t lda, int64_t sa, const BF16 *b, int64_t ldb, int64_t sb,
               float *c, int64_t ldc, int64_t sc, int64_t count,
               const float *bias, GemmEpilogue epilogue);

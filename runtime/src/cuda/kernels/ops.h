@@ -12,9 +12,10 @@
 //   void gemmStrided(...); void gemmBatched(...);  // cuBLAS semantics:
 //       column-major, op(A) is m x k, op(B) k x n, C m x n; gemmStrided
 //       also with BF16 operands (bf16 in, f32 products summed in f32)
-//   void gemmLt(...);  // cublasLtMatmul, strided batches, float or BF16
+//   bool gemmLt(...);  // cublasLtMatmul, strided batches, float or BF16
 //       operands, f32 C, epilogue kBias (bias[i] added to row i of C) or
-//       kGeluBias (then tanh GELU)
+//       kGeluBias (then tanh GELU); false when cuBLASLt has no algorithm
+//       for the call (nothing run)
 //
 // CudaBackend (backend.h) launches `f` as a grid-stride kernel on the
 // stream and calls cuBLAS; the host test's backend runs `f` in a loop and a
@@ -109,13 +110,25 @@ void gemmRowMajor(B &b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 /// gemmRowMajor (alpha 1, beta 0) through cublasLtMatmul with the epilogue
 /// `gelu ? kGeluBias : kBias`: bias[j] added to row-major column j, the
 /// column-major C^T's row j, which is what cuBLASLt's bias is added to.
+/// Where cuBLASLt has no algorithm for the call, the plain GEMM and then the
+/// bias add (and tanh GELU) of the separate kernels, in place.
 template <class B, typename T>
 void gemmRowMajorLt(B &b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                     const T *a, int64_t lda, int64_t sa, const T *bm,
                     int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
                     int64_t count, const float *bias, int gelu) {
-  b.gemmLt(tb, ta, n, m, k, bm, ldb, sb, a, lda, sa, c, ldc, sc, count, bias,
-           gelu ? kGeluBias : kBias);
+  if (b.gemmLt(tb, ta, n, m, k, bm, ldb, sb, a, lda, sa, c, ldc, sc, count,
+               bias, gelu ? kGeluBias : kBias))
+    return;
+  gemmRowMajor(b, ta, tb, m, n, k, 1.0f, a, lda, sa, bm, ldb, sb, 0.0f, c, ldc,
+               sc, count);
+  bool g = gelu != 0;
+  b.forEach(count * m * n, [=] BRAID_HD(int64_t i) {
+    int64_t p = i / (m * n), r = i % (m * n) / n, j = i % n;
+    float &x = c[p * sc + r * ldc + j];
+    float sum = x + bias[j];
+    x = g ? geluOf(sum, true) : sum;
+  });
 }
 
 /// The same over arrays (in device memory) of `count` matrix pointers.
