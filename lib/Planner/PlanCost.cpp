@@ -687,12 +687,13 @@ double PlanCostModel::getStagingBytes(const Plan &plan,
 
 double PlanCostModel::getZeroStagingBytes(const Plan &plan) const {
   // Under ZeRO without a pipeline, every parameter's gradient is
-  // reduce_scattered over dp by a call site of its own (a layer body's
-  // sites shared by the repeat's instances; before and after the layers one
-  // each, and one more for the head's partial of a tied wte), and each
-  // reduce_scatter site keeps a staging buffer of its whole input for the
-  // run (runtime/src/program/collectives.c: the blocks packed to the
-  // front). braidc's dp4 ZeRO-1/2/3 GPT: 16 sites of one layer body, 5
+  // reduce_scattered over dp by a call site (a layer body's sites shared
+  // by the repeat's instances; since bc9f928 the ops around the layers'
+  // gradients, the head's partial of a tied wte included, one bucketed
+  // site of the same bytes), and each reduce_scatter site keeps a staging
+  // buffer of its whole input for the run (runtime/src/program/
+  // collectives.c: the blocks packed to the front). Before bc9f928
+  // braidc's dp4 ZeRO-1/2/3 GPT: 16 sites of one layer body, 5
   // around it. Not braidc's memory plan: beside it in the resident set.
   // A pipeline all_reduces the stage's gradients whole (no site); with tp
   // only the replicated parameters are sites (not counted).
@@ -721,20 +722,49 @@ double PlanCostModel::getReduceScatterTemporaryBytes(const Plan &plan) const {
   // freed when the call completes). So the group's first device holds,
   // during the largest reduce_scatter, twice its input (of 2 devices,
   // once). Under ZeRO without a pipeline (tp 1) that is the largest
-  // gradient bucket over dp: a layer instance's gradients, or the tied
-  // parameter's (the ops around the layers' other tensors are reduced one
-  // by one). Measured on 4 ranks, a 2.31 MiB input alone (mpicc,
-  // getrusage, glibc's mmap threshold fixed): 5.1, 0.8, 3.0 and 0.8 MiB
-  // more on ranks 0-3 than before it; on 8 ranks 5.3 and 4.9 on ranks 0
-  // and 4, 2.6-2.8 on ranks 2 and 6. The memory of a pipeline rank is its
-  // dp group's first device's, the largest. Not braidc's memory plan:
-  // beside it in the resident set.
+  // gradient bucket over dp: a layer instance's gradients, or the bucket
+  // of the ops around the layers (since bc9f928 one reduce_scatter of all
+  // their gradients, the head's partial of a tied parameter included),
+  // neither larger than braidc's bucket cap. Measured on 4 ranks, a 2.31
+  // MiB input alone (mpicc, getrusage, glibc's mmap threshold fixed): 5.1,
+  // 0.8, 3.0 and 0.8 MiB more on ranks 0-3 than before it; on 8 ranks 5.3
+  // and 4.9 on ranks 0 and 4, 2.6-2.8 on ranks 2 and 6. The memory of a
+  // pipeline rank is its dp group's first device's, the largest. Not
+  // braidc's memory plan: beside it in the resident set.
   if (plan.pp != 1 || plan.zero < 1 || plan.dp < 2 || plan.tp != 1)
     return 0;
-  double largest = model.tiedParams;
+  double largest = getOutsideBucketParams();
   for (const SegmentCost &l : model.layers)
     largest = std::max(largest, l.getParams());
+  // A bucket over the cap is split (braid-bucket-collectives: greedily,
+  // each piece at most the cap unless one gradient alone is larger).
+  if (config.bucketCapBytes > 0)
+    largest = std::min(largest, config.bucketCapBytes / 4);
   return getReduceScatterRootHalves(plan.dp) * largest * config.gradBytes;
+}
+
+double PlanCostModel::getOutsideBucketParams() const {
+  return model.pre.getParams() + model.post.getParams() + model.tiedParams;
+}
+
+double PlanCostModel::getGradientBuckets(double share) const {
+  // braid-bucket-collectives closes a bucket before a gradient that would
+  // take it over the cap (4 bytes an element): ceil(bytes / cap) buckets
+  // where the gradients are many and small against the cap.
+  auto split = [&](double elements) {
+    if (elements <= 0)
+      return 0.0;
+    if (config.bucketCapBytes <= 0)
+      return 1.0;
+    return std::max(1.0,
+                    std::ceil(4 * elements * share / config.bucketCapBytes));
+  };
+  double buckets = 0;
+  for (const SegmentCost &l : model.layers)
+    buckets += l.count * split(l.getParams());
+  // The ops around the layers: one bucket (or one bucket's worth where
+  // they have no parameters).
+  return buckets + std::max(1.0, split(getOutsideBucketParams()));
 }
 
 double PlanCostModel::getPipelineResultBytes(
@@ -767,12 +797,12 @@ PlanCostModel::getSequenceGradSums(int s, int numStages) const {
   return {tensors > 0 ? 1 : 0, elements * config.gradBytes};
 }
 
-/// Reductions over dp of the gradients of the ops before and after the
-/// layers, without a pipeline: braidc's programs reduce them in one bucket
-/// (braid-bucket-collectives: the layers' repeat between the two sides and
-/// the gradient norm's reads of each reduced gradient do not end it), or
-/// one bucket's worth where there are none.
-static double getOutsideReductions() { return 1; }
+/// The share of each parameter a rank that holds `params` of them holds,
+/// as getGradientBuckets takes it (1 / tp of the divided ones, about).
+static double getRankShare(const ModelCost &model, double params) {
+  double all = model.getParams();
+  return all > 0 ? params / all : 1;
+}
 
 namespace {
 /// The gradients one pipeline rank reduces over dp once a step.
@@ -1192,16 +1222,18 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
       // (braid-bucket-collectives): in a pipeline all_reduced whole once per
       // step, after the rank's last W, under every ZeRO stage
       // (getPipelineReduction); without one in every micro-batch's W, one
-      // bucket per layer instance and one collective per parameter tensor of
-      // the ops around the layers (getCollectives), all_reduces, or under
-      // ZeRO reduce_scatters into each device's share. Each is a blocking
-      // collective of the dp group.
+      // bucket per layer instance and one of all the gradients of the ops
+      // around the layers (since bc9f928), each split at the bucket cap
+      // (getGradientBuckets), all_reduces, or under ZeRO reduce_scatters
+      // into each device's share. Each is a blocking collective of the dp
+      // group.
       double grads = owned.params * config.gradBytes;
       bool perMicrobatch =
           plan.pp == 1 && config.gradientReductionPerMicrobatch;
       double reductions = perMicrobatch ? m : 1;
       double buckets =
-          perMicrobatch ? layers + getOutsideReductions() : owned.calls;
+          perMicrobatch ? getGradientBuckets(getRankShare(model, owned.params))
+                        : owned.calls;
       CollectiveKind kind = perMicrobatch && plan.zero >= 1
                                 ? CollectiveKind::ReduceScatter
                                 : CollectiveKind::AllReduce;
@@ -1525,7 +1557,7 @@ PlanCostModel::getCollectives(const Plan &plan,
     if (plan.dp > 1) {
       double grads = owned.params * config.gradBytes;
       if (plan.pp == 1 && config.gradientReductionPerMicrobatch) {
-        double buckets = layers + getOutsideReductions();
+        double buckets = getGradientBuckets(getRankShare(model, owned.params));
         double loss = isLossInGradientBucket(plan) ? 4 : 0;
         add(rank, "dp", plan.zero >= 1 ? "reduce_scatter" : "all_reduce",
             "grad-bucket", m * buckets, (grads + loss) / buckets);

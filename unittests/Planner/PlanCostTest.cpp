@@ -841,6 +841,55 @@ TEST_F(PlanCostTest, ZeroScattersABucketPerLayer) {
   EXPECT_GT(model.tiedParams, 0);
 }
 
+// braidc's bucket cap (--bucket-mb, 25 MiB of f32 elements): a bucket
+// larger than it is ceil(bytes / cap) reductions, a layer instance's and
+// the one of the ops around the layers (wte, wpe, ln_f's two, the head's
+// partial of the tied wte) alike; MPI's reduce_scatter temporaries follow
+// the largest piece.
+TEST_F(PlanCostTest, BucketCapSplitsLargeBuckets) {
+  const ModelCost &mc = costs->getModel();
+  ASSERT_EQ(mc.layers.size(), 1u);
+  double n = mc.layers[0].count;
+  double layer = mc.layers[0].getParams();
+  double outside = mc.pre.getParams() + mc.post.getParams() + mc.tiedParams;
+  EXPECT_DOUBLE_EQ(costs->getOutsideBucketParams(), outside);
+  // The test GPT's buckets are far under 25 MiB: one each.
+  EXPECT_EQ(costs->getGradientBuckets(1), n + 1);
+  TrainingConfig capped;
+  capped.bucketCapBytes = 4 * outside / 1.5; // the outside in 2 pieces
+  PlanCostModel small(mc, costs->getHardware(), capped);
+  double layerPieces = std::ceil(1.5 * layer / outside);
+  ASSERT_GT(layerPieces, 1);
+  EXPECT_EQ(small.getGradientBuckets(1), layerPieces * n + 2);
+  // A rank holding half of each (tp 2, about): the outside in 1.
+  EXPECT_EQ(small.getGradientBuckets(0.5),
+            std::ceil(0.75 * layer / outside) * n + 1);
+  Plan plan;
+  plan.dp = 2;
+  plan.zero = 3; // (ZeRO-1/2 add their gathers to the time)
+  plan.microbatches = 3;
+  llvm::Expected<PlanCost> c = small.evaluate(plan);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  double buckets = layerPieces * n + 2;
+  EXPECT_EQ(count(*c, -1, "dp", "reduce_scatter", "grad-bucket"), 3 * buckets);
+  double grads = c->stages[0].params * 4;
+  double t =
+      3 * buckets *
+      getCollectiveTime(
+          costs->getHardware().intraNode.get(CollectiveKind::ReduceScatter),
+          CollectiveKind::ReduceScatter, grads / buckets, 2);
+  EXPECT_NEAR(c->dpCommTime, t, 1e-15);
+  // The largest reduce_scatter input is the cap, once on the first of 2.
+  EXPECT_DOUBLE_EQ(small.getReduceScatterTemporaryBytes(plan),
+                   capped.bucketCapBytes);
+  // No cap: the largest bucket whole.
+  capped.bucketCapBytes = 0;
+  PlanCostModel uncapped(mc, costs->getHardware(), capped);
+  EXPECT_EQ(uncapped.getGradientBuckets(1), n + 1);
+  EXPECT_DOUBLE_EQ(uncapped.getReduceScatterTemporaryBytes(plan),
+                   4 * std::max(layer, outside));
+}
+
 // With sequence parallelism each of B's all_reduces becomes a
 // reduce_scatter and an all_gather (a GPT layer's 2: q, k and v's input
 // gradients summed before one reduce_scatter, and the MLP fc's), and W
@@ -1152,7 +1201,7 @@ TEST_F(CompiledBuffersTest, ZeroStagesEveryGradientSite) {
 TEST_F(CompiledBuffersTest, ReduceScatterTemporariesOnTheGroupsFirstDevice) {
   // libnbc's reduce_scatter reduces to the dp group's first device over a
   // binomial tree, writing a temporary of the whole input each round it
-  // receives in, two at most: the largest bucket (a layer instance's
+  // receives in, two at most: the largest bucket (here a layer instance's
   // gradients) twice from 3 devices on, once on 2. Measured 2026-12-02 on
   // the hidden-224 GPT of docs/planner.md: dp4 ZeRO-1 rank 0 67.4 MiB
   // against 58.7 on ranks 1 and 3.
@@ -1169,6 +1218,16 @@ TEST_F(CompiledBuffersTest, ReduceScatterTemporariesOnTheGroupsFirstDevice) {
   EXPECT_DOUBLE_EQ(model.getReduceScatterTemporaryBytes(plan), 2 * layer);
   plan.dp = 2;
   EXPECT_DOUBLE_EQ(model.getReduceScatterTemporaryBytes(plan), layer);
+  // The bucket of the ops around the layers is one reduce_scatter (since
+  // bc9f928): where it is the largest (a vocabulary 8x the test GPT's),
+  // its temporaries are the largest.
+  ModelCost wide = mc;
+  wide.tiedParams = 8 * mc.tiedParams;
+  double outside =
+      (wide.pre.getParams() + wide.post.getParams() + wide.tiedParams) * 4;
+  ASSERT_GT(outside, layer);
+  PlanCostModel wideModel(wide, testHardware());
+  EXPECT_DOUBLE_EQ(wideModel.getReduceScatterTemporaryBytes(plan), outside);
   // In the rank's memory, beside the runtime's staging (one micro-batch:
   // no accumulation loop).
   plan.dp = 4;

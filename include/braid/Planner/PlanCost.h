@@ -100,11 +100,18 @@ struct TrainingConfig {
   /// when the sum stays in a W piece (ModelCost::tiedParams).
   bool tiedGradientAtStepEnd = true;
   /// Without a pipeline, the data-parallel gradient reduction in every
-  /// micro-batch's W, one bucket per layer instance and one reduction per
-  /// parameter tensor of the ops around them (all_reduces, under ZeRO
-  /// reduce_scatters), as braidc's programs run it. Off: once per step
-  /// after the accumulation, one all_reduce bucket, as Megatron-LM does.
+  /// micro-batch's W, one bucket per layer instance and one of all the
+  /// gradients of the ops around them (all_reduces, under ZeRO
+  /// reduce_scatters), as braidc's programs run it (since bc9f928). Off: once
+  /// per step after the accumulation, one all_reduce bucket, as Megatron-LM
+  /// does.
   bool gradientReductionPerMicrobatch = true;
+  /// braidc's bucket cap (--bucket-mb, 25 MiB), in bytes of the
+  /// gradients' f32 elements, as braid-bucket-collectives counts them: with
+  /// gradientReductionPerMicrobatch a bucket larger than it (a layer
+  /// instance's gradients, the ops around the layers') is
+  /// ceil(bytes / cap) reductions (getGradientBuckets). 0: no cap.
+  double bucketCapBytes = 25.0 * (1 << 20);
   /// Also count the buffers braidc's compiled program holds beyond the
   /// model's state and the schedule's saved activations
   /// (RankMemory::buffers): what `bench/plan_ranking.py` sets against each
@@ -370,6 +377,16 @@ public:
   /// temporary buffers of the largest gradient reduce_scatter on the dp
   /// group's first device (the largest of the group).
   double getReduceScatterTemporaryBytes(const Plan &plan) const;
+  /// Without a pipeline, with gradientReductionPerMicrobatch: the dp
+  /// buckets of one micro-batch's gradients on a rank that holds `share` of
+  /// each parameter (1 / tp of the divided ones, about): each layer
+  /// instance's, and the one of the ops around the layers, each split at
+  /// TrainingConfig::bucketCapBytes.
+  double getGradientBuckets(double share) const;
+  /// The gradient elements of the ops around the layers, which braidc's
+  /// programs reduce over dp in one bucket (bc9f928), the head's partial of
+  /// a tied parameter included.
+  double getOutsideBucketParams() const;
   /// With TrainingConfig::compiledBuffers and a pipeline: the results of
   /// one micro-batch's W (its chunk's gradients) before they join the means.
   double getPipelineResultBytes(const Plan &plan,
