@@ -857,8 +857,12 @@ getPipelineReduction(const ModelCost &model, const Plan &plan,
 }
 
 /// Whether ZeRO-3 over plan.dp divides `table` along its vocabulary: the
-/// first dimension dp divides that tp does not (braid-shard's choice; tp
-/// divides a vocabulary table along its vocabulary where it can).
+/// first dimension dp divides that tp does not (tp divides a vocabulary
+/// table along its vocabulary where it can). Mirrors braid-shard's choice
+/// (ShardPass::runOnOperation's zeroSplit, lib/Dialect/Braid/Transforms/
+/// Shard.cpp), which is inline there, not a function both could call;
+/// PlanCostTest.ZeroThreeDividesTheDimensionBraidShardDoes fails if the two
+/// disagree.
 static bool isDividedAlongVocab(const VocabTable &table, const Plan &plan) {
   for (int d = 0; d < (int)table.shape.size(); ++d) {
     if (plan.tp > 1 && d == table.vocabDim && table.shape[d] % plan.tp == 0)
