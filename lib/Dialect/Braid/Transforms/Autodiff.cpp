@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
@@ -455,10 +456,33 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
   // receiving their results, and hands W the recomputed values it needs.
   // Selective recomputation takes the marked ops and the data movement
   // (reshapes, transposes) applied to their results.
+  // Whatever the mode, B re-runs an F op that reads only values it has
+  // without saving (parameters, constants, such ops' results) at the cost
+  // of one pass over its operand: data movement, or an elementwise op of
+  // one operand (a parameter's bf16 working copy). Its value is the same
+  // for every micro-batch, so saving it would hold a copy per micro-batch
+  // in flight.
+  std::function<bool(Operation *)> availableToB = [&](Operation *op) {
+    if (!op)
+      return false;
+    if (isRecomputable(op))
+      return true;
+    if (op->getNumResults() != 1 || !isMemoryEffectFree(op))
+      return false;
+    auto in = op->getNumOperands() == 1
+                  ? dyn_cast<ShapedType>(op->getOperand(0).getType())
+                  : nullptr;
+    auto out = dyn_cast<ShapedType>(op->getResult(0).getType());
+    bool onePass = op->hasTrait<OpTrait::braid::MovesDataOnly>() ||
+                   (in && out && in.getShape() == out.getShape());
+    return onePass && llvm::all_of(op->getOperands(), [&](Value v) {
+             return availableToB(v.getDefiningOp());
+           });
+  };
   std::function<bool(Operation *)> recomputed = [&](Operation *op) {
     if (!op || producer(op->getResult(0)) != Phase::F)
       return false;
-    if (recompute == Recompute::Full)
+    if (recompute == Recompute::Full || availableToB(op))
       return true;
     if (recompute == Recompute::None)
       return false;
