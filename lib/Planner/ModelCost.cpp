@@ -181,22 +181,13 @@ static bool isFree(Operation *op) {
   return isa<ParamOp, ConstantOp, ReshapeOp>(op) || !isa<CostOpInterface>(op);
 }
 
-/// How sequence parallelism (the carried activation `carried` divided along
-/// its dimension 1, as braid-shard's splitSequence divides it) leaves the
-/// gradient of a parameter that tensor parallelism keeps whole, from its
-/// forward users: None if none reads a value of the carried activation's
-/// shape; Divided if the parameter, broadcast against it from the right,
-/// has the sequence dimension itself (a position embedding added to the
-/// activation: each rank's gradient is its block of the rows); Partial if
-/// it is applied along the sequence without it (a norm's scale and bias, a
-/// row-parallel product's bias: each rank's gradient sums only its block).
-enum class SequenceGrad { None, Partial, Divided };
-
-static SequenceGrad getSequenceGrad(ParamOp param, Type carried) {
+SequenceGrad plan::getSequenceGrad(Operation *op, Type carried) {
+  auto param = dyn_cast_or_null<ParamOp>(op);
   auto act = dyn_cast_or_null<ShapedType>(carried);
+  if (!param || !act || !act.hasStaticShape() || act.getRank() < 2)
+    return SequenceGrad::None;
   auto type = dyn_cast<ShapedType>(param.getType());
-  if (!act || !act.hasStaticShape() || act.getRank() < 2 || !type ||
-      !type.hasRank())
+  if (!type || !type.hasRank())
     return SequenceGrad::None;
   SequenceGrad out = SequenceGrad::None;
   for (Operation *user : param->getUsers()) {
@@ -207,10 +198,16 @@ static SequenceGrad getSequenceGrad(ParamOp param, Type carried) {
     });
     if (!readsActivation)
       continue;
-    // The parameter's dimension that meets the sequence (dimension 1) when
-    // broadcast from the right, if any.
+    // Divided only where the parameter is broadcast against the activation
+    // elementwise (NumPy rules, from the right) and so indexed by its
+    // sequence: its dimension that meets dimension 1, if any. Not where it
+    // merely has a dimension of the sequence's size (a product's weight
+    // when hidden == sequence contracts it).
+    bool broadcast = isa<AddOp, SubOp, MulOp, DivOp>(user) &&
+                     user->getNumResults() == 1 &&
+                     user->getResult(0).getType() == act;
     int64_t j = 1 - (act.getRank() - type.getRank());
-    if (j >= 0 && type.getDimSize(j) == act.getDimSize(1) &&
+    if (broadcast && j >= 0 && type.getDimSize(j) == act.getDimSize(1) &&
         act.getDimSize(1) > 1)
       return SequenceGrad::Divided;
     out = SequenceGrad::Partial;

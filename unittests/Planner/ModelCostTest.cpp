@@ -9,6 +9,7 @@
 #include "braid/Planner/ModelCost.h"
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -129,6 +130,117 @@ TEST_F(ModelCostTest, SequenceParallelGradients) {
   EXPECT_EQ(model.post.sequencePartialParamTensors, 2); // ln_f
   EXPECT_EQ(model.post.sequencePartialParams, 2 * h);
   EXPECT_EQ(model.post.sequenceSplitParamTensors, 0);
+}
+
+// A GPT whose hidden size equals its sequence length (16): a parameter's
+// dimension of the sequence's size is not the sequence. wpe, added to the
+// activation with broadcasting along its rows, is divided; the norms'
+// scales and biases and the row-parallel biases are partial, as at hidden
+// 64. python3 -m braid.models gpt --layers 1 --hidden 16 --heads 2 --seq 16
+// --vocab 32 --batch 2 (@forward).
+constexpr const char *kGptSeqEqualsHidden = R"mlir(
+braid.layer @block(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  %ln_1.weight = braid.param "ln_1.weight" {init = #braid.init<ones>} : tensor<16xf32>
+  %ln_1.bias = braid.param "ln_1.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %ln_1 = braid.layer_norm %x, %ln_1.weight, %ln_1.bias {epsilon = 1.0e-05 : f64} : (tensor<2x16x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %attn.q.weight = braid.param "attn.q.weight" {init = #braid.init<normal(0.02)>} : tensor<16x16xf32>
+  %attn.q.xw = braid.matmul %ln_1, %attn.q.weight : (tensor<2x16x16xf32>, tensor<16x16xf32>) -> tensor<2x16x16xf32>
+  %attn.q.bias = braid.param "attn.q.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %attn.q = braid.add %attn.q.xw, %attn.q.bias : (tensor<2x16x16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %q = braid.reshape %attn.q : (tensor<2x16x16xf32>) -> tensor<2x16x2x8xf32>
+  %attn.k.weight = braid.param "attn.k.weight" {init = #braid.init<normal(0.02)>} : tensor<16x16xf32>
+  %attn.k.xw = braid.matmul %ln_1, %attn.k.weight : (tensor<2x16x16xf32>, tensor<16x16xf32>) -> tensor<2x16x16xf32>
+  %attn.k.bias = braid.param "attn.k.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %attn.k = braid.add %attn.k.xw, %attn.k.bias : (tensor<2x16x16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %k = braid.reshape %attn.k : (tensor<2x16x16xf32>) -> tensor<2x16x2x8xf32>
+  %attn.v.weight = braid.param "attn.v.weight" {init = #braid.init<normal(0.02)>} : tensor<16x16xf32>
+  %attn.v.xw = braid.matmul %ln_1, %attn.v.weight : (tensor<2x16x16xf32>, tensor<16x16xf32>) -> tensor<2x16x16xf32>
+  %attn.v.bias = braid.param "attn.v.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %attn.v = braid.add %attn.v.xw, %attn.v.bias : (tensor<2x16x16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %v = braid.reshape %attn.v : (tensor<2x16x16xf32>) -> tensor<2x16x2x8xf32>
+  %attn = braid.attention %q, %k, %v {causal} : (tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>) -> tensor<2x16x2x8xf32>
+  %attn.out = braid.reshape %attn : (tensor<2x16x2x8xf32>) -> tensor<2x16x16xf32>
+  %attn.proj.weight = braid.param "attn.proj.weight" {init = #braid.init<normal(0.014142135623730949)>} : tensor<16x16xf32>
+  %attn.proj.xw = braid.matmul %attn.out, %attn.proj.weight : (tensor<2x16x16xf32>, tensor<16x16xf32>) -> tensor<2x16x16xf32>
+  %attn.proj.bias = braid.param "attn.proj.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %attn.proj = braid.add %attn.proj.xw, %attn.proj.bias : (tensor<2x16x16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %x_1 = braid.add %x, %attn.proj : (tensor<2x16x16xf32>, tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %ln_2.weight = braid.param "ln_2.weight" {init = #braid.init<ones>} : tensor<16xf32>
+  %ln_2.bias = braid.param "ln_2.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %ln_2 = braid.layer_norm %x_1, %ln_2.weight, %ln_2.bias {epsilon = 1.0e-05 : f64} : (tensor<2x16x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %mlp.fc.weight = braid.param "mlp.fc.weight" {init = #braid.init<normal(0.02)>} : tensor<16x64xf32>
+  %mlp.fc.xw = braid.matmul %ln_2, %mlp.fc.weight : (tensor<2x16x16xf32>, tensor<16x64xf32>) -> tensor<2x16x64xf32>
+  %mlp.fc.bias = braid.param "mlp.fc.bias" {init = #braid.init<zeros>} : tensor<64xf32>
+  %mlp.fc = braid.add %mlp.fc.xw, %mlp.fc.bias : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  %gelu = braid.gelu tanh %mlp.fc : tensor<2x16x64xf32>
+  %mlp.proj.weight = braid.param "mlp.proj.weight" {init = #braid.init<normal(0.014142135623730949)>} : tensor<64x16xf32>
+  %mlp.proj.xw = braid.matmul %gelu, %mlp.proj.weight : (tensor<2x16x64xf32>, tensor<64x16xf32>) -> tensor<2x16x16xf32>
+  %mlp.proj.bias = braid.param "mlp.proj.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %mlp.proj = braid.add %mlp.proj.xw, %mlp.proj.bias : (tensor<2x16x16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %x_2 = braid.add %x_1, %mlp.proj : (tensor<2x16x16xf32>, tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  braid.yield %x_2 : tensor<2x16x16xf32>
+}
+
+func.func @forward(%tokens: tensor<2x16xi32> {braid.name = "tokens", braid.range = 32 : i64}, %labels: tensor<2x16xi32> {braid.name = "labels", braid.range = 32 : i64}) -> tensor<f32> {
+  %wte.weight = braid.param "wte.weight" {init = #braid.init<normal(0.02)>} : tensor<32x16xf32>
+  %wpe.weight = braid.param "wpe.weight" {init = #braid.init<normal(0.01)>} : tensor<16x16xf32>
+  %emb = braid.embedding %wte.weight, %tokens : (tensor<32x16xf32>, tensor<2x16xi32>) -> tensor<2x16x16xf32>
+  %x = braid.add %emb, %wpe.weight : (tensor<2x16x16xf32>, tensor<16x16xf32>) -> tensor<2x16x16xf32>
+  %h = braid.repeat @block(%x) {prefix = "h", count = 1 : i64} : (tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %ln_f.weight = braid.param "ln_f.weight" {init = #braid.init<ones>} : tensor<16xf32>
+  %ln_f.bias = braid.param "ln_f.bias" {init = #braid.init<zeros>} : tensor<16xf32>
+  %ln_f = braid.layer_norm %h, %ln_f.weight, %ln_f.bias {epsilon = 1.0e-05 : f64} : (tensor<2x16x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x16x16xf32>
+  %logits = braid.matmul %ln_f, %wte.weight {transpose_b} : (tensor<2x16x16xf32>, tensor<32x16xf32>) -> tensor<2x16x32xf32>
+  %loss = braid.cross_entropy %logits, %labels : (tensor<2x16x32xf32>, tensor<2x16xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+)mlir";
+
+TEST(ModelCostSequenceTest, HiddenEqualToTheSequence) {
+  MLIRContext context;
+  context.loadDialect<mlir::braid::BraidDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(kGptSeqEqualsHidden, &context);
+  ASSERT_TRUE(module);
+  llvm::Expected<ModelCost> m = extractModelCost(*module);
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->pre.sequenceSplitParamTensors, 1); // wpe
+  EXPECT_EQ(m->pre.sequencePartialParamTensors, 0);
+  EXPECT_EQ(m->post.sequenceSplitParamTensors, 0);
+  EXPECT_EQ(m->post.sequencePartialParamTensors, 2); // ln_f
+  ASSERT_EQ(m->layers.size(), 1u);
+  EXPECT_EQ(m->layers[0].sequenceSplitParamTensors, 0);
+  EXPECT_EQ(m->layers[0].sequencePartialParamTensors, 6);
+
+  // A 16 x 16 parameter against a [2, 16, 16] activation: contracted by a
+  // product, partial (each rank's gradient sums its block of the
+  // sequence); added with broadcasting, its rows are the sequence's. (The
+  // planner's SplitAnalysis has tp divide every product's weight, so
+  // extractModelCost never asks about the first.)
+  OwningOpRef<ModuleOp> uses = parseSourceString<ModuleOp>(R"mlir(
+func.func @f(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  %w = braid.param "w" {init = #braid.init<zeros>} : tensor<16x16xf32>
+  %y = braid.matmul %x, %w : (tensor<2x16x16xf32>, tensor<16x16xf32>) -> tensor<2x16x16xf32>
+  %p = braid.param "p" {init = #braid.init<zeros>} : tensor<16x16xf32>
+  %z = braid.add %y, %p : (tensor<2x16x16xf32>, tensor<16x16xf32>) -> tensor<2x16x16xf32>
+  return %z : tensor<2x16x16xf32>
+}
+)mlir",
+                                                           &context);
+  ASSERT_TRUE(uses);
+  Type act = RankedTensorType::get({2, 16, 16}, Float32Type::get(&context));
+  llvm::StringMap<SequenceGrad> grads;
+  uses->walk([&](mlir::braid::ParamOp p) {
+    grads[p.getName()] = getSequenceGrad(p, act);
+  });
+  ASSERT_EQ(grads.size(), 2u);
+  EXPECT_EQ(grads["w"], SequenceGrad::Partial);
+  EXPECT_EQ(grads["p"], SequenceGrad::Divided);
+  // Not against an activation of another shape.
+  Type other = RankedTensorType::get({2, 8, 16}, Float32Type::get(&context));
+  uses->walk([&](mlir::braid::ParamOp p) {
+    EXPECT_EQ(getSequenceGrad(p, other), SequenceGrad::None);
+  });
 }
 
 // The tables read only along their vocabulary (ZeRO-3 may compute on them

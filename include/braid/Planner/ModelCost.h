@@ -244,6 +244,21 @@ struct ModelCost {
   double getModelFlops() const;
 };
 
+/// How sequence parallelism (the carried activation `carried` divided along
+/// its dimension 1, as braid-shard's splitSequence divides it) leaves the
+/// gradient of a parameter that tensor parallelism keeps whole, from its
+/// forward users: None if none reads a value of the carried activation's
+/// shape; Divided if the parameter is broadcast elementwise against it
+/// (add, sub, mul, div: NumPy rules, from the right) with a dimension that
+/// meets the sequence (a position embedding added to the activation: each
+/// rank's gradient is its block of the rows); Partial if it is applied
+/// along the sequence otherwise (a norm's scale and bias, a row-parallel
+/// product's bias, a product's weight: each rank's gradient sums only its
+/// block). Structural: a dimension of the sequence's size alone (hidden ==
+/// sequence) is not the sequence.
+enum class SequenceGrad { None, Partial, Divided };
+SequenceGrad getSequenceGrad(Operation *param, Type carried);
+
 /// Extracts the costs of `entry` in `module` (which is not modified: the
 /// gradients are derived on a copy, once per recomputation mode). Fails,
 /// with the pass's diagnostics in the message, if the function cannot be
