@@ -20,9 +20,12 @@
 // went from 336512 / 294528 to 262784 / 220800 bytes (f32: 403328 /
 // 362112; workspace 187264 / 198528 to 171264 / 178048), checked in
 // 200000..299999 on both stages; interleaved 1F1B's from 515712 / 350080
-// to 417408 / 276352 (f32: 502400 / 378752), checked in 400000..499999 and
+// to 417408 / 276352 (f32: 502400 / 378752), checked in 300000..499999 and
 // 200000..299999; 1F1B's stage 1 from 333312 to 284160 (stage 0: 534528 to
-// 528640; f32: 491776 / 376320), checked in 200000..299999.
+// 528640; f32: 491776 / 376320), checked in 200000..299999. With the tied
+// wte's gradient summed in f32 after the schedule (stage 0's W no longer
+// waits for it) stage 0's went on to 262016 (ZB-V), 346752 (interleaved)
+// and 346368 (1F1B).
 //
 // RUN: %PYTHON -m braid.models gpt --layers 4 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: braidc %t.mlir --precision bf16-mixed --mesh pp=2 --schedule zb-v --microbatches 4 --lr 0.01 --memory-report --emit mlir -o %t.zbv.emitc | FileCheck %s --check-prefix=ZBV
@@ -31,7 +34,7 @@
 // ZBV-NEXT: stage 1 {{[0-9]+ +[0-9]+ +[0-9]+}} {{2[0-9][0-9][0-9][0-9][0-9]}} {{1[0-9][0-9][0-9][0-9][0-9]}} {{[0-9]+}}
 // RUN: braidc %t.mlir --precision bf16-mixed --mesh pp=2 --schedule interleaved-1f1b --microbatches 4 --lr 0.01 --memory-report --emit mlir -o %t.il.emitc | FileCheck %s --check-prefix=IL
 // IL: ranks
-// IL-NEXT: stage 0 {{[0-9]+ +[0-9]+ +[0-9]+}} {{4[0-9][0-9][0-9][0-9][0-9]}} {{[0-9]+}}
+// IL-NEXT: stage 0 {{[0-9]+ +[0-9]+ +[0-9]+}} {{[34][0-9][0-9][0-9][0-9][0-9]}} {{[0-9]+}}
 // IL-NEXT: stage 1 {{[0-9]+ +[0-9]+ +[0-9]+}} {{2[0-9][0-9][0-9][0-9][0-9]}} {{[0-9]+}}
 // RUN: braidc %t.mlir --precision bf16-mixed --mesh pp=2 --schedule 1f1b --microbatches 4 --lr 0.01 --memory-report --emit mlir -o %t.1f1b.emitc | FileCheck %s --check-prefix=P1F1B
 // P1F1B: ranks
