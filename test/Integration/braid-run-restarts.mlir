@@ -14,11 +14,13 @@
 // RUN: braidc %t.mlir --mesh dp=2,pp=2 --microbatches 2 --lr 0.01 -o %t.prog
 // RUN: braid-run -n 4 %t.prog --steps 30 --seed 1 --save %t.d/full > /dev/null
 //
-// Three kills in one run.
-// RUN: env FAULT_STATE=%t.d/kills.n FAULT_KILLS=3 FAULT_SEED=7 braid-run --restarts 3 --mpirun %S/Inputs/fault-mpirun.py -n 4 %t.prog --steps 30 --seed 1 --save %t.d/kills --save-every 3 > %t.kills.out 2> %t.kills.err
+// Three kills in one run (60 steps: room for three late kills, see
+// fault-mpirun.py).
+// RUN: braid-run -n 4 %t.prog --steps 60 --seed 1 --save %t.d/full60 > /dev/null
+// RUN: env FAULT_STATE=%t.d/kills.n FAULT_KILLS=3 FAULT_SEED=7 braid-run --restarts 3 --mpirun %S/Inputs/fault-mpirun.py -n 4 %t.prog --steps 60 --seed 1 --save %t.d/kills --save-every 3 > %t.kills.out 2> %t.kills.err
 // RUN: FileCheck %s --check-prefix=KILLS < %t.kills.err
 // KILLS: fault-mpirun: launch 1: SIGKILL rank {{[0-3]}}
-// KILLS: braid-run: the job failed (status 137: a rank died of SIGKILL); restart 1 of 3: resuming {{.*}}kills/step-{{[0-9]+}} at step {{[0-9]+}} ({{[0-9]+}} of 30 steps left)
+// KILLS: braid-run: the job failed (status 137: a rank died of SIGKILL); restart 1 of 3: resuming {{.*}}kills/step-{{[0-9]+}} at step {{[0-9]+}} ({{[0-9]+}} of 60 steps left)
 // KILLS: fault-mpirun: launch 2: SIGKILL rank {{[0-3]}}
 // KILLS: braid-run: {{.*}} restart 2 of 3: resuming {{.*}}kills/step-{{[0-9]+}} at step
 // KILLS: fault-mpirun: launch 3: SIGKILL rank {{[0-3]}}
@@ -27,9 +29,9 @@
 // RUN: cat %t.d/kills.n | FileCheck %s --check-prefix=FOUR
 // FOUR: {{^4$}}
 // RUN: tail -n 2 %t.kills.out | FileCheck %s --check-prefix=END
-// END: step 29 loss
+// END: step 59 loss
 // END-NEXT: summary:
-// RUN: cmp %t.d/full/checkpoint.safetensors %t.d/kills/checkpoint.safetensors
+// RUN: cmp %t.d/full60/checkpoint.safetensors %t.d/kills/checkpoint.safetensors
 //
 // A stopped rank: the others time out (status 75) and the job restarts.
 // RUN: env FAULT_STATE=%t.d/stop.n FAULT_KILLS=1 FAULT_SEED=3 FAULT_SIGNAL=STOP braid-run --restarts 1 --mpirun %S/Inputs/fault-mpirun.py -n 4 %t.prog --steps 30 --seed 1 --save %t.d/stop --save-every 3 --timeout 2 > /dev/null 2> %t.stop.err
