@@ -18,13 +18,22 @@ ranks of this machine (braid-run, one thread per rank).
    plan): the planner's pick (`braidc --mesh auto --devices N --plan-only`),
    the best predicted plan of every mesh, then plans at evenly spaced places
    of the predicted ranking. Each is compiled with braidc (the plan's
-   flags) and run --repeats times for 1 + --steps steps (round robin over
-   the plans, so that a busy spell hits all of them alike); a run's time is
-   the program's `summary: ... ms/step` (the mean over the steps after the
-   first) and a plan's time is its best run.
+   flags) and run for 1 + --steps steps in --repeats interleaved rounds:
+   each round runs every plan once, in an order drawn from a fixed seed
+   (another each round), so that drift and busy spells of the machine
+   spread over all plans. A run's time is the program's `summary: ...
+   ms/step` (the mean over the steps after the first); a plan's time is the
+   median of its runs (its best run is kept beside it, in the CSV's
+   best_s). --max-minutes: the first round's pace says how many rounds fit.
 3. Prints predicted against measured per plan, the Spearman rank
-   correlation of the two (ties averaged), and the planner's pick against
-   the fastest measured plan, with the load average before and after.
+   correlation of the two (ties averaged; also against each plan's best
+   run), and the planner's pick against the fastest measured plan, with
+   the load average before and after. Beside it, the noise ceiling: the
+   Spearman correlation between the medians of the odd and of the even
+   rounds of the plans with 2 runs or more (split half), which says how
+   much ranking the measurement itself supports, with its Spearman-Brown
+   estimate for all rounds and the square root of that (about the most a
+   perfect model's Spearman against these measurements could reach).
    A plan's best run over many is a lucky round more often the more plans
    there are (the winner's curse: on 8 ranks the fastest plan's best of
    372 first runs and its reruns was one round 15% below its reruns
@@ -459,11 +468,49 @@ def find_built(args, bin_dir, model, model_text, rows, microbatches, pick_name):
 # The final phase's orders are drawn from this seed: the same plans run in
 # the same orders in every run of the script.
 FINAL_SEED = 0
+# The main rounds' orders, likewise.
+ROUNDS_SEED = 1
+
+
+def plan_time(runs):
+    """A plan's measured time: the median of its runs (interleaved rounds;
+    of an even count, the mean of the middle two). A best run over many is
+    a lucky round more often the more plans there are."""
+    return statistics.median(runs)
+
+
+def noise_ceiling(rows):
+    """How much ranking the measurement supports, from the plans (rows with
+    r["runs"], in round order) with 2 runs or more: their medians of the odd
+    rounds (1st, 3rd, ...) against those of the even rounds, as (plans,
+    split-half Spearman, its Spearman-Brown estimate for all rounds
+    2 rho / (1 + rho), the square root of that: about the most a perfect
+    model's Spearman against these measurements could reach, by the
+    attenuation of a correlation with a noisy measure). None with fewer
+    than 3 such plans; the last two None when rho is not positive."""
+    pairs = [(statistics.median(r["runs"][0::2]), statistics.median(r["runs"][1::2]))
+             for r in rows if len(r["runs"]) >= 2]
+    if len(pairs) < 3:
+        return None
+    rho = spearman([a for a, _ in pairs], [b for _, b in pairs])
+    if not rho > 0:
+        return len(pairs), rho, None, None
+    full = 2 * rho / (1 + rho)
+    return len(pairs), rho, full, math.sqrt(full)
+
+
+def max_rounds(first_round_s, runs_in_round, minutes, repeats):
+    """How many rounds (the first included) fit in --max-minutes at the
+    first round's pace: per run first_round_s / runs_in_round; at least 1,
+    at most repeats."""
+    if not minutes or runs_in_round == 0 or first_round_s <= 0:
+        return repeats
+    return max(1, min(repeats, int(60 * minutes / first_round_s)))
 
 
 def final_plans(measured, pick_name, k):
     """The plans of the final phase: the k fastest by their time in the main
-    rounds (r["measured"], the best run), then the planner's pick if it is
+    rounds (r["measured"], the median of its runs), then the planner's pick if it is
     not among them."""
     chosen = sorted(measured, key=lambda r: r["measured"])[:k]
     chosen += [r for r in measured if r["name"] == pick_name and r not in chosen]
@@ -530,19 +577,39 @@ def final_report(summary, pick_name, rounds):
     return lines
 
 
+def ceiling_report(ceiling, rows):
+    """The noise ceiling's line(s) of the report (noise_ceiling's tuple or
+    None), with the predicted-against-measured Spearman over the same plans
+    (those with 2 runs or more: the ceiling is theirs)."""
+    if ceiling is None:
+        return ["noise ceiling: needs 3 plans with 2 runs or more (--repeats 2 or more)"]
+    n, rho, full, root = ceiling
+    multi = [r for r in rows if len(r["runs"]) >= 2]
+    same = spearman([r["predicted"] for r in multi], [plan_time(r["runs"]) for r in multi])
+    line = (f"noise ceiling over the {n} plans with 2 runs or more: split-half Spearman (odd "
+            f"against even rounds' medians) {rho:.3f}")
+    if full is not None:
+        line += (f", all rounds {full:.3f} (Spearman-Brown), so a perfect model's Spearman "
+                 f"against these medians about {root:.3f} at most")
+    return [line, f"  predicted against measured over the same {n} plans: {same:.3f}"]
+
+
 def write_csv(path, rows):
-    """Each plan's prediction and runs (its time: the best of them); the runs
-    of the final phase in final_runs_s (empty for a plan not in it)."""
+    """Each plan's prediction and runs in round order (its time measured_s:
+    their median; best_s: the best of them); the runs of the final phase in
+    final_runs_s (empty for a plan not in it). Files written before had
+    measured_s the best run and no best_s; --reuse reads runs_s alone."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["plan", "predicted_s", "measured_s", "runs_s", "predicted_mib", "rss_mib",
-                    "final_runs_s"])
+                    "final_runs_s", "best_s"])
         for r in rows:
-            w.writerow([r["name"], f"{r['predicted']:.6g}", f"{min(r['runs']):.6g}",
+            w.writerow([r["name"], f"{r['predicted']:.6g}", f"{plan_time(r['runs']):.6g}",
                         " ".join(f"{t:.6g}" for t in r["runs"]),
                         " ".join(f"{x:.1f}" for x in r["memory"]),
                         " ".join(f"{x:.1f}" for x in r["rss"]),
-                        " ".join(f"{t:.6g}" for t in r.get("final_runs", []))])
+                        " ".join(f"{t:.6g}" for t in r.get("final_runs", [])),
+                        f"{min(r['runs']):.6g}"])
 
 
 def time_run(args, bin_dir, r):
@@ -606,17 +673,22 @@ def main():
     parser.add_argument("--plans", type=int, default=16, help="plans measured (the representative set)")
     parser.add_argument("--all", action="store_true", help="measure every plan")
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="interleaved rounds: each runs every plan once, in an order of its "
+                             "own (a plan's time: the median of its runs; 2 or more give the "
+                             "noise ceiling)")
     parser.add_argument("--run-timeout", type=float, default=120,
                         help="with --build-dir: a run of a plan taking longer (s) is killed and "
                              "the plan left out (reported; --check fails)")
     parser.add_argument("--max-minutes", type=float,
-                        help="start no run of every plan (round) that would end, at the rounds' "
+                        help="start no round (every plan once) that would end, at the rounds' "
                              "pace so far, after this many minutes of timing; at least one "
-                             "round (then a plan's time is its best of the rounds done)")
+                             "round; after the first, says how many rounds fit at its pace "
+                             "(a plan's time: the median of the rounds done)")
     parser.add_argument("--rerun-fastest", type=int,
                         help="after the first run of every plan, run only the N fastest so far "
-                             "and the planner's pick again (a plan's time: its best run)")
+                             "and the planner's pick again (a plan's time: its median run; "
+                             "the noise ceiling then covers those plans alone)")
     parser.add_argument("--final", type=int, default=5, metavar="K",
                         help="after the main rounds, run the planner's pick and the K fastest "
                              "measured plans (by their best run) again in --final-rounds rounds, "
@@ -760,12 +832,14 @@ def main():
             r["program"] = prog
         start = time.time()
         rounds = runs_done = 0
+        rng = random.Random(ROUNDS_SEED)
         for repeat in range(args.repeats):
             this_round = [r for r in measured if "program" in r and "failed" not in r]
             if repeat and args.rerun_fastest:
                 # Only the fastest so far (and the pick) again: what decides
                 # the pick against the fastest.
-                fastest = sorted(this_round, key=lambda r: min(r["runs"]))[:args.rerun_fastest]
+                fastest = sorted(this_round, key=lambda r: plan_time(r["runs"]))
+                fastest = fastest[:args.rerun_fastest]
                 this_round = [r for r in this_round if r in fastest or r["name"] == name(pick)]
             elapsed = time.time() - start
             if (repeat and args.max_minutes and runs_done and
@@ -775,11 +849,22 @@ def main():
                       f"after the limit: stopping", file=sys.stderr, flush=True)
                 break
             rounds += 1
+            # Interleaved: every plan once per round, each round in an order
+            # of its own, so that the machine's drift spreads over all plans.
+            rng.shuffle(this_round)
             for r in this_round:
                 runs_done += 1
                 t = time_run(args, bin_dir, r)
                 if t is not None:
                     r["runs"].append(t)
+            if repeat == 0 and this_round and not args.reuse:
+                first = time.time() - start
+                fit = max_rounds(first, len(this_round), args.max_minutes, args.repeats)
+                print(f"round 1: {len(this_round)} runs in {first:.0f} s "
+                      f"({first / len(this_round):.2f} s a run)" +
+                      (f"; --max-minutes {args.max_minutes:g} fits {fit} of the "
+                       f"{args.repeats} rounds at this pace" if args.max_minutes else ""),
+                      file=sys.stderr, flush=True)
             if args.build_dir:  # a long run: its progress, and what it measured so far
                 print(f"run {repeat + 1} of {args.repeats} of {len(this_round)} plans done, "
                       f"{time.time() - start:.0f} s, load average {load()}",
@@ -792,7 +877,8 @@ def main():
                   ", ".join(r["name"] for r in failed))
             measured = [r for r in measured if "failed" not in r]
         for r in measured:
-            r["measured"] = min(r["runs"])
+            r["measured"] = plan_time(r["runs"])
+            r["best"] = min(r["runs"])
 
         # The final phase: the pick and the fastest plans again, interleaved.
         final, final_failed, final_done = None, [], 0
@@ -818,12 +904,16 @@ def main():
     load_after = load()
 
     rho = spearman([r["predicted"] for r in measured], [r["measured"] for r in measured])
+    rho_best = spearman([r["predicted"] for r in measured], [r["best"] for r in measured])
+    ceiling = noise_ceiling(measured)
     best = min(measured, key=lambda r: r["measured"])
     chosen_row = next((r for r in measured if r["name"] == name(pick)), None)
     print(f"GPT {args.layers} layers, hidden {args.hidden}, {args.heads} heads, sequence "
           f"{args.seq}, vocabulary {args.vocab}; program batch {args.batch}, global batch "
-          f"{args.global_batch}; {args.ranks} ranks x 1 thread on {os.cpu_count()} cores; best of "
-          f"{rounds} runs of {args.steps} steps"
+          f"{args.global_batch}; {args.ranks} ranks x 1 thread on {os.cpu_count()} cores; "
+          f"{'a plan: the median of its runs in' if not args.reuse else 'runs of ' + str(args.reuse) + ':'} "
+          f"{rounds if not args.reuse else max(len(r['runs']) for r in measured)} rounds"
+          f"{'' if args.reuse else f' of {args.steps} steps'}"
           f"{f' (after the first, only the {args.rerun_fastest} fastest and the pick)' if args.rerun_fastest and rounds > 1 else ''}"
           f"; load average {load_before} before, "
           f"{load_after} after")
@@ -838,7 +928,8 @@ def main():
                   f"{r['measured'] * 1e3:>11.2f} {r['measured'] / r['predicted']:>9.2f}  "
                   f"{r['name']}{mark}")
         print(f"Spearman rank correlation (predicted, measured) over {len(measured)} plans: "
-              f"{rho:.3f}")
+              f"{rho:.3f} (against each plan's median run; against its best run {rho_best:.3f})")
+        print("\n".join(ceiling_report(ceiling, measured)))
         if chosen_row is None:
             print(f"the planner's pick {name(pick)} is not among the plans of {args.reuse}")
         else:

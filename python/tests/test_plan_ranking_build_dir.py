@@ -148,7 +148,9 @@ def build_then_run(bd, toolchains):
     table = bd.parent / f"{bd.name}.csv"
     out = ranking(bd, "--steps", "1", "--repeats", "2", "--rerun-fastest", "1", "--csv", str(table),
                   toolchains=toolchains)
-    assert "best of 2 runs of 1 steps (after the first, only the 1 fastest and the pick)" in out
+    assert ("the median of its runs in 2 rounds of 1 steps (after the first, only the 1 fastest "
+            "and the pick)") in out
+    assert "round 1: 3 runs in" in out
     with open(table) as f:
         runs = {row["plan"]: len(row["runs_s"].split()) for row in csv.DictReader(f)}
     assert runs.pop(pick) == 2 and sorted(runs.values()) in ([1, 1], [1, 2]), runs
@@ -163,5 +165,6 @@ def build_then_run(bd, toolchains):
     assert f"{other} failed (" in out and "killed after 5.0 s" in out
     assert f"1 of 3 plans failed to run, left out: {other}" in out
     assert "--max-minutes 0.001: 1 of 2 rounds done in" in out
-    assert "best of 1 runs" in out and "over 2 plans" in out
+    assert "in 1 rounds of 1 steps" in out and "over 2 plans" in out
+    assert "--max-minutes 0.001 fits 1 of the 2 rounds at this pace" in out
     assert subprocess.run(["pgrep", "-f", str(hang)]).returncode == 1

@@ -4,6 +4,9 @@ round every plan once in an order drawn from a fixed seed, judged by median
 and by best. Fake runners: no plan is compiled or run."""
 
 import csv
+import math
+import random
+import re
 import sys
 
 from conftest import REPO_ROOT
@@ -102,7 +105,9 @@ def test_csv_records_the_final_runs(tmp_path):
         got = {row["plan"]: row for row in csv.DictReader(f)}
     assert got["a"]["final_runs_s"] == "0.057 0.0561"
     assert got["b"]["final_runs_s"] == ""
-    assert got["a"]["runs_s"] == "0.06 0.055" and got["a"]["measured_s"] == "0.055"
+    # A plan's time: the median of its runs; its best run beside it.
+    assert got["a"]["runs_s"] == "0.06 0.055" and got["a"]["measured_s"] == "0.0575"
+    assert got["a"]["best_s"] == "0.055"
 
 
 class FakeTools:
@@ -156,9 +161,21 @@ def test_main_runs_and_reports_the_final_phase(monkeypatch, capsys, tmp_path):
     # (dp2, plan0: the fastest predicted) x 4 rounds.
     assert len(tools.runs) == 3 * 2 + 2 * 4
     assert sorted(tools.runs[6:]) == ["plan0"] * 4 + ["plan1"] * 4
-    # The main rounds' numbers as before: by best run the lucky plan wins.
-    assert "the planner's pick dp2 tp1 pp1: 12.00 ms measured, 33.3% slower than the fastest " \
+    # The main rounds interleaved: each runs every plan once.
+    assert sorted(tools.runs[:3]) == sorted(tools.runs[3:6]) == ["plan0", "plan1", "plan2"]
+    # A plan's time is its median run: the lucky plan1 (9 and 14 ms: 11.5)
+    # is still the fastest, by less than its best run (9 ms) would say.
+    assert "the planner's pick dp2 tp1 pp1: 12.00 ms measured, 4.3% slower than the fastest " \
+           "measured (dp2 tp1 pp1 zero" not in out
+    assert "the planner's pick dp2 tp1 pp1: 12.00 ms measured, 4.3% slower than the fastest " \
            "measured" in out
+    assert re.search(r"over 3 plans: \S+ \(against each plan's median run; against its best run "
+                     r"\S+\)", out)
+    # The noise ceiling: every plan's two rounds alike but plan1's, whose
+    # rounds swap its place with plan0's.
+    assert "noise ceiling over the 3 plans with 2 runs or more: split-half Spearman (odd " \
+           "against even rounds' medians) 0.500, all rounds 0.667 (Spearman-Brown), so a " \
+           "perfect model's Spearman against these medians about 0.816 at most" in out
     # The final phase: by median the pick is the fastest, by best 33.3% off
     # (the lucky run is not in it).
     assert "final phase: the planner's pick and the fastest measured plans again, 4 rounds" in out
@@ -180,3 +197,85 @@ def test_main_runs_and_reports_the_final_phase(monkeypatch, capsys, tmp_path):
     out = run_main(monkeypatch, capsys, "--plans", "3", "--repeats", "1", "--final", "0",
                    "--bin-dir", str(tmp_path))
     assert "final phase" not in out and len(tools.runs) == 3
+
+
+def test_a_plans_time_is_its_median_run():
+    assert plan_ranking.plan_time([0.07]) == 0.07
+    assert plan_ranking.plan_time([0.09, 0.05, 0.06]) == 0.06
+    assert abs(plan_ranking.plan_time([0.05, 0.08, 0.06, 0.07]) - 0.065) < 1e-12
+
+
+def plans_with_runs(runs):
+    return [{"name": str(i), "predicted": 0.01 * i, "runs": r} for i, r in enumerate(runs)]
+
+
+def test_noise_ceiling_is_the_split_half_spearman():
+    # Odd rounds (1st, 3rd) and even rounds (2nd) rank the plans alike.
+    rows = plans_with_runs([[0.01, 0.011, 0.012], [0.02, 0.021, 0.019], [0.03, 0.031, 0.029]])
+    assert plan_ranking.noise_ceiling(rows) == (3, 1.0, 1.0, 1.0)
+    # One run: left out; fewer than 3 plans with two runs: no ceiling.
+    assert plan_ranking.noise_ceiling(rows[:2] + plans_with_runs([[0.5]])) is None
+    assert plan_ranking.noise_ceiling(rows + plans_with_runs([[0.5]]))[0] == 3
+    # Halves that rank 4 plans 1234 and 2143: rho = 0.6, Spearman-Brown
+    # 2 rho / (1 + rho) = 0.75, and its square root.
+    rows = plans_with_runs([[1, 2], [2, 1], [3, 4], [4, 3]])
+    n, rho, full, root = plan_ranking.noise_ceiling(rows)
+    assert n == 4 and abs(rho - 0.6) < 1e-12 and abs(full - 0.75) < 1e-12
+    assert abs(root - math.sqrt(0.75)) < 1e-12
+    # Halves that disagree: no estimate for all rounds.
+    rows = plans_with_runs([[1, 9, 1], [2, 8, 2], [3, 7, 3]])
+    assert plan_ranking.noise_ceiling(rows) == (3, -1.0, None, None)
+    lines = plan_ranking.ceiling_report(plan_ranking.noise_ceiling(rows), rows)
+    assert "split-half Spearman (odd against even rounds' medians) -1.000" in lines[0]
+    assert "Spearman-Brown" not in lines[0]
+    assert lines[1] == "  predicted against measured over the same 3 plans: 1.000"
+    assert "needs 3 plans" in plan_ranking.ceiling_report(None, rows)[0]
+
+
+def test_max_rounds_from_the_first_rounds_pace():
+    # 100 s a round: 10 minutes fit 6 rounds, capped by --repeats.
+    assert plan_ranking.max_rounds(100, 50, 10, 8) == 6
+    assert plan_ranking.max_rounds(100, 50, 10, 3) == 3
+    # At least the round done; no limit: every round.
+    assert plan_ranking.max_rounds(100, 50, 0.5, 3) == 1
+    assert plan_ranking.max_rounds(100, 50, None, 3) == 3
+
+
+def test_main_rounds_interleave_in_seeded_orders(monkeypatch, capsys, tmp_path):
+    tools = FakeTools(monkeypatch)
+    run_main(monkeypatch, capsys, "--plans", "3", "--repeats", "6", "--final", "0",
+             "--bin-dir", str(tmp_path))
+    rounds = [tools.runs[3 * k:3 * k + 3] for k in range(6)]
+    assert len(tools.runs) == 18 and all(sorted(r) == ["plan0", "plan1", "plan2"] for r in rounds)
+    # Each round in an order of its own (not one order repeated), the same
+    # in every run of the script.
+    assert len({tuple(r) for r in rounds}) > 1
+    first = list(tools.runs)
+    tools.runs.clear()
+    run_main(monkeypatch, capsys, "--plans", "3", "--repeats", "6", "--final", "0",
+             "--bin-dir", str(tmp_path))
+    assert tools.runs == first
+
+
+def test_reuse_reads_old_and_new_csvs(monkeypatch, capsys, tmp_path):
+    FakeTools(monkeypatch)
+    table = tmp_path / "t.csv"
+    run_main(monkeypatch, capsys, "--plans", "3", "--repeats", "3", "--final", "0", "--csv",
+             str(table), "--bin-dir", str(tmp_path))
+    with open(table) as f:
+        rows = list(csv.DictReader(f))
+    new = run_main(monkeypatch, capsys, "--reuse", str(table), "--bin-dir", str(tmp_path),
+                   "--check")
+    assert "noise ceiling over the 3 plans" in new
+    # A file of before (measured_s the best run, no best_s), one run a plan.
+    old = tmp_path / "old.csv"
+    with open(old, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["plan", "predicted_s", "measured_s", "runs_s", "predicted_mib", "rss_mib",
+                    "final_runs_s"])
+        for r in rows:
+            w.writerow([r["plan"], r["predicted_s"], r["best_s"], r["runs_s"].split()[0],
+                        r["predicted_mib"], r["rss_mib"], ""])
+    out = run_main(monkeypatch, capsys, "--reuse", str(old), "--bin-dir", str(tmp_path), "--check")
+    assert "runs of " + str(old) + ": 1 rounds" in out
+    assert "over 3 plans" in out and "noise ceiling: needs 3 plans with 2 runs or more" in out
