@@ -462,22 +462,31 @@ FailureOr<LayerGradient *> Differentiator::differentiateLayer(LayerOp layer,
   // one operand (a parameter's bf16 working copy). Its value is the same
   // for every micro-batch, so saving it would hold a copy per micro-batch
   // in flight.
+  // Memoised: each op's answer is computed once, so the recursion over
+  // operands stays linear in the layer's size.
+  DenseMap<Operation *, bool> availableMemo;
   std::function<bool(Operation *)> availableToB = [&](Operation *op) {
     if (!op)
       return false;
     if (isRecomputable(op))
       return true;
-    if (op->getNumResults() != 1 || !isMemoryEffectFree(op))
-      return false;
-    auto in = op->getNumOperands() == 1
-                  ? dyn_cast<ShapedType>(op->getOperand(0).getType())
-                  : nullptr;
-    auto out = dyn_cast<ShapedType>(op->getResult(0).getType());
-    bool onePass = op->hasTrait<OpTrait::braid::MovesDataOnly>() ||
-                   (in && out && in.getShape() == out.getShape());
-    return onePass && llvm::all_of(op->getOperands(), [&](Value v) {
-             return availableToB(v.getDefiningOp());
-           });
+    if (auto it = availableMemo.find(op); it != availableMemo.end())
+      return it->second;
+    bool available = [&] {
+      if (op->getNumResults() != 1 || !isMemoryEffectFree(op))
+        return false;
+      auto in = op->getNumOperands() == 1
+                    ? dyn_cast<ShapedType>(op->getOperand(0).getType())
+                    : nullptr;
+      auto out = dyn_cast<ShapedType>(op->getResult(0).getType());
+      bool onePass = op->hasTrait<OpTrait::braid::MovesDataOnly>() ||
+                     (in && out && in.getShape() == out.getShape());
+      return onePass && llvm::all_of(op->getOperands(), [&](Value v) {
+               return availableToB(v.getDefiningOp());
+             });
+    }();
+    availableMemo[op] = available;
+    return available;
   };
   std::function<bool(Operation *)> recomputed = [&](Operation *op) {
     if (!op || producer(op->getResult(0)) != Phase::F)
