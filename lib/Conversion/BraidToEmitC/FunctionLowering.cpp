@@ -240,24 +240,14 @@ Value FunctionLowering::getConcatView(ConcatOp op, int64_t offset) {
 Value FunctionLowering::getInPlaceBuffer(Value v) {
   Operation *op = v.getDefiningOp();
   unsigned k = cast<OpResult>(v).getResultNumber();
-  // The operands each result may overwrite (kernels.h, "Aliasing"): any
-  // operand of the result's type for the elementwise kernels (braid.round
-  // too: braid-legalize-bf16's rounding of an op's f32 result, which dies
-  // there, takes its buffer instead of a second one); param, m, v
-  // (momentum) for the optimizer's. Not braid.fused: its loops take
-  // __restrict pointers.
+  // The operands each result may overwrite (InPlaceOpInterface; the
+  // kernels accept it, kernels.h "Aliasing"), of the result's type.
   SmallVector<unsigned> candidates;
-  bool update = isa<AdamWUpdateOp, SgdUpdateOp>(op);
-  if (isa<AdamWUpdateOp>(op))
-    candidates.push_back(k == 0 ? 0 : k + 1); // param, m, v
-  else if (isa<SgdUpdateOp>(op))
-    candidates.push_back(k == 0 ? 0 : 2); // param, momentum_buffer
-  else if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, SqrtOp, RsqrtOp,
-               ReluOp, SiluOp, GeluOp, ReluGradOp, SiluGradOp, GeluGradOp,
-               RoundOp>(op))
-    for (unsigned i = 0; i < op->getNumOperands(); ++i)
-      candidates.push_back(i);
-  else if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+  bool update = false;
+  if (auto inPlace = dyn_cast<InPlaceOpInterface>(op)) {
+    candidates = inPlace.getInPlaceOperands(k);
+    update = inPlace.mayUpdateParameterSlot();
+  } else if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
     // The program runtime's all_reduce copies its input to the result and
     // sums in place there: an input that dies here saves the copy (a dp
     // gradient bucket: 3 MiB a layer). A blocking one (a started one's

@@ -100,6 +100,44 @@ def Braid_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def Braid_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
+  let cppNamespace = "::mlir::braid";
+  let description = [{
+    An op whose result may be computed over one of its operands: element i
+    of the result reads element i of that operand (or of its broadcast)
+    only, and no other element, so a loop that writes each result element
+    after reading its operand elements may use one buffer for both. Code
+    generation's memory plan (`FunctionLowering::getInPlaceBuffer`, see
+    docs/codegen.md, "In place") gives result k the buffer of one of the
+    operands `getInPlaceOperands(k)` names when that operand has the
+    result's type and its buffer dies at the op; the runtime's kernels
+    accept that aliasing (`braid/rt/kernels.h`, "Aliasing"). The default
+    suits an elementwise op: any operand. Not `braid.fused`, whose loops
+    take `__restrict` pointers; collectives decide through
+    CollectiveOpInterface (a blocking all_reduce over its input).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The operands result `result` may overwrite, in order of preference.
+      }],
+      "::llvm::SmallVector<unsigned>", "getInPlaceOperands",
+      (ins "unsigned":$result), [{}], [{
+        ::llvm::SmallVector<unsigned> operands;
+        for (unsigned i = 0, e = $_op->getNumOperands(); i < e; ++i)
+          operands.push_back(i);
+        return operands;
+      }]>,
+    InterfaceMethod<[{
+        Whether a result may also be written into the parameter slot its
+        in-place operand reads (a `braid.param`) when its only use stores
+        it back into that slot (`braid.store_param` of the same name): an
+        optimizer update, whose new parameter, moments and momentum
+        replace the tensors they were computed from.
+      }],
+      "bool", "mayUpdateParameterSlot", (ins), [{}], [{ return false; }]>,
+  ];
+}
+
 def Braid_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   let cppNamespace = "::mlir::braid";
   let description = [{

@@ -288,8 +288,10 @@ def Braid_MatmulOp : Braid_DiffOp<"matmul",
   let hasVerifier = 1;
 }
 
+// Elementwise ops may write their result over an operand of its type
+// (InPlaceOpInterface's default: any operand).
 class Braid_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Braid_DiffOp<mnemonic, traits> {
+    : Braid_DiffOp<mnemonic, traits # [Braid_InPlaceOpInterface]> {
   let summary = "Elementwise " # what # " with NumPy broadcasting.";
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
@@ -305,7 +307,8 @@ def Braid_MulOp : Braid_BinaryOp<"mul", "product">;
 def Braid_DivOp : Braid_BinaryOp<"div", "quotient">;
 
 class Braid_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Braid_DiffOp<mnemonic, traits # [SameOperandsAndResultType]> {
+    : Braid_DiffOp<mnemonic, traits # [SameOperandsAndResultType,
+        Braid_InPlaceOpInterface]> {
   let summary = what;
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
@@ -319,7 +322,8 @@ def Braid_RsqrtOp : Braid_UnaryOp<"rsqrt", "Elementwise reciprocal square root."
 def Braid_ReluOp : Braid_UnaryOp<"relu", "Elementwise max(x, 0).">;
 def Braid_SiluOp : Braid_UnaryOp<"silu", "Elementwise x * sigmoid(x).">;
 
-def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType]> {
+def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType,
+    Braid_InPlaceOpInterface]> {
   let summary = "Gaussian error linear unit, exact or tanh approximation.";
   let description = [{
     `exact`: `0.5 x (1 + erf(x / sqrt(2)))`.
@@ -358,13 +362,16 @@ def Braid_ConvertOp : Braid_DiffOp<"convert"> {
   let hasVerifier = 1;
 }
 
-def Braid_RoundOp : Braid_ModelOp<"round", [SameOperandsAndResultType]> {
+def Braid_RoundOp : Braid_ModelOp<"round", [SameOperandsAndResultType,
+    Braid_InPlaceOpInterface]> {
   let summary = "Rounds each element to a narrower type, keeping its own.";
   let description = [{
     Each element becomes the nearest value of `element_type` (ties to
     even; bf16 or f16), still stored in the operand's type. It is how
     `braid-legalize-bf16` keeps bf16 arithmetic for targets whose kernels
-    are f32: a bf16 value becomes an f32 one rounded to bf16.
+    are f32: a bf16 value becomes an f32 one rounded to bf16. Elementwise
+    (InPlaceOpInterface): the rounding of an op's f32 result that dies
+    there takes that result's buffer instead of a second one.
 
     ```mlir
     %r = braid.round %x to bf16 : tensor<4x64xf32>
@@ -600,7 +607,8 @@ def Braid_ConstantOp : Braid_ModelOp<"constant", [ConstantLike,
 //===----------------------------------------------------------------------===//
 
 class Braid_ActivationGradOp<string mnemonic, string what>
-    : Braid_ModelOp<mnemonic, [SameOperandsAndResultType]> {
+    : Braid_ModelOp<mnemonic, [SameOperandsAndResultType,
+        Braid_InPlaceOpInterface]> {
   let summary = "Gradient of " # what # ": `grad * f'(input)`.";
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$grad);
   let results = (outs Braid_FloatTensor:$result);
@@ -610,7 +618,8 @@ class Braid_ActivationGradOp<string mnemonic, string what>
 def Braid_ReluGradOp : Braid_ActivationGradOp<"relu_grad", "relu">;
 def Braid_SiluGradOp : Braid_ActivationGradOp<"silu_grad", "silu">;
 
-def Braid_GeluGradOp : Braid_ModelOp<"gelu_grad", [SameOperandsAndResultType]> {
+def Braid_GeluGradOp : Braid_ModelOp<"gelu_grad", [SameOperandsAndResultType,
+    Braid_InPlaceOpInterface]> {
   let summary = "Gradient of gelu: `grad * gelu'(input)`.";
   let arguments = (ins Braid_GeluApproximation:$approximate,
                        Braid_FloatTensor:$input, Braid_FloatTensor:$grad);
@@ -1067,7 +1076,9 @@ def Braid_SelectOp : Braid_ModelOp<"select",
   let hasVerifier = 1;
 }
 
-def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update"> {
+def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update", [
+    DeclareOpInterfaceMethods<Braid_InPlaceOpInterface,
+        ["getInPlaceOperands", "mayUpdateParameterSlot"]>]> {
   let summary = "One AdamW step for one parameter.";
   let description = [{
     With `g = grad * grad_scale`, `t = step + 1`, learning rate `lr`:
@@ -1078,6 +1089,10 @@ def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update"> {
     torch.optim.AdamW). A non-finite `grad_scale` skips the step: the
     results are the parameter, m and v unchanged (braid-train-step makes
     the scale non-finite when the loss or the gradient norm is).
+
+    Elementwise, so code generation may write the new parameter, m and v
+    over the old ones, or into the parameter's slot when the result's only
+    use stores it back there (InPlaceOpInterface).
   }];
   let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
                        Braid_FloatTensor:$m, Braid_FloatTensor:$v,
@@ -1096,14 +1111,18 @@ def Braid_AdamWUpdateOp : Braid_ModelOp<"adamw_update"> {
   let hasVerifier = 1;
 }
 
-def Braid_SgdUpdateOp : Braid_ModelOp<"sgd_update"> {
+def Braid_SgdUpdateOp : Braid_ModelOp<"sgd_update", [
+    DeclareOpInterfaceMethods<Braid_InPlaceOpInterface,
+        ["getInPlaceOperands", "mayUpdateParameterSlot"]>]> {
   let summary = "One SGD step (momentum, optionally Nesterov) for one parameter.";
   let description = [{
     With `g = grad * grad_scale + weight_decay * param`:
     `buf = momentum * buf + g`; `param -= lr * (nesterov ? g + momentum * buf : buf)`
     (as torch.optim.SGD without dampening; with momentum 0, plain SGD).
     Returns the new parameter and momentum buffer. A non-finite
-    `grad_scale` skips the step: both are returned unchanged.
+    `grad_scale` skips the step: both are returned unchanged. As for
+    `adamw_update`, code generation may write them over the old ones or
+    into their slots (InPlaceOpInterface).
   }];
   let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
                        Braid_FloatTensor:$momentum_buffer,
