@@ -721,8 +721,8 @@ double PlanCostModel::getReduceScatterTemporaryBytes(const Plan &plan) const {
   // group of 4: the first device both, the third one, the others none;
   // freed when the call completes). So the group's first device holds,
   // during the largest reduce_scatter, twice its input (of 2 devices,
-  // once). Under ZeRO without a pipeline (tp 1) that is the largest
-  // gradient bucket over dp: a layer instance's gradients, or the bucket
+  // once). Under ZeRO without a pipeline that is the largest gradient
+  // bucket over dp: a layer instance's gradients, or the bucket
   // of the ops around the layers (since bc9f928 one reduce_scatter of all
   // their gradients, the head's partial of a tied parameter included),
   // neither larger than braidc's bucket cap. Measured on 4 ranks, a 2.31
@@ -730,18 +730,18 @@ double PlanCostModel::getReduceScatterTemporaryBytes(const Plan &plan) const {
   // 0.8, 3.0 and 0.8 MiB more on ranks 0-3 than before it; on 8 ranks 5.3
   // and 4.9 on ranks 0 and 4, 2.6-2.8 on ranks 2 and 6. The memory of a
   // pipeline rank is its dp group's first device's, the largest. Not
-  // braidc's memory plan: beside it in the resident set. With tp the
-  // temporaries land on the dp group's first devices too (held-out dp2 x
-  // tp2 of docs/planner.md: ZeRO-1 sp ranks 0 and 1 51.0 and 51.2 MiB
-  // against 50.4 and 50.6 on ranks 2 and 3; ZeRO-3 0.5-0.9 more) but are
-  // not counted yet: counting each device's pieces moves the BUFFERS
-  // requirement test/Integration/braidc-mesh-auto.mlir pins (1.36 to 1.37
-  // MiB), a file the planner's owner does not own.
-  if (plan.pp != 1 || plan.zero < 1 || plan.dp < 2 || plan.tp != 1)
+  // braidc's memory plan: beside it in the resident set. With tp a
+  // device's buckets are its pieces of them (the divided parameters'
+  // 1/tp), on the first devices of each dp group (held-out dp2 x tp2 of
+  // docs/planner.md: ZeRO-1 sp ranks 0 and 1 51.0 and 51.2 MiB against
+  // 50.4 and 50.6 on ranks 2 and 3; ZeRO-3 0.5-0.9 more).
+  if (plan.pp != 1 || plan.zero < 1 || plan.dp < 2)
     return 0;
-  double largest = getOutsideBucketParams();
+  double largest = model.pre.getRankParams(plan.tp) +
+                   model.post.getRankParams(plan.tp) +
+                   model.tiedParams / plan.tp;
   for (const SegmentCost &l : model.layers)
-    largest = std::max(largest, l.getParams());
+    largest = std::max(largest, l.getRankParams(plan.tp));
   // A bucket over the cap is split (braid-bucket-collectives: greedily,
   // each piece at most the cap unless one gradient alone is larger).
   if (config.bucketCapBytes > 0)

@@ -1233,16 +1233,21 @@ TEST_F(CompiledBuffersTest, ReduceScatterTemporariesOnTheGroupsFirstDevice) {
   plan.dp = 4;
   EXPECT_DOUBLE_EQ(evaluateWith(plan, 0).memory[0].buffers,
                    model.getZeroStagingBytes(plan) + 2 * layer);
+  // With tp a device's bucket is its piece of the layer (the divided
+  // parameters' half of tp2), on each dp group's first device too
+  // (held-out dp2 x tp2 ZeRO-1 sp: ranks 0 and 1 0.6 MiB above 2 and 3).
+  const SegmentCost &l = mc.layers[0];
+  ASSERT_GT(l.splitParams, 0);
+  plan.tp = 2;
+  EXPECT_DOUBLE_EQ(model.getReduceScatterTemporaryBytes(plan),
+                   2 * (l.splitParams / 2 + l.replicatedParams) * 4);
+  plan.tp = 1;
   // No reduce_scatter of the gradients: without ZeRO, in a pipeline (an
-  // all_reduce), and (not counted) with tp.
+  // all_reduce).
   plan.zero = 0;
   EXPECT_EQ(model.getReduceScatterTemporaryBytes(plan), 0);
   plan.zero = 3;
   plan.pp = 2;
-  EXPECT_EQ(model.getReduceScatterTemporaryBytes(plan), 0);
-  plan.pp = 1;
-  plan.tp = 2;
-  plan.dp = 2;
   EXPECT_EQ(model.getReduceScatterTemporaryBytes(plan), 0);
 }
 
