@@ -10,12 +10,22 @@
 using namespace mlir;
 using namespace mlir::braid;
 
+/// 2 M N K per matrix, over the (broadcast) batch of the result.
+static double matmulFlops(Value lhs, bool transposeA, Value result) {
+  auto a = cast<RankedTensorType>(lhs.getType());
+  int64_t k = transposeA ? a.getDimSize(a.getRank() - 2)
+                         : a.getDimSize(a.getRank() - 1);
+  return 2.0 * cast<RankedTensorType>(result.getType()).getNumElements() * k;
+}
+
 double MatmulOp::getMatmulFlops() {
-  // 2 M N K per matrix, over the (broadcast) batch of the result.
-  auto lhs = cast<RankedTensorType>(getLhs().getType());
-  int64_t k = getTransposeA() ? lhs.getDimSize(lhs.getRank() - 2)
-                              : lhs.getDimSize(lhs.getRank() - 1);
-  return 2.0 * getType().getNumElements() * k;
+  return matmulFlops(getLhs(), getTransposeA(), getResult());
+}
+
+// The bias add (and GELU) count one FLOP per result element, as the
+// interface's default counts an elementwise op.
+double MatmulBiasOp::getMatmulFlops() {
+  return matmulFlops(getLhs(), getTransposeA(), getResult());
 }
 
 /// 2 B Hq S T D: one matrix product of the attention core (q k^T or p v).

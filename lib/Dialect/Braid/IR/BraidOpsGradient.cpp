@@ -88,18 +88,42 @@ static Value matmul(OpBuilder &b, Location loc, Value x, Value y, bool tx,
 // Linear algebra and elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-Value MatmulOp::buildGradient(OpBuilder &b, unsigned index,
-                              ValueRange resultGrads) {
-  Location loc = getLoc();
-  Value dy = resultGrads[0], x = getLhs(), y = getRhs();
-  bool ta = getTransposeA(), tb = getTransposeB();
+/// The gradient of operand `index` (0: x, 1: y) of matmul(x, y) with the
+/// given transposes, from the product's gradient `dy`.
+static Value matmulGradient(OpBuilder &b, Location loc, Value x, Value y,
+                            bool ta, bool tb, Value dy, unsigned index) {
   // With Y = op(A) op(B): d op(A) = dY op(B)^T and d op(B) = op(A)^T dY.
   Value grad;
   if (index == 0)
     grad = ta ? matmul(b, loc, y, dy, tb, true) : matmul(b, loc, dy, y, false, !tb);
   else
     grad = tb ? matmul(b, loc, dy, x, true, ta) : matmul(b, loc, x, dy, !ta, false);
-  return sumToType(b, loc, grad, tensorType(getOperand(index)));
+  return sumToType(b, loc, grad, tensorType(index == 0 ? x : y));
+}
+
+Value MatmulOp::buildGradient(OpBuilder &b, unsigned index,
+                              ValueRange resultGrads) {
+  return matmulGradient(b, getLoc(), getLhs(), getRhs(), getTransposeA(),
+                        getTransposeB(), resultGrads[0], index);
+}
+
+Value MatmulBiasOp::buildGradient(OpBuilder &b, unsigned index,
+                                  ValueRange resultGrads) {
+  Location loc = getLoc();
+  // The gradient of the pre-activation lhs rhs + bias. With GELU, the
+  // pre-activation is recomputed (the same values: the op without its
+  // GELU), since the rule may not use what the forward pass did not keep.
+  Value grad = resultGrads[0];
+  if (GeluApproximationAttr gelu = getGeluAttr()) {
+    Value pre = MatmulBiasOp::create(b, loc, getType(), getLhs(), getRhs(),
+                                     getBias(), getTransposeA(),
+                                     getTransposeB(), GeluApproximationAttr());
+    grad = GeluGradOp::create(b, loc, gelu.getValue(), pre, grad);
+  }
+  if (index == 2)
+    return sumToType(b, loc, grad, tensorType(getBias()));
+  return matmulGradient(b, loc, getLhs(), getRhs(), getTransposeA(),
+                        getTransposeB(), grad, index);
 }
 
 Value AddOp::buildGradient(OpBuilder &b, unsigned index,

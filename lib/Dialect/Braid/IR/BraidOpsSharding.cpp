@@ -84,18 +84,22 @@ ShardingRule RotaryOp::getShardingRule() {
   return blockDims(elementwiseRule(*this), {1, 3});
 }
 
-ShardingRule MatmulOp::getShardingRule() {
+/// The rule of a matmul of `lhs` and `rhs` with the given transposes and
+/// result `result`, its contraction of kind `contraction`.
+static ShardingRule matmulRule(Value lhs, Value rhs, bool transposeA,
+                               bool transposeB, Value result,
+                               Kind contraction) {
   ShardingRule rule;
-  ArrayRef<int64_t> out = getType().getShape();
-  ArrayRef<int64_t> a = shapeOf(getLhs()), b = shapeOf(getRhs());
+  ArrayRef<int64_t> out = shapeOf(result);
+  ArrayRef<int64_t> a = shapeOf(lhs), b = shapeOf(rhs);
   size_t rank = out.size();
   SmallVector<int64_t> batch;
   for (size_t i = 0; i + 2 < rank; ++i)
     batch.push_back(rule.addFactor(out[i], Kind::Parallel));
   int64_t m = rule.addFactor(out[rank - 2], Kind::Parallel);
   int64_t n = rule.addFactor(out[rank - 1], Kind::Parallel);
-  int64_t k = rule.addFactor(getTransposeA() ? a[a.size() - 2] : a.back(),
-                             Kind::Sum);
+  int64_t k =
+      rule.addFactor(transposeA ? a[a.size() - 2] : a.back(), contraction);
   auto operandMap = [&](ArrayRef<int64_t> shape, int64_t row, int64_t col) {
     SmallVector<int64_t> map;
     size_t offset = (rank - 2) - (shape.size() - 2);
@@ -105,14 +109,29 @@ ShardingRule MatmulOp::getShardingRule() {
     map.push_back(col);
     return map;
   };
-  rule.operands.push_back(getTransposeA() ? operandMap(a, k, m)
-                                          : operandMap(a, m, k));
-  rule.operands.push_back(getTransposeB() ? operandMap(b, n, k)
-                                          : operandMap(b, k, n));
-  SmallVector<int64_t> result(batch);
-  result.push_back(m);
-  result.push_back(n);
-  rule.results.push_back(result);
+  rule.operands.push_back(transposeA ? operandMap(a, k, m)
+                                     : operandMap(a, m, k));
+  rule.operands.push_back(transposeB ? operandMap(b, n, k)
+                                     : operandMap(b, k, n));
+  SmallVector<int64_t> resultMap(batch);
+  resultMap.push_back(m);
+  resultMap.push_back(n);
+  rule.results.push_back(resultMap);
+  return rule;
+}
+
+ShardingRule MatmulOp::getShardingRule() {
+  return matmulRule(getLhs(), getRhs(), getTransposeA(), getTransposeB(),
+                    getResult(), Kind::Sum);
+}
+
+ShardingRule MatmulBiasOp::getShardingRule() {
+  // The contraction stays whole: a device holding a share of it would add
+  // the bias (and apply GELU) to a partial sum. The bias is the result's
+  // columns.
+  ShardingRule rule = matmulRule(getLhs(), getRhs(), getTransposeA(),
+                                 getTransposeB(), getResult(), Kind::Blocked);
+  rule.operands.push_back({rule.results[0].back()});
   return rule;
 }
 

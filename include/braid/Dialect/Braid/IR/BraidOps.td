@@ -1204,7 +1204,8 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
   }];
 }
 
-def Braid_MatmulBiasOp : Braid_Op<"matmul_bias", [Pure, Braid_StaticShapes]> {
+def Braid_MatmulBiasOp : Braid_DiffOp<"matmul_bias",
+    [DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
   let summary = "Matmul with a bias added to every row (and tanh GELU after).";
   let description = [{
     `braid.matmul %lhs, %rhs` (same operands, transposes and result) with
@@ -1213,11 +1214,23 @@ def Braid_MatmulBiasOp : Braid_Op<"matmul_bias", [Pure, Braid_StaticShapes]> {
     product and the bias, then `braid.gelu tanh`, each result rounded to
     the element type as those ops round it. Only tanh GELU, the function
     cuBLASLt's GELU epilogue computes. Made by `braid-fuse-matmul-epilogue`,
-    after training, sharding and `braid-legalize-bf16` (so it has no
-    gradient, sharding rule or bf16 form); code generation computes it as
-    one GEMM call with its epilogue (CPU: applied to each block of the
-    product as it is computed; CUDA: cuBLASLt's BIAS / GELU_BIAS
-    epilogues). A `braid.bf16_operands` attribute is kept from the matmul.
+    which braidc runs after training, sharding and `braid-legalize-bf16`
+    (it has no bf16 form); code generation computes it as one GEMM call
+    with its epilogue (CPU: applied to each block of the product as it is
+    computed; CUDA: cuBLASLt's BIAS / GELU_BIAS epilogues). A
+    `braid.bf16_operands` attribute is kept from the matmul.
+
+    Run earlier, the op is differentiated and sharded as what it replaces.
+    Its gradients are matmul's, of the pre-activation's gradient (with
+    `gelu`, `gelu_grad` of the pre-activation, which the rule recomputes
+    without GELU: one more product per operand differentiated), and for
+    `bias` that gradient summed over all dimensions but the last. Its
+    sharding rule is matmul's with the bias on the column factor, except
+    that the contraction stays whole: devices holding a share of it would
+    each add the bias (and apply GELU) to a partial sum. So, fused before
+    `braid-shard`, a model's tensor parallelism finds no matmul pair to
+    split (a row-parallel product's contraction cannot be); fuse after it,
+    as braidc does.
 
     ```mlir
     %h = braid.matmul_bias %x, %w, %b gelu tanh : (tensor<2x8x32xf32>,
