@@ -1,6 +1,7 @@
 //===- Evaluator.cpp - Reference evaluation of braid IR --------------------===//
 
 #include "braid/Eval/Evaluator.h"
+#include "braid/Dialect/Braid/IR/BF16BiasProduct.h"
 #include "braid/Eval/PipelineExecutor.h"
 
 #include "braid/rt/init.h"
@@ -295,7 +296,12 @@ LogicalResult Evaluator::evaluateBlock(Block &block,
         return op.emitOpError() << "evaluation produced shape "
                                 << shapeString(t.shape()) << " for result "
                                 << "type " << type << " (evaluator bug)";
-      t.setDType(dtypeFor(type));
+      DType dtype = dtypeFor(type);
+      // A bf16 product its bias add sums before rounding: f32 until then.
+      auto matmul = dyn_cast<MatmulOp>(&op);
+      if (dtype == DType::BF16 && matmul && isBF16BiasProduct(matmul))
+        dtype = DType::F32;
+      t.setDType(dtype);
       t.roundToDType();
       values[result] = std::move(t);
     }

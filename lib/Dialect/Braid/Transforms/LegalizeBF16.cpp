@@ -6,7 +6,9 @@
 // that computed a bf16 value is followed by a braid.round to bf16, so the
 // values are the bf16 program's (each op rounds to f32 first, then to bf16).
 // A matmul of bf16 operands is marked braid.bf16_operands, for the lowering
-// to multiply bf16 copies of them.
+// to multiply bf16 copies of them. A bf16 product that its bias add sums
+// before rounding (isBF16BiasProduct: a linear layer's) is not rounded: the
+// add rounds once, as braid-eval computes the bf16 program.
 //
 // Storage: a layer's stacked bf16 results that only feed stacked operands
 // of other repeats (the activations and working copies a forward saves for
@@ -22,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "braid/Dialect/Braid/IR/BF16BiasProduct.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/IR/BraidTraits.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
@@ -415,11 +418,15 @@ struct LegalizeBF16Pass
 
     // Matmuls of two bf16 operands keep that fact for the lowering, which
     // then calls a GEMM on bf16 copies (exact: the operands hold bf16
-    // values) with f32 sums.
+    // values) with f32 sums. Those summed with their bias before rounding
+    // are left unrounded, asked while the types still say bf16.
+    llvm::DenseSet<Operation *> biasProducts;
     module.walk([&](MatmulOp op) {
       if (isBF16Tensor(op.getLhs().getType()) &&
           isBF16Tensor(op.getRhs().getType()))
         op->setAttr("braid.bf16_operands", UnitAttr::get(ctx));
+      if (isBF16BiasProduct(op))
+        biasProducts.insert(op);
     });
 
     // Conversions first, while the types still say what they convert.
@@ -479,7 +486,8 @@ struct LegalizeBF16Pass
         if (legal == type)
           continue;
         r.setType(legal);
-        if (!isBF16Tensor(type) || !needsRounding(op))
+        if (!isBF16Tensor(type) || !needsRounding(op) ||
+            biasProducts.contains(op))
           continue;
         OpBuilder b(op->getContext());
         b.setInsertionPointAfter(op);
