@@ -1,12 +1,12 @@
 // Tests that under bf16-mixed a tied wte in a 2-stage pipeline is placed
-// and summed as under f32 (braidc-pipeline-tied.mlir): autodiff adds the
-// two chunks' bf16 partial gradients of wte's working copy and converts
-// the sum to f32, and braid-pipeline-outline widens each partial on its
-// own chunk and moves the f32 sum after the schedule, so stage 0 sends its
-// partial (wte: 256 x 32 = 8192 elements) to stage 1 alone at the step's
-// end, where the head's is added to it and wte is updated. Left inside
-// stage 0's W piece (before the fix), the sum had stage 1 send its partial
-// to stage 0, which updated wte and broadcast it.
+// and summed as under f32 (braidc-pipeline-tied.mlir): autodiff converts
+// each chunk's bf16 partial gradient of wte's working copy to f32 on its
+// own chunk and adds them in f32 (autodiff-tied-working-copy.mlir), and
+// braid-pipeline-outline moves the f32 sum after the schedule, so stage 0
+// sends its partial (wte: 256 x 32 = 8192 elements) to stage 1 alone at
+// the step's end, where the head's is added to it and wte is updated.
+// Left inside stage 0's W piece (before the fix), the sum had stage 1 send
+// its partial to stage 0, which updated wte and broadcast it.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 256 --batch 4 -o %t.mlir
 // RUN: braidc %t.mlir --precision bf16-mixed --mesh pp=2 --schedule 1f1b --microbatches 2 --lr 0.01 --clip-norm 1.0 --emit cpp -o %t.cpp

@@ -119,6 +119,17 @@ private:
   LogicalResult sweep(Block &src, IRMapping &mapping);
   LogicalResult sweepRepeat(RepeatOp repeat, IRMapping &mapping);
   void accumulate(Value srcValue, Value grad, Phase phase);
+  /// Accumulates one contribution `grad` to `srcValue`'s gradient; that of
+  /// a shared working copy goes on to its parameter (sharedWorkingCopy).
+  void contribute(Value srcValue, Value grad, Phase phase, IRMapping &mapping);
+  /// The braid.convert of a parameter that `v` is, when several ops read it
+  /// (bf16-mixed's bf16 working copy of a tied f32 master, GPT's wte in the
+  /// embedding and the head); null otherwise. Each contribution to its
+  /// gradient is converted back on its own and the parameter sums them, so
+  /// a parameter's partial gradients are summed in its own type (f32),
+  /// as Megatron-LM sums them in its f32 main gradients, rather than in the
+  /// working copy's (bf16) with the sum converted after.
+  ConvertOp sharedWorkingCopy(Value v);
   Phase phaseOf(Value srcValue) {
     return varying.contains(srcValue) ? Phase::B : Phase::W;
   }
@@ -214,6 +225,29 @@ void Differentiator::accumulate(Value srcValue, Value grad, Phase phase) {
   slot = AddOp::create(b, grad.getLoc(), grad.getType(), slot, grad);
 }
 
+ConvertOp Differentiator::sharedWorkingCopy(Value v) {
+  auto convert = v.getDefiningOp<ConvertOp>();
+  if (!convert || v.hasOneUse() ||
+      !convert.getInput().getDefiningOp<ParamOp>() ||
+      !active.contains(convert.getInput()))
+    return {};
+  return convert;
+}
+
+void Differentiator::contribute(Value srcValue, Value grad, Phase phase,
+                                IRMapping &mapping) {
+  ConvertOp copy = sharedWorkingCopy(srcValue);
+  if (!copy) {
+    accumulate(srcValue, grad, phase);
+    return;
+  }
+  // Converted where the contribution is made: on its op's chunk and phase.
+  tagger.phase = phase;
+  auto clone = cast<GradientOpInterface>(
+      mapping.lookup(copy.getResult()).getDefiningOp());
+  accumulate(copy.getInput(), clone.buildGradient(b, 0, grad), phase);
+}
+
 LogicalResult Differentiator::forward(Block &src, IRMapping &mapping,
                                       ArrayRef<bool> wrt) {
   analyse(src, wrt);
@@ -272,7 +306,7 @@ LogicalResult Differentiator::sweep(Block &src, IRMapping &mapping) {
       if (!g || g.getType() != v.getType())
         return op.emitOpError() << "gradient rule for operand #" << index
                                 << " built a value of the wrong type";
-      accumulate(v, g, phase);
+      contribute(v, g, phase, mapping);
     }
   }
   return success();
@@ -346,7 +380,7 @@ LogicalResult Differentiator::sweepRepeat(RepeatOp repeat, IRMapping &mapping) {
   for (auto [input, g] :
        llvm::zip(repeat.getInputs(), backward.getResults()))
     if (active.contains(input))
-      accumulate(input, g, phaseOf(input));
+      contribute(input, g, phaseOf(input), mapping);
   return success();
 }
 
