@@ -478,6 +478,50 @@ void testRowwise() {
 // Matmul and attention
 //===----------------------------------------------------------------------===//
 
+/// A matmul's operands (row-major, `a` stored transposed with `ta`, `b`
+/// with `tb`) and what follows from their shapes: the result is batch
+/// [m, n] matrices, the operands' batch dimensions broadcast as in NumPy.
+struct MatmulShape {
+  std::vector<int64_t> a, b;
+  int ta = 0, tb = 0;
+  int64_t m = 0, k = 0, n = 0, batch = 1;
+  /// The operands' and the result's element counts.
+  int64_t aElements() const { return ops::numElements(a.data(), a.size()); }
+  int64_t bElements() const { return ops::numElements(b.data(), b.size()); }
+  int64_t resultElements() const { return batch * m * n; }
+};
+
+/// The shape of a matmul of operands shaped `a` and `b`.
+MatmulShape matmulShape(std::vector<int64_t> a, std::vector<int64_t> b, int ta,
+                        int tb) {
+  MatmulShape s;
+  int64_t ra = a.size(), rb = b.size(), rank = std::max(ra, rb) - 2;
+  s.m = ta ? a[ra - 1] : a[ra - 2];
+  s.k = ta ? a[ra - 2] : a[ra - 1];
+  s.n = tb ? b[rb - 2] : b[rb - 1];
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t ad = ops::dimAt(a.data(), ra - 2, rank, d);
+    s.batch *= ad == 1 ? ops::dimAt(b.data(), rb - 2, rank, d) : ad;
+  }
+  s.a = std::move(a);
+  s.b = std::move(b);
+  s.ta = ta;
+  s.tb = tb;
+  return s;
+}
+
+/// The shape of a matmul of `aBatch` [m, k] matrices by `bBatch` [k, n]
+/// ones, stored transposed with `ta`, `tb`.
+MatmulShape matmulShape(std::vector<int64_t> aBatch,
+                        std::vector<int64_t> bBatch, int64_t m, int64_t k,
+                        int64_t n, int ta, int tb) {
+  aBatch.push_back(ta ? k : m);
+  aBatch.push_back(ta ? m : k);
+  bBatch.push_back(tb ? n : k);
+  bBatch.push_back(tb ? k : n);
+  return matmulShape(std::move(aBatch), std::move(bBatch), ta, tb);
+}
+
 void testMatmul() {
   struct Case {
     const char *name;
@@ -494,23 +538,16 @@ void testMatmul() {
       {"matmul [2,3,0] x [0,5] (k = 0)", {2, 3, 0}, {0, 5}, 0, 0},
   };
   for (const Case &c : cases) {
-    int64_t ra = c.a.size(), rb = c.b.size();
-    int64_t m = c.ta ? c.a[ra - 1] : c.a[ra - 2];
-    int64_t n = c.tb ? c.b[rb - 2] : c.b[rb - 1];
-    int64_t batch = 1;
-    for (int64_t d = 0; d < std::max(ra, rb) - 2; ++d) {
-      int64_t ad = ops::dimAt(c.a.data(), ra - 2, std::max(ra, rb) - 2, d);
-      batch *= ad == 1 ? ops::dimAt(c.b.data(), rb - 2, std::max(ra, rb) - 2, d)
-                       : ad;
-    }
-    std::vector<float> a = randomFloats(ops::numElements(c.a.data(), ra)),
-                       b = randomFloats(ops::numElements(c.b.data(), rb));
-    std::vector<float> want(batch * m * n, 7.0f), got(batch * m * n, -7.0f);
-    braid_rt_matmul_f32(nullptr, a.data(), b.data(), ra, c.a.data(), rb,
-                        c.b.data(), c.ta, c.tb, want.data());
+    MatmulShape s = matmulShape(c.a, c.b, c.ta, c.tb);
+    std::vector<float> a = randomFloats(s.aElements()),
+                       b = randomFloats(s.bElements());
+    std::vector<float> want(s.resultElements(), 7.0f),
+        got(s.resultElements(), -7.0f);
+    braid_rt_matmul_f32(nullptr, a.data(), b.data(), s.a.size(), s.a.data(),
+                        s.b.size(), s.b.data(), s.ta, s.tb, want.data());
     HostBackend host;
-    ops::matmul(host, a.data(), b.data(), ra, c.a.data(), rb, c.b.data(), c.ta,
-                c.tb, got.data());
+    ops::matmul(host, a.data(), b.data(), s.a.size(), s.a.data(), s.b.size(),
+                s.b.data(), s.ta, s.tb, got.data());
     compare(c.name, want, got);
   }
 }
@@ -518,13 +555,13 @@ void testMatmul() {
 /// The exact (double) product of row-major a and b with NumPy batch
 /// broadcasting, and per element sum_l |a b| (for the error bound),
 /// computed independently of ops.h's batching.
-void exactMatmul(const std::vector<float> &a, const std::vector<int64_t> &as,
-                 const std::vector<float> &b, const std::vector<int64_t> &bs,
-                 int ta, int tb, std::vector<double> &exact,
+void exactMatmul(const std::vector<float> &a, const std::vector<float> &b,
+                 const MatmulShape &s, std::vector<double> &exact,
                  std::vector<double> &absSum) {
+  const std::vector<int64_t> &as = s.a, &bs = s.b;
+  int ta = s.ta, tb = s.tb;
   int64_t ra = as.size(), rb = bs.size(), rank = std::max(ra, rb) - 2;
-  int64_t m = ta ? as[ra - 1] : as[ra - 2], k = ta ? as[ra - 2] : as[ra - 1];
-  int64_t n = tb ? bs[rb - 2] : bs[rb - 1];
+  int64_t m = s.m, k = s.k, n = s.n;
   int64_t lda = as[ra - 1], ldb = bs[rb - 1];
   std::vector<int64_t> ad(rank, 1), bd(rank, 1), od(rank);
   for (int64_t d = 0; d < ra - 2; ++d)
@@ -662,27 +699,21 @@ void testMatmulBf16In() {
   for (const Case &c : cases)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
-        std::vector<int64_t> as = c.aBatch, bs = c.bBatch;
-        as.push_back(ta ? c.k : c.m);
-        as.push_back(ta ? c.m : c.k);
-        bs.push_back(tb ? c.n : c.k);
-        bs.push_back(tb ? c.k : c.n);
+        MatmulShape s = matmulShape(c.aBatch, c.bBatch, c.m, c.k, c.n, ta, tb);
         std::string name = std::string("matmul_bf16in ") + c.name +
                            (ta ? " aT" : "") + (tb ? " bT" : "");
-        std::vector<float> a = randomBF16(
-                               ops::numElements(as.data(), as.size())),
-                           b = randomBF16(
-                               ops::numElements(bs.data(), bs.size()));
+        std::vector<float> a = randomBF16(s.aElements()),
+                           b = randomBF16(s.bElements());
         std::vector<double> exact, absSum;
-        exactMatmul(a, as, b, bs, ta, tb, exact, absSum);
+        exactMatmul(a, b, s, exact, absSum);
         std::vector<float> want(exact.size(), 7.0f), got(exact.size(), -7.0f);
         braid_rt_status_t ws = braid_rt_matmul_bf16in_f32(
-            nullptr, a.data(), b.data(), as.size(), as.data(), bs.size(),
-            bs.data(), ta, tb, want.data());
+            nullptr, a.data(), b.data(), s.a.size(), s.a.data(), s.b.size(),
+            s.b.data(), ta, tb, want.data());
         HostBackend host;
         braid_rt_status_t gs =
-            ops::matmulBf16In(host, a.data(), b.data(), as.size(), as.data(),
-                              bs.size(), bs.data(), ta, tb, got.data());
+            ops::matmulBf16In(host, a.data(), b.data(), s.a.size(), s.a.data(),
+                              s.b.size(), s.b.data(), ta, tb, got.data());
         compareStatus(name, ws, gs);
         compare(name, want, got);
         checkBound(name + " (CUDA path)", got, exact, absSum, c.k);
@@ -725,7 +756,7 @@ void testMatmulBf16In() {
     for (float &x : br)
       x = roundBF16Of(x);
     std::vector<double> exact, absSum;
-    exactMatmul(ar, as, br, bs, 0, 0, exact, absSum);
+    exactMatmul(ar, br, matmulShape(as, bs, 0, 0), exact, absSum);
     std::vector<float> got(48);
     HostBackend host;
     ops::matmulBf16In(host, a.data(), b.data(), 3, as.data(), 2, bs.data(), 0,
@@ -773,24 +804,19 @@ void testMatmulBias() {
         for (const Case &c : cases)
           for (int ta = 0; ta < 2; ++ta)
             for (int tb = 0; tb < 2; ++tb) {
-              std::vector<int64_t> as = c.aBatch, bs = c.bBatch;
-              as.push_back(ta ? c.k : c.m);
-              as.push_back(ta ? c.m : c.k);
-              bs.push_back(tb ? c.n : c.k);
-              bs.push_back(tb ? c.k : c.n);
+              MatmulShape s =
+                  matmulShape(c.aBatch, c.bBatch, c.m, c.k, c.n, ta, tb);
+              const std::vector<int64_t> &as = s.a, &bs = s.b;
               std::string name =
                   std::string("matmul_bias") + (bf16 ? "_bf16in " : " ") +
                   (gelu ? "gelu " : "") + c.name + (ta ? " aT" : "") +
                   (tb ? " bT" : "") + (noLt ? " (no cuBLASLt algorithm)" : "");
-              int64_t na = ops::numElements(as.data(), as.size());
-              int64_t nb = ops::numElements(bs.data(), bs.size());
+              int64_t na = s.aElements(), nb = s.bElements();
               std::vector<float> a = bf16 ? randomBF16(na) : randomFloats(na);
               std::vector<float> b = bf16 ? randomBF16(nb) : randomFloats(nb);
               std::vector<float> bias = randomFloats(c.n);
-              std::vector<double> exact, absSum;
-              exactMatmul(a, as, b, bs, ta, tb, exact, absSum);
-              std::vector<float> want(exact.size(), 7.0f),
-                  got(exact.size(), -7.0f);
+              std::vector<float> want(s.resultElements(), 7.0f),
+                  got(s.resultElements(), -7.0f);
               HostBackend host;
               host.ltNoAlgorithm = noLt != 0;
               braid_rt_status_t ws = BRAID_RT_OK, gs = BRAID_RT_OK;

@@ -105,6 +105,82 @@ void compare(const char *name, const std::vector<float> &want,
   failures += !ok;
 }
 
+/// A matmul's operands (row-major, `a` stored transposed with `ta`, `b`
+/// with `tb`) and what follows from their shapes: the result is `batch`
+/// [m, n] matrices, the operands' batch dimensions (`ad`, `bd`, padded
+/// with leading 1s to the result's batch rank) broadcast as in NumPy.
+struct MatmulShape {
+  std::vector<int64_t> a, b;
+  int ta = 0, tb = 0;
+  int64_t m = 0, k = 0, n = 0;
+  std::vector<int64_t> ad, bd;
+  size_t aElements = 1, bElements = 1, batch = 1;
+  size_t resultElements() const { return batch * m * n; }
+};
+
+MatmulShape matmulShape(const std::vector<int64_t> &a,
+                        const std::vector<int64_t> &b, int ta, int tb) {
+  MatmulShape s;
+  s.a = a;
+  s.b = b;
+  s.ta = ta;
+  s.tb = tb;
+  int64_t ra = a.size(), rb = b.size(), rank = std::max(ra, rb) - 2;
+  s.m = ta ? a[ra - 1] : a[ra - 2];
+  s.k = ta ? a[ra - 2] : a[ra - 1];
+  s.n = tb ? b[rb - 2] : b[rb - 1];
+  s.ad.assign(rank, 1);
+  s.bd.assign(rank, 1);
+  for (int64_t d = 0; d < ra - 2; ++d)
+    s.ad[rank - (ra - 2) + d] = a[d];
+  for (int64_t d = 0; d < rb - 2; ++d)
+    s.bd[rank - (rb - 2) + d] = b[d];
+  for (int64_t d : a)
+    s.aElements *= d;
+  for (int64_t d : b)
+    s.bElements *= d;
+  for (int64_t d = 0; d < rank; ++d)
+    s.batch *= s.ad[d] == 1 ? s.bd[d] : s.ad[d];
+  return s;
+}
+
+/// The largest error of `got`, the product of `a` and `b` shaped `s`,
+/// against the exact (double) product, element by element, in units of
+/// `unit` k sum_l |a b|.
+double worstErrorOfExact(const MatmulShape &s, const std::vector<float> &a,
+                         const std::vector<float> &b,
+                         const std::vector<float> &got, double unit) {
+  int64_t rank = s.ad.size(), m = s.m, k = s.k, n = s.n;
+  int64_t lda = s.a.back(), ldb = s.b.back();
+  double worst = 0.0;
+  for (size_t p = 0; p < s.batch; ++p) {
+    size_t oa = 0, ob = 0, rest = p, sa = 1, sb = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      size_t od = s.ad[d] == 1 ? s.bd[d] : s.ad[d], idx = rest % od;
+      rest /= od;
+      oa += (s.ad[d] == 1 ? 0 : idx) * sa;
+      ob += (s.bd[d] == 1 ? 0 : idx) * sb;
+      sa *= s.ad[d];
+      sb *= s.bd[d];
+    }
+    const float *ap = a.data() + oa * m * k, *bp = b.data() + ob * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0, abs = 0.0;
+        for (int64_t l = 0; l < k; ++l) {
+          double x = s.ta ? ap[l * lda + i] : ap[i * lda + l];
+          double y = s.tb ? bp[j * ldb + l] : bp[l * ldb + j];
+          sum += x * y;
+          abs += std::fabs(x * y);
+        }
+        double bound = (double)k * unit * abs + 1e-30;
+        worst = std::fmax(
+            worst, std::fabs((double)got[(p * m + i) * n + j] - sum) / bound);
+      }
+  }
+  return worst;
+}
+
 void checkPoll(const char *name, braid_rt_status_t want, const char *text) {
   char message[256];
   braid_rt_status_t got = braid_rt_cuda_kernels_poll(nullptr, message, 256);
@@ -121,31 +197,21 @@ void run() {
     const char *name;
     std::vector<int64_t> a, b;
     int ta, tb;
-    size_t batch;
   } matmuls[] = {
-      {"matmul folded [4,33,65]x[65,17]", {4, 33, 65}, {65, 17}, 0, 0, 4},
-      {"matmul strided [3,20,9]^T x[3,31,20]^T", {3, 20, 9}, {3, 31, 20}, 1, 1,
-       3},
-      {"matmul mixed [2,1,5,7]x[1,3,7,4]", {2, 1, 5, 7}, {1, 3, 7, 4}, 0, 0,
-       6}};
+      {"matmul folded [4,33,65]x[65,17]", {4, 33, 65}, {65, 17}, 0, 0},
+      {"matmul strided [3,20,9]^T x[3,31,20]^T", {3, 20, 9}, {3, 31, 20}, 1, 1},
+      {"matmul mixed [2,1,5,7]x[1,3,7,4]", {2, 1, 5, 7}, {1, 3, 7, 4}, 0, 0}};
   for (auto &c : matmuls) {
-    size_t na = 1, nb = 1;
-    for (int64_t d : c.a)
-      na *= d;
-    for (int64_t d : c.b)
-      nb *= d;
-    int64_t ra = c.a.size(), rb = c.b.size();
-    size_t m = c.ta ? c.a[ra - 1] : c.a[ra - 2];
-    size_t n = c.tb ? c.b[rb - 2] : c.b[rb - 1];
-    size_t batch = c.batch;
-    std::vector<float> a = randomFloats(na), b = randomFloats(nb),
-                       want(batch * m * n);
+    MatmulShape s = matmulShape(c.a, c.b, c.ta, c.tb);
+    int64_t ra = s.a.size(), rb = s.b.size();
+    std::vector<float> a = randomFloats(s.aElements),
+                       b = randomFloats(s.bElements), want(s.resultElements());
     cpu<Matmul>("braid_rt_matmul_f32")(nullptr, a.data(), b.data(), ra,
-                                       c.a.data(), rb, c.b.data(), c.ta, c.tb,
+                                       s.a.data(), rb, s.b.data(), s.ta, s.tb,
                                        want.data());
     Device<float> da(a), db(b), dc(std::vector<float>(want.size()));
-    braid_rt_matmul_f32(nullptr, da.ptr, db.ptr, ra, c.a.data(), rb,
-                        c.b.data(), c.ta, c.tb, dc.ptr);
+    braid_rt_matmul_f32(nullptr, da.ptr, db.ptr, ra, s.a.data(), rb, s.b.data(),
+                        s.ta, s.tb, dc.ptr);
     compare(c.name, want, dc.host());
   }
 
@@ -177,26 +243,10 @@ void run() {
       {"bf16in [2,256,512]x[512,384]", {2, 256, 512}, {512, 384}, 0, 0, 1},
       {"bf16in non-bf16 [2,6,11]x[11,4]", {2, 6, 11}, {11, 4}, 0, 0, 0}};
   for (auto &c : bf16Matmuls) {
-    int64_t ra = c.a.size(), rb = c.b.size();
-    int64_t m = c.ta ? c.a[ra - 1] : c.a[ra - 2];
-    int64_t k = c.ta ? c.a[ra - 2] : c.a[ra - 1];
-    int64_t n = c.tb ? c.b[rb - 2] : c.b[rb - 1];
-    int64_t lda = c.a[ra - 1], ldb = c.b[rb - 1];
-    // The result's batch: the operands' batch dims broadcast (<= 2 here).
-    int64_t rank = std::max(ra, rb) - 2;
-    std::vector<int64_t> ad(rank, 1), bd(rank, 1);
-    for (int64_t d = 0; d < ra - 2; ++d)
-      ad[rank - (ra - 2) + d] = c.a[d];
-    for (int64_t d = 0; d < rb - 2; ++d)
-      bd[rank - (rb - 2) + d] = c.b[d];
-    size_t na = 1, nb = 1, batch = 1;
-    for (int64_t d : c.a)
-      na *= d;
-    for (int64_t d : c.b)
-      nb *= d;
-    for (int64_t d = 0; d < rank; ++d)
-      batch *= ad[d] == 1 ? bd[d] : ad[d];
-    std::vector<float> a = randomFloats(na), b = randomFloats(nb);
+    MatmulShape s = matmulShape(c.a, c.b, c.ta, c.tb);
+    int64_t ra = s.a.size(), rb = s.b.size();
+    std::vector<float> a = randomFloats(s.aElements),
+                       b = randomFloats(s.bElements);
     std::vector<float> ar = a, br = b; // what the GEMM multiplies
     for (float &x : ar)
       x = roundBF16(x);
@@ -206,14 +256,14 @@ void run() {
       a = ar;
       b = br;
     }
-    std::vector<float> want(batch * m * n);
+    std::vector<float> want(s.resultElements());
     cpu<MatmulBf16>("braid_rt_matmul_bf16in_f32")(
-        nullptr, ar.data(), br.data(), ra, c.a.data(), rb, c.b.data(), c.ta,
-        c.tb, want.data());
+        nullptr, ar.data(), br.data(), ra, s.a.data(), rb, s.b.data(), s.ta,
+        s.tb, want.data());
     Device<float> da(a), db(b), dc(std::vector<float>(want.size()));
     braid_rt_status_t st =
-        braid_rt_matmul_bf16in_f32(nullptr, da.ptr, db.ptr, ra, c.a.data(), rb,
-                                   c.b.data(), c.ta, c.tb, dc.ptr);
+        braid_rt_matmul_bf16in_f32(nullptr, da.ptr, db.ptr, ra, s.a.data(), rb,
+                                   s.b.data(), s.ta, s.tb, dc.ptr);
     std::vector<float> got = dc.host();
     if (st != BRAID_RT_OK) {
       printf("FAIL %-36s returns %s\n", c.name, braid_rt_status_string(st));
@@ -224,32 +274,7 @@ void run() {
     // on tensor cores): 1e-4 of the largest magnitude.
     compare(c.name, want, got, 1e-4);
     // The exact product of the bf16 operands, element by element.
-    double worst = 0.0;
-    for (size_t p = 0; p < batch; ++p) {
-      size_t oa = 0, ob = 0, rest = p, sa = 1, sb = 1;
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        size_t od = ad[d] == 1 ? bd[d] : ad[d], idx = rest % od;
-        rest /= od;
-        oa += (ad[d] == 1 ? 0 : idx) * sa;
-        ob += (bd[d] == 1 ? 0 : idx) * sb;
-        sa *= ad[d];
-        sb *= bd[d];
-      }
-      const float *ap = ar.data() + oa * m * k, *bp = br.data() + ob * k * n;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double sum = 0.0, abs = 0.0;
-          for (int64_t l = 0; l < k; ++l) {
-            double x = c.ta ? ap[l * lda + i] : ap[i * lda + l];
-            double y = c.tb ? bp[j * ldb + l] : bp[l * ldb + j];
-            sum += x * y;
-            abs += std::fabs(x * y);
-          }
-          double bound = (double)k * std::ldexp(1.0, -23) * abs + 1e-30;
-          worst = std::fmax(
-              worst, std::fabs((double)got[(p * m + i) * n + j] - sum) / bound);
-        }
-    }
+    double worst = worstErrorOfExact(s, ar, br, got, std::ldexp(1.0, -23));
     bool ok = worst <= 1.0;
     printf("%-4s %-36s worst error %.3g of k 2^-23 sum|ab|\n",
            ok ? "ok" : "FAIL", c.name, worst);
@@ -270,60 +295,22 @@ void run() {
     const char *name;
     std::vector<int64_t> a, b;
     int ta, tb, gelu, bf16;
-    size_t batch;
   } biasMatmuls[] = {
-      {"bias folded [4,33,65]x[65,17]", {4, 33, 65}, {65, 17}, 0, 0, 0, 0, 4},
-      {"bias gelu folded [4,33,65]x[17,65]^T",
-       {4, 33, 65},
-       {17, 65},
-       0,
-       1,
-       1,
-       0,
-       4},
-      {"bias gelu stride-0 [64,48]x[2,40,48]^T",
-       {64, 48},
-       {2, 40, 48},
-       0,
-       1,
-       1,
-       0,
-       2},
-      {"bias mixed [2,1,5,7]x[1,3,7,4]",
-       {2, 1, 5, 7},
-       {1, 3, 7, 4},
-       0,
-       0,
-       0,
-       0,
-       6},
-      {"bias bf16in [2,256,512]x[512,384]",
-       {2, 256, 512},
-       {512, 384},
-       0,
-       0,
-       0,
-       1,
-       2},
-      {"bias gelu bf16in [3,20,9]^T x[3,31,20]^T",
-       {3, 20, 9},
-       {3, 31, 20},
-       1,
-       1,
-       1,
-       1,
-       3}};
+      // clang-format off
+      {"bias folded [4,33,65]x[65,17]", {4, 33, 65}, {65, 17}, 0, 0, 0, 0},
+      {"bias gelu folded [4,33,65]x[17,65]^T", {4, 33, 65}, {17, 65}, 0, 1, 1, 0},
+      {"bias gelu stride-0 [64,48]x[2,40,48]^T", {64, 48}, {2, 40, 48}, 0, 1, 1, 0},
+      {"bias mixed [2,1,5,7]x[1,3,7,4]", {2, 1, 5, 7}, {1, 3, 7, 4}, 0, 0, 0, 0},
+      {"bias bf16in [2,256,512]x[512,384]", {2, 256, 512}, {512, 384}, 0, 0, 0, 1},
+      {"bias gelu bf16in [3,20,9]^T x[3,31,20]^T", {3, 20, 9}, {3, 31, 20}, 1, 1, 1, 1},
+      // clang-format on
+  };
   for (auto &c : biasMatmuls) {
-    size_t na = 1, nb = 1;
-    for (int64_t d : c.a)
-      na *= d;
-    for (int64_t d : c.b)
-      nb *= d;
-    int64_t ra = c.a.size(), rb = c.b.size();
-    size_t m = c.ta ? c.a[ra - 1] : c.a[ra - 2];
-    size_t n = c.tb ? c.b[rb - 2] : c.b[rb - 1];
-    std::vector<float> a = randomFloats(na), b = randomFloats(nb),
-                       bias = randomFloats(n), want(c.batch * m * n);
+    MatmulShape s = matmulShape(c.a, c.b, c.ta, c.tb);
+    int64_t ra = s.a.size(), rb = s.b.size();
+    std::vector<float> a = randomFloats(s.aElements),
+                       b = randomFloats(s.bElements), bias = randomFloats(s.n),
+                       want(s.resultElements());
     if (c.bf16) {
       for (float &x : a)
         x = roundBF16(x);
@@ -335,17 +322,17 @@ void run() {
     braid_rt_status_t st = BRAID_RT_OK;
     if (c.bf16) {
       cpu<MatmulBiasBf16>("braid_rt_matmul_bias_bf16in_f32")(
-          nullptr, a.data(), b.data(), bias.data(), ra, c.a.data(), rb,
-          c.b.data(), c.ta, c.tb, c.gelu, want.data());
+          nullptr, a.data(), b.data(), bias.data(), ra, s.a.data(), rb,
+          s.b.data(), s.ta, s.tb, c.gelu, want.data());
       st = braid_rt_matmul_bias_bf16in_f32(nullptr, da.ptr, db.ptr, dbias.ptr,
-                                           ra, c.a.data(), rb, c.b.data(), c.ta,
-                                           c.tb, c.gelu, dc.ptr);
+                                           ra, s.a.data(), rb, s.b.data(), s.ta,
+                                           s.tb, c.gelu, dc.ptr);
     } else {
       cpu<MatmulBias>("braid_rt_matmul_bias_f32")(
-          nullptr, a.data(), b.data(), bias.data(), ra, c.a.data(), rb,
-          c.b.data(), c.ta, c.tb, c.gelu, want.data());
+          nullptr, a.data(), b.data(), bias.data(), ra, s.a.data(), rb,
+          s.b.data(), s.ta, s.tb, c.gelu, want.data());
       braid_rt_matmul_bias_f32(nullptr, da.ptr, db.ptr, dbias.ptr, ra,
-                               c.a.data(), rb, c.b.data(), c.ta, c.tb, c.gelu,
+                               s.a.data(), rb, s.b.data(), s.ta, s.tb, c.gelu,
                                dc.ptr);
     }
     std::vector<float> got = dc.host();
