@@ -25,6 +25,7 @@
 
 #include "braid/Dialect/Braid/Transforms/TensorParallelPlan.h"
 #include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -57,11 +58,13 @@ StringRef mlir::braid::stringifyRole(Role role) {
   llvm_unreachable("unknown role");
 }
 
-/// The trainable parameter `v` reads, looking through sharding constraints.
+/// The trainable parameter `v` reads, looking through ops that split their
+/// result as their operand (sharding constraints, and under bf16-mixed the
+/// braid.convert making the parameter's bf16 working copy): a matmul on
+/// the working copy uses the parameter as its weight, and splitting the
+/// parameter splits the copy alike.
 static ParamOp paramOf(Value v) {
-  while (auto shard = v.getDefiningOp<ShardOp>())
-    v = shard.getInput();
-  auto param = v.getDefiningOp<ParamOp>();
+  auto param = skipShardingTransparent(v).getDefiningOp<ParamOp>();
   return param && !param.getState() ? param : ParamOp();
 }
 
