@@ -27,11 +27,12 @@
 // CHECK: return
 
 // The step reduces the means over dp, after the pipeline, each tagged with
-// the chunk that computed it.
+// the chunk that computed it (the loss's too: pipeline-outline-loss-dp.mlir).
 // CHECK-LABEL: func.func @train_step(
 // CHECK: %[[P:.*]]:4 = braid.pipeline @forward_grad(
-// CHECK-NEXT: braid.all_reduce sum %[[P]]#1 on @mesh ["dp"] {{{.*}}braid.chunk = 1 : i64} : tensor<1x8x8xf32>
-// CHECK-NEXT: braid.all_reduce sum %[[P]]#2 on @mesh ["dp"] {{{.*}}braid.chunk = 0 : i64} : tensor<1x8x8xf32>
+// CHECK-NEXT: braid.all_reduce sum %[[P]]#0 on @mesh ["dp"] {{{.*}}braid.chunk = 1 : i64} : tensor<1x8x8xf32>
+// CHECK-NEXT: braid.all_reduce sum %[[P]]#1 on @mesh ["dp"] {{{.*}}braid.chunk = 0 : i64} : tensor<1x8x8xf32>
+// CHECK-NEXT: braid.all_reduce sum %[[P]]#2 on @mesh ["dp"] {{{.*}}braid.chunk = 1 : i64} : tensor<f32>
 // CHECK-NEXT: braid.all_reduce sum %[[P]]#3 on @mesh ["dp"] {{{.*}}braid.chunk = 1 : i64} : tensor<8xf32>
 
 braid.layer @block(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {

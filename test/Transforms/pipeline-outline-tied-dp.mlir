@@ -10,10 +10,12 @@
 // RUN: braid-opt %s --braid-pipeline-split="stages=2" --braid-autodiff --braid-train-step="accumulation=2 pipeline" --braid-shard="dp=2" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-bucket-collectives | FileCheck %s --check-prefix=BUCKET
 
 // The pipeline returns the unreduced gradients: the layers', emb's two
-// partials (the head's and the embedding's) and pos's.
+// partials (the head's and the embedding's) and pos's; and the local loss
+// (pipeline-outline-loss-dp.mlir), summed over dp on chunk 1.
 // CHECK-LABEL: func.func @train_step(
 // CHECK: %[[P:.*]]:5 = braid.pipeline @forward_grad(
-// CHECK: %[[SUM:.*]] = braid.add %[[P]]#2, %[[P]]#3 : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+// CHECK: %[[SUM:.*]] = braid.add %[[P]]#1, %[[P]]#2 : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+// CHECK-NEXT: braid.all_reduce sum %[[P]]#3 on @mesh ["dp"] {braid.cause = "{{[^"]*}}", braid.chunk = 1 : i64} : tensor<f32>
 // CHECK-NEXT: braid.all_reduce sum %[[P]]#4 on @mesh ["dp"] {braid.cause = "{{[^"]*}}", braid.chunk = 0 : i64} : tensor<4x8xf32>
 // CHECK-NEXT: braid.all_reduce sum %[[SUM]] on @mesh ["dp"] {braid.cause = "{{[^"]*}}"} : tensor<16x8xf32>
 
@@ -21,7 +23,7 @@
 // is not concatenated with it.
 // BUCKET-LABEL: func.func @train_step(
 // BUCKET: %[[P:.*]]:5 = braid.pipeline @forward_grad(
-// BUCKET: %[[SUM:.*]] = braid.add %[[P]]#2, %[[P]]#3 :
+// BUCKET: %[[SUM:.*]] = braid.add %[[P]]#1, %[[P]]#2 :
 // BUCKET-NOT: braid.concat {{.*}}%[[SUM]]
 // BUCKET: braid.all_reduce sum %[[SUM]] on @mesh ["dp"] {braid.cause = "{{[^"]*}}"} : tensor<16x8xf32>
 

@@ -208,72 +208,6 @@ static void hoistLayerReductions(func::FuncOp grad, ModuleOp module) {
   }
 }
 
-/// Sums a tied gradient's partials in the type the function returns it in
-/// when the sum is in a narrower one: under bf16-mixed, autodiff adds the
-/// chunks' bf16 partials of a tied parameter's working copy (GPT's wte,
-/// read by the embedding and the head) and converts the sum to f32, and
-/// the convert, not linear over the micro-batches' means, would keep the
-/// sum inside the function. Each partial is widened instead (exactly:
-/// every value of the narrower type is one of the wider) on its own chunk,
-/// then added, so hoistGradientSums moves the sum as under f32 (the sum
-/// itself is then rounded to f32 rather than bf16, as Megatron sums tied
-/// gradients in its f32 main gradients).
-static void widenTiedSums(Block &body) {
-  auto chunkOf = [](Operation *op) -> std::optional<int64_t> {
-    if (auto chunk = op->getAttrOfType<IntegerAttr>(kChunkAttrName))
-      return chunk.getInt();
-    return std::nullopt;
-  };
-  auto isW = [](Operation *op) { return op && getPhase(op) == Phase::W; };
-  SmallVector<ConvertOp> widened;
-  for (Operation &op : body.without_terminator()) {
-    auto convert = dyn_cast<ConvertOp>(&op);
-    if (!convert || !isW(convert))
-      continue;
-    auto add = convert.getInput().getDefiningOp<AddOp>();
-    if (!add || !add->hasOneUse() || !isW(add))
-      continue;
-    auto from = dyn_cast<FloatType>(getElementTypeOrSelf(add.getType()));
-    auto to = dyn_cast<FloatType>(getElementTypeOrSelf(convert.getType()));
-    if (!from || !to ||
-        !llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
-                                              to.getFloatSemantics()))
-      continue;
-    bool tied = llvm::any_of(add->getOperands(), [&](Value v) {
-      Operation *def = v.getDefiningOp();
-      return isW(def) && chunkOf(def) != chunkOf(add);
-    });
-    if (tied)
-      widened.push_back(convert);
-  }
-  for (ConvertOp convert : widened) {
-    auto add = convert.getInput().getDefiningOp<AddOp>();
-    SmallVector<Value, 2> wide;
-    for (Value v : add->getOperands()) {
-      Operation *def = v.getDefiningOp();
-      OpBuilder b(add);
-      if (isW(def))
-        b.setInsertionPointAfter(def);
-      auto type = cast<ShapedType>(v.getType())
-                      .clone(getElementTypeOrSelf(convert.getType()));
-      auto copy = ConvertOp::create(b, convert.getLoc(), type, v);
-      // On the chunk (and in the phase) of the partial it widens.
-      Operation *owner = isW(def) ? def : add.getOperation();
-      if (Attribute chunk = owner->getAttr(kChunkAttrName))
-        copy->setAttr(kChunkAttrName, chunk);
-      setPhase(copy, *getPhase(owner));
-      wide.push_back(copy);
-    }
-    OpBuilder b(convert);
-    auto sum =
-        AddOp::create(b, add.getLoc(), convert.getType(), wide[0], wide[1]);
-    sum->setAttrs(add->getAttrs());
-    convert.replaceAllUsesWith(sum.getResult());
-    convert.erase();
-    add.erase();
-  }
-}
-
 /// Moves the sums of weight gradients that several chunks contribute to (a
 /// tied parameter's, e.g. GPT's embedding and head) and the all_reduces of
 /// gradients the function returns out of the gradient function into its
@@ -299,7 +233,6 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
     callers.push_back(pipeline);
   }
   Block &body = grad.getBody().front();
-  widenTiedSums(body);
   auto chunkOf = [](Operation *op) -> std::optional<int64_t> {
     if (auto chunk = op->getAttrOfType<IntegerAttr>(kChunkAttrName))
       return chunk.getInt();
@@ -332,8 +265,13 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
              return user == terminator || candidate.contains(user);
            });
   };
+  // Also, in F, the loss's reduction (over dp, or anything else summing a
+  // value only the function returns): nothing in B reads it (B seeds the
+  // local loss), so the last stage's replicas need not meet inside every
+  // micro-batch's F; the caller sums the mean of the local losses once.
   for (Operation &op : llvm::reverse(body.without_terminator())) {
-    if (getPhase(&op) != Phase::W || candidate.contains(&op))
+    std::optional<Phase> phase = getPhase(&op);
+    if ((phase != Phase::W && phase != Phase::F) || candidate.contains(&op))
       continue;
     auto collective = dyn_cast<CollectiveOpInterface>(&op);
     bool keepsShape = collective && collective.getResultTensorType() ==
@@ -341,8 +279,9 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
     if ((keepsShape || isa<WaitOp>(op)) && feedsOnlyCandidates(&op))
       candidate.insert(&op);
   }
-  // Only what moves exactly: linear ops reading W results or candidates
-  // and feeding only candidates or the function's results.
+  // Only what moves exactly: linear ops reading W results (an F one: F
+  // results) or candidates and feeding only candidates or the function's
+  // results.
   for (bool changed = true; changed;) {
     changed = false;
     for (Operation &op : body.without_terminator()) {
@@ -352,7 +291,8 @@ void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
                    llvm::all_of(op.getOperands(), [&](Value v) {
                      Operation *def = v.getDefiningOp();
                      return def && (candidate.contains(def) ||
-                                    getPhase(def) == Phase::W);
+                                    getPhase(def) == Phase::W ||
+                                    getPhase(def) == getPhase(&op));
                    });
       if (!exact) {
         candidate.erase(&op);
