@@ -4,7 +4,10 @@
 // adding the last micro-batch to their means: under ZB-V over 2 ranks, rank
 // 0 holds chunks 0 and 3, and the dp reductions of chunk 3's gradients (the
 // stacked layer weight and the bias) start after W1.1, its last W action,
-// while the rank still runs chunk 0's B and W; chunk 0's after W1.0. With
+// while the rank still runs chunk 0's B and W (the bias in one bucket with
+// the local loss, whose dp sum braid-pipeline-outline takes out of the last
+// chunk's F actions: the concat before the second start); chunk 0's after
+// W1.0. With
 // --schedule-into-pipelines=false they start after the pipeline.
 //
 // RUN: braidc %s --mesh dp=2,pp=2 --schedule zb-v --microbatches 2 --async-collectives --emit cpp -o %t.cpp
@@ -19,6 +22,10 @@
 // CHECK: braid_rt_program_trace_end();
 // CHECK-NEXT: braid_rt_program_collective_t
 // CHECK-NEXT: braid_rt_program_collective_start_f32({{.*}} braid.all_reduce_start");
+// CHECK-NEXT: float* [[PIECES:v[0-9]+]][2];
+// CHECK-NEXT: [[PIECES]][
+// CHECK-NEXT: [[PIECES]][
+// CHECK-NEXT: braid_rt_concat_f32(braid_rt_program_stream(), [[PIECES]],
 // CHECK-NEXT: braid_rt_program_collective_t
 // CHECK-NEXT: braid_rt_program_collective_start_f32({{.*}} braid.all_reduce_start");
 // CHECK-NEXT: braid_rt_program_trace_begin("B0.0", "pipeline");
