@@ -27,6 +27,28 @@ using namespace mlir::braid;
 
 namespace {
 
+/// Whether a pending sum may pass through `op` (sum after it, not before):
+/// a linear op, or an exact widening convert (bf16 -> f32: every operand
+/// value is representable in the result type, so the convert commutes with
+/// the sum). Under bf16-mixed precision this makes data parallelism reduce
+/// the f32 gradient of a parameter, not its bf16 working copy's (which
+/// would round the sum to bf16), and a tied parameter's two uses one sum.
+/// A narrowing convert rounds, so a sum stops before it.
+bool passesPendingSum(Operation *op) {
+  if (op->hasTrait<OpTrait::braid::Linear>())
+    return true;
+  auto convert = dyn_cast<ConvertOp>(op);
+  if (!convert)
+    return false;
+  auto from = dyn_cast<FloatType>(
+      cast<RankedTensorType>(convert.getInput().getType()).getElementType());
+  auto to = dyn_cast<FloatType>(
+      cast<RankedTensorType>(convert.getType()).getElementType());
+  return from && to &&
+         llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
+                                              to.getFloatSemantics());
+}
+
 /// A value of the per-device program and how it is distributed.
 struct Local {
   Value value;
@@ -379,10 +401,11 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     for (auto &axes : factors)
       axes.clear();
 
-  // A linear op whose operands are all pending sums over the same axes
-  // passes the sum on (dq + dk + dv needs one all_reduce, not three).
+  // A linear op (or exact widening convert) whose operands are all pending
+  // sums over the same axes passes the sum on (dq + dk + dv needs one
+  // all_reduce, not three).
   SmallVector<StringRef> passed;
-  if (op->hasTrait<OpTrait::braid::Linear>() && op->getNumOperands() > 0) {
+  if (passesPendingSum(op) && op->getNumOperands() > 0) {
     passed = locals.lookup(op->getOperand(0)).sharding.partial;
     for (Value v : op->getOperands())
       if (locals.lookup(v).sharding.partial != passed)
