@@ -10,13 +10,14 @@
 // dp2 x tp2 on 4 ranks, tp2 with sp on 2 and dp2 x tp2 x pp2 with ZB-H1 on
 // 8, and Llama on one device (measured 4.7e-7 with seed 1; its tp plans:
 // braidc-precision-tp.mlir); the plans against the serial bf16 program
-// within 1e-2 (a tensor-parallel partial sum and a data-parallel gradient
-// are rounded to bf16 per rank before they are summed, where the serial
-// program rounds the whole sum once; measured: dp2 1.6e-4, tp2 3.2e-4,
-// dp2 x tp2 2.7e-4, tp2 with sp 3.2e-4, dp2 x tp2 x pp2 2.5e-4 against the
+// within 1e-2 (a forward tensor-parallel partial sum is rounded to bf16
+// per rank before it is summed, where the serial program rounds the whole
+// sum once; data-parallel gradients are summed in f32 since e88e065;
+// measured 2026-12-02 with the tree of e88e065: dp2 1.6e-4, tp2 7.3e-4,
+// dp2 x tp2 6.5e-4, tp2 with sp 7.1e-4, dp2 x tp2 x pp2 5.5e-4 against the
 // serial program with its 4 micro-batches. Before tensor parallelism split
-// under bf16-mixed, tp2 was identical to the serial program: nothing was
-// split); bf16 against f32 within 1e-2 but not within 1e-6 (the rounding
+// under bf16-mixed (4e6c12a), tp2 was identical to the serial program:
+// nothing was split); bf16 against f32 within 1e-2 but not within 1e-6 (the rounding
 // happens; measured 1.6e-5 at step 0, 4.3e-4 at worst).
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
