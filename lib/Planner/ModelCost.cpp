@@ -85,6 +85,12 @@ bool SegmentCost::hasWork() const {
   return false;
 }
 
+double SegmentCost::getHeldBytes(Recompute r, int tp,
+                                 bool sequenceParallel) const {
+  return heldSplitBytes[(int)r] / tp +
+         heldReplicatedBytes[(int)r] / (sequenceParallel ? tp : 1);
+}
+
 double SegmentCost::getSavedBytes(Recompute r, int tp,
                                   bool sequenceParallel) const {
   return savedSplitBytes[(int)r] / tp +
@@ -427,6 +433,7 @@ public:
         } else {
           if (phase == Phase::B)
             seenBackwardRepeat = true;
+          countHeld(repeat, layer, phase, *seg);
           Accumulator acc;
           int rerun = 0;
           for (Operation *inner : bodyOps(layer)) {
@@ -684,6 +691,9 @@ private:
     // What F keeps: the yields after the carried values.
     Operation *yield = layer.getBody().front().getTerminator();
     unsigned carried = repeat.getNumCarried();
+    for (auto [i, v] : llvm::enumerate(yield->getOperands()))
+      if (i < repeat->getNumResults())
+        resultSplit[repeat->getResult(i)] = split.isSplit(v);
     for (Value v : yield->getOperands().drop_front(carried)) {
       (split.isSplit(v) ? seg.savedSplitBytes[r]
                         : seg.savedReplicatedBytes[r]) += bytesOf(v.getType());
@@ -697,8 +707,41 @@ private:
     }
   }
 
+  /// A B layer's results that tp divides (from F's: seeded with the
+  /// divided saved values it reads, propagated as in F); a W layer's
+  /// operands from F's or B's results are what an instance holds from its
+  /// B until its W (SegmentCost::heldSplitBytes).
+  void countHeld(RepeatOp repeat, LayerOp layer, Phase phase,
+                 SegmentCost &seg) {
+    Block &body = layer.getBody().front();
+    if (phase == Phase::B) {
+      SplitAnalysis split;
+      for (auto [i, v] : llvm::enumerate(repeat->getOperands()))
+        if (i < body.getNumArguments() && resultSplit.lookup(v))
+          split.splitValues.insert(body.getArgument(i));
+      split.run(bodyOps(layer));
+      Operation *yield = body.getTerminator();
+      for (auto [i, v] : llvm::enumerate(yield->getOperands()))
+        if (i < repeat->getNumResults())
+          resultSplit[repeat->getResult(i)] = split.isSplit(v);
+      return;
+    }
+    if (phase != Phase::W)
+      return;
+    for (auto [i, v] : llvm::enumerate(repeat->getOperands())) {
+      auto from = v.getDefiningOp<RepeatOp>();
+      if (!from || i >= body.getNumArguments())
+        continue;
+      double bytes = bytesOf(body.getArgument(i).getType());
+      (resultSplit.lookup(v) ? seg.heldSplitBytes[r]
+                             : seg.heldReplicatedBytes[r]) += bytes;
+    }
+  }
+
   ModelCost &model;
   int r;
+  /// Whether tp divides each result of the F and B repeats (countHeld).
+  llvm::DenseMap<Value, bool> resultSplit;
   llvm::DenseMap<SegmentCost *, Accumulator> forward, backward, weight;
   llvm::StringSet<> paramNames;
   llvm::DenseMap<SegmentCost *, llvm::StringSet<>> layerParamNames;

@@ -63,6 +63,15 @@ PlanCostModel::PlanCostModel(const ModelCost &model, const Hardware &hardware,
 
 PlanCostModel::~PlanCostModel() = default;
 
+double PlanCostModel::getHeldBytes(const SegmentCost &seg, Recompute recompute,
+                                   int tp, bool sequenceParallel) const {
+  double bytes = seg.getHeldBytes(recompute, tp, sequenceParallel);
+  // Stored as the saved values are (getSavedBytes).
+  if (config.precision == Precision::BF16Mixed && model.elementBytes > 2)
+    bytes *= 2 / model.elementBytes;
+  return bytes;
+}
+
 double PlanCostModel::getSavedBytes(const SegmentCost &seg, Recompute recompute,
                                     int tp, bool sequenceParallel) const {
   double bytes = seg.getSavedBytes(recompute, tp, sequenceParallel);
@@ -582,12 +591,26 @@ void PlanCostModel::addCompiledBuffers(
             : std::max(working, layerGrads * gradBytes +
                                     getPipelineResultBytes(plan, stages, rank));
     m.buffers = std::max(0.0, grads - m.grads) + receives + arenas;
-    // Without a pipeline, recomputation leaves braidc's plan as it is (its
-    // peak is not where the saved activations are: the same bytes with
-    // and without it, dp4, tp4 and dp2 x tp2 of the GPT of
-    // docs/planner.md): the activations without it.
-    if (plan.pp == 1 && plan.recompute != Recompute::None)
-      m.buffers += std::max(0.0, noRecompute * scale - m.activations);
+    // Without a pipeline the step runs every layer's B, then every
+    // layer's W: between them each instance holds what its W reads (F's
+    // saved values the weight gradients need and B's results: the output
+    // gradients, the inputs B re-materialised), where B's results take
+    // the buffers of the saved values only B read. braidc's peak is there
+    // where that is more than the saved activations (the GPT of
+    // test/Planner/precision.test: 20.13 MiB reported, 16.25 saved; with
+    // recomputation at least the activations without it, the same plan:
+    // dp4, tp4 and dp2 x tp2 of docs/planner.md).
+    if (plan.pp == 1) {
+      double held = 0;
+      if (config.backwardHold) {
+        held = getSavedBytes(model.pre, plan.recompute, plan.tp, sp);
+        for (const SegmentCost &l : model.layers)
+          held += getHeldBytes(l, plan.recompute, plan.tp, sp) * l.count;
+      }
+      if (plan.recompute != Recompute::None)
+        held = std::max(held, noRecompute);
+      m.buffers += std::max(0.0, held * scale - m.activations);
+    }
     m.buffers +=
         getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank) +
         getZeroStagingBytes(plan) + getReduceScatterTemporaryBytes(plan) +
@@ -921,8 +944,13 @@ bool PlanCostModel::isLossInGradientBucket(const Plan &plan) const {
   // Without a pipeline the loss's dp sum and the gradients' dp all_reduces
   // are collectives of one block over one group: braid-bucket-collectives
   // fuses the sum into the bucket of the gradients of the ops around the
-  // layers (not under ZeRO: those are reduce_scatters).
-  return plan.pp == 1 && plan.dp > 1 && plan.zero == 0 &&
+  // layers (not under ZeRO: those are reduce_scatters). With one,
+  // braid-pipeline-outline moves the sum after the schedule, once a step,
+  // where it joins the last chunk's gradient bucket (all_reduces under
+  // every ZeRO stage).
+  if (plan.pp > 1)
+    return plan.dp > 1;
+  return plan.dp > 1 && plan.zero == 0 &&
          config.gradientReductionPerMicrobatch && !hasGroupLoss(plan);
 }
 
@@ -1111,24 +1139,36 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
     cost.pipelineTime = sim->makespan;
     rankWork = sim->rankWork;
     peakInFlight = sim->peakMemory;
-    // With recomputation, a micro-batch between its B and its W holds
-    // what it would keep without it (addCompiledBuffers): each rank's
-    // peak over its actions, in units of its activation with it.
-    if (config.compiledBuffers && plan.recompute != Recompute::None) {
+    // A micro-batch between its B and its W holds what its W reads (F's
+    // saved values and B's results, SegmentCost::getHeldBytes; with
+    // recomputation at least what it would keep without it): each rank's
+    // peak over its actions, in units of its activation.
+    if (config.compiledBuffers &&
+        (config.backwardHold || plan.recompute != Recompute::None)) {
       bool sp = plan.sequenceParallel && plan.tp > 1;
-      std::vector<double> without(numStages, 0);
+      std::vector<double> without(numStages, 0), held(numStages, 0);
       for (int s = 0; s < numStages; ++s) {
         const StageCost &st = stages[s];
-        auto add = [&](const SegmentCost &seg, double n) {
-          without[s] +=
-              getSavedBytes(seg, Recompute::None, plan.tp, sp) * scale * n;
+        auto add = [&](const SegmentCost &seg, bool layer) {
+          double saved =
+              getSavedBytes(seg, Recompute::None, plan.tp, sp) * scale;
+          without[s] += saved;
+          held[s] +=
+              layer ? getHeldBytes(seg, plan.recompute, plan.tp, sp) * scale
+                    : saved;
         };
         if (s == 0)
-          add(model.pre, 1);
+          add(model.pre, false);
         for (int i = st.firstLayer; i < st.firstLayer + st.numLayers; ++i)
-          add(model.getLayer(i), 1);
+          add(model.getLayer(i), true);
         if (s == numStages - 1)
-          add(model.post, 1);
+          add(model.post, false);
+        if (!config.backwardHold)
+          held[s] = 0;
+        if (plan.recompute != Recompute::None)
+          held[s] = std::max(held[s], without[s]);
+        else
+          held[s] = std::max(held[s], stages[s].activationBytes);
       }
       heldInFlight.assign(plan.pp, 0);
       for (int r = 0; r < plan.pp; ++r) {
@@ -1141,11 +1181,17 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
           if (a.kind == sched::ActionKind::Forward)
             now += kept;
           else if (a.kind == sched::ActionKind::Backward)
-            now += without[s] - kept;
+            now += held[s] - kept;
           else if (a.kind == sched::ActionKind::Weight)
-            now -= without[s];
-          else if (a.kind == sched::ActionKind::FullBackward)
+            now -= held[s];
+          else if (a.kind == sched::ActionKind::FullBackward) {
+            // B and W at once: the hold between them, without
+            // recomputation (with it, the piece re-materialises and
+            // frees within its own arena: 4.8 MiB under 1F1B above).
+            if (config.backwardHold && plan.recompute == Recompute::None)
+              peak = std::max(peak, now + held[s] - kept);
             now -= kept;
+          }
           peak = std::max(peak, now);
         }
         heldInFlight[r] = activation > 0 ? peak / activation : 0;
@@ -1572,15 +1618,19 @@ PlanCostModel::getCollectives(const Plan &plan,
         add(rank, "dp", plan.zero >= 1 ? "reduce_scatter" : "all_reduce",
             "grad-bucket", m * buckets, (grads + loss) / buckets);
       } else {
+        double loss = isLossInGradientBucket(plan) &&
+                              rank == getRankOf(plan, numStages - 1)
+                          ? 4
+                          : 0;
         add(rank, "dp", "all_reduce", "grad-bucket", owned.calls,
-            grads / owned.calls);
+            (grads + loss) / owned.calls);
       }
       // The loss's mean over the dp group, per micro-batch, where the loss
-      // is computed. Not with ZeRO-3 over a vocabulary-parallel head
-      // without a pipeline: its table is stored divided over dp along the
-      // vocabulary (its first dimension), so braidc's program computes the
-      // cross-entropy of the dp group's rows (gathered) on every device
-      // over its share of the vocabulary, the group's whole loss.
+      // is computed, unless it is in the bucket. Not with ZeRO-3 over a
+      // vocabulary-parallel head without a pipeline: its table is stored
+      // divided over dp along the vocabulary (its first dimension), so braidc's
+      // program computes the cross-entropy of the dp group's rows (gathered) on
+      // every device over its share of the vocabulary, the group's whole loss.
       // With ZeRO and no pipeline a device holds its share of the
       // reduce-scattered gradients: the gradient norm sums their squares
       // over dp, one all_reduce of one float a step; of one micro-batch

@@ -106,6 +106,13 @@ struct SegmentCost {
   /// compiled repeat stacks each over the instances (a copy in F, another
   /// in B; Hardware::savedActivationCopies). 0 outside layers.
   double savedTensors[kNumRecomputeModes] = {0, 0, 0};
+  /// Bytes an instance holds from its B until its W, where B and W are
+  /// separate (braid-autodiff's B and W layers): F's saved values W reads
+  /// and B's results W reads (the output gradients of the weight products,
+  /// the inputs B re-materialised), divided over tp and replicated as
+  /// the saved bytes. 0 where no W layer reads them.
+  double heldSplitBytes[kNumRecomputeModes] = {0, 0, 0};
+  double heldReplicatedBytes[kNumRecomputeModes] = {0, 0, 0};
   /// Parameters per instance (elements): divided over tp, replicated.
   double splitParams = 0;
   double replicatedParams = 0;
@@ -174,6 +181,7 @@ struct SegmentCost {
     return splitParams / tp + replicatedParams;
   }
   double getSavedBytes(Recompute r, int tp, bool sequenceParallel) const;
+  double getHeldBytes(Recompute r, int tp, bool sequenceParallel) const;
 };
 
 /// A parameter table of the ops around the layers that every forward use

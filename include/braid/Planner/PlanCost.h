@@ -127,6 +127,10 @@ struct TrainingConfig {
   /// (docs/planner.md): what it holds beyond the other terms is 3.3-9.5
   /// such units, about 5 in the middle.
   double workingActivationCopies = 5;
+  /// With compiledBuffers: what the layers hold between their B and their
+  /// W beyond the saved activations (SegmentCost::getHeldBytes); false
+  /// leaves it out (the unit tests isolate the other terms so).
+  bool backwardHold = true;
 };
 
 /// One model stage (a chunk of one pipeline rank), per micro-batch.
@@ -407,6 +411,9 @@ public:
   /// configured precision: bf16-mixed keeps them at 2 bytes an element.
   double getSavedBytes(const SegmentCost &seg, Recompute recompute, int tp,
                        bool sequenceParallel) const;
+  /// SegmentCost::getHeldBytes as braidc stores them (as getSavedBytes).
+  double getHeldBytes(const SegmentCost &seg, Recompute recompute, int tp,
+                      bool sequenceParallel) const;
 
   const ModelCost &getModel() const { return model; }
   const Hardware &getHardware() const { return hardware; }
