@@ -29,8 +29,9 @@ namespace {
 
 /// Whether a pending sum may pass through `op` (sum after it, not before):
 /// a linear op, or an exact widening convert (bf16 -> f32: every operand
-/// value is representable in the result type, so the convert commutes with
-/// the sum). Under bf16-mixed precision this makes data parallelism reduce
+/// value is representable in the result type, so summing the widened
+/// partials is the sum in f32: closer to exact than the widened bf16 sum,
+/// not bit-equal to it). Under bf16-mixed precision this makes data parallelism reduce
 /// the f32 gradient of a parameter, not its bf16 working copy's (which
 /// would round the sum to bf16), and a tied parameter's two uses one sum.
 /// A narrowing convert rounds, so a sum stops before it.

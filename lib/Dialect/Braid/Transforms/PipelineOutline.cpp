@@ -218,8 +218,9 @@ static void hoistLayerReductions(func::FuncOp grad, ModuleOp module) {
 /// same micro-batch, so all of that piece's W would run after the schedule
 /// (see the lowering of braid.pipeline), and every gradient would be
 /// reduced once per micro-batch. Only where it is exact: the moved ops are
-/// linear (the pipeline returns means), read only W results, and feed only
-/// the function's results; and every caller is a braid.pipeline. Otherwise
+/// linear (the pipeline returns means), read only W results (or, in F, a
+/// summing collective whose result only the function returns: the loss's
+/// dp sum, which B does not read), and feed only the function's results; and every caller is a braid.pipeline. Otherwise
 /// nothing moves.
 void hoistGradientSums(func::FuncOp grad, ModuleOp module) {
   std::optional<SymbolTable::UseRange> uses = grad.getSymbolUses(module);
