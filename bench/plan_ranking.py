@@ -75,7 +75,7 @@ ranks of this machine (braid-run, one thread per rank).
 
     bench/plan_ranking.py [--ranks 4] [--hardware cpu-local] [--plans 16 | --all]
         [--steps 5] [--repeats 3] [--final 5] [--final-rounds 8]
-        [--csv FILE] [--reuse FILE] [--memory-only] [--check]
+        [--csv FILE] [--reuse FILE ...] [--memory-only] [--check]
         [--build-dir DIR [--build-only [--braidc FILE] | --allow-stale]]
 
 --check (ctest) exits non-zero unless every measured plan compiled, ran and
@@ -482,7 +482,9 @@ def plan_time(runs):
 def noise_ceiling(rows):
     """How much ranking the measurement supports, from the plans (rows with
     r["runs"], in round order) with 2 runs or more: their medians of the odd
-    rounds (1st, 3rd, ...) against those of the even rounds, as (plans,
+    runs (1st, 3rd, ...) against those of the even runs (its rounds': a plan
+    that fails is left out whole; under --rerun-fastest a plan may skip
+    rounds, and odd and even runs are then not odd and even rounds), as (plans,
     split-half Spearman, its Spearman-Brown estimate for all rounds
     2 rho / (1 + rho), the square root of that: about the most a perfect
     model's Spearman against these measurements could reach, by the
@@ -691,7 +693,7 @@ def main():
                              "the noise ceiling then covers those plans alone)")
     parser.add_argument("--final", type=int, default=5, metavar="K",
                         help="after the main rounds, run the planner's pick and the K fastest "
-                             "measured plans (by their best run) again in --final-rounds rounds, "
+                             "measured plans (by the median of their runs) again in --final-rounds rounds, "
                              "each round every one of them once in an order drawn from a fixed "
                              "seed, and report each one's median and best and the pick's "
                              "distance from the fastest by median and by best (beside the main "
@@ -701,9 +703,12 @@ def main():
     parser.add_argument("--final-rounds", type=int, default=8, metavar="R",
                         help="rounds of the final phase (default 8)")
     parser.add_argument("--csv", type=Path, help="write each measured plan's prediction and runs")
-    parser.add_argument("--reuse", type=Path,
+    parser.add_argument("--reuse", type=Path, action="append",
                         help="a --csv file of an earlier run: its plans' runs are reused, not "
-                             "measured again (to predict the same timings with other hardware)")
+                             "measured again (to predict the same timings with other hardware); "
+                             "given more than once (more rounds of the same executables), each "
+                             "plan's runs are those of the files in order, its peak resident set "
+                             "per rank the largest")
     parser.add_argument("--memory-only", action="store_true",
                         help="run each plan once (2 steps) for its peak resident set per rank; "
                              "no timing")
@@ -765,15 +770,19 @@ def main():
         if all(name(p) != name(pick) for p in plans):
             plans.append(pick)
         reused, reused_rss, reused_final = {}, {}, {}
-        if args.reuse:
-            with open(args.reuse, newline="") as f:
+        for path in args.reuse or []:
+            with open(path, newline="") as f:
                 for row in csv.DictReader(f):
-                    reused[row["plan"]] = [float(t) for t in row["runs_s"].split()]
+                    plan = row["plan"]
+                    reused.setdefault(plan, []).extend(float(t) for t in row["runs_s"].split())
                     if row.get("final_runs_s"):  # files written before it have none
-                        reused_final[row["plan"]] = [float(t) for t in
-                                                     row["final_runs_s"].split()]
+                        reused_final.setdefault(plan, []).extend(
+                            float(t) for t in row["final_runs_s"].split())
                     if row.get("rss_mib"):  # files written before it have none
-                        reused_rss[row["plan"]] = [float(x) for x in row["rss_mib"].split()]
+                        rss = [float(x) for x in row["rss_mib"].split()]
+                        old = reused_rss.get(plan, rss)
+                        reused_rss[plan] = [max(a, b) for a, b in zip(old, rss)]
+        if args.reuse:
             # Only the plans measured then (and the pick) need a prediction.
             plans = [p for p in plans if name(p) in reused or name(p) == name(pick)]
         rows = []
@@ -788,7 +797,7 @@ def main():
         if not any(r["name"] == name(pick) for r in rows):
             raise SystemExit(f"braid-plan cannot predict the planner's pick {name(pick)}")
         rows.sort(key=lambda r: r["predicted"])
-        print(f"{len(rows)} plans {'of ' + str(args.reuse) + ' ' if args.reuse else ''}on "
+        print(f"{len(rows)} plans {'of ' + ' + '.join(map(str, args.reuse)) + ' ' if args.reuse else ''}on "
               f"{args.ranks} ranks (predicted with --hardware {args.hardware}); "
               f"the planner's pick: {name(pick)}")
 
@@ -911,7 +920,7 @@ def main():
     print(f"GPT {args.layers} layers, hidden {args.hidden}, {args.heads} heads, sequence "
           f"{args.seq}, vocabulary {args.vocab}; program batch {args.batch}, global batch "
           f"{args.global_batch}; {args.ranks} ranks x 1 thread on {os.cpu_count()} cores; "
-          f"{'a plan: the median of its runs in' if not args.reuse else 'runs of ' + str(args.reuse) + ':'} "
+          f"{'a plan: the median of its runs in' if not args.reuse else 'runs of ' + ' + '.join(map(str, args.reuse)) + ':'} "
           f"{rounds if not args.reuse else max(len(r['runs']) for r in measured)} rounds"
           f"{'' if args.reuse else f' of {args.steps} steps'}"
           f"{f' (after the first, only the {args.rerun_fastest} fastest and the pick)' if args.rerun_fastest and rounds > 1 else ''}"

@@ -279,3 +279,35 @@ def test_reuse_reads_old_and_new_csvs(monkeypatch, capsys, tmp_path):
     out = run_main(monkeypatch, capsys, "--reuse", str(old), "--bin-dir", str(tmp_path), "--check")
     assert "runs of " + str(old) + ": 1 rounds" in out
     assert "over 3 plans" in out and "noise ceiling: needs 3 plans with 2 runs or more" in out
+
+
+def test_reuse_twice_concatenates_each_plans_runs(monkeypatch, capsys, tmp_path):
+    FakeTools(monkeypatch)
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    run_main(monkeypatch, capsys, "--plans", "3", "--repeats", "2", "--final", "0", "--csv",
+             str(first), "--bin-dir", str(tmp_path))
+    # More rounds of the same plans: every run 1 ms slower, one rank's peak
+    # resident set larger.
+    with open(first) as f:
+        rows = list(csv.DictReader(f))
+    with open(second, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            runs = [float(t) + 0.001 for t in r["runs_s"].split()]
+            rss = r["rss_mib"].split()
+            rss[0] = f"{float(rss[0]) + 100:.1f}"
+            w.writerow(dict(r, runs_s=" ".join(f"{t:.6g}" for t in runs), rss_mib=" ".join(rss)))
+    table = tmp_path / "both.csv"
+    out = run_main(monkeypatch, capsys, "--reuse", str(first), "--reuse", str(second),
+                   "--bin-dir", str(tmp_path), "--csv", str(table))
+    assert f"runs of {first} + {second}: 4 rounds" in out
+    with open(table) as f:
+        both = {r["plan"]: r for r in csv.DictReader(f)}
+    for r in rows:
+        runs = [float(t) for t in r["runs_s"].split()]
+        expected = runs + [t + 0.001 for t in runs]
+        assert [float(t) for t in both[r["plan"]]["runs_s"].split()] == \
+            [float(f"{t:.6g}") for t in expected]
+        assert float(both[r["plan"]]["rss_mib"].split()[0]) == \
+            float(r["rss_mib"].split()[0]) + 100
