@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
                       "\"ph\":\"e\"") == 2 * size,
           "all_reduce flights ended");
     CHECK(count(text, "\"args\":{\"over\":\"world\",\"dtype\":\"f32\","
-                      "\"count\":1}") == 2 * size,
+                      "\"count\":1,\"bytes\":4,\"wire_bytes\":") == 2 * size,
           "flight args");
     /* Rank 0's events come first, in the order recorded: the blocking
        all_reduce's wait and flight, then the started one's start call,

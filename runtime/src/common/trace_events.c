@@ -133,6 +133,15 @@ braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
     snprintf(buf, sizeof(buf), ",\"peer\":%d,\"tag\":%d", op->peer, op->tag);
     braid_rt_text_put_str(&args, buf);
   }
+  if (op->has_bytes) {
+    snprintf(buf, sizeof(buf), ",\"bytes\":%zu,\"wire_bytes\":%zu", op->bytes,
+             op->wire_bytes);
+    braid_rt_text_put_str(&args, buf);
+  }
+  if (op->within) {
+    braid_rt_text_put_str(&args, ",\"within\":");
+    put_json_string(&args, op->within);
+  }
   braid_rt_text_put_str(&args, "}");
   braid_rt_text_t start = {0};
   braid_rt_text_put_str(&start, op->name);
@@ -159,6 +168,28 @@ braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
   free(args.data);
   free(start.data);
   return status;
+}
+
+/* The length of chunk `c` of `count` elements cut into `size`. */
+static size_t ring_chunk(size_t count, int size, int c) {
+  return count / (size_t)size + ((size_t)c < count % (size_t)size ? 1 : 0);
+}
+
+size_t braid_rt_ring_sent(braid_rt_ring_kind_t kind, size_t count, int rank,
+                          int size, int root) {
+  if (size <= 1)
+    return 0;
+  switch (kind) {
+  case BRAID_RT_RING_ALL_REDUCE:
+    return 2 * count - ring_chunk(count, size, rank) -
+           ring_chunk(count, size, (rank + 1) % size);
+  case BRAID_RT_RING_ALL_GATHER:
+  case BRAID_RT_RING_REDUCE_SCATTER:
+    return (size_t)(size - 1) * count;
+  case BRAID_RT_RING_BROADCAST:
+    return (rank - root + size) % size == size - 1 ? 0 : count;
+  }
+  return 0;
 }
 
 /* Writes one event object (without the separator before it). */

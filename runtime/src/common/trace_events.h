@@ -50,6 +50,17 @@ typedef struct {
   const char *dtype; /* "f32"; NULL: no count either */
   size_t count;
   int peer, tag; /* peer -1: a collective, without either */
+  /* With has_bytes: `bytes`, the operation's payload on this rank (the
+     larger of what it hands in and gets back: an all_reduce's buffer, a
+     reduce_scatter's input, an all_gather's result, a message), and
+     `wire_bytes`, what this rank sends for it under the algorithm that moves
+     it (braid_rt_ring_sent below for MPI's collectives; the messages it
+     posts for a sum the runtime runs itself); both written as arguments.
+     `within` (NULL: none) names the operation this one is a step of, whose
+     own event counts these bytes again: a reader summing bytes skips it. */
+  int has_bytes;
+  size_t bytes, wire_bytes;
+  const char *within;
   /* In flight from its issue to the first time the rank saw it complete;
      the rank waited for it (in a blocking call or a wait) from wait_start_s
      to wait_end_s. A blocking call waits from its issue; a started one's
@@ -66,6 +77,28 @@ typedef struct {
    memory, none. */
 braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
                                              const braid_rt_trace_comm_t *op);
+
+/* The collectives whose bytes on the wire braid_rt_ring_sent models. */
+typedef enum {
+  BRAID_RT_RING_ALL_REDUCE,
+  BRAID_RT_RING_ALL_GATHER,     /* and all_to_all: count is one block */
+  BRAID_RT_RING_REDUCE_SCATTER, /* count is the result's */
+  BRAID_RT_RING_BROADCAST,
+} braid_rt_ring_kind_t;
+
+/* The elements rank `rank` of `size` sends in a ring (Patarasuk and Yuan)
+   over `count` elements, as the 16-bit compressed sums run it and as the
+   comm report models MPI's collectives (MPI picks its own algorithm,
+   which may send more than this bandwidth-optimal figure). An
+   all_reduce cuts its buffer into `size` chunks, the first count % size of
+   them one element longer, and sends all but its own chunk in the
+   reduce-scatter half and all but the next rank's in the all-gather half:
+   2 count minus those two, 2(size-1)/size count on average over the ranks,
+   exactly. all_gather, all_to_all and reduce_scatter send (size-1) blocks;
+   broadcast is a chain from `root`, on which every rank but the last
+   forwards the whole buffer. 0 on one rank. */
+size_t braid_rt_ring_sent(braid_rt_ring_kind_t kind, size_t count, int rank,
+                          int size, int root);
 
 /* Releases the events (the origin stays). */
 void braid_rt_trace_events_clear(braid_rt_trace_events_t *t);

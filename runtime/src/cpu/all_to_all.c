@@ -15,6 +15,10 @@ braid_rt_backend_all_to_all(braid_rt_comm_t *comm, const void *send, void *recv,
                              block_count, -1, 0, &req);
   if (status != BRAID_RT_OK)
     return status;
+  req->bytes = (size_t)comm->size * block_count * type.bytes;
+  req->wire_bytes =
+      type.bytes * braid_rt_ring_sent(BRAID_RT_RING_ALL_GATHER, block_count,
+                                      comm->rank, comm->size, 0);
   int code = MPI_Ialltoall(send, (int)block_count, type.mpi, recv,
                            (int)block_count, type.mpi, comm->mpi, &req->mpi);
   return braid_rt_request_finish(req, out_request, code, "MPI_Ialltoall");

@@ -63,6 +63,7 @@ static braid_rt_status_t exchange(braid_rt_comm_t *comm, const char *op,
       comm, &rreq, NULL, op, "16-bit words", recv_count, prev, tag, &req);
   if (status != BRAID_RT_OK)
     return status;
+  req->bytes = recv_count * sizeof(uint16_t);
   status =
       braid_rt_request_finish(req, &rreq,
                               MPI_Irecv(recv, (int)recv_count, MPI_UINT16_T,
@@ -72,12 +73,14 @@ static braid_rt_status_t exchange(braid_rt_comm_t *comm, const char *op,
     return status;
   status = braid_rt_request_begin(comm, &sreq, NULL, op, "16-bit words",
                                   send_count, next, tag, &req);
-  if (status == BRAID_RT_OK)
+  if (status == BRAID_RT_OK) {
+    req->bytes = req->wire_bytes = send_count * sizeof(uint16_t);
     status = braid_rt_request_finish(req, &sreq,
                                      MPI_Isend((void *)(uintptr_t)send,
                                                (int)send_count, MPI_UINT16_T,
                                                next, tag, comm->mpi, &req->mpi),
                                      "MPI_Isend");
+  }
   braid_rt_status_t recv_status = braid_rt_request_wait(rreq);
   braid_rt_status_t send_status = braid_rt_request_wait(sreq);
   if (status != BRAID_RT_OK)
@@ -111,18 +114,27 @@ static braid_rt_status_t ring_reduce(braid_rt_comm_t *comm, const char *op,
   return BRAID_RT_OK;
 }
 
-/* Records the whole operation, blocking from start_s to now, beside the
-   exchanges' own events. */
+/* Records the whole operation on `count` f32 values, blocking from start_s
+   to now, beside the exchanges' own events (`within` it): its payload, and
+   on the wire the 16-bit words its exchanges sent (`saved`: what
+   braid_rt_composed_enter saved), when it succeeded (`status`, returned). */
 static braid_rt_status_t trace_blocking(braid_rt_comm_t *comm, const char *op,
-                                        size_t count, double start_s) {
-  if (!comm->ctx->trace)
-    return BRAID_RT_OK;
+                                        size_t count, double start_s,
+                                        const braid_rt_composed_t *saved,
+                                        braid_rt_status_t status) {
+  size_t sent = braid_rt_composed_leave(comm->ctx, saved);
+  if (status != BRAID_RT_OK || !comm->ctx->trace)
+    return status;
   double end_s = braid_rt_now_seconds();
   braid_rt_trace_comm_t event = {.name = op,
                                  .over = comm->name,
                                  .dtype = "f32",
                                  .count = count,
                                  .peer = -1,
+                                 .has_bytes = 1,
+                                 .bytes = count * sizeof(float),
+                                 .wire_bytes = sent,
+                                 .within = saved->within,
                                  .issue_s = start_s,
                                  .complete_s = end_s,
                                  .wait_start_s = start_s,
@@ -142,6 +154,8 @@ braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
   if (!words)
     return braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
                          "%s over %s: out of memory", op, comm->name);
+  braid_rt_composed_t saved;
+  braid_rt_composed_enter(comm->ctx, op, &saved);
   double start_s = braid_rt_now_seconds();
   braid_rt_status_t status =
       ring_reduce(comm, op, wire, buf, count, words, tag);
@@ -165,9 +179,7 @@ braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
       to[i] = wire->widen(words[most + i]);
   }
   free(words);
-  if (status == BRAID_RT_OK)
-    status = trace_blocking(comm, op, count, start_s);
-  return status;
+  return trace_blocking(comm, op, count, start_s, &saved, status);
 }
 
 braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
@@ -188,6 +200,8 @@ braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
                          "%s over %s: out of memory", op, comm->name);
   }
   memcpy(acc, send, count * sizeof(float));
+  braid_rt_composed_t saved;
+  braid_rt_composed_enter(comm->ctx, op, &saved);
   double start_s = braid_rt_now_seconds();
   if (size > 1)
     status = ring_reduce(comm, op, wire, acc, count, words, ring_tag(comm));
@@ -195,7 +209,5 @@ braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
     memcpy(recv, acc + (size_t)rank * recv_count, recv_count * sizeof(float));
   free(acc);
   free(words);
-  if (status == BRAID_RT_OK)
-    status = trace_blocking(comm, op, count, start_s);
-  return status;
+  return trace_blocking(comm, op, count, start_s, &saved, status);
 }

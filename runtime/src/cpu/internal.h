@@ -30,6 +30,12 @@ struct braid_rt_context {
 
   int trace;
   braid_rt_trace_events_t trace_events;
+  /* While a sum the runtime composes of other operations runs (the 16-bit
+     ring's messages, PowerSGD's all_reduces): its name, which those
+     operations' events carry as `within`, and the bytes they sent, which
+     its own event reports (when tracing). */
+  const char *trace_within;
+  size_t trace_within_sent;
 
   /* Started operations not yet waited for, newest first: what
      braid_rt_progress tests. */
@@ -50,6 +56,10 @@ struct braid_rt_request {
   int peer; /* rank in comm, or -1 for collectives */
   int tag;
   double start_s;
+  /* For the trace (trace_events.h): the payload, the bytes this rank sends
+     for it, and ctx->trace_within when it began. */
+  size_t bytes, wire_bytes;
+  const char *within;
   /* When tracing: the first time a test saw it complete (0: not yet), and
      when a _start call returned (0: blocking). */
   double complete_s, issue_end_s;
@@ -87,5 +97,20 @@ braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
 braid_rt_status_t braid_rt_request_finish(braid_rt_request_t *req,
                                           braid_rt_request_t **out_request,
                                           int mpi_code, const char *mpi_call);
+
+/* A sum the runtime composes of other operations (compressed.c,
+   powersgd.c), on ctx's trace: braid_rt_composed_enter makes `op` the
+   `within` of the operations that follow, saving the enclosing one's in
+   `saved`; braid_rt_composed_leave restores it and returns the bytes those
+   operations sent (0 when not tracing), which count towards the enclosing
+   one's too. */
+typedef struct {
+  const char *within;
+  size_t sent;
+} braid_rt_composed_t;
+void braid_rt_composed_enter(braid_rt_context_t *ctx, const char *op,
+                             braid_rt_composed_t *saved);
+size_t braid_rt_composed_leave(braid_rt_context_t *ctx,
+                               const braid_rt_composed_t *saved);
 
 #endif /* BRAID_RT_CPU_INTERNAL_H */

@@ -16,6 +16,8 @@ braid_rt_status_t braid_rt_backend_transfer(int is_send, braid_rt_comm_t *comm,
       comm, out_request, &stack, op, type.name, count, peer, tag, &req);
   if (status != BRAID_RT_OK)
     return status;
+  req->bytes = count * type.bytes;
+  req->wire_bytes = is_send ? req->bytes : 0;
   int code = is_send ? MPI_Isend(buf, (int)count, type.mpi, peer, tag,
                                  comm->mpi, &req->mpi)
                      : MPI_Irecv(buf, (int)count, type.mpi, peer, tag,

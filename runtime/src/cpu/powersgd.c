@@ -6,11 +6,16 @@
  * in double where they sum (rows x cols x rank work, small beside the step
  * that produced the gradient), shared with the CUDA backend; the two
  * all_reduces are the runtime's f32 ones, so every rank computes the same
- * bits from the same reduced P and Q.
+ * bits from the same reduced P and Q. A trace shows them (`within` the
+ * whole) and, at the end, the whole as an operation of no duration (its
+ * products are compute, not communication) on the gradient, whose wire
+ * bytes are theirs.
  */
 
 #include "powersgd.h"
 #include "internal.h"
+
+#include "braid/rt/trace.h"
 
 #include <stdlib.h>
 
@@ -26,6 +31,8 @@ braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
     return braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
                          "%s over %s: out of memory", op, comm->name);
   }
+  braid_rt_composed_t saved;
+  braid_rt_composed_enter(comm->ctx, op, &saved);
   braid_rt_powersgd_host_m(grad, error, m, rows * cols);
   /* P = M Q, summed over the ranks, orthonormalised. */
   braid_rt_powersgd_host_p(m, q, p, rows, cols, rank);
@@ -42,5 +49,22 @@ braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
                                   comm->size);
   free(m);
   free(p);
-  return status;
+  size_t sent = braid_rt_composed_leave(comm->ctx, &saved);
+  if (status != BRAID_RT_OK || !comm->ctx->trace)
+    return status;
+  double end_s = braid_rt_now_seconds();
+  braid_rt_trace_comm_t event = {.name = op,
+                                 .over = comm->name,
+                                 .dtype = "f32",
+                                 .count = rows * cols,
+                                 .peer = -1,
+                                 .has_bytes = 1,
+                                 .bytes = rows * cols * sizeof(float),
+                                 .wire_bytes = sent,
+                                 .within = saved.within,
+                                 .issue_s = end_s,
+                                 .complete_s = end_s,
+                                 .wait_start_s = end_s,
+                                 .wait_end_s = end_s};
+  return braid_rt_trace_comm(comm->ctx, &event);
 }

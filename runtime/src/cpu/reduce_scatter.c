@@ -14,6 +14,10 @@ braid_rt_status_t braid_rt_backend_reduce_scatter_sum(
                              type.name, recv_count, -1, 0, &req);
   if (status != BRAID_RT_OK)
     return status;
+  req->bytes = (size_t)comm->size * recv_count * type.bytes;
+  req->wire_bytes =
+      type.bytes * braid_rt_ring_sent(BRAID_RT_RING_REDUCE_SCATTER, recv_count,
+                                      comm->rank, comm->size, 0);
   int code = MPI_Ireduce_scatter_block(send, recv, (int)recv_count, type.mpi,
                                        MPI_SUM, comm->mpi, &req->mpi);
   return braid_rt_request_finish(req, out_request, code,

@@ -32,6 +32,8 @@ braid_rt_status_t braid_rt_request_begin(braid_rt_comm_t *comm,
   req->count = count;
   req->peer = peer;
   req->tag = tag;
+  req->bytes = req->wire_bytes = 0;
+  req->within = comm->ctx->trace_within;
   req->start_s = braid_rt_now_seconds();
   req->complete_s = req->issue_end_s = 0;
   req->done = 0;
@@ -122,6 +124,8 @@ static braid_rt_status_t wait_in_place(braid_rt_request_t *req, int blocking) {
   }
   if (!ctx->trace)
     return BRAID_RT_OK;
+  if (req->within)
+    ctx->trace_within_sent += req->wire_bytes;
   /* A blocking call waits over its whole flight, to the bit. */
   braid_rt_trace_comm_t op = {
       .name = req->op,
@@ -130,12 +134,32 @@ static braid_rt_status_t wait_in_place(braid_rt_request_t *req, int blocking) {
       .count = req->count,
       .peer = req->peer,
       .tag = req->tag,
+      .has_bytes = req->dtype != NULL,
+      .bytes = req->bytes,
+      .wire_bytes = req->wire_bytes,
+      .within = req->within,
       .issue_s = req->start_s,
       .complete_s = req->complete_s,
       .wait_start_s = blocking ? req->start_s : wait_start_s,
       .wait_end_s = blocking ? req->complete_s : braid_rt_now_seconds(),
       .issue_end_s = req->issue_end_s};
   return braid_rt_trace_comm(ctx, &op);
+}
+
+void braid_rt_composed_enter(braid_rt_context_t *ctx, const char *op,
+                             braid_rt_composed_t *saved) {
+  saved->within = ctx->trace_within;
+  saved->sent = ctx->trace_within_sent;
+  ctx->trace_within = op;
+  ctx->trace_within_sent = 0;
+}
+
+size_t braid_rt_composed_leave(braid_rt_context_t *ctx,
+                               const braid_rt_composed_t *saved) {
+  size_t sent = ctx->trace_within_sent;
+  ctx->trace_within = saved->within;
+  ctx->trace_within_sent = saved->sent + (saved->within ? sent : 0);
+  return sent;
 }
 
 braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
