@@ -6,7 +6,9 @@
 # AdamW steps on one GPU against the CPU executable's losses, and
 # checkpoints between the targets (the same state saved into the same
 # bytes; a CPU checkpoint resumed on the GPU and, where the CPU executable
-# can start there, the reverse). Never run on a GPU yet.
+# can start there, the reverse), and issue 15's GPU benchmark: GPT-2 small
+# (bf16-mixed, batch 8) trained on one GPU, tokens/s and MFU against
+# PyTorch eager and torch.compile (bench/gpt2_gpu.py). Never run on a GPU yet.
 #
 # The GPU machine has the CUDA 13 runtime, cuBLAS and NCCL (the toolkit or
 # the nvidia-nccl Python wheel) but no MLIR and possibly no MPI, so the
@@ -24,8 +26,12 @@
 #
 # DIR needs no MPI on the GPU machine: the GPT is linked for one process
 # (braidc --target cuda --single-process); the 2-rank NCCL test runs only
-# where mpirun and two GPUs exist (the report says which it did). Record
-# what `run` printed, with the date, in docs/benchmarks.md.
+# where mpirun and two GPUs exist (the report says which it did); the
+# PyTorch runs only where a python3 there imports torch with CUDA (else
+# reported as skipped). The benchmark comes last and takes only what is
+# left of GPU_CHECK_BUDGET_S seconds (480) since `run` began (skipped under
+# 60 s); GPU_CHECK_ONLY=gpt2 runs it alone (a rerun). Record what `run`
+# printed, with the date, in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -37,6 +43,18 @@ MODEL=(--layers 4 --hidden 128 --heads 4 --seq 64 --vocab 256 --batch 16)
 STEPS=20
 LR=1e-3
 RTOL=1e-4
+
+# Issue 15's GPU benchmark: GPT-2 small. Batch 8 (8,192 tokens a step):
+# braidc's memory plan (ref/gpt2-memory.txt: about 7.2 GiB) is far below the
+# H200's 141 GB (PyTorch's peak is reported beside it), the [B, S, V]
+# logits (412M elements) stay below 2^31 elements and bytes, and a few steps of
+# both sides and torch.compile's compilation fit the run's budget; the
+# GEMMs have 8,192 rows, enough to fill the GPU. WARMUP steps are left
+# out of every side's mean (with them torch.compile's compilation).
+GPT2=(--layers 12 --hidden 768 --heads 12 --seq 1024 --vocab 50304 --batch 8)
+GPT2_WARMUP=2
+GPT2_STEPS=8
+BUDGET_S=${GPU_CHECK_BUDGET_S:-480}
 
 prepare() {
   local dir=$1 build=$root/build
@@ -70,6 +88,13 @@ prepare() {
   # The same program for one GPU, without MPI.
   "$build/bin/braidc" "$dir/ref/gpt.mlir" --lr $LR --target cuda \
     --single-process -o "$dir/bin/gpt-cuda"
+  # Issue 15's benchmark: GPT-2 small for one GPU, bf16-mixed, and
+  # braidc's memory plan for it.
+  PYTHONPATH=$root/python /usr/bin/python3 -m braid.models gpt "${GPT2[@]}" \
+    -o "$dir/ref/gpt2.mlir"
+  "$build/bin/braidc" "$dir/ref/gpt2.mlir" --target cuda --single-process \
+    --precision bf16-mixed --memory-report -o "$dir/bin/gpt2-cuda" \
+    > "$dir/ref/gpt2-memory.txt"
   cp "$build/runtime/test/braid-rt-cuda-kernels-device-test" \
     "$build/runtime/src/cuda/comm/test/braid-rt-cuda-comm_test_single" \
     "$build/runtime/src/cuda/comm/test/braid-rt-cuda-comm_test" \
@@ -91,6 +116,7 @@ prepare() {
     echo "prepared: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "model: gpt ${MODEL[*]}; $STEPS AdamW steps, lr $LR, seed 1; rtol $RTOL"
+    echo "benchmark: gpt ${GPT2[*]}, bf16-mixed; $GPT2_WARMUP warm-up + $GPT2_STEPS timed steps; braidc's memory plan $(awk '$1 == "all" {print $NF " MiB"}' "$dir/ref/gpt2-memory.txt")"
     echo "nvcc: $(grep '^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" | cut -d= -f2)"
   } > "$dir/manifest.txt"
   du -sh "$dir" | awk '{print "gpu-check: prepared " $2 " (" $1 ")"}'
@@ -138,9 +164,48 @@ checkpoints() {
   fi
 }
 
+# Issue 15's GPU benchmark (never run on a GPU yet): GPT-2 small trained
+# WARMUP + STEPS steps by the Braid program, then bench/gpt2_gpu.py reads
+# its per-step times and runs the same model in PyTorch, eager and
+# torch.compile, each timed alike; tokens/s, MFU and the ratios go into
+# OUT/gpt2.md and gpt2.json. Within what is left of BUDGET_S. Uses run()'s
+# record and check.
+gpt2() {
+  local dir=$1 out=$2 left py=python3 p
+  left=$((BUDGET_S - SECONDS))
+  if ((left < 60)); then
+    record gpt2-braid skip "${left} s of the run's budget (${BUDGET_S} s) left"
+    return
+  fi
+  check gpt2-braid $((left < 150 ? left : 150)) "$dir/bin/gpt2-cuda" \
+    --steps $((GPT2_WARMUP + GPT2_STEPS)) --seed 1
+  # The PyTorch reference needs a python3 with torch; without one it
+  # reports its runs as skipped.
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import torch' >/dev/null 2>&1; then py=$p; break; fi
+  done
+  left=$((BUDGET_S - SECONDS - 10))
+  if ! timeout $((left > 30 ? left : 30)) "$py" "$root/bench/gpt2_gpu.py" \
+      "${GPT2[@]}" --warmup $GPT2_WARMUP --steps $GPT2_STEPS \
+      --braid-log "$out/gpt2-braid.log" --braid-mlir "$dir/ref/gpt2.mlir" \
+      --time-left $((left > 30 ? left - 20 : 10)) --json "$out/gpt2.json" \
+      --markdown "$out/gpt2.md" --checks "$out/gpt2-checks.txt" \
+      > "$out/gpt2-bench.log" 2>&1; then
+    record gpt2-bench FAIL "bench/gpt2_gpu.py ($py): $(tail -1 "$out/gpt2-bench.log")"
+    return
+  fi
+  local n s d
+  while IFS='|' read -r n s d; do record "$n" "$s" "$d"; done < "$out/gpt2-checks.txt"
+}
+
 run() {
   local dir=$1 out=$2
+  SECONDS=0
   [[ -f $dir/manifest.txt ]] || die "$dir holds nothing prepared (gpu-check.sh prepare $dir)"
+  case ${GPU_CHECK_ONLY:-} in
+    ""|gpt2) ;;
+    *) die "GPU_CHECK_ONLY=$GPU_CHECK_ONLY: only gpt2 (the benchmark alone) or unset (everything)" ;;
+  esac
   mkdir -p "$out"
   # NCCL: the system's, else the nvidia-nccl wheel's.
   local nccl=""
@@ -177,40 +242,44 @@ run() {
     record gpu FAIL "no GPU (nvidia-smi -L lists none): nothing run"
   else
     record gpu pass "$(nvidia-smi -L | head -1) ($gpus GPU(s))"
-    check kernels 300 "$dir/bin/braid-rt-cuda-kernels-device-test" \
-      "$dir/lib/libbraid_rt_kernels_shared.so"
-    check nccl-1rank 120 "$dir/bin/braid-rt-cuda-comm_test_single"
-    # A collective that cannot finish: the timeout aborts the communicator
-    # and ends the rank with status 42 and a message naming it.
-    local rc=0
-    timeout 60 "$dir/bin/braid-rt-cuda-comm_test_single" timeout \
-      > "$out/nccl-timeout.log" 2>&1 || rc=$?
-    if [[ $rc == 42 ]] && grep -q 'TIMEOUT: all_reduce of 16 f32 over world.*the communicator was aborted' "$out/nccl-timeout.log"; then
-      record nccl-timeout pass "exit 42: $(grep -m1 TIMEOUT "$out/nccl-timeout.log")"
-    else
-      record nccl-timeout FAIL "exit $rc (want 42 and the TIMEOUT message): $(tail -1 "$out/nccl-timeout.log")"
+    # GPU_CHECK_ONLY=gpt2: the benchmark alone (a rerun).
+    if [[ ${GPU_CHECK_ONLY:-} != gpt2 ]]; then
+      check kernels 300 "$dir/bin/braid-rt-cuda-kernels-device-test" \
+        "$dir/lib/libbraid_rt_kernels_shared.so"
+      check nccl-1rank 120 "$dir/bin/braid-rt-cuda-comm_test_single"
+      # A collective that cannot finish: the timeout aborts the communicator
+      # and ends the rank with status 42 and a message naming it.
+      local rc=0
+      timeout 60 "$dir/bin/braid-rt-cuda-comm_test_single" timeout \
+        > "$out/nccl-timeout.log" 2>&1 || rc=$?
+      if [[ $rc == 42 ]] && grep -q 'TIMEOUT: all_reduce of 16 f32 over world.*the communicator was aborted' "$out/nccl-timeout.log"; then
+        record nccl-timeout pass "exit 42: $(grep -m1 TIMEOUT "$out/nccl-timeout.log")"
+      else
+        record nccl-timeout FAIL "exit $rc (want 42 and the TIMEOUT message): $(tail -1 "$out/nccl-timeout.log")"
+      fi
+      # The compressed sums against the CPU target's arithmetic (the bf16 /
+      # fp16 ring bit for bit; PowerSGD, cuBLAS GEMMs and kernels on the
+      # device, within 1e-4): on 1 GPU the entry points, staging and
+      # PowerSGD; on 2 the ring itself over NCCL send/recv, and PowerSGD's
+      # sums.
+      check nccl-compressed-1rank 120 \
+        "$dir/bin/braid-rt-cuda-comm_test_single" compressed
+      if [[ $gpus -ge 2 ]] && command -v mpirun >/dev/null; then
+        check nccl-2ranks 180 mpirun --allow-run-as-root -n 2 "$dir/bin/braid-rt-cuda-comm_test"
+        check nccl-compressed-2ranks 180 mpirun --allow-run-as-root -n 2 \
+          "$dir/bin/braid-rt-cuda-comm_test" compressed
+      else
+        record nccl-2ranks skip "needs 2 GPUs (have $gpus) and mpirun ($(command -v mpirun || echo none))"
+        record nccl-compressed-2ranks skip "needs 2 GPUs (have $gpus) and mpirun ($(command -v mpirun || echo none))"
+      fi
+      check gpt-train 300 "$dir/bin/gpt-cuda" --steps $STEPS --seed 1
+      cp "$out/gpt-train.log" "$out/gpt-cuda.out"
+      check gpt-vs-cpu 60 python3 "$root/test/Integration/Inputs/compare-results.py" \
+        "$out/gpt-cuda.out" "$dir/ref/cpu.out" --rtol $RTOL
+      grep '^summary:' "$out/gpt-cuda.out" > "$out/gpt-speed.txt" || true
+      checkpoints "$dir" "$out"
     fi
-    # The compressed sums against the CPU target's arithmetic (the bf16 /
-    # fp16 ring bit for bit; PowerSGD, cuBLAS GEMMs and kernels on the
-    # device, within 1e-4): on 1 GPU the entry points, staging and
-    # PowerSGD; on 2 the ring itself over NCCL send/recv, and PowerSGD's
-    # sums.
-    check nccl-compressed-1rank 120 \
-      "$dir/bin/braid-rt-cuda-comm_test_single" compressed
-    if [[ $gpus -ge 2 ]] && command -v mpirun >/dev/null; then
-      check nccl-2ranks 180 mpirun --allow-run-as-root -n 2 "$dir/bin/braid-rt-cuda-comm_test"
-      check nccl-compressed-2ranks 180 mpirun --allow-run-as-root -n 2 \
-        "$dir/bin/braid-rt-cuda-comm_test" compressed
-    else
-      record nccl-2ranks skip "needs 2 GPUs (have $gpus) and mpirun ($(command -v mpirun || echo none))"
-      record nccl-compressed-2ranks skip "needs 2 GPUs (have $gpus) and mpirun ($(command -v mpirun || echo none))"
-    fi
-    check gpt-train 300 "$dir/bin/gpt-cuda" --steps $STEPS --seed 1
-    cp "$out/gpt-train.log" "$out/gpt-cuda.out"
-    check gpt-vs-cpu 60 python3 "$root/test/Integration/Inputs/compare-results.py" \
-      "$out/gpt-cuda.out" "$dir/ref/cpu.out" --rtol $RTOL
-    grep '^summary:' "$out/gpt-cuda.out" > "$out/gpt-speed.txt" || true
-    checkpoints "$dir" "$out"
+    gpt2 "$dir" "$out"
   fi
 
   {
@@ -222,13 +291,19 @@ run() {
     echo "|---|---|---|"
     for r in "${results[@]}"; do IFS='|' read -r n s d <<< "$r"; echo "| $n | $s | $d |"; done
     [[ -s $out/gpt-speed.txt ]] && { echo; echo "GPT on one GPU: $(cat "$out/gpt-speed.txt")"; }
+    if [[ -s $out/gpt2.md ]]; then
+      echo; echo "## GPT-2 small on one GPU (issue 15)"; echo; cat "$out/gpt2.md"
+    fi
+    echo; echo "run took ${SECONDS} s (budget ${BUDGET_S} s)"
   } > "$out/report.md"
   python3 - "$out" "${results[@]}" <<'EOF'
-import json, sys
+import json, os, sys
 out, rows = sys.argv[1], sys.argv[2:]
 checks = [dict(zip(("name", "result", "detail"), r.split("|", 2))) for r in rows]
-json.dump({"checks": checks, "passed": all(c["result"] in ("pass", "skip") for c in checks)},
-          open(out + "/report.json", "w"), indent=1)
+report = {"checks": checks, "passed": all(c["result"] in ("pass", "skip") for c in checks)}
+if os.path.exists(out + "/gpt2.json"):
+    report["gpt2"] = json.load(open(out + "/gpt2.json"))
+json.dump(report, open(out + "/report.json", "w"), indent=1)
 EOF
   echo "gpu-check: report in $out/report.md"
   return $failed
@@ -243,6 +318,6 @@ case ${1:-} in
     [[ $# -ge 2 ]] || die "usage: gpu-check.sh all OUT"
     prepare build-gpu && run build-gpu "$2" ;;
   -h|--help|"")
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; [[ -n ${1:-} ]] ;;
+    sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; [[ -n ${1:-} ]] ;;
   *) die "unknown command '$1' (prepare, run or all; --help)" ;;
 esac
