@@ -193,18 +193,22 @@ static double geluTanh(double x) {
 
 /// As braid.matmul, braid.add of the bias and braid.gelu tanh, each result
 /// rounded to the operands' type (f32, or f64 under braid-eval --f64) as
-/// the evaluator rounds each op's (the last rounding is the evaluator's).
+/// the evaluator rounds each op's (the last rounding is the evaluator's);
+/// but a bf16 product is rounded to f32, not bf16, as the evaluator holds
+/// a bf16 linear layer's product before its bias add (isBF16BiasProduct).
 static LogicalResult evaluateOp(MatmulBiasOp op, EvalContext &,
                                 ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
+  DType dtype = ops[0]->dtype();
   Tensor c = resultFor(op.getResult());
-  c.setDType(ops[0]->dtype());
+  c.setDType(dtype == DType::BF16 ? DType::F32 : dtype);
   matmulInto(*ops[0], *ops[1], op.getTransposeA(), op.getTransposeB(), c);
   c.roundToDType();
   const Tensor &bias = *ops[2];
   int64_t n = bias.numElements();
   for (int64_t i = 0, e = c.numElements(); i < e; ++i)
     c[i] = c[i] + bias[i % n];
+  c.setDType(dtype);
   if (op.getGelu()) {
     c.roundToDType();
     for (int64_t i = 0, e = c.numElements(); i < e; ++i)
