@@ -35,12 +35,11 @@ static Type withElement(Type t, Type element) {
   return RankedTensorType::get(tensor.getShape(), element);
 }
 
-/// Ops that compute in bf16: their float operands become bf16, and so do
-/// their results (a matmul sums its products in f32 and rounds once).
+/// Ops that compute in bf16 (the ComputesInBF16 trait): their float
+/// operands become bf16, and so do their results (a matmul, with or without
+/// its bias, sums its products in f32 and rounds once).
 static bool computesInBF16(Operation *op) {
-  return isa<MatmulOp, AttentionOp, AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp,
-             SqrtOp, RsqrtOp, ReluOp, SiluOp, GeluOp, RotaryOp, EmbeddingOp>(
-      op);
+  return op->hasTrait<OpTrait::braid::ComputesInBF16>();
 }
 
 /// Ops that move data: their result has their operand's type.

@@ -35,6 +35,11 @@ def Braid_MovesDataOnly : NativeOpTrait<"MovesDataOnly"> {
   let cppNamespace = "::mlir::OpTrait::braid";
 }
 
+// See mlir::OpTrait::braid::ComputesInBF16.
+def Braid_ComputesInBF16 : NativeOpTrait<"ComputesInBF16"> {
+  let cppNamespace = "::mlir::OpTrait::braid";
+}
+
 def Braid_FloatTensor : RankedTensorOf<[F64, F32, BF16, F16]>;
 def Braid_IdTensor : RankedTensorOf<[I32, I64]>;
 
@@ -272,7 +277,8 @@ def Braid_PipelineOp : Braid_Op<"pipeline", [
 //===----------------------------------------------------------------------===//
 
 def Braid_MatmulOp : Braid_DiffOp<"matmul",
-    [DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
+    [Braid_ComputesInBF16,
+     DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
   let summary = "Batched matrix product with optional transposes.";
   let description = [{
     `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_a`), `rhs` is
@@ -291,7 +297,8 @@ def Braid_MatmulOp : Braid_DiffOp<"matmul",
 // Elementwise ops may write their result over an operand of its type
 // (InPlaceOpInterface's default: any operand).
 class Braid_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Braid_DiffOp<mnemonic, traits # [Braid_InPlaceOpInterface]> {
+    : Braid_DiffOp<mnemonic, traits # [Braid_ComputesInBF16,
+        Braid_InPlaceOpInterface]> {
   let summary = "Elementwise " # what # " with NumPy broadcasting.";
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
@@ -308,7 +315,7 @@ def Braid_DivOp : Braid_BinaryOp<"div", "quotient">;
 
 class Braid_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
     : Braid_DiffOp<mnemonic, traits # [SameOperandsAndResultType,
-        Braid_InPlaceOpInterface]> {
+        Braid_ComputesInBF16, Braid_InPlaceOpInterface]> {
   let summary = what;
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
@@ -323,7 +330,7 @@ def Braid_ReluOp : Braid_UnaryOp<"relu", "Elementwise max(x, 0).">;
 def Braid_SiluOp : Braid_UnaryOp<"silu", "Elementwise x * sigmoid(x).">;
 
 def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType,
-    Braid_InPlaceOpInterface]> {
+    Braid_ComputesInBF16, Braid_InPlaceOpInterface]> {
   let summary = "Gaussian error linear unit, exact or tanh approximation.";
   let description = [{
     `exact`: `0.5 x (1 + erf(x / sqrt(2)))`.
@@ -428,8 +435,8 @@ def Braid_RmsNormOp : Braid_DiffOp<"rms_norm", [Braid_RowReductionOpInterface]> 
   let hasVerifier = 1;
 }
 
-def Braid_EmbeddingOp : Braid_DiffOp<"embedding", [DeclareOpInterfaceMethods<
-    Braid_ShardingRuleOpInterface, ["localize"]>]> {
+def Braid_EmbeddingOp : Braid_DiffOp<"embedding", [Braid_ComputesInBF16,
+    DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface, ["localize"]>]> {
   let summary = "Looks up rows of a table.";
   let description = [{
     `table` is `[V, H]`, `ids` has any shape with integers in [0, V); the
@@ -451,7 +458,8 @@ def Braid_EmbeddingOp : Braid_DiffOp<"embedding", [DeclareOpInterfaceMethods<
   let hasVerifier = 1;
 }
 
-def Braid_RotaryOp : Braid_DiffOp<"rotary", [SameOperandsAndResultType]> {
+def Braid_RotaryOp : Braid_DiffOp<"rotary", [SameOperandsAndResultType,
+    Braid_ComputesInBF16]> {
   let summary = "Rotary position embedding (rotate-half convention).";
   let description = [{
     `input` is `[B, S, A, D]` with D even; the position of an element is its
@@ -469,7 +477,7 @@ def Braid_RotaryOp : Braid_DiffOp<"rotary", [SameOperandsAndResultType]> {
 }
 
 def Braid_AttentionOp : Braid_DiffOp<"attention",
-    [Braid_SelectivelyRecomputed,
+    [Braid_SelectivelyRecomputed, Braid_ComputesInBF16,
      DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
   let summary = "Scaled dot-product attention with grouped KV heads.";
   let description = [{
@@ -1205,20 +1213,23 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
 }
 
 def Braid_MatmulBiasOp : Braid_DiffOp<"matmul_bias",
-    [DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
+    [Braid_ComputesInBF16,
+     DeclareOpInterfaceMethods<Braid_CostOpInterface, ["getMatmulFlops"]>]> {
   let summary = "Matmul with a bias added to every row (and tanh GELU after).";
   let description = [{
     `braid.matmul %lhs, %rhs` (same operands, transposes and result) with
     `bias` (`[N]`, the result's last dimension) added to every row of the
     product, then tanh GELU when `gelu` is given: exactly `braid.add` of the
     product and the bias, then `braid.gelu tanh`, each result rounded to
-    the element type as those ops round it. Only tanh GELU, the function
-    cuBLASLt's GELU epilogue computes. Made by `braid-fuse-matmul-epilogue`,
-    which braidc runs after training, sharding and `braid-legalize-bf16`
-    (it has no bf16 form); code generation computes it as one GEMM call
-    with its epilogue (CPU: applied to each block of the product as it is
-    computed; CUDA: cuBLASLt's BIAS / GELU_BIAS epilogues). A
-    `braid.bf16_operands` attribute is kept from the matmul.
+    the element type as those ops round it, except that a bf16 product is
+    held in f32 until the bias is added, as a bf16 linear layer's is (the
+    sum is rounded once). Only tanh GELU, the function cuBLASLt's GELU
+    epilogue computes. Made by `braid-fuse-matmul-epilogue`, which braidc
+    runs after training, sharding and `braid-legalize-bf16` (so its tensors
+    are f32 there); code generation computes it as one GEMM call with its
+    epilogue (CPU: applied to each block of the product as it is computed;
+    CUDA: cuBLASLt's BIAS / GELU_BIAS epilogues). A `braid.bf16_operands`
+    attribute is kept from the matmul.
 
     Run earlier, the op is differentiated and sharded as what it replaces.
     Its gradients are matmul's, of the pre-activation's gradient (with
@@ -1230,7 +1241,8 @@ def Braid_MatmulBiasOp : Braid_DiffOp<"matmul_bias",
     each add the bias (and apply GELU) to a partial sum. So, fused before
     `braid-shard`, a model's tensor parallelism finds no matmul pair to
     split (a row-parallel product's contraction cannot be); fuse after it,
-    as braidc does.
+    as braidc does. `braid-mixed-precision` makes it bf16 as it makes a
+    matmul (`ComputesInBF16`).
 
     ```mlir
     %h = braid.matmul_bias %x, %w, %b gelu tanh : (tensor<2x8x32xf32>,

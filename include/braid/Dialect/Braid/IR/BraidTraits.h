@@ -45,6 +45,15 @@ class SelectivelyRecomputed
 template <typename ConcreteType>
 class MovesDataOnly : public TraitBase<ConcreteType, MovesDataOnly> {};
 
+/// Marks the ops that compute in bf16 under bf16 mixed precision
+/// (braid-mixed-precision): their float operands and results become bf16.
+/// The matrix products among them (matmul, matmul_bias, attention) sum
+/// their products in f32 and round once; ops without it (norms, softmax,
+/// losses, reductions) compute in f32, and data movement follows its
+/// operand.
+template <typename ConcreteType>
+class ComputesInBF16 : public TraitBase<ConcreteType, ComputesInBF16> {};
+
 /// Marks ops linear in all their operands jointly (add, sub, neg and data
 /// movement): applied to summands, they give a summand of the result, so
 /// pending partial sums can pass through them unreduced when every operand
