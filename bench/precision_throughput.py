@@ -16,7 +16,15 @@ sums) and every other op on the f32 kernels with an explicit rounding after
 each bf16 op (braid-legalize-bf16, docs/training.md#precision): faster
 GEMMs, one more pass over each other bf16 value; the ratio says which wins.
 
-    bench/precision_throughput.py [--steps S] [--repeats R] [--threads T] [--small]
+With --check (ctest's bench-precision-throughput, on a tiny model), the
+script exits 1 unless every run of both sides measured a finite, positive
+time, every ratio is finite and positive, and the bf16-mixed program's
+losses (1 + S steps, finite, which every run checks) stay within 1e-2
+relative of the f32 program's at every step but are not all equal to them
+(the precision flag took effect); a run that fails ends the script with
+its command and status.
+
+    bench/precision_throughput.py [--steps S] [--repeats R] [--threads T] [--small] [--check]
 """
 
 import argparse
@@ -54,7 +62,7 @@ def braid_step(program, steps, threads):
     m = re.search(r"^summary: \d+ steps, (\S+) ms/step", out, re.M)
     if not m:
         raise SystemExit(f"{program} printed no summary:\n{out}")
-    return float(m.group(1)) / 1e3
+    return float(m.group(1)) / 1e3, losses
 
 
 def torch_worker(args):
@@ -119,6 +127,9 @@ def main():
     parser.add_argument("--steps", type=int, default=5, help="timed steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="pairs of runs")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless every time and ratio is finite and the bf16 losses "
+                             "are near the f32 ones but not equal")
     parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
     parser.add_argument("--torch-worker", choices=["f32", "bf16"], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -143,19 +154,47 @@ def main():
             programs[precision] = tmp / precision
             run(bin_dir / "braidc", model, "--train", "--precision", precision, "-o",
                 programs[precision])
-        results = {}
-        for side, measure in (("braid", lambda p: braid_step(programs[p], args.steps,
-                                                             args.threads)),
+        losses = {}
+
+        def braid_measure(precision):
+            seconds, losses[precision] = braid_step(programs[precision], args.steps,
+                                                    args.threads)
+            return seconds
+
+        results, failures = {}, []
+        for side, measure in (("braid", braid_measure),
                               ("pytorch", lambda p: torch_step(args, "f32" if p == "f32"
                                                                else "bf16"))):
             pairs = [(measure("f32"), measure("bf16-mixed")) for _ in range(args.repeats)]
-            results[side] = (min(p[0] for p in pairs), min(p[1] for p in pairs),
-                             median(b / f for f, b in pairs))
+            ratios = [b / f for f, b in pairs]
+            results[side] = (min(p[0] for p in pairs), min(p[1] for p in pairs), median(ratios))
+            failures += [f"{side}: a time of {t!r} s" for pair in pairs for t in pair
+                         if not (math.isfinite(t) and t > 0)]
+            failures += [f"{side}: a bf16/f32 ratio of {r!r}" for r in ratios
+                         if not (math.isfinite(r) and r > 0)]
     print(f"{'':10} {'f32 ms/step':>12} {'bf16 ms/step':>13} {'bf16/f32 (median of pairs)':>27}")
     for side, (f, b, ratio) in results.items():
         print(f"{side:10} {f * 1e3:12.1f} {b * 1e3:13.1f} {ratio:27.2f}")
+    f32, bf16 = losses["f32"], losses["bf16-mixed"]
+    gap = max(abs(b - f) / abs(f) for f, b in zip(f32, bf16))
+    print(f"braid losses, bf16-mixed against f32: at most {gap:.2e} relative over "
+          f"{len(f32)} steps")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    if not args.check:
+        return 0
+    if gap > 1e-2:
+        failures.append(f"the bf16-mixed losses {bf16} are more than 1e-2 (relative) from "
+                        f"the f32 ones {f32}")
+    if bf16 == f32:
+        failures.append(f"the bf16-mixed losses equal the f32 ones {f32}: nothing was rounded")
+    for failure in failures:
+        print(f"error: {failure}", file=sys.stderr)
+    if failures:
+        return 1
+    print("check: both sides measured every run; times and ratios finite; bf16 losses within "
+          "1e-2 of f32 and not equal")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
