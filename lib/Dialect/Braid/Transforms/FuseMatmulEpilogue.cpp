@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "braid/Dialect/Braid/IR/BF16BiasProduct.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 
@@ -33,37 +34,19 @@ static bool isStaticF32(Value v) {
   return type && type.hasStaticShape() && type.getElementType().isF32();
 }
 
-/// The bias `add` adds to `product` over its rows: its other operand, rank
-/// 1 and as long as the product's rows, with a result of the product's
-/// type. Null if `add` is anything else.
-static Value rowBias(AddOp add, Value product) {
-  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
-  if (bias == product || add.getResult().getType() != product.getType() ||
-      !isStaticF32(bias))
-    return nullptr;
-  auto biasType = cast<RankedTensorType>(bias.getType());
-  auto productType = cast<RankedTensorType>(product.getType());
-  if (biasType.getRank() != 1 ||
-      biasType.getDimSize(0) != productType.getShape().back())
-    return nullptr;
-  return bias;
-}
-
 static void fuse(MatmulOp matmul) {
   Value product = matmul.getResult();
   if (!isStaticF32(matmul.getLhs()) || !isStaticF32(matmul.getRhs()) ||
       !isStaticF32(product))
     return;
-  // The folded ops must be in the matmul's block: the fused op stands where
-  // the last of them was, and would otherwise pull the matmul into a nested
-  // region (or out of one).
+  // The folded ops must be in the matmul's block (getBiasAdd asks it of the
+  // add): the fused op stands where the last of them was, and would
+  // otherwise pull the matmul into a nested region (or out of one).
   Block *block = matmul->getBlock();
-  auto add = dyn_cast_or_null<AddOp>(soleUser(product));
-  if (!add || add->getBlock() != block)
+  AddOp add = getBiasAdd(matmul);
+  if (!add)
     return;
-  Value bias = rowBias(add, product);
-  if (!bias)
-    return;
+  Value bias = getRowBias(add, product);
   // The op stands where the last folded op was: its operands are defined
   // before it (the matmul's before the matmul, the bias before the add).
   Operation *last = add;

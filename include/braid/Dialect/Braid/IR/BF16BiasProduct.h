@@ -1,14 +1,16 @@
-//===- BF16BiasProduct.h - bf16 products summed with their bias -*- C++ -*-===//
+//===- BF16BiasProduct.h - a matmul's bias add -------------------*- C++
+//-*-===//
 //
-// What a bf16 linear layer rounds. A bf16 braid.matmul whose only use is a
+// A linear layer's bias add, as braid-fuse-matmul-epilogue folds it and as
+// a bf16 linear layer rounds it. A braid.matmul whose only use is a
 // braid.add of a bias over its rows (a vector of the product's last
-// dimension, bf16, either operand order, in the same block) is not rounded
-// to bf16: the add sums the bias with the f32 product and rounds once, as
-// PyTorch's bf16 addmm (autocast's linear) and a GEMM with a bias epilogue
-// do. braid-eval and braid-legalize-bf16 both ask this, so the oracle and
-// the compiled program round at the same places, and
-// braid-fuse-matmul-epilogue then finds the product and its add with no
-// braid.round between them.
+// dimension and element type, either operand order, in the same block) is
+// a linear layer's product. In bf16 it is not rounded to bf16: the add sums
+// the bias with the f32 product and rounds once, as PyTorch's bf16 addmm
+// (autocast's linear) and a GEMM with a bias epilogue do. braid-eval and
+// braid-legalize-bf16 both ask this, so the oracle and the compiled program
+// round at the same places, and braid-fuse-matmul-epilogue then finds the
+// product and its add with no braid.round between them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,35 @@
 
 namespace mlir::braid {
 
+/// The bias `add` adds to `product` over its rows: its other operand, a
+/// statically shaped vector of the product's last dimension and element
+/// type, with a result of the product's type. Null if `add` is anything
+/// else.
+inline Value getRowBias(AddOp add, Value product) {
+  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  auto productType = cast<RankedTensorType>(product.getType());
+  auto biasType = dyn_cast<RankedTensorType>(bias.getType());
+  if (bias == product || add.getResult().getType() != productType ||
+      !biasType || !biasType.hasStaticShape() || biasType.getRank() != 1 ||
+      biasType.getElementType() != productType.getElementType() ||
+      biasType.getDimSize(0) != productType.getShape().back())
+    return nullptr;
+  return bias;
+}
+
+/// The bias add of `matmul`'s product (see above): the product's only use,
+/// in the matmul's block, adding a row bias. Null if there is none.
+inline AddOp getBiasAdd(MatmulOp matmul) {
+  Value product = matmul.getResult();
+  if (!product.hasOneUse())
+    return nullptr;
+  auto add = dyn_cast<AddOp>(*product.getUsers().begin());
+  if (!add || add->getBlock() != matmul->getBlock() ||
+      !getRowBias(add, product))
+    return nullptr;
+  return add;
+}
+
 /// Whether `matmul` computes a bf16 product that its bias add sums before
 /// rounding (see above): it is then held in f32 until the add.
 inline bool isBF16BiasProduct(MatmulOp matmul) {
@@ -26,21 +57,8 @@ inline bool isBF16BiasProduct(MatmulOp matmul) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     return type && type.hasStaticShape() && type.getElementType().isBF16();
   };
-  Value product = matmul.getResult();
-  if (!isBF16(matmul.getLhs()) || !isBF16(matmul.getRhs()) ||
-      !isBF16(product) || !product.hasOneUse())
-    return false;
-  auto add = dyn_cast<AddOp>(*product.getUsers().begin());
-  if (!add || add->getBlock() != matmul->getBlock() ||
-      add.getResult().getType() != product.getType())
-    return false;
-  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
-  if (bias == product || !isBF16(bias))
-    return false;
-  auto biasType = cast<RankedTensorType>(bias.getType());
-  return biasType.getRank() == 1 &&
-         biasType.getDimSize(0) ==
-             cast<RankedTensorType>(product.getType()).getShape().back();
+  return isBF16(matmul.getLhs()) && isBF16(matmul.getRhs()) &&
+         isBF16(matmul.getResult()) && getBiasAdd(matmul);
 }
 
 } // namespace mlir::braid
