@@ -85,16 +85,23 @@ bool SegmentCost::hasWork() const {
   return false;
 }
 
+/// A rank's share of bytes divided over tp and of bytes replicated there
+/// (divided too along the sequence with sequence parallelism).
+static double getRankBytes(double split, double replicated, int tp,
+                           bool sequenceParallel) {
+  return split / tp + replicated / (sequenceParallel ? tp : 1);
+}
+
 double SegmentCost::getHeldBytes(Recompute r, int tp,
                                  bool sequenceParallel) const {
-  return heldSplitBytes[(int)r] / tp +
-         heldReplicatedBytes[(int)r] / (sequenceParallel ? tp : 1);
+  return getRankBytes(heldSplitBytes[(int)r], heldReplicatedBytes[(int)r], tp,
+                      sequenceParallel);
 }
 
 double SegmentCost::getSavedBytes(Recompute r, int tp,
                                   bool sequenceParallel) const {
-  return savedSplitBytes[(int)r] / tp +
-         savedReplicatedBytes[(int)r] / (sequenceParallel ? tp : 1);
+  return getRankBytes(savedSplitBytes[(int)r], savedReplicatedBytes[(int)r], tp,
+                      sequenceParallel);
 }
 
 double VocabTable::getElements() const {

@@ -63,24 +63,23 @@ PlanCostModel::PlanCostModel(const ModelCost &model, const Hardware &hardware,
 
 PlanCostModel::~PlanCostModel() = default;
 
-double PlanCostModel::getHeldBytes(const SegmentCost &seg, Recompute recompute,
-                                   int tp, bool sequenceParallel) const {
-  double bytes = seg.getHeldBytes(recompute, tp, sequenceParallel);
-  // Stored as the saved values are (getSavedBytes).
-  if (config.precision == Precision::BF16Mixed && model.elementBytes > 2)
-    bytes *= 2 / model.elementBytes;
-  return bytes;
-}
-
-double PlanCostModel::getSavedBytes(const SegmentCost &seg, Recompute recompute,
-                                    int tp, bool sequenceParallel) const {
-  double bytes = seg.getSavedBytes(recompute, tp, sequenceParallel);
+double PlanCostModel::getStoredBytes(double bytes) const {
   // ModelCost counts the source's element size (the input module, before
   // braid-mixed-precision); bf16-mixed stores saved values, the f32 ones
   // holding bf16 values included, in 2 bytes (docs/training.md).
   if (config.precision == Precision::BF16Mixed && model.elementBytes > 2)
     bytes *= 2 / model.elementBytes;
   return bytes;
+}
+
+double PlanCostModel::getHeldBytes(const SegmentCost &seg, Recompute recompute,
+                                   int tp, bool sequenceParallel) const {
+  return getStoredBytes(seg.getHeldBytes(recompute, tp, sequenceParallel));
+}
+
+double PlanCostModel::getSavedBytes(const SegmentCost &seg, Recompute recompute,
+                                    int tp, bool sequenceParallel) const {
+  return getStoredBytes(seg.getSavedBytes(recompute, tp, sequenceParallel));
 }
 
 static int resolveChunks(const Plan &plan) {

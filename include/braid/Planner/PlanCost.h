@@ -406,12 +406,15 @@ public:
                           const std::vector<double> &peakInFlight,
                           const std::vector<double> &heldInFlight) const;
 
+  /// Activation bytes counted at the source's element size (ModelCost) as
+  /// braidc stores them under the configured precision: bf16-mixed keeps
+  /// saved values at 2 bytes an element.
+  double getStoredBytes(double bytes) const;
   /// `seg`'s saved activation bytes for one of the model's micro-batches
-  /// (SegmentCost::getSavedBytes) as braidc stores them under the
-  /// configured precision: bf16-mixed keeps them at 2 bytes an element.
+  /// (SegmentCost::getSavedBytes), stored (getStoredBytes).
   double getSavedBytes(const SegmentCost &seg, Recompute recompute, int tp,
                        bool sequenceParallel) const;
-  /// SegmentCost::getHeldBytes as braidc stores them (as getSavedBytes).
+  /// SegmentCost::getHeldBytes, stored (getStoredBytes).
   double getHeldBytes(const SegmentCost &seg, Recompute recompute, int tp,
                       bool sequenceParallel) const;
 
