@@ -15,7 +15,8 @@ Megatron's own plan for the row under the same cost model with braid-plan
 (as bench/megatron_table1.py does: t, p, d of the table, micro-batch 1,
 interleaved 1F1B with the smallest chunk count >= 2 dividing the layers per
 rank, full recomputation, mixed-precision AdamW's 12 bytes of state per
-parameter, which braidc also assumes for 16-bit models). Prints, per row,
+parameter, which braidc also assumes for 16-bit models, the gradients
+reduced once a step as Megatron-LM does). Prints, per row,
 the search's time, the plan it chose, both predicted step times and
 whether the planner's plan is predicted no slower.
 
@@ -90,7 +91,11 @@ def megatron(bin_dir, hardware, model, row):
     m = int(row["batch"]) // d
     args = [str(bin_dir / "braid-plan"), str(model), "--hardware", hardware,
             "--mesh", f"dp={d},tp={t},pp={p}", "--microbatches", str(m), "--mbs", "1",
-            "--recompute", "full", "--optimizer-bytes", "12", "--json"]
+            "--recompute", "full", "--optimizer-bytes", "12", "--json",
+            # Megatron-LM reduces the gradients once a step, after the
+            # accumulation (braid-plan's default is braidc's programs' way:
+            # in every micro-batch without a pipeline).
+            "--grad-reduce-per-microbatch=false"]
     if p > 1:
         args += ["--schedule", "interleaved-1f1b", "--chunks", str(chunks_for(l, p))]
     proc = subprocess.run(args, capture_output=True, text=True)
