@@ -6,7 +6,10 @@
  * its issue to its return, a started one inside braid_rt_request_wait), and
  * its flight from its issue to the first time the rank saw it complete (an
  * asynchronous "b"/"e" pair in category "comm_in_flight", with a
- * process-local id and the communicator, type, count and peer as args).
+ * process-local id and the communicator, type, count and peer as args, and
+ * on the CPU backend "bytes", its payload, and "wire_bytes", what the rank
+ * sent for it; "within" names the operation one is a step of, which counts
+ * its bytes: docs/runtime.md).
  * In-flight time outside the wait is communication the rank did not wait
  * for. braid_rt_trace_write gathers the events into one Chrome trace event
  * file (chrome://tracing, Perfetto) with pid = rank.
