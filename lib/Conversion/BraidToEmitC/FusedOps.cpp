@@ -181,6 +181,10 @@ FailureOr<std::string> FusedEmitter::expression(Operation &inner,
   if (isa<GeluOp>(inner))
     return cuda ? "braid_rt_cuda::geluOf(" + args[0] + ", true)"
                 : "braid_rt_gelu_tanh_of(" + args[0] + ")";
+  // To bf16 only (FusedOp::isFusible): the rounding kernels' function, so
+  // a fused bf16-mixed chain rounds each value as the unfused one does.
+  if (isa<RoundOp>(inner))
+    return unary("braid_rt_round_bf16_of", "braid_rt_cuda::roundBF16Of");
   if (isa<ReluGradOp>(inner))
     return grad("braid_rt_relu_grad_of", "braid_rt_cuda::reluGrad");
   if (isa<SiluGradOp>(inner))

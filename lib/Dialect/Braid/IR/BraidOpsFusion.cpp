@@ -22,6 +22,11 @@ bool FusedOp::isFusible(Operation *op) {
     if (!tensor || !tensor.hasStaticShape() || !tensor.getElementType().isF32())
       return false;
   }
+  // The rounding braid-legalize-bf16 puts after each op computing a bf16
+  // value: one more per-element function (braid_rt_round_bf16_of, the
+  // kernel's), so a bf16-mixed chain stays one region.
+  if (auto round = dyn_cast<RoundOp>(op))
+    return round.getElementType().isBF16();
   if (auto gelu = dyn_cast<GeluOp>(op))
     return gelu.getApproximate() == GeluApproximation::tanh;
   if (auto grad = dyn_cast<GeluGradOp>(op))
@@ -180,8 +185,8 @@ LogicalResult FusedOp::verify() {
       return op.emitOpError()
              << "cannot be in a braid.fused region: only f32 elementwise ops "
                 "(add, sub, mul, div, neg, exp, sqrt, rsqrt, relu, silu, "
-                "tanh gelu and their gradients) and row-wise ops "
-                "(layer_norm, rms_norm, their gradients, softmax over the "
+                "tanh gelu and their gradients, round to bf16) and row-wise "
+                "ops (layer_norm, rms_norm, their gradients, softmax over the "
                 "last axis, cross_entropy and its gradient) can";
     if (cast<RankedTensorType>(op.getResult(0).getType()).getShape() != shape) {
       InFlightDiagnostic d = op.emitOpError()
