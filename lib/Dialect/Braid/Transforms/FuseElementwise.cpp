@@ -6,7 +6,10 @@
 // row-wise op (RowReductionOpInterface: a norm, softmax, cross-entropy)
 // joins the region computing its rows, or one whose row-wise op reads the
 // same rows and shares its statistics (a loss and its gradient), and the
-// elementwise ops using its result join it in turn.
+// elementwise ops using its result join it in turn. Under bf16-mixed the
+// roundings braid-legalize-bf16 adds are fusible ops like the others, and
+// a pack to bf16 storage whose value only leaves the block does not close
+// the region it reads: it moves after the region.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
@@ -86,12 +90,35 @@ static void fuse(ArrayRef<Operation *> ops) {
     op->erase();
 }
 
+/// Whether `op` stores values for later in bf16 (bf16 storage: a
+/// braid-legalize-bf16 pack of a value saved for the backward) and may
+/// move later in its block: free of memory effects, no regions, its bf16
+/// values used by the block's terminator only, so nothing in the block
+/// reads them. Such an op reading a region's value leaves the region open
+/// (it moves after it) where another use would close it.
+static bool isMovableUse(Operation &op) {
+  if (op.getNumRegions() || !isMemoryEffectFree(&op) ||
+      op.hasTrait<OpTrait::IsTerminator>() || op.getNumResults() == 0 ||
+      !op.getBlock()->mightHaveTerminator())
+    return false;
+  if (!llvm::all_of(op.getResultTypes(), [](Type t) {
+        auto tensor = dyn_cast<RankedTensorType>(t);
+        return tensor && tensor.getElementType().isBF16();
+      }))
+    return false;
+  Operation *terminator = op.getBlock()->getTerminator();
+  return llvm::all_of(op.getUsers(),
+                      [&](Operation *user) { return user == terminator; });
+}
+
 static void fuseBlock(Block &block, int64_t minOps) {
   // The group of each op that is in one (index into `groups`).
   std::vector<Group> groups;
   DenseMap<Operation *, unsigned> groupOf;
   // The row-wise ops in groups reading each value as their rows.
   DenseMap<Value, SmallVector<Operation *>> rowReaders;
+  // The ops reading a region's value that move after the region.
+  SmallVector<Operation *> moved;
   for (Operation &op : block) {
     // The groups whose values `op` reads.
     llvm::SmallSetVector<unsigned, 4> producers;
@@ -147,7 +174,14 @@ static void fuseBlock(Block &block, int64_t minOps) {
       if (rowwise)
         rowReaders[op.getOperand(0)].push_back(&op);
     }
-    // A use from outside a group closes it.
+    // A use from outside a group closes it, unless the op's values only
+    // leave the block (a bf16 pack of a saved value, yielded): it moves
+    // after the region instead (below).
+    if (!joined && isMovableUse(op)) {
+      if (!producers.empty())
+        moved.push_back(&op);
+      continue;
+    }
     for (unsigned g : producers)
       if (!joined || g != *joined)
         groups[g].sealed = true;
@@ -161,6 +195,17 @@ static void fuseBlock(Block &block, int64_t minOps) {
     LLVM_DEBUG(llvm::dbgs() << "fusing " << group.ops.size()
                             << " ops ending in " << *group.ops.back() << "\n");
     fuse(group.ops);
+  }
+  // Each op that read a region's value before its end follows the region
+  // (in reverse, so that those following one region keep their order).
+  for (Operation *op : llvm::reverse(moved)) {
+    Operation *last = nullptr;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (def->getBlock() == &block && (!last || last->isBeforeInBlock(def)))
+          last = def;
+    if (last && op->isBeforeInBlock(last))
+      op->moveAfter(last);
   }
 }
 
