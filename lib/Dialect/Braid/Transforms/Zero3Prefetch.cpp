@@ -14,11 +14,18 @@
 // before the repeat; so instance i + 1's first layer norm does not wait for
 // its parameters, while still at most `depth` groups are in flight.
 //
+// What is gathered may be the read's value through sharding-transparent ops
+// (bf16-mixed gathers a parameter's working copy, a braid.convert of the
+// read): those ops move with the read. Such a gather does not cross into
+// the next instance: its operand is a temporary of the instance, which
+// the generated code does not keep alive past the instance's end.
+//
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 #include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -40,17 +47,52 @@ using namespace mlir::braid;
 
 namespace {
 
-/// One parameter gather: the parameter read, its started all_gather and
-/// what consumes its future: the wait that hands the whole parameter to its
+/// One parameter gather: the parameter read, the sharding-transparent ops
+/// from the read to the gathered value, its started all_gather and what
+/// consumes its future: the wait that hands the whole parameter to its
 /// users, or a repeat that carries it into its first instance.
 struct Gather {
   ParamOp param;
+  SmallVector<Operation *, 1> chain;
   Operation *start;
   Operation *use;
 };
 
 /// Marks a read of the parameter of the instance its repeat runs next.
 static constexpr llvm::StringLiteral kNextInstance = "braid.next_instance";
+
+/// The read of the parameter whose share `v` is, in `block`: `v` is the
+/// read's value or computed from it through sharding-transparent ops in
+/// `block` (each element from the same element of the share alone:
+/// bf16-mixed's working copy, a braid.convert of the read), which `chain`
+/// receives in order. Null if `v` is not a share.
+static ParamOp getShareRead(Value v, Block *block,
+                            SmallVectorImpl<Operation *> &chain) {
+  chain.clear();
+  Value root = skipShardingTransparent(v);
+  auto param = root.getDefiningOp<ParamOp>();
+  if (!param || param->getBlock() != block)
+    return {};
+  for (Value x = v; x != root; x = x.getDefiningOp()->getOperand(0)) {
+    if (x.getDefiningOp()->getBlock() != block)
+      return {};
+    chain.push_back(x.getDefiningOp());
+  }
+  std::reverse(chain.begin(), chain.end());
+  return param;
+}
+
+/// Whether `op` is part of reading a share: a parameter read, or a
+/// sharding-transparent op computing from one (a working copy's convert).
+static bool isShareRead(Operation *op) {
+  if (isa<ParamOp>(op))
+    return true;
+  if (op->getNumResults() != 1 || !isShardingTransparent(op))
+    return false;
+  SmallVector<Operation *, 1> chain;
+  return static_cast<bool>(
+      getShareRead(op->getResult(0), op->getBlock(), chain));
+}
 
 /// Whether `op` may write parameter `name`: a store of it, a repeat whose
 /// layer (or a layer it repeats) stores any parameter, since instances'
@@ -86,8 +128,9 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
   if (!collective ||
       collective.getCollectiveKind() != CollectiveKind::all_gather)
     return std::nullopt;
-  auto param = collective.getInput().getDefiningOp<ParamOp>();
-  if (!param || param->getBlock() != op.getBlock())
+  SmallVector<Operation *, 1> chain;
+  ParamOp param = getShareRead(collective.getInput(), op.getBlock(), chain);
+  if (!param)
     return std::nullopt;
   if (collective.isStarted()) {
     Value future = op.getResult(0);
@@ -96,7 +139,7 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
     Operation *use = *future.getUsers().begin();
     if (!isa<WaitOp, RepeatOp>(use) || use->getBlock() != op.getBlock())
       return std::nullopt;
-    return Gather{param, &op, use};
+    return Gather{param, chain, &op, use};
   }
   b.setInsertionPoint(&op);
   Operation *start = collective.createStart(b);
@@ -114,14 +157,14 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
   wait->setDiscardableAttrs(op.getDiscardableAttrDictionary());
   op.getResult(0).replaceAllUsesWith(wait.getResult());
   op.erase();
-  return Gather{param, start, wait};
+  return Gather{param, chain, start, wait};
 }
 
 /// The op that first needs what `wait` gives: the next one that is not a
-/// wait or a parameter read.
+/// wait or part of a share's read.
 static Operation *getNeeder(Operation *wait) {
   Operation *op = wait->getNextNode();
-  while (isa<WaitOp, ParamOp>(op))
+  while (isa<WaitOp>(op) || isShareRead(op))
     op = op->getNextNode();
   return op;
 }
@@ -191,11 +234,11 @@ static void collectGroups(Block &block, OpBuilder &b,
   }
 }
 
-/// The top of `block`: after the leading parameter reads (they have no
-/// operands).
+/// The top of `block`: after the leading reads of shares (their parameter
+/// reads have no operands).
 static Operation *getTop(Block &block) {
   Operation *top = &block.front();
-  while (isa<ParamOp>(top))
+  while (isShareRead(top))
     top = top->getNextNode();
   return top;
 }
@@ -231,8 +274,12 @@ static void prefetch(Block &block, int64_t depth) {
         blocked |= mayWrite(op, g.param.getName());
       if (blocked)
         continue;
+      // The read and the ops from it to the gathered value, in order.
       if (anchor->isBeforeInBlock(g.param))
         g.param->moveBefore(anchor);
+      for (Operation *op : g.chain)
+        if (anchor->isBeforeInBlock(op))
+          op->moveBefore(anchor);
       g.start->moveBefore(anchor);
       LLVM_DEBUG(llvm::dbgs()
                  << "braid-zero3-prefetch: '" << g.param.getName()
@@ -265,9 +312,13 @@ static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
   int64_t crossing = std::min(depth, m);
   // The next instance's parameters are read while this one runs: nothing
   // this body runs may write them (instances without a prefix share theirs).
+  // A working copy gathered would be a temporary of this instance still
+  // read by the gather while the next one runs (braid-lower-to-emitc
+  // refuses it): such a layer keeps its gathers in its block.
   for (int64_t j = 0; j < crossing; ++j)
     for (Gather &g : groups[j]) {
-      if (!isa<WaitOp>(g.use) || g.param->hasAttr(kNextInstance))
+      if (!isa<WaitOp>(g.use) || g.param->hasAttr(kNextInstance) ||
+          !g.chain.empty())
         return false;
       for (Operation &op : body)
         if (mayWrite(&op, g.param.getName()))
@@ -284,7 +335,7 @@ static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
     for (const Gather &g : groups[j])
       moving.insert(g.start);
   Operation *top = &body.front();
-  while (isa<ParamOp>(top) || moving.contains(top))
+  while (isShareRead(top) || moving.contains(top))
     top = top->getNextNode();
   auto yield = cast<YieldOp>(body.getTerminator());
   SmallVector<Value> futures;
