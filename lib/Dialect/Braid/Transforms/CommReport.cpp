@@ -8,6 +8,7 @@
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 #include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
@@ -67,9 +68,12 @@ struct CommReportPass
       auto coll = dyn_cast<CollectiveOpInterface>(op);
       if (!coll)
         continue;
-      // A gather of the next instance's share (braid-zero3-prefetch): the
-      // last instance, which has none, does not start it.
-      auto read = coll.getInput().getDefiningOp<ParamOp>();
+      // A gather of the next instance's share (braid-zero3-prefetch), or of
+      // a value computed from it through sharding-transparent ops (the
+      // working copy under bf16-mixed): the last instance, which has none,
+      // does not start it.
+      auto read =
+          skipShardingTransparent(coll.getInput()).getDefiningOp<ParamOp>();
       double opTimes = times;
       if (read && read->hasAttr("braid.next_instance") && instances > 0)
         opTimes = times * (instances - 1) / instances;
