@@ -55,6 +55,26 @@ static Value asF32Words(FunctionLowering &l, Value tensor, Value buffer,
                                buffer);
 }
 
+/// Whether `v` is computed, within its block, from a read of the share of
+/// the instance its repeat runs next (braid.next_instance, which
+/// braid-zero3-prefetch puts on a braid.param only): the share itself, or
+/// a value made from it, as bf16-mixed's working copy (by then a
+/// braid.round of the read). Only the next instance needs such a value.
+static bool isOfNextInstance(Value v) {
+  Block *block = v.getParentBlock();
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != block || !seen.insert(def).second)
+      continue;
+    if (def->hasAttr("braid.next_instance"))
+      return true;
+    work.append(def->operand_begin(), def->operand_end());
+  }
+  return false;
+}
+
 /// `braid.all_slice`: each device keeps its block; no data moves.
 static LogicalResult lowerAllSlice(CollectiveOpInterface op,
                                    FunctionLowering &l) {
@@ -194,9 +214,17 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
   // (braid-zero3-prefetch across-repeats): the last instance, given no
   // site, has no next one to start it for.
   std::optional<OpBuilder::InsertionGuard> guard;
-  auto read = input.getDefiningOp<ParamOp>();
-  if (op.isStarted() && l.yieldedPending.contains(op->getResult(0)) && read &&
-      read->hasAttr("braid.next_instance")) {
+  if (op.isStarted() && l.yieldedPending.contains(op->getResult(0)) &&
+      isOfNextInstance(input)) {
+    // The share's slot outlives the instance; a buffer of this layer (a
+    // working copy) is reused by the next instance while the collective
+    // may still read it.
+    if (!input.getDefiningOp<ParamOp>())
+      return op->emitOpError()
+             << "starts a collective for the next layer instance on a value "
+                "computed in this one; generated code starts those on a "
+                "parameter share only (the instance's buffers are reused "
+                "before the next one waits)";
     Value null = emitc::LiteralOp::create(l.b, l.loc, pending.getType(),
                                           l.b.getStringAttr("nullptr"));
     Value started = emitc::CmpOp::create(
