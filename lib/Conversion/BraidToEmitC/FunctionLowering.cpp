@@ -483,7 +483,10 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   // The values holding parameter gradients: what an optimizer update (here
   // or in a layer repeated here) reads as its gradient, what a pipeline
   // returns (the means of its gradients), and back through the ops that
-  // only move or sum them.
+  // only move or sum them: a bucket's slices lead back to its reduction and
+  // its concat to the pieces (under ZeRO the reduce_scatter's input bucket,
+  // which holds the gradients of the ops around the layers from the first
+  // one computed, was an activation).
   SmallVector<Value> work;
   for (Operation &op : body) {
     if (isa<AdamWUpdateOp, SgdUpdateOp>(op))
@@ -509,7 +512,8 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
       continue;
     Operation *def = v.getDefiningOp();
     if (def && def->getBlock() == &body &&
-        (isa<ReshapeOp, ShardOp, WaitOp, AddOp, CollectiveOpInterface>(def)))
+        (isa<ReshapeOp, ShardOp, WaitOp, AddOp, SliceOp, ConcatOp, TransposeOp,
+             CollectiveOpInterface>(def)))
       llvm::append_range(work, def->getOperands());
   }
   // A function running a scheduled pipeline: place what follows it.
