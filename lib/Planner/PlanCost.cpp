@@ -598,11 +598,13 @@ void PlanCostModel::addCompiledBuffers(
     // where that is more than the saved activations (the GPT of
     // test/Planner/precision.test: 20.13 MiB reported, 16.25 saved; with
     // recomputation at least the activations without it, the same plan:
-    // dp4, tp4 and dp2 x tp2 of docs/planner.md).
+    // dp4, tp4 and dp2 x tp2 of docs/planner.md). The ops around the
+    // layers count their saved values, as a pipeline's stages do.
     if (plan.pp == 1) {
       double held = 0;
       if (config.backwardHold) {
-        held = getSavedBytes(model.pre, plan.recompute, plan.tp, sp);
+        held = getSavedBytes(model.pre, plan.recompute, plan.tp, sp) +
+               getSavedBytes(model.post, plan.recompute, plan.tp, sp);
         for (const SegmentCost &l : model.layers)
           held += getHeldBytes(l, plan.recompute, plan.tp, sp) * l.count;
       }

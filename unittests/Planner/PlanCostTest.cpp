@@ -1147,9 +1147,10 @@ TEST_F(CompiledBuffersTest, LayersHoldWhatWReadsBetweenBAndW) {
   PlanCost without = evaluateWith(plan, 0);
   PlanCost with = evaluateWith(plan, 0, /*hold=*/true);
   double scale = double(plan.microBatchSize) / mc.batch;
-  EXPECT_DOUBLE_EQ(with.memory[0].buffers - without.memory[0].buffers,
-                   (savedWithout(mc.pre) + held * l.count) * scale -
-                       with.memory[0].activations);
+  EXPECT_DOUBLE_EQ(
+      with.memory[0].buffers - without.memory[0].buffers,
+      (savedWithout(mc.pre) + savedWithout(mc.post) + held * l.count) * scale -
+          with.memory[0].activations);
   // In a pipeline (1F1B: B then W at once), the last micro-batch's hold.
   plan.pp = 2;
   plan.microbatches = 2;
