@@ -948,7 +948,9 @@ bool PlanCostModel::isLossInGradientBucket(const Plan &plan) const {
   // layers (not under ZeRO: those are reduce_scatters). With one,
   // braid-pipeline-outline moves the sum after the schedule, once a step,
   // where it joins the last chunk's gradient bucket (all_reduces under
-  // every ZeRO stage).
+  // every ZeRO stage: braid-pipeline-outline hoists all_reduces only, and
+  // braidc's dp2 x pp2 ZeRO-2 and ZeRO-3 programs all_reduce their
+  // gradients after the schedule, test_plan_collectives.py).
   if (plan.pp > 1)
     return plan.dp > 1;
   return plan.dp > 1 && plan.zero == 0 &&
