@@ -171,6 +171,14 @@ Value ConvertOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
   return ConvertOp::create(b, getLoc(), getInput().getType(), resultGrads[0]);
 }
 
+// A sharding constraint is the identity on values: its gradient is the same
+// constraint (sharding and priority) on the cotangent, as JAX's
+// with_sharding_constraint transposes.
+Value ShardOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
+  return ShardOp::create(b, getLoc(), resultGrads[0], getSharding(),
+                         getPriority());
+}
+
 Value ExpOp::buildGradient(OpBuilder &b, unsigned, ValueRange resultGrads) {
   return MulOp::create(b, getLoc(), getType(), resultGrads[0], getResult());
 }

@@ -786,12 +786,14 @@ def Braid_MeshOp : Braid_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 
 def Braid_ShardOp : Braid_Op<"shard", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Braid_ShardingRuleOpInterface>,
-    Braid_StaticShapes, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    Braid_StaticShapes, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Braid_GradientOpInterface, ["buildGradient"]>]> {
   let summary = "Constrains a value to a sharding.";
   let description = [{
     Returns its input, which from here on has the sharding `sharding`: an
     annotation for sharding propagation (stronger with a higher `priority`),
-    the identity for evaluation.
+    the identity for evaluation. Its gradient is the same constraint on the
+    cotangent (as JAX's `with_sharding_constraint` transposes).
 
     ```mlir
     %y = braid.shard %x : tensor<8x64xf32> to #braid.sharding<@mesh, [["dp"], []]>
