@@ -13,6 +13,7 @@
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 #include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -124,11 +125,15 @@ private:
   void contribute(Value srcValue, Value grad, Phase phase, IRMapping &mapping);
   /// The braid.convert of a parameter that `v` is, when several ops read it
   /// (bf16-mixed's bf16 working copy of a tied f32 master, GPT's wte in the
-  /// embedding and the head); null otherwise. Each contribution to its
-  /// gradient is converted back on its own and the parameter sums them, so
-  /// a parameter's partial gradients are summed in its own type (f32),
-  /// as Megatron-LM sums them in its f32 main gradients, rather than in the
-  /// working copy's (bf16) with the sum converted after.
+  /// embedding and the head); null otherwise. The parameter may be read
+  /// through sharding-transparent ops (a sharding constraint, a rounding, a
+  /// unary elementwise op: skipShardingTransparent), which compute the
+  /// value the copy is made of from the parameter alone. Each contribution
+  /// to the copy's gradient is converted back on its own and the convert's
+  /// operand sums them, so a parameter's partial gradients are summed in its
+  /// own type (f32), as Megatron-LM sums them in its f32 main gradients,
+  /// rather than in the working copy's (bf16) with the sum converted after;
+  /// the sum then goes back through those ops to the parameter.
   ConvertOp sharedWorkingCopy(Value v);
   Phase phaseOf(Value srcValue) {
     return varying.contains(srcValue) ? Phase::B : Phase::W;
@@ -228,7 +233,7 @@ void Differentiator::accumulate(Value srcValue, Value grad, Phase phase) {
 ConvertOp Differentiator::sharedWorkingCopy(Value v) {
   auto convert = v.getDefiningOp<ConvertOp>();
   if (!convert || v.hasOneUse() ||
-      !convert.getInput().getDefiningOp<ParamOp>() ||
+      !skipShardingTransparent(convert.getInput()).getDefiningOp<ParamOp>() ||
       !active.contains(convert.getInput()))
     return {};
   return convert;
