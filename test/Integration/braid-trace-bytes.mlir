@@ -16,14 +16,14 @@
 // RUN: braid-run -n 2 %t.none --steps 2 --seed 1 --trace %t.none.json > /dev/null
 // RUN: braid-trace %t.none.json --by-kind --csv > %t.none.csv
 // RUN: %PYTHON %S/Inputs/trace-bytes.py %t.none.report %t.none.csv --ranks 2 | FileCheck %s --check-prefix=NONE
-// NONE: ok: 2 steps sent 111108 bytes per rank (measured = predicted)
+// NONE: ok: 2 steps sent 111108 bytes per rank (traced = predicted)
 //
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="dp=2" --braid-propagate-sharding --braid-partition --braid-compress-gradients --braid-bucket-collectives --braid-comm-report -o /dev/null > %t.bf16.report
 // RUN: braidc %t.mlir --mesh dp=2 --lr 3e-3 --grad-compression bf16 -o %t.bf16
 // RUN: braid-run -n 2 %t.bf16 --steps 2 --seed 1 --trace %t.bf16.json > /dev/null
 // RUN: braid-trace %t.bf16.json --by-kind --csv > %t.bf16.csv
 // RUN: %PYTHON %S/Inputs/trace-bytes.py %t.bf16.report %t.bf16.csv --ranks 2 --uncompressed %t.none.csv --factor 2 | FileCheck %s --check-prefix=BF16
-// BF16: ok: 2 steps sent 55556 bytes per rank (measured = predicted)
+// BF16: ok: 2 steps sent 55556 bytes per rank (traced = predicted)
 // BF16: ok: compressed sums sent 55552 bytes per rank, predicted 55552 instead of 111104
 // BF16: ok: uncompressed they sent 111104 bytes per rank: 2.0000x fewer compressed
 //
@@ -32,7 +32,7 @@
 // RUN: braid-run -n 2 %t.psgd --steps 2 --seed 1 --trace %t.psgd.json > /dev/null
 // RUN: braid-trace %t.psgd.json --by-kind --csv > %t.psgd.csv
 // RUN: %PYTHON %S/Inputs/trace-bytes.py %t.psgd.report %t.psgd.csv --ranks 2 --uncompressed %t.none.csv | FileCheck %s --check-prefix=PSGD
-// PSGD: ok: 2 steps sent {{[0-9]+}} bytes per rank (measured = predicted)
+// PSGD: ok: 2 steps sent {{[0-9]+}} bytes per rank (traced = predicted)
 // PSGD: ok: compressed sums sent 10304 bytes per rank, predicted 10304 instead of 107520
 // PSGD: ok: uncompressed they sent 107520 bytes per rank: 10.4348x fewer compressed
 //
@@ -43,7 +43,7 @@
 // RUN: braid-run -n 4 %t.none4 --steps 2 --seed 1 --trace %t.none4.json > /dev/null
 // RUN: braid-trace %t.none4.json --by-kind --csv > %t.none4.csv
 // RUN: %PYTHON %S/Inputs/trace-bytes.py %t.none4.report %t.none4.csv --ranks 4 | FileCheck %s --check-prefix=NONE4
-// NONE4: ok: 2 steps sent {{[0-9]+}} bytes per rank (measured = predicted)
+// NONE4: ok: 2 steps sent {{[0-9]+}} bytes per rank (traced = predicted)
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step --braid-shard="dp=4" --braid-propagate-sharding --braid-partition --braid-compress-gradients --braid-bucket-collectives --braid-comm-report -o /dev/null > %t.bf164.report
 // RUN: braidc %t.mlir --mesh dp=4 --lr 3e-3 --grad-compression bf16 -o %t.bf164
 // RUN: braid-run -n 4 %t.bf164 --steps 2 --seed 1 --trace %t.bf164.json > /dev/null

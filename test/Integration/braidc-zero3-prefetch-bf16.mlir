@@ -5,8 +5,10 @@
 // and the executable on 2 ranks trains to bit-identical losses and gradient
 // norms whether the gathers run just in time (0), one group ahead (the
 // default) or two ahead after --async-collectives; its losses equal
-// braid-eval's on the same passes within 1e-3 relative (the tolerance of
-// braidc-precision-dp.mlir; they are equal, 0 difference, when written).
+// braid-eval's on the same passes within 1e-3 relative (bf16-mixed's usual
+// band against braid-eval; on 2026-12-02 0, 0, 1.95e-7 and 4.72e-6 over the
+// 4 losses: ZeRO-3 sums the gradients in another order than braid-eval,
+// and bf16 roundings carry the difference on).
 //
 // RUN: %PYTHON -m braid.models gpt --layers 3 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: braidc %t.mlir --precision bf16-mixed --mesh dp=2 --zero 3 --lr 0.01 --clip-norm 1.0 --zero3-prefetch 0 -o %t.jit

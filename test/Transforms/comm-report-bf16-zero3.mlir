@@ -5,6 +5,10 @@
 // from the share through sharding-transparent ops (bf16-mixed's working
 // copy, a braid.convert of the read), as it counts a gather of the share
 // itself: 2 of 3 instances, and the instance's own working copy 3 times.
+// (braid-zero3-prefetch does not start a working copy's gather in the
+// instance before, and braid-lower-to-emitc refuses such a start, since the
+// copy is a temporary the next instance reuses: this IR is hand-written, to
+// pin the report's rule should the lowering learn to keep the copy alive.)
 
 braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
 

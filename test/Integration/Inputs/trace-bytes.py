@@ -1,4 +1,5 @@
-"""Compares the bytes a program's trace measured with braid-comm-report's
+"""Compares the bytes a program's trace counted (what it issued: see
+runtime.md's wire_bytes) with braid-comm-report's
 prediction for the same step.
 
     trace-bytes.py REPORT KIND_CSV --ranks N [--uncompressed KIND_CSV]
@@ -99,7 +100,7 @@ def main():
             fail(f"step {step}: the compressed sums sent {compressed} bytes "
                  f"per rank on average, the comm report predicts {sent}")
     print(f"ok: {len(steps)} steps sent {total:.0f} bytes per rank "
-          f"(measured = predicted)")
+          f"(traced = predicted)")
     if sent is not None:
         print(f"ok: compressed sums sent {sent:.0f} bytes per rank, predicted "
               f"{sent:.0f} instead of {instead:.0f}")

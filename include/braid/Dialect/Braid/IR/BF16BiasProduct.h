@@ -1,5 +1,4 @@
-//===- BF16BiasProduct.h - a matmul's bias add -------------------*- C++
-//-*-===//
+//===- BF16BiasProduct.h - A matmul's bias add ------------------*- C++ -*-===//
 //
 // A linear layer's bias add, as braid-fuse-matmul-epilogue folds it and as
 // a bf16 linear layer rounds it. A braid.matmul whose only use is a

@@ -295,7 +295,9 @@ def Braid_MatmulOp : Braid_DiffOp<"matmul",
 }
 
 // Elementwise ops may write their result over an operand of its type
-// (InPlaceOpInterface's default: any operand).
+// (InPlaceOpInterface's default: any operand), and compute in bf16 under
+// bf16-mixed (ComputesInBF16): an elementwise op that must stay f32 there
+// is not derived from these classes.
 class Braid_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
     : Braid_DiffOp<mnemonic, traits # [Braid_ComputesInBF16,
         Braid_InPlaceOpInterface]> {
@@ -1231,7 +1233,9 @@ def Braid_MatmulBiasOp : Braid_DiffOp<"matmul_bias",
     are f32 there); code generation computes it as one GEMM call with its
     epilogue (CPU: applied to each block of the product as it is computed;
     CUDA: cuBLASLt's BIAS / GELU_BIAS epilogues). A `braid.bf16_operands`
-    attribute is kept from the matmul.
+    attribute is kept from the matmul; on a bf16 op fused before
+    `braid-legalize-bf16`, that pass sets it and splits a `gelu` epilogue
+    off (the GEMM's epilogue cannot round the sum before the GELU).
 
     Run earlier, the op is differentiated and sharded as what it replaces.
     Its gradients are matmul's, of the pre-activation's gradient (with
