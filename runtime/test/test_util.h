@@ -13,6 +13,7 @@
 #include "braid/rt/status.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static braid_rt_context_t *test_ctx;
@@ -58,6 +59,21 @@ static inline double test_value(uint64_t seed, int rank, size_t i) {
   uint64_t bits = braid_rt_splitmix64(seed ^ braid_rt_splitmix64(
                                                  ((uint64_t)rank << 40) + i));
   return (double)((int64_t)(bits % 1024) - 512) / 8.0;
+}
+
+/* The whole of the file at `path`, NUL-terminated, in malloc'd memory (the
+   caller frees it); a file that cannot be opened or read fails the check. */
+static inline char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL, "cannot open '%s'", path);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)size + 1);
+  CHECK(text && fread(text, 1, (size_t)size, f) == (size_t)size, "read");
+  text[size] = '\0';
+  fclose(f);
+  return text;
 }
 
 #endif /* BRAID_RT_TEST_UTIL_H */

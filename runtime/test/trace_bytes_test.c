@@ -22,19 +22,6 @@
 
 #include <stdlib.h>
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  CHECK(f != NULL, "cannot open '%s'", path);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)size + 1);
-  CHECK(text && fread(text, 1, (size_t)size, f) == (size_t)size, "read");
-  text[size] = '\0';
-  fclose(f);
-  return text;
-}
-
 /* The length of chunk c of `count` elements cut into n (the first count % n
    one longer). */
 static size_t chunk(size_t count, int n, int c) {

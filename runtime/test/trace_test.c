@@ -20,19 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  CHECK(f != NULL, "cannot open '%s'", path);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)size + 1);
-  CHECK(text && fread(text, 1, (size_t)size, f) == (size_t)size, "read");
-  text[size] = '\0';
-  fclose(f);
-  return text;
-}
-
 /* The timestamp and duration (0 when none) of the event object on the line
    after `after` containing `needle`; NULL when there is none. */
 static const char *find_event(const char *after, const char *needle, double *ts,
