@@ -114,34 +114,6 @@ static braid_rt_status_t ring_reduce(braid_rt_comm_t *comm, const char *op,
   return BRAID_RT_OK;
 }
 
-/* Records the whole operation on `count` f32 values, blocking from start_s
-   to now, beside the exchanges' own events (`within` it): its payload, and
-   on the wire the 16-bit words its exchanges sent (`saved`: what
-   braid_rt_composed_enter saved), when it succeeded (`status`, returned). */
-static braid_rt_status_t trace_blocking(braid_rt_comm_t *comm, const char *op,
-                                        size_t count, double start_s,
-                                        const braid_rt_composed_t *saved,
-                                        braid_rt_status_t status) {
-  size_t sent = braid_rt_composed_leave(comm->ctx, saved);
-  if (status != BRAID_RT_OK || !comm->ctx->trace)
-    return status;
-  double end_s = braid_rt_now_seconds();
-  braid_rt_trace_comm_t event = {.name = op,
-                                 .over = comm->name,
-                                 .dtype = "f32",
-                                 .count = count,
-                                 .peer = -1,
-                                 .has_bytes = 1,
-                                 .bytes = count * sizeof(float),
-                                 .wire_bytes = sent,
-                                 .within = saved->within,
-                                 .issue_s = start_s,
-                                 .complete_s = end_s,
-                                 .wait_start_s = start_s,
-                                 .wait_end_s = end_s};
-  return braid_rt_trace_comm(comm->ctx, &event);
-}
-
 braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
     braid_rt_comm_t *comm, float *buf, size_t count, braid_rt_stream_t *stream,
     int format) {
@@ -179,7 +151,7 @@ braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
       to[i] = wire->widen(words[most + i]);
   }
   free(words);
-  return trace_blocking(comm, op, count, start_s, &saved, status);
+  return braid_rt_composed_finish(comm, op, count, start_s, &saved, status);
 }
 
 braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
@@ -209,5 +181,5 @@ braid_rt_status_t braid_rt_backend_reduce_scatter_sum_f32_16bit(
     memcpy(recv, acc + (size_t)rank * recv_count, recv_count * sizeof(float));
   free(acc);
   free(words);
-  return trace_blocking(comm, op, count, start_s, &saved, status);
+  return braid_rt_composed_finish(comm, op, count, start_s, &saved, status);
 }

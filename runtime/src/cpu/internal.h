@@ -113,4 +113,17 @@ void braid_rt_composed_enter(braid_rt_context_t *ctx, const char *op,
 size_t braid_rt_composed_leave(braid_rt_context_t *ctx,
                                const braid_rt_composed_t *saved);
 
+/* Leaves the composed sum `op` over `comm` (braid_rt_composed_leave) and,
+   when it succeeded (`status`) and ctx traces, records it as one operation
+   on `count` f32 values beside the operations within it: its payload, and
+   on the wire the bytes they sent. It waited from start_s to now; a
+   negative start_s records it as of no duration, at its end (PowerSGD's,
+   whose products are compute, not communication). Returns `status`, or the
+   failure to record it. */
+braid_rt_status_t braid_rt_composed_finish(braid_rt_comm_t *comm,
+                                           const char *op, size_t count,
+                                           double start_s,
+                                           const braid_rt_composed_t *saved,
+                                           braid_rt_status_t status);
+
 #endif /* BRAID_RT_CPU_INTERNAL_H */

@@ -15,8 +15,6 @@
 #include "powersgd.h"
 #include "internal.h"
 
-#include "braid/rt/trace.h"
-
 #include <stdlib.h>
 
 braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
@@ -49,22 +47,6 @@ braid_rt_status_t braid_rt_backend_powersgd_all_reduce_f32(
                                   comm->size);
   free(m);
   free(p);
-  size_t sent = braid_rt_composed_leave(comm->ctx, &saved);
-  if (status != BRAID_RT_OK || !comm->ctx->trace)
-    return status;
-  double end_s = braid_rt_now_seconds();
-  braid_rt_trace_comm_t event = {.name = op,
-                                 .over = comm->name,
-                                 .dtype = "f32",
-                                 .count = rows * cols,
-                                 .peer = -1,
-                                 .has_bytes = 1,
-                                 .bytes = rows * cols * sizeof(float),
-                                 .wire_bytes = sent,
-                                 .within = saved.within,
-                                 .issue_s = end_s,
-                                 .complete_s = end_s,
-                                 .wait_start_s = end_s,
-                                 .wait_end_s = end_s};
-  return braid_rt_trace_comm(comm->ctx, &event);
+  /* Of no duration: its products are compute, not communication. */
+  return braid_rt_composed_finish(comm, op, rows * cols, -1, &saved, status);
 }

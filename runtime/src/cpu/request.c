@@ -162,6 +162,33 @@ size_t braid_rt_composed_leave(braid_rt_context_t *ctx,
   return sent;
 }
 
+braid_rt_status_t braid_rt_composed_finish(braid_rt_comm_t *comm,
+                                           const char *op, size_t count,
+                                           double start_s,
+                                           const braid_rt_composed_t *saved,
+                                           braid_rt_status_t status) {
+  size_t sent = braid_rt_composed_leave(comm->ctx, saved);
+  if (status != BRAID_RT_OK || !comm->ctx->trace)
+    return status;
+  double end_s = braid_rt_now_seconds();
+  if (start_s < 0)
+    start_s = end_s;
+  braid_rt_trace_comm_t event = {.name = op,
+                                 .over = comm->name,
+                                 .dtype = "f32",
+                                 .count = count,
+                                 .peer = -1,
+                                 .has_bytes = 1,
+                                 .bytes = count * sizeof(float),
+                                 .wire_bytes = sent,
+                                 .within = saved->within,
+                                 .issue_s = start_s,
+                                 .complete_s = end_s,
+                                 .wait_start_s = start_s,
+                                 .wait_end_s = end_s};
+  return braid_rt_trace_comm(comm->ctx, &event);
+}
+
 braid_rt_status_t braid_rt_request_wait(braid_rt_request_t *request) {
   if (!request)
     return BRAID_RT_OK;
