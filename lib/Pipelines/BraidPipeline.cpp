@@ -7,6 +7,8 @@
 
 #include "mlir/Pass/PassRegistry.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::braid;
 
@@ -47,12 +49,19 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
     return optionError("grad-compression " + o.gradCompression +
                        " compresses data-parallel gradient reductions, but "
                        "dp=1: give the mesh a dp axis or drop it");
-  if (o.bucketMb < 0)
-    return optionError("bucket-mb must be non-negative (0: no buckets), got " +
+  if (!(o.bucketMb >= 0) || !std::isfinite(o.bucketMb))
+    return optionError("bucket-mb must be non-negative and finite (0: no "
+                       "buckets), got " +
                        Twine(std::to_string(o.bucketMb)));
   if (o.chunks < 0)
     return optionError("chunks must be positive (0 picks the schedule's), "
                        "got " + Twine(o.chunks));
+  // The schedule is checked with pp = 1 too, where it has no effect: a
+  // misspelt name is refused rather than ignored.
+  std::optional<sched::ScheduleKind> kind =
+      sched::parseScheduleKind(o.schedule);
+  if (!kind)
+    return optionError("unknown schedule '" + o.schedule + "'");
   llvm::Expected<llvm::SmallVector<int64_t>> stageLayers =
       parseStageLayers(o.stageLayers);
   if (!stageLayers)
@@ -63,10 +72,6 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
                          "pp=1: give the mesh a pp axis or drop stage-layers");
     return llvm::Error::success();
   }
-  std::optional<sched::ScheduleKind> kind =
-      sched::parseScheduleKind(o.schedule);
-  if (!kind)
-    return optionError("unknown schedule '" + o.schedule + "'");
   llvm::Expected<int> chunks = sched::resolveNumChunks(*kind, o.chunks);
   if (!chunks)
     return chunks.takeError();

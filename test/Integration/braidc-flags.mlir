@@ -17,6 +17,25 @@
 // ZERO: braidc: zero 2 shards over data parallelism, but dp=1
 // SP: braidc: sp splits the sequence over tensor parallelism, but tp=1
 //
+// NaN and infinity are refused too (NaN passed every check written as
+// x < 0, and trained with clipping or buckets silently off; an infinite
+// lr trained NaN losses), and an unknown schedule without a pp axis, where
+// it was ignored.
+// RUN: not braidc %t.mlir --lr inf -o %t.bad 2>&1 | FileCheck %s --check-prefix=LRINF
+// RUN: not braidc %t.mlir --lr nan -o %t.bad 2>&1 | FileCheck %s --check-prefix=LRINF
+// RUN: not braidc %t.mlir --min-lr nan -o %t.bad 2>&1 | FileCheck %s --check-prefix=MINLR
+// RUN: not braidc %t.mlir --clip-norm nan -o %t.bad 2>&1 | FileCheck %s --check-prefix=CLIP
+// RUN: not braidc %t.mlir --mesh dp=2 --bucket-mb nan -o %t.bad 2>&1 | FileCheck %s --check-prefix=BUCKET
+// RUN: not braidc %t.mlir --schedule zb-h3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=SCHED
+// RUN: not braidc %t.mlir --mesh auto --devices 2 --device-memory 1e400 --plan-only 2>&1 | FileCheck %s --check-prefix=MEMORY
+//
+// LRINF: error: braid-train-step: lr must be positive and finite
+// MINLR: error: braid-train-step: min-lr must be between 0 and lr
+// CLIP: error: braid-train-step: clip-norm must be non-negative and finite (0: off)
+// BUCKET: braidc: bucket-mb must be non-negative and finite (0: no buckets), got nan
+// SCHED: braidc: unknown schedule 'zb-h3'
+// MEMORY: braidc: --mesh auto: --device-memory: expected a size such as 80GiB, 512MiB, 2GB or a number of bytes, got '1e400'
+//
 // RUN: braidc %t.mlir --train -o %t.prog
 // RUN: not %t.prog --steps abc 2>&1 | FileCheck %s --check-prefix=STEPS
 // RUN: not %t.prog --steps -1 2>&1 | FileCheck %s --check-prefix=NEG

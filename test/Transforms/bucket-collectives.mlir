@@ -2,6 +2,7 @@
 // RUN: braid-opt %s --split-input-file --braid-bucket-collectives=bucket-mb=0.0001 | FileCheck %s --check-prefix=SMALL
 // RUN: braid-opt %s --split-input-file --braid-bucket-collectives=bucket-mb=0 | FileCheck %s --check-prefix=OFF
 // RUN: not braid-opt %s --split-input-file --braid-bucket-collectives=bucket-mb=-1 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not braid-opt %s --split-input-file --braid-bucket-collectives=bucket-mb=nan 2>&1 | FileCheck %s --check-prefix=NAN
 // RUN: braid-opt %s --split-input-file --braid-bucket-collectives --braid-comm-report -o /dev/null | FileCheck %s --check-prefix=REPORT
 
 // Tests that consecutive all_reduces over the same group become one over
@@ -172,4 +173,5 @@ func.func @still_ends(%a: tensor<12xf32>, %b: tensor<12xf32>, %c: tensor<12xf32>
   return %rm, %g, %rf, %rg : tensor<12xf32>, tensor<24xf32>, tensor<12xf32>, tensor<12xf32>
 }
 
-// NEG: error: braid-bucket-collectives: bucket-mb must be non-negative, got -1
+// NEG: error: braid-bucket-collectives: bucket-mb must be non-negative and finite, got -1
+// NAN: error: braid-bucket-collectives: bucket-mb must be non-negative and finite, got nan

@@ -44,6 +44,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace llvm;
 
@@ -395,7 +397,8 @@ static std::optional<double> parseSize(StringRef text) {
       break;
     }
   double value = 0;
-  if (text.trim().getAsDouble(value) || !(value > 0))
+  if (text.trim().getAsDouble(value) || !(value > 0) ||
+      !std::isfinite(value * scale))
     return std::nullopt;
   return value * scale;
 }

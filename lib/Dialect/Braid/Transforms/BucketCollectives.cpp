@@ -19,6 +19,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <array>
+#include <cmath>
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BUCKETCOLLECTIVESPASS
@@ -227,9 +228,10 @@ struct BucketCollectivesPass
   using BucketCollectivesPassBase::BucketCollectivesPassBase;
 
   void runOnOperation() override {
-    if (bucketMb < 0) {
+    if (!(bucketMb >= 0) || !std::isfinite(bucketMb)) {
       getOperation().emitError()
-          << "braid-bucket-collectives: bucket-mb must be non-negative, got "
+          << "braid-bucket-collectives: bucket-mb must be non-negative and "
+             "finite, got "
           << bucketMb;
       return signalPassFailure();
     }

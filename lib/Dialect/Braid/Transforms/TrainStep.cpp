@@ -15,6 +15,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
+
 namespace mlir::braid {
 #define GEN_PASS_DEF_TRAINSTEPPASS
 #include "braid/Dialect/Braid/Transforms/Passes.h.inc"
@@ -125,16 +127,18 @@ LogicalResult TrainStepPass::checkOptions(Operation *anchor) {
   if (decay != "constant" && decay != "linear" && decay != "cosine")
     return fail("decay must be constant, linear or cosine, got '" + decay +
                 "'");
-  if (!(lr > 0.0))
-    return fail("lr must be positive");
-  if (minLr < 0.0 || minLr > lr)
+  // Written so that NaN fails each check; an infinite lr or clip norm is
+  // not a schedule or a bound but a run of NaN losses.
+  if (!(lr > 0.0) || !std::isfinite(lr))
+    return fail("lr must be positive and finite");
+  if (!(minLr >= 0.0 && minLr <= lr))
     return fail("min-lr must be between 0 and lr");
   if (warmupSteps < 0 || totalSteps < 1)
     return fail("need warmup-steps >= 0 and total-steps >= 1");
   if (accumulation < 1)
     return fail("accumulation must be at least 1");
-  if (clipNorm < 0.0)
-    return fail("clip-norm must be non-negative");
+  if (!(clipNorm >= 0.0) || !std::isfinite(clipNorm))
+    return fail("clip-norm must be non-negative and finite (0: off)");
   if (lrReferenceBatch < 0)
     return fail("lr-reference-batch must be non-negative");
   if (nesterov && !(momentum > 0.0))
