@@ -6,6 +6,8 @@
 
 #include "Lowering.h"
 
+#include "braid/Dialect/Braid/Utils/ShardingTransparent.h"
+
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::lowering;
@@ -53,26 +55,6 @@ static Value asF32Words(FunctionLowering &l, Value tensor, Value buffer,
   return emitc::CastOp::create(l.b, l.loc,
                                emitc::PointerType::get(l.b.getF32Type()),
                                buffer);
-}
-
-/// Whether `v` is computed, within its block, from a read of the share of
-/// the instance its repeat runs next (braid.next_instance, which
-/// braid-zero3-prefetch puts on a braid.param only): the share itself, or
-/// a value made from it, as bf16-mixed's working copy (by then a
-/// braid.round of the read). Only the next instance needs such a value.
-static bool isOfNextInstance(Value v) {
-  Block *block = v.getParentBlock();
-  SmallVector<Value> work{v};
-  llvm::SmallPtrSet<Operation *, 8> seen;
-  while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || def->getBlock() != block || !seen.insert(def).second)
-      continue;
-    if (def->hasAttr("braid.next_instance"))
-      return true;
-    work.append(def->operand_begin(), def->operand_end());
-  }
-  return false;
 }
 
 /// `braid.all_slice`: each device keeps its block; no data moves.
@@ -215,7 +197,7 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
   // site, has no next one to start it for.
   std::optional<OpBuilder::InsertionGuard> guard;
   if (op.isStarted() && l.yieldedPending.contains(op->getResult(0)) &&
-      isOfNextInstance(input)) {
+      getNextInstanceShareRead(input)) {
     // The share's slot outlives the instance; a buffer of this layer (a
     // working copy) is reused by the next instance while the collective
     // may still read it.

@@ -72,10 +72,8 @@ struct CommReportPass
       // a value computed from it through sharding-transparent ops (the
       // working copy under bf16-mixed): the last instance, which has none,
       // does not start it.
-      auto read =
-          skipShardingTransparent(coll.getInput()).getDefiningOp<ParamOp>();
       double opTimes = times;
-      if (read && read->hasAttr("braid.next_instance") && instances > 0)
+      if (instances > 0 && getNextInstanceShareRead(coll.getInput()))
         opTimes = times * (instances - 1) / instances;
       auto mesh =
           SymbolTable::lookupNearestSymbolFrom<MeshOp>(&op, coll.getMeshAttr());

@@ -95,34 +95,3 @@ mlir::braid::getResultShardings(Operation *op) {
     out.push_back(Sharding::fromAttr(cast<ShardingAttr>(a)));
   return out;
 }
-
-bool mlir::braid::isShardingTransparent(Operation *op) {
-  auto iface = dyn_cast<ShardingRuleOpInterface>(op);
-  if (!iface || op->getNumOperands() != 1 || op->getNumResults() != 1)
-    return false;
-  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!in || !out || in.getShape() != out.getShape())
-    return false;
-  ShardingRule rule = iface.getShardingRule();
-  if (rule.operands.size() != 1 || rule.results.size() != 1 ||
-      rule.operands[0] != rule.results[0] ||
-      (int64_t)rule.operands[0].size() != in.getRank())
-    return false;
-  llvm::SmallDenseSet<int64_t> seen;
-  for (auto [d, f] : llvm::enumerate(rule.operands[0]))
-    if (f < 0 || !seen.insert(f).second ||
-        rule.factors[f].kind != ShardingRule::Kind::Parallel ||
-        rule.getOperandBlocks(0, d) != 1 || rule.getResultBlocks(0, d) != 1)
-      return false;
-  return true;
-}
-
-Value mlir::braid::skipShardingTransparent(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!isShardingTransparent(def))
-      break;
-    v = def->getOperand(0);
-  }
-  return v;
-}

@@ -58,9 +58,6 @@ struct Gather {
   Operation *use;
 };
 
-/// Marks a read of the parameter of the instance its repeat runs next.
-static constexpr llvm::StringLiteral kNextInstance = "braid.next_instance";
-
 /// The read of the parameter whose share `v` is, in `block`: `v` is the
 /// read's value or computed from it through sharding-transparent ops in
 /// `block` (each element from the same element of the share alone:
@@ -317,8 +314,9 @@ static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
   // refuses it): such a layer keeps its gathers in its block.
   for (int64_t j = 0; j < crossing; ++j)
     for (Gather &g : groups[j]) {
-      if (!isa<WaitOp>(g.use) || g.param->hasAttr(kNextInstance) ||
-          !g.chain.empty())
+      if (!isa<WaitOp>(g.use) || !g.chain.empty() ||
+          getNextInstanceShareRead(
+              cast<CollectiveOpInterface>(g.start).getInput()))
         return false;
       for (Operation &op : body)
         if (mayWrite(&op, g.param.getName()))
@@ -351,7 +349,7 @@ static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
       g.use->setOperand(0, arg);
       b.setInsertionPoint(anchor);
       auto next = cast<ParamOp>(b.clone(*g.param));
-      next->setAttr(kNextInstance, b.getUnitAttr());
+      next->setAttr(kNextInstanceAttrName, b.getUnitAttr());
       g.start->moveBefore(anchor);
       g.start->replaceUsesOfWith(g.param.getResult(), next.getResult());
       if (g.param->use_empty())
@@ -390,7 +388,7 @@ static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
     SmallVector<Value> before;
     for (auto [read, start] : llvm::zip(reads, starts)) {
       auto param = cast<ParamOp>(b.clone(*read));
-      param->removeAttr(kNextInstance);
+      param->removeAttr(kNextInstanceAttrName);
       param.setName(prefix + read.getName().str());
       IRMapping mapping;
       mapping.map(read.getResult(), param.getResult());

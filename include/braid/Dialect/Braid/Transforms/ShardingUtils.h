@@ -9,6 +9,7 @@
 #define BRAID_DIALECT_BRAID_TRANSFORMS_SHARDINGUTILS_H
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
+#include "braid/Dialect/Braid/Utils/ShardingTransparent.h"
 
 namespace mlir::braid {
 
@@ -63,20 +64,6 @@ int64_t axesSize(MeshOp mesh, ArrayRef<StringRef> axes);
 
 /// The shardings of `op`'s results recorded by propagation, if any.
 std::optional<SmallVector<Sharding>> getResultShardings(Operation *op);
-
-/// Whether `op` is transparent to sharding: it has one operand and one
-/// result of the same shape, and its sharding rule maps each dimension of
-/// the operand to the same dimension of the result, as a parallel factor
-/// of its own. Every element of the result is computed from the same
-/// element of the operand alone, so the result is split exactly as the
-/// operand is: a sharding constraint (braid.shard), a dtype conversion
-/// (bf16-mixed's working copy of a parameter), a rounding, a unary
-/// elementwise op. A property of the rule, not a list of ops.
-bool isShardingTransparent(Operation *op);
-
-/// The value `v` is computed from through sharding-transparent ops only
-/// (`v` itself if its producer is not one).
-Value skipShardingTransparent(Value v);
 
 } // namespace mlir::braid
 
