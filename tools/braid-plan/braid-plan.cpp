@@ -32,6 +32,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -391,6 +392,20 @@ int main(int argc, char **argv) {
   FailureOr<Plan> plan = readPlan(*model);
   if (failed(plan))
     return 1;
+  // Written so that NaN fails too (it predicted a plan from NaN bytes).
+  if (!(gradBytes >= 0) || !std::isfinite(gradBytes))
+    return fail(formatv("--grad-bytes: expected a finite number of bytes >= "
+                        "0 (0: the parameters'), got {0}",
+                        gradBytes.getValue())
+                    .str());
+  if (!(optimizerBytes >= 0) || !std::isfinite(optimizerBytes))
+    return fail(formatv("--optimizer-bytes: expected a finite number of "
+                        "bytes >= 0, got {0}",
+                        optimizerBytes.getValue())
+                    .str());
+  if (repeat < 1)
+    return fail("--repeat: expected at least 1 evaluation, got " +
+                Twine(repeat));
   TrainingConfig config;
   config.gradBytes = gradBytes;
   config.optimizerBytes = optimizerBytes;

@@ -187,10 +187,11 @@ int main(int argc, char **argv) {
     return fail("--model selects a row of --profile, which is missing");
   if (paperMemory && wMemFraction.getNumOccurrences())
     return fail("give either --paper-memory or --w-mem-fraction, not both");
-  if (wMemFraction < 0 || wMemFraction > 1)
+  // Written so that NaN fails too.
+  if (!(wMemFraction >= 0 && wMemFraction <= 1))
     return fail(llvm::formatv("--w-mem-fraction must be in [0, 1] (got {0})",
                               formatNumber(wMemFraction)));
-  if (memLimit.getNumOccurrences() && memLimit <= 0)
+  if (memLimit.getNumOccurrences() && !(memLimit > 0))
     return fail(llvm::formatv("--mem-limit must be positive (got {0})",
                               formatNumber(memLimit)));
   for (auto [name, value] : {std::pair<const char *, double>{"--tf", tf},
