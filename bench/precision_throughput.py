@@ -21,8 +21,13 @@ script exits 1 unless every run of both sides measured a finite, positive
 time, every ratio is finite and positive, and the bf16-mixed program's
 losses (1 + S steps, finite, which every run checks) stay within 1e-2
 relative of the f32 program's at every step but are not all equal to them
-(the precision flag took effect); a run that fails ends the script with
-its command and status.
+(the precision flag took effect); the two programs must print as many
+losses (a different count fails, named). A run that fails ends the script
+with its command and status.
+
+PyTorch not importable by this Python: the script prints `SKIP:` and why,
+and exits 77 (SKIP_EXIT), which ctest reports as skipped, before compiling
+anything.
 
     bench/precision_throughput.py [--steps S] [--repeats R] [--threads T] [--small] [--check]
 """
@@ -39,6 +44,7 @@ from pathlib import Path
 from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
+SKIP_EXIT = 77  # PyTorch is not importable: ctest's SKIP_RETURN_CODE
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "python" / "tests"))
 
@@ -114,6 +120,35 @@ def torch_step(args, precision):
     return float(out.strip().splitlines()[-1])
 
 
+def compare_losses(f32, bf16):
+    """The largest relative difference of the bf16-mixed losses from the f32
+    ones, step by step (None when their counts differ), and what --check
+    fails on: a count that differs (named, rather than zip() comparing the
+    shorter run's steps), a difference above 1e-2, or none at all."""
+    if len(f32) != len(bf16):
+        return None, [f"the f32 program printed {len(f32)} losses and the bf16-mixed one "
+                      f"{len(bf16)}: they cannot be compared step by step "
+                      f"(f32 {f32}, bf16-mixed {bf16})"]
+    gap = max((abs(b - f) / abs(f) for f, b in zip(f32, bf16)), default=0.0)
+    failures = []
+    if gap > 1e-2:
+        failures.append(f"the bf16-mixed losses {bf16} are more than 1e-2 (relative) from "
+                        f"the f32 ones {f32}")
+    if bf16 == f32:
+        failures.append(f"the bf16-mixed losses equal the f32 ones {f32}: nothing was rounded")
+    return gap, failures
+
+
+def torch_missing():
+    """Why PyTorch cannot be imported by this Python (the workers' too), or
+    None when it can."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        return f"torch is not importable by {sys.executable}: {e}"
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, default=6)
@@ -137,6 +172,10 @@ def main():
         args.layers, args.hidden, args.heads, args.seq, args.vocab = 4, 128, 4, 64, 256
     if args.torch_worker:
         return torch_worker(args)
+    missing = torch_missing()
+    if missing:
+        print(f"SKIP: {missing}")
+        return SKIP_EXIT
 
     bin_dir = Path(args.bin_dir)
     print(f"GPT {args.layers} layers, hidden {args.hidden}, {args.heads} heads, seq {args.seq}, "
@@ -176,17 +215,17 @@ def main():
     for side, (f, b, ratio) in results.items():
         print(f"{side:10} {f * 1e3:12.1f} {b * 1e3:13.1f} {ratio:27.2f}")
     f32, bf16 = losses["f32"], losses["bf16-mixed"]
-    gap = max(abs(b - f) / abs(f) for f, b in zip(f32, bf16))
-    print(f"braid losses, bf16-mixed against f32: at most {gap:.2e} relative over "
-          f"{len(f32)} steps")
+    gap, loss_failures = compare_losses(f32, bf16)
+    if gap is None:
+        print(f"braid losses, bf16-mixed against f32: not compared, {len(bf16)} against "
+              f"{len(f32)} steps")
+    else:
+        print(f"braid losses, bf16-mixed against f32: at most {gap:.2e} relative over "
+              f"{len(f32)} steps")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     if not args.check:
         return 0
-    if gap > 1e-2:
-        failures.append(f"the bf16-mixed losses {bf16} are more than 1e-2 (relative) from "
-                        f"the f32 ones {f32}")
-    if bf16 == f32:
-        failures.append(f"the bf16-mixed losses equal the f32 ones {f32}: nothing was rounded")
+    failures += loss_failures
     for failure in failures:
         print(f"error: {failure}", file=sys.stderr)
     if failures:
