@@ -299,6 +299,10 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
   )" << kProgramInitFunction
      << R"((seed);
 )";
+  // A bad --save or --trace path is found before the first step, not
+  // after the last.
+  if (step && mesh.present)
+    os << "  braid_rt_program_check_outputs(save_dir, trace_file);\n";
   if (step)
     os << "  if (resume_dir) {\n"
        << "    int64_t saved = braid_rt_program_resume(resume_dir, "
@@ -523,11 +527,13 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     os << "    if (timed < steps)\n"
        << "      printf(\" (step %lld excluded)\", (long long)start_step);\n"
        << "    printf(\"\\n\");\n  }\n";
+    // The checkpoint first: a trace that cannot be written ends the program
+    // and must not cost it the run's result.
     if (mesh.present)
-      os << "  if (trace_file)\n    braid_rt_program_trace_write(trace_file);\n"
-         << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
+      os << "  if (save_dir)\n    braid_rt_program_save(save_dir, start_step + "
             "steps, braid_num_slots, braid_slots, braid_params,\n"
-         << "                          braid_pipeline_mask);\n";
+         << "                          braid_pipeline_mask);\n"
+         << "  if (trace_file)\n    braid_rt_program_trace_write(trace_file);\n";
     // Before the runtime's context ends (a device buffer needs it).
     os << frees;
     if (mesh.present)

@@ -45,6 +45,26 @@
 // RUN: not %t.prog --log-every 0 2>&1 | FileCheck %s --check-prefix=LOG
 // RUN: not %t.prog --token-bytes 3 2>&1 | FileCheck %s --check-prefix=TOKEN
 // RUN: %t.prog --steps abc; test $? -eq 2
+//
+// A --save or --trace path that cannot be written is refused before the
+// first step (it was found after the last, and a bad --trace, written
+// first, also lost the checkpoint of a good --save).
+// RUN: rm -rf %t.out.d && mkdir %t.out.d && touch %t.out.d/file
+// RUN: not %t.prog --steps 2 --save %t.out.d/missing/ck > %t.save.out 2> %t.save.err
+// RUN: FileCheck %s --check-prefix=SAVEDIR < %t.save.err
+// RUN: not grep loss %t.save.out
+// RUN: not %t.prog --steps 2 --save %t.out.d/file 2>&1 | FileCheck %s --check-prefix=SAVEFILE
+// RUN: not %t.prog --steps 2 --save %t.out.d/ck --trace %t.out.d/missing/t.json > %t.trace.out 2>&1
+// RUN: FileCheck %s --check-prefix=TRACEDIR < %t.trace.out
+// RUN: not grep loss %t.trace.out
+// RUN: not %t.prog --steps 2 --trace %t.out.d 2>&1 | FileCheck %s --check-prefix=TRACEISDIR
+// RUN: %t.prog --steps 2 --save %t.out.d/ck --trace %t.out.d/t.json > /dev/null
+// RUN: test -f %t.out.d/ck/checkpoint.safetensors && test -f %t.out.d/t.json
+//
+// SAVEDIR: error: rank 0: --save {{.*}}missing/ck: cannot be written: '{{.*}}missing': No such file or directory (checked before the first step)
+// SAVEFILE: error: rank 0: --save {{.*}}file: cannot be written: '{{.*}}file': not a directory (checked before the first step)
+// TRACEDIR: error: rank 0: --trace {{.*}}missing/t.json: cannot be written: '{{.*}}missing': No such file or directory
+// TRACEISDIR: error: rank 0: --trace {{.*}}: is a directory (checked before the first step)
 // RUN: %t.prog --steps 2 | FileCheck %s --check-prefix=OK
 //
 // STEPS: error: --steps needs an integer >= 0, got 'abc'

@@ -233,6 +233,72 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
   braid_rt_program_checkpoint_outcome(status != BRAID_RT_OK);
 }
 
+/* Whether `dir` is a directory this process can create entries in; if
+   not, prints why (for the flag `flag` naming `path`) and returns 0. */
+static int writable_dir(const char *flag, const char *path, const char *dir) {
+  struct stat st;
+  const char *why = NULL;
+  if (stat(dir, &st) != 0)
+    why = strerror(errno);
+  else if (!S_ISDIR(st.st_mode))
+    why = "not a directory";
+  else if (access(dir, W_OK | X_OK) != 0)
+    why = strerror(errno);
+  if (!why)
+    return 1;
+  fprintf(stderr,
+          "error: rank %d: %s %s: cannot be written: '%s': %s (checked "
+          "before the first step)\n",
+          braid_rt_program_spmd.rank, flag, path, dir, why);
+  return 0;
+}
+
+/* The directory holding `path` ("." for a bare name) in `out`. */
+static void parent_dir(const char *path, char *out, size_t size) {
+  snprintf(out, size, "%s", path);
+  size_t n = strlen(out);
+  while (n > 1 && out[n - 1] == '/')
+    out[--n] = 0; /* "dir/" names dir */
+  char *slash = strrchr(out, '/');
+  if (!slash)
+    snprintf(out, size, ".");
+  else if (slash == out)
+    out[1] = 0; /* "/x": the root */
+  else
+    *slash = 0;
+}
+
+void braid_rt_program_check_outputs(const char *save_dir,
+                                    const char *trace_file) {
+  char parent[4096];
+  struct stat st;
+  int ok = 1;
+  if (save_dir) {
+    /* An existing directory is written into; a missing one is created (by
+       rank 0, in its parent). */
+    if (stat(save_dir, &st) == 0) {
+      ok = writable_dir("--save", save_dir, save_dir);
+    } else {
+      parent_dir(save_dir, parent, sizeof parent);
+      ok = writable_dir("--save", save_dir, parent);
+    }
+  }
+  if (trace_file && braid_rt_program_spmd.rank == 0) {
+    /* Rank 0 writes the trace, through TRACE.tmp and a rename. */
+    if (stat(trace_file, &st) == 0 && S_ISDIR(st.st_mode)) {
+      fprintf(stderr,
+              "error: rank 0: --trace %s: is a directory (checked before "
+              "the first step)\n",
+              trace_file);
+      ok = 0;
+    } else {
+      parent_dir(trace_file, parent, sizeof parent);
+      ok = writable_dir("--trace", trace_file, parent) && ok;
+    }
+  }
+  braid_rt_program_checkpoint_outcome(!ok);
+}
+
 /* Makes the entries of directory `path` durable; 0 on success. */
 static int fsync_dir(const char *path) {
   int fd = open(path, O_RDONLY | O_DIRECTORY);

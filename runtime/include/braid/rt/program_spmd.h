@@ -155,6 +155,16 @@ void braid_rt_program_save_step(const char *dir, int64_t next_step, int64_t n,
                                 const braid_rt_program_slot_t *slots,
                                 float *const *params, int64_t pipeline_mask);
 
+/* Checks, before the first step, that the checkpoint directory of --save
+   (`save_dir`, NULL: none) and the file of --trace (`trace_file`, NULL:
+   none) can be written: an existing directory, or a missing one whose
+   parent is a writable directory, and a file whose directory is writable.
+   Otherwise every rank that finds so prints why and all leave with status
+   1, before a step runs: these are written after the last step, and a bad
+   path found then lost the whole run. Collective. */
+void braid_rt_program_check_outputs(const char *save_dir,
+                                    const char *trace_file);
+
 /* The exit status of a program whose collective or transfer timed out or
    whose communication failed: a failure of the job, not of its input, that
    a restart may overcome (EX_TEMPFAIL; braid-run --restarts restarts it). */
