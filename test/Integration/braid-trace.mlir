@@ -82,6 +82,24 @@
 // RUN: echo '{"traceEvents": [' > %t.bad.json
 // RUN: not braid-trace %t.bad.json 2>&1 | FileCheck %s --check-prefix=BADJSON
 // BADJSON: braid-trace: error: {{.*}}bad.json:2:1: not JSON
+// An event of the wrong shape is named by its index (a list of numbers, a
+// string ts or dur, a list pid, a begin without a name and a binary file
+// ended in Python tracebacks).
+// RUN: echo '{"traceEvents": [5]}' > %t.num.json
+// RUN: not braid-trace %t.num.json 2>&1 | FileCheck %s --check-prefix=NOTOBJ
+// NOTOBJ: braid-trace: error: {{.*}}num.json: traceEvents[0]: expected an object, got 5
+// RUN: sed -e 's/"ts":7000.000/"ts":"7000"/' %S/Inputs/overlap-trace.json > %t.ts.json
+// RUN: not braid-trace %t.ts.json 2>&1 | FileCheck %s --check-prefix=TS
+// TS: braid-trace: error: {{.*}}ts.json: traceEvents[{{[0-9]+}}] ({{.*}}): 'ts' must be a number, got "7000"
+// RUN: echo '{"traceEvents": [{"cat":"step","ph":"B","ts":1,"pid":[0]}]}' > %t.pid.json
+// RUN: not braid-trace %t.pid.json 2>&1 | FileCheck %s --check-prefix=PID
+// PID: braid-trace: error: {{.*}}pid.json: traceEvents[0] (ph B): 'pid' must be a number, got [0]
+// RUN: echo '{"traceEvents": [{"cat":"step","ph":"B","ts":1}]}' > %t.noname.json
+// RUN: not braid-trace %t.noname.json 2>&1 | FileCheck %s --check-prefix=NONAME
+// NONAME: braid-trace: error: {{.*}}noname.json: traceEvents[0] (ph B): 'name' must be a string
+// RUN: %PYTHON -c "open('%t.binary.json', 'wb').write(bytes([0x7b, 0xff, 0xfe]))"
+// RUN: not braid-trace %t.binary.json 2>&1 | FileCheck %s --check-prefix=BINARY
+// BINARY: braid-trace: error: {{.*}}binary.json: not JSON: byte 1 is not UTF-8
 // RUN: echo '{"traceEvents": []}' > %t.empty.json
 // RUN: not braid-trace %t.empty.json 2>&1 | FileCheck %s --check-prefix=EMPTY
 // EMPTY: braid-trace: error: {{.*}}empty.json: no step events
