@@ -3,7 +3,12 @@
 // device and on 2 ranks under dp=2 with ZeRO-3); an injected overflow (lr
 // 1e30) is rolled back: the checkpoint after 4 steps equals the one after
 // 2 and the plain program's after 4, with the same warnings; the compile
-// replays in braid-opt.
+// replays in braid-opt. Under dp=2 with ZeRO-2 and --async-collectives the
+// losses, norms and checkpoint equal the plain blocking program's too, and
+// in the trace every step starts the gradient norm's all_reduce (bucketed
+// with the loss's) right after the gradients' reduce_scatters, before the
+// 36 all_gathers of the optimistic updates, and waits for it after them,
+// before the validation's (braid-schedule-collectives).
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: rm -rf %t.ck && mkdir -p %t.ck
@@ -20,6 +25,16 @@
 // RUN: braid-run -n 2 %t.z3 --steps 6 --seed 1 | grep '^step' | cut -d' ' -f1-8 > %t.z3.out
 // RUN: braid-run -n 2 %t.z3pv --steps 6 --seed 1 | grep '^step' | cut -d' ' -f1-8 > %t.z3pv.out
 // RUN: diff %t.z3.out %t.z3pv.out
+//
+// RUN: braidc %t.mlir --mesh dp=2 --zero 2 --lr 0.01 --clip-norm 3.0 -o %t.z2
+// RUN: braidc %t.mlir --mesh dp=2 --zero 2 --lr 0.01 --clip-norm 3.0 --post-validate --async-collectives -o %t.z2pv
+// RUN: braid-run -n 2 %t.z2 --steps 6 --seed 1 --save %t.ck/z2 | grep '^step' | cut -d' ' -f1-8 > %t.z2.out
+// RUN: braid-run -n 2 %t.z2pv --steps 6 --seed 1 --save %t.ck/z2pv --trace %t.z2pv.json | grep '^step' | cut -d' ' -f1-8 > %t.z2pv.out
+// RUN: diff %t.z2.out %t.z2pv.out
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/z2/checkpoint.safetensors %t.ck/z2pv/checkpoint.safetensors --rtol 0 | FileCheck %s --check-prefix=SAME
+// RUN: %PYTHON %S/Inputs/trace-starts.py %t.z2pv.json --rank 0 | FileCheck %s --check-prefix=ORDER
+// RUN: %PYTHON %S/Inputs/trace-starts.py %t.z2pv.json --rank 1 | FileCheck %s --check-prefix=ORDER
+// ORDER-COUNT-6: step {{[0-5]}}: reduce_scatter start x3, all_reduce start x1, all_gather start x36, all_reduce wait x1, all_gather start x36{{$}}
 //
 // RUN: braidc %t.mlir --lr 1e30 --post-validate -o %t.inf
 // RUN: %t.inf --steps 4 --seed 1 --save %t.ck/inf4 > /dev/null 2> %t.inf.err

@@ -10,11 +10,17 @@
 //   - ops are visited in their original order and placed, each after its
 //     unplaced dependences (SSA values, also those used in nested regions,
 //     the order of ops that touch parameters, and a PowerSGD reduction
-//     after the reads of the state it updates);
+//     after the reads of the state it updates); a collective, and its wait,
+//     touches parameters only when its operand may share a parameter's
+//     buffer, so the all_reduce of a gradient norm's sum of squares crosses
+//     the parameter stores of post-validate's optimistic updates;
 //   - a start is placed as soon as what it still needs is cheap to pull
-//     ahead: pure ops and parameter reads (never a braid.repeat, a pipeline
-//     or another wait), and fewer than `max-in-flight` collectives are
-//     already started and not yet waited for;
+//     ahead: pure ops, parameter reads and repeats of layers that only
+//     compute (never an optimizer update, another braid.repeat, a pipeline
+//     or a wait), and fewer than `max-in-flight` collectives are already
+//     started and not yet waited for; this is checked again each time an op
+//     it could not pull is placed (a wait, a repeat), so it goes before the
+//     ops that needed that one;
 //   - a wait, and the pure ops that depend on it, are placed only when a
 //     later op that stays in place (a repeat, a store, the terminator, a
 //     collective) needs them.
@@ -112,10 +118,81 @@ static bool mayWriteParameters(Operation *op) {
   return true;
 }
 
+/// Whether `v` may share a parameter's buffer. Code generation gives a
+/// parameter read the parameter's buffer (when no store overwrites it while
+/// it is live), and an op may give its result an operand's buffer when it
+/// only moves data (MovesDataOnly: a reshape, a contiguous slice), computes
+/// in place over an operand (InPlaceOpInterface, a blocking all_reduce over
+/// its input), or has a result of an operand's type (an identity, such as
+/// braid.shard); a wait gives its collective's. A block argument, or the
+/// result of an op with regions or effects (a repeat, a pipeline), may be
+/// anything. Any other pure op computes its results into buffers of their
+/// own: a sum of squares, a reduction, a matmul.
+static bool mayShareParameterBuffer(Value v) {
+  SmallVector<Value> work = {v};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    Operation *def = x.getDefiningOp();
+    if (!def || isa<ParamOp>(def))
+      return true;
+    if (auto wait = dyn_cast<WaitOp>(def)) {
+      work.push_back(wait.getFuture());
+      continue;
+    }
+    if (isa<CollectiveOpInterface>(def)) {
+      llvm::append_range(work, def->getOperands());
+      continue;
+    }
+    if (!isMovablePure(def))
+      return true;
+    if (def->hasTrait<OpTrait::braid::MovesDataOnly>() ||
+        isa<InPlaceOpInterface>(def) ||
+        llvm::any_of(def->getOperandTypes(), [&](Type t) {
+          return llvm::is_contained(def->getResultTypes(), t);
+        }))
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+/// Whether `op` reads parameters, or may while it is in flight: a
+/// parameter read; a collective whose operand may share a parameter's
+/// buffer (a started all_gather of a parameter read reads the parameter's
+/// buffer until its wait) or that updates state parameters in place
+/// (PowerSGD's), and the wait of such a collective or of a future whose
+/// collective is not in this block. A collective of a value computed into
+/// a buffer of its own (the sum of squares of the gradient norm) does not:
+/// parameter stores may run while it is in flight.
+static bool mayReadParameters(Operation *op) {
+  if (isa<ParamOp>(op))
+    return true;
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    Operation *start = wait.getFuture().getDefiningOp();
+    return !start || !isa<CollectiveOpInterface>(start) ||
+           mayReadParameters(start);
+  }
+  if (isa<CollectiveOpInterface>(op))
+    return op->hasAttr("braid.powersgd") ||
+           llvm::any_of(op->getOperands(), mayShareParameterBuffer);
+  return false;
+}
+
 /// Whether `op` may be pulled ahead of where it was to let a start begin
-/// earlier: cheap to move and free of ordering constraints of its own.
+/// earlier: cheap to move and free of ordering constraints of its own: a
+/// parameter read, a pure op, or a repeat of a layer that only computes
+/// (the slices of a `<name>.waited` layer). An optimizer update is not:
+/// code generation may write its results into the parameter slots it read
+/// (InPlaceOpInterface::mayUpdateParameterSlot), so it runs where its
+/// stores need it, and a start that needs the new parameter (a ZeRO
+/// all_gather) starts after it.
 static bool isPullable(Operation *op) {
-  return isa<ParamOp>(op) ||
+  if (auto inPlace = dyn_cast<InPlaceOpInterface>(op);
+      inPlace && inPlace.mayUpdateParameterSlot())
+    return false;
+  return isa<ParamOp>(op) || (isa<RepeatOp>(op) && computesOnly(op)) ||
          (isPure(op) && op->getNumRegions() == 0 && !isa<WaitOp>(op));
 }
 
@@ -176,8 +253,9 @@ void BlockScheduler::computeDependences() {
   }
   // Ordering around parameters: a read stays after the last op that may
   // write before it; a writer stays after everything that reads or writes
-  // before it (collectives count as readers: a started all_gather reads its
-  // operand, which may be a parameter's buffer, until its wait).
+  // before it (collectives and their waits count as readers when their
+  // operand may share a parameter's buffer: a started all_gather reads its
+  // operand until its wait; mayReadParameters).
   Operation *lastWriter = nullptr;
   SmallVector<Operation *> sinceWriter;
   for (Operation *op : original) {
@@ -206,8 +284,8 @@ void BlockScheduler::computeDependences() {
               d.insert(read);
           }
     bool writes = mayWriteParameters(op);
-    bool reads = isa<ParamOp, WaitOp, CollectiveOpInterface>(op) || writes ||
-                 !computesOnly(op);
+    bool reads = mayReadParameters(op) || writes ||
+                 !(computesOnly(op) || isa<WaitOp, CollectiveOpInterface>(op));
     if (writes) {
       d.insert(sinceWriter.begin(), sinceWriter.end());
       if (lastWriter)
@@ -288,6 +366,11 @@ void BlockScheduler::place(Operation *op) {
         inFlight.erase(it);
       }
     }
+    // What a start may not pull ahead (a wait, a repeat, a store) is now
+    // placed: the starts it held back go here, before the ops that needed
+    // it (the updates after the wait of their gradients), not after them.
+    if (!isPullable(done) && !isStart(done))
+      placeReadyStarts();
   }
 }
 

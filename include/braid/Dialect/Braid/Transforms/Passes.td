@@ -408,15 +408,21 @@ def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::Module
     reorders every block (functions, layer bodies, pipeline pieces) as a
     list schedule of its dataflow graph: a `<collective>_start` is placed as
     soon as its operand is computed, pulling the pure ops (and parameter
-    reads) that produce it ahead of independent work, but never a
-    `braid.repeat`, a pipeline or a wait; a `braid.wait`, and the pure ops
+    reads, and repeats of layers that only compute) that produce it ahead
+    of independent work, but never another `braid.repeat`, a pipeline, a
+    wait or an optimizer update (InPlaceOpInterface's
+    mayUpdateParameterSlot): a start that needs one of those is placed
+    right after it; a `braid.wait`, and the pure ops
     that use its result, are placed only when an op that keeps its place (a
     repeat, a `braid.store_param`, a collective, the terminator) needs them.
     So a start crosses whole layers (`braid.repeat`) when its operand does
     not depend on them: the head's gradient all_reduces overlap the layers'
     backward. Ops that read or write parameters keep their order, and no
-    start or wait crosses an op that may write a parameter (a started
-    all_gather reads its operand until the wait). At most `max-in-flight`
+    start or wait whose operand may share a parameter's buffer (a parameter
+    read or a view of one) crosses an op that may write a parameter (a
+    started all_gather reads its operand until the wait); others do: the
+    gradient norm's all_reduce of post-validate overlaps the optimistic
+    updates. At most `max-in-flight`
     collectives are started early and not yet waited for; a start beyond
     that stays where it was.
 
