@@ -195,7 +195,9 @@ static double geluTanh(double x) {
 /// rounded to the operands' type (f32, or f64 under braid-eval --f64) as
 /// the evaluator rounds each op's (the last rounding is the evaluator's);
 /// but a bf16 product is rounded to f32, not bf16, as the evaluator holds
-/// a bf16 linear layer's product before its bias add (isBF16BiasProduct).
+/// a bf16 linear layer's product before its bias add (isBF16BiasProduct),
+/// and the sum is rounded to f32 before bf16, as the evaluator rounds that
+/// add's.
 static LogicalResult evaluateOp(MatmulBiasOp op, EvalContext &,
                                 ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
@@ -208,6 +210,7 @@ static LogicalResult evaluateOp(MatmulBiasOp op, EvalContext &,
   int64_t n = bias.numElements();
   for (int64_t i = 0, e = c.numElements(); i < e; ++i)
     c[i] = c[i] + bias[i % n];
+  c.roundToDType(); // f32 (or the operands' type): a bf16 sum rounds twice
   c.setDType(dtype);
   if (op.getGelu()) {
     c.roundToDType();

@@ -298,9 +298,18 @@ LogicalResult Evaluator::evaluateBlock(Block &block,
                                 << "type " << type << " (evaluator bug)";
       DType dtype = dtypeFor(type);
       // A bf16 product its bias add sums before rounding: f32 until then.
-      auto matmul = dyn_cast<MatmulOp>(&op);
-      if (dtype == DType::BF16 && matmul && isBF16BiasProduct(matmul))
-        dtype = DType::F32;
+      // The add's sum is rounded to f32, then to bf16, as the compiled
+      // program (an f32 add, then braid.round) and PyTorch's addmm do.
+      if (dtype == DType::BF16) {
+        auto matmul = dyn_cast<MatmulOp>(&op);
+        auto add = dyn_cast<AddOp>(&op);
+        if (matmul && isBF16BiasProduct(matmul))
+          dtype = DType::F32;
+        else if (add && getBF16BiasProduct(add)) {
+          t.setDType(DType::F32);
+          t.roundToDType();
+        }
+      }
       t.setDType(dtype);
       t.roundToDType();
       values[result] = std::move(t);

@@ -129,8 +129,8 @@ def _torch_train(setup, logits_fn, autocast=False):
 def _gpt_same_policy(w, tokens):
     """GPT with braid-mixed-precision's policy written as explicit casts:
     bf16 working copies of the f32 weights, bf16 matmuls, adds, GELU and
-    residual stream, a linear layer's bias added to its f32 product before
-    the one rounding (as autocast's addmm); layer norms on f32 (bf16 result); attention computed in
+    residual stream, a linear layer's bias added to its f32 product in f32
+    before the rounding to bf16 (as autocast's addmm); layer norms on f32 (bf16 result); attention computed in
     f32 from bf16 q, k, v and rounded once (braid.attention is one op)."""
     cache = {}
 
@@ -139,7 +139,7 @@ def _gpt_same_policy(w, tokens):
             cache[name] = w[name].to(BF16)
         return cache[name]
 
-    def linear(x, name):  # the bias added to the f32 product, rounded once
+    def linear(x, name):  # the bias added to the f32 product in f32, then bf16
         product = x.float() @ p16(f"{name}.weight").float()
         return (product + p16(f"{name}.bias").float()).to(BF16)
 

@@ -7,8 +7,9 @@
 // within 1e-4 of braid-eval's (braidc-gpt.mlir's tolerance: braid-eval sums
 // in double), on one rank and dp2 x tp2 on 4 ranks. Under --precision
 // bf16-mixed a linear layer's product is not rounded before its bias add
-// (isBF16BiasProduct; the add rounds once), so the same products fold, into
-// braid_rt_matmul_bias_bf16in_f32 (BF16, BF16TP below), and the losses and
+// (isBF16BiasProduct; the add's f32 sum is rounded to bf16), so the same
+// products fold, into braid_rt_matmul_bias_bf16in_f32 (BF16, BF16TP
+// below), and the losses and
 // checkpoints are again the same with --no-matmul-epilogue (tolerance 0:
 // the bf16-input GEMM, then the bias added to the same f32 sums, then the
 // add's round), and within 1e-5 of braid-eval's (measured identical; with

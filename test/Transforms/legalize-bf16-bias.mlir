@@ -3,8 +3,9 @@
 
 // Tests that a bf16 product whose only use is its bias add (a vector of the
 // product's last dimension, either operand order) is not rounded: the add
-// sums the bias with the f32 product and rounds once, as braid-eval computes
-// the bf16 program (isBF16BiasProduct) and PyTorch's bf16 addmm does; so
+// sums the bias with the f32 product in f32, then rounds to bf16, as
+// braid-eval computes the bf16 program (isBF16BiasProduct) and PyTorch's
+// bf16 addmm does; so
 // braid-fuse-matmul-epilogue folds the add into a braid.matmul_bias of bf16
 // operands. The add's own round stays, and a GELU after it reads the
 // rounded sum (it does not fold).

@@ -2,7 +2,8 @@
 
 // Tests that a bf16 braid.matmul_bias (a model fused before braidc) is
 // legalized as the matmul and bias add it replaces (legalize-bf16-bias.mlir):
-// marked braid.bf16_operands, its sum rounded once; and that a `gelu` one
+// marked braid.bf16_operands, its f32 sum rounded to bf16 by one
+// braid.round; and that a `gelu` one
 // is split into matmul_bias, round, gelu tanh, round, so the GELU reads the
 // rounded sum, as in the unfused program and in braid-eval. An f32 one keeps
 // its GELU.

@@ -25,7 +25,8 @@
 // computes in bf16 as braid.matmul does (the ComputesInBF16 trait): its
 // activation, weight and bias are read as bf16 working copies, its result
 // is bf16 (braid-eval sums the products in double and holds them in f32
-// until the bias is added, then rounds once: test/Eval/matmul-bias-bf16.mlir),
+// until the bias is added, then rounds the sum to f32 and then to bf16:
+// test/Eval/matmul-bias-bf16.mlir),
 // and the layer norm after it reads it converted to f32.
 
 // CHECK-LABEL: braid.layer @block(%{{.*}}: tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>

@@ -8,11 +8,11 @@
 // A matmul of bf16 operands is marked braid.bf16_operands, for the lowering
 // to multiply bf16 copies of them. A bf16 product that its bias add sums
 // before rounding (isBF16BiasProduct: a linear layer's) is not rounded: the
-// add rounds once, as braid-eval computes the bf16 program. A bf16
-// braid.matmul_bias (a model fused before braidc) is marked the same way;
-// one with `gelu` is split into matmul_bias and gelu, each rounded, since
-// the unfused program and braid-eval round the sum before the GELU and the
-// GEMM's epilogue cannot.
+// add's f32 sum is rounded to bf16, as braid-eval computes the bf16
+// program. A bf16 braid.matmul_bias (a model fused before braidc) is marked
+// the same way; one with `gelu` is split into matmul_bias and gelu, each
+// rounded, since the unfused program and braid-eval round the sum before
+// the GELU and the GEMM's epilogue cannot.
 //
 // Storage: a layer's stacked bf16 results that only feed stacked operands
 // of other repeats (the activations and working copies a forward saves for
@@ -433,7 +433,7 @@ struct LegalizeBF16Pass
         biasProducts.insert(op);
     });
     // A fused linear layer (a model fused before braidc) likewise: its
-    // product is held in f32 until the bias add, and the sum rounded once.
+    // product is held in f32 until the bias add, whose f32 sum is rounded.
     // A `gelu` one is split (matmul_bias, then gelu, each rounded below):
     // the unfused program and braid-eval round the sum to bf16 before the
     // GELU, which the GEMM's epilogue cannot.

@@ -5,11 +5,14 @@
 // braid.add of a bias over its rows (a vector of the product's last
 // dimension and element type, either operand order, in the same block) is
 // a linear layer's product. In bf16 it is not rounded to bf16: the add sums
-// the bias with the f32 product and rounds once, as PyTorch's bf16 addmm
-// (autocast's linear) and a GEMM with a bias epilogue do. braid-eval and
+// the bias with the f32 product in f32 and rounds that sum to bf16, as
+// PyTorch's bf16 addmm (autocast's linear; an f32 epilogue, then the
+// conversion) and a GEMM with a bias epilogue do. braid-eval and
 // braid-legalize-bf16 both ask this, so the oracle and the compiled program
-// round at the same places, and braid-fuse-matmul-epilogue then finds the
-// product and its add with no braid.round between them.
+// round at the same places (braid-eval rounds the add's sum to f32, then to
+// bf16, as the legalized add and its braid.round do), and
+// braid-fuse-matmul-epilogue then finds the product and its add with no
+// braid.round between them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +61,15 @@ inline bool isBF16BiasProduct(MatmulOp matmul) {
   };
   return isBF16(matmul.getLhs()) && isBF16(matmul.getRhs()) &&
          isBF16(matmul.getResult()) && getBiasAdd(matmul);
+}
+
+/// The bf16 product (isBF16BiasProduct) whose bias `add` adds, or null.
+inline MatmulOp getBF16BiasProduct(AddOp add) {
+  for (Value v : add->getOperands())
+    if (auto matmul = v.getDefiningOp<MatmulOp>())
+      if (isBF16BiasProduct(matmul))
+        return matmul;
+  return nullptr;
 }
 
 } // namespace mlir::braid

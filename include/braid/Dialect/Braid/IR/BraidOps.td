@@ -1227,15 +1227,16 @@ def Braid_MatmulBiasOp : Braid_DiffOp<"matmul_bias",
     product and the bias, then `braid.gelu tanh`, each result rounded to
     the element type as those ops round it, except that a bf16 product is
     held in f32 until the bias is added, as a bf16 linear layer's is (the
-    sum is rounded once). Only tanh GELU, the function cuBLASLt's GELU
-    epilogue computes. Made by `braid-fuse-matmul-epilogue`, which braidc
-    runs after training, sharding and `braid-legalize-bf16` (so its tensors
-    are f32 there); code generation computes it as one GEMM call with its
-    epilogue (CPU: applied to each block of the product as it is computed;
-    CUDA: cuBLASLt's BIAS / GELU_BIAS epilogues). A `braid.bf16_operands`
-    attribute is kept from the matmul; on a bf16 op fused before
-    `braid-legalize-bf16`, that pass sets it and splits a `gelu` epilogue
-    off (the GEMM's epilogue cannot round the sum before the GELU).
+    sum is rounded to f32, then to bf16). Only tanh GELU, the function
+    cuBLASLt's GELU epilogue computes. Made by `braid-fuse-matmul-epilogue`,
+    which braidc runs after training, sharding and `braid-legalize-bf16` (so
+    its tensors are f32 there); code generation computes it as one GEMM call
+    with its epilogue (CPU: applied to each block of the product as it is
+    computed; CUDA: cuBLASLt's BIAS / GELU_BIAS epilogues). A
+    `braid.bf16_operands` attribute is kept from the matmul; on a bf16 op
+    fused before `braid-legalize-bf16`, that pass sets it and splits a
+    `gelu` epilogue off (the GEMM's epilogue cannot round the sum before
+    the GELU).
 
     Run earlier, the op is differentiated and sharded as what it replaces.
     Its gradients are matmul's, of the pre-activation's gradient (with
