@@ -1,6 +1,8 @@
-// Tests that the bytes a compiled program's trace measures (each
-// collective's 'wire_bytes': what the rank handed to MPI under a ring, or
-// the messages the 16-bit sums and PowerSGD posted), summed per step by
+// Tests that the bytes a compiled program's trace counts (each
+// collective's 'wire_bytes': for MPI's collectives the runtime's ring model
+// of the issued collective, braid_rt_ring_sent, not traffic measured on the
+// wire, so this checks the issued collectives' number and sizes; for the
+// 16-bit sums and PowerSGD the messages they posted), summed per step by
 // braid-trace, equal braid-comm-report's prediction for the same step, on a
 // tiny GPT (2 layers, hidden 32) as dp=2 and dp=4: uncompressed, with bf16
 // gradient sums and with PowerSGD at rank 2. Averaged over the ranks the

@@ -50,6 +50,14 @@
 // NOBYTES: 0     0  10.000       7.000    3.000         7.000    30.0       57.1  -  -{{$}}
 // RUN: braid-trace %t.nobytes.json --csv | FileCheck %s --check-prefix=NOBYTES-CSV
 // NOBYTES-CSV: 0,0,10.000,7.000,3.000,7.000,30.0,57.1,,{{$}}
+// A rank without byte counts beside one with them: '-' for it, not 0.
+// RUN: sed -e '/"pid":1/s/,"bytes":[0-9]*,"wire_bytes":[0-9]*//' %S/Inputs/overlap-trace.json > %t.mixed.json
+// RUN: braid-trace %t.mixed.json | FileCheck %s --check-prefix=MIXED
+// MIXED:      0     0  10.000       7.000    3.000         7.000    30.0       57.1  16784       16984
+// MIXED:      1     0  10.000       8.000    2.000         2.000    20.0        0.0      -           -{{$}}
+// MIXED-NEXT: 1   all  10.000       8.000    2.000         2.000    20.0        0.0      -           -{{$}}
+// RUN: braid-trace %t.mixed.json --csv | FileCheck %s --check-prefix=MIXED-CSV
+// MIXED-CSV: 1,0,10.000,8.000,2.000,2.000,20.0,0.0,,{{$}}
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: braidc %t.mlir --mesh dp=2 --lr 0.01 -o %t.prog
