@@ -350,13 +350,15 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       }
       st.params += seg.getRankParams(tp) * instances;
       paramTensors += seg.paramTensors * instances;
-      // B's parameters, divided over tp in the segment's proportion.
-      // Without a pipeline the ops around the layers run F and B in one
-      // function, and B reads the parameters F gathered under ZeRO-3
+      // B's parameters, divided over tp in the segment's proportion. The
+      // B of the ops around the layers reads the parameters their F
+      // gathered under ZeRO-3, held from F to B: without a pipeline F and B
+      // are one function, and a pipeline's last stage passes its F's
+      // gathered head table and final norm weight to its B
       // (getZeroThreeGathers).
       double all = seg.getParams();
       bool around = &seg == &model.pre || &seg == &model.post;
-      if (!around || plan.pp > 1) {
+      if (!around) {
         st.backwardParamTensors += seg.backwardParamTensors[r] * instances;
         if (all > 0)
           st.backwardParams +=
@@ -920,9 +922,34 @@ ZeroThreeGathers PlanCostModel::getZeroThreeGathers(const Plan &plan,
   // vocabulary block) and the group's logits for their gradient; B gathers
   // the table for the head's input gradient. braidc's dp2 ZeRO-3 GPT:
   // python/tests/test_plan_collectives.py.
-  if (plan.pp > 1 || s != 0 || numStages != 1)
-    return g;
   double group = double(plan.microBatchSize) / model.batch * plan.dp;
+  if (numStages > 1) {
+    // In a pipeline the first stage's lookups in such a table read it as
+    // stored too: F gathers the dp group's ids of each lookup, not the
+    // table. The head is not vocabulary-parallel there: the last stage's
+    // F gathers its table, a tied one (counted with the ops before the
+    // layers) as well, and its B reads that gathered copy (addSegment).
+    // braidc's dp2 x pp2 ZeRO-3 GPT: per micro-batch the first stage
+    // gathers 65 parameters and the group's ids, the last 67 parameters
+    // (wte among them) in F and only the layers' 32 in B
+    // (test_plan_collectives.py).
+    if (s == 0)
+      for (const VocabTable &t : model.vocabTables) {
+        if (t.lookups == 0 || !isDividedAlongVocab(t, plan))
+          continue;
+        g.forward -= 1;
+        g.forwardBytes -= t.getElements() * eb;
+        g.values += t.lookups;
+        g.valueBytes += group * t.lookupIdBytes;
+      }
+    if (s == numStages - 1 && model.tiedParams > 0) {
+      g.forward += model.tiedParamTensors;
+      g.forwardBytes += model.tiedParams / plan.tp * eb;
+    }
+    return g;
+  }
+  if (s != 0)
+    return g;
   for (const VocabTable &t : model.vocabTables) {
     if (!isDividedAlongVocab(t, plan))
       continue;

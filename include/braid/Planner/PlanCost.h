@@ -324,12 +324,13 @@ public:
   std::vector<CollectiveCount>
   getCollectives(const Plan &plan, const std::vector<StageCost> &stages) const;
   /// ZeRO-3's gathers of stage `s` (of `numStages`, costed as `st`) per
-  /// micro-batch: its parameter tensors before F (without a pipeline not a
-  /// vocabulary table ZeRO-3 divides along its vocabulary, ModelCost's
-  /// VocabTable: F computes on it as stored and gathers the values that
-  /// needs instead) and the ones B reads before B (without a pipeline of
-  /// the ops around the layers only such a table: their F and B are one
-  /// function).
+  /// micro-batch: its parameter tensors before F (not a vocabulary table
+  /// ZeRO-3 divides along its vocabulary, ModelCost's VocabTable, where a
+  /// lookup reads it as stored and gathers its ids instead, and without a
+  /// pipeline a head too, gathering the values it needs; in a pipeline the
+  /// last stage's F gathers a tied table as well) and the ones B reads
+  /// before B (of the ops around the layers, whose B reads what their F
+  /// gathered, only such a table without a pipeline).
   ZeroThreeGathers getZeroThreeGathers(const Plan &plan, const StageCost &st,
                                        int s, int numStages) const;
   /// Whether every device computes the dp group's loss, so that no dp sum
