@@ -260,3 +260,50 @@ func.func @room(%xs: tensor<3x2x8xf32>, %a: tensor<2x8xf32>) -> (tensor<3x2x8xf3
   %wa = braid.wait %fa : !braid.future<tensor<2x8xf32>>
   return %w, %wa : tensor<3x2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Tests earliest deadline first: both starts can go to the top (their
+// operands are products, in buffers of their own), and the one whose result
+// is needed first (%f2, by the store of "a") is issued first, although it
+// comes second in the block. With max-in-flight=1 only it
+// starts early; %f1 stays where it was.
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+
+// CHECK-LABEL: func.func @deadline
+// CHECK-SAME: (%[[G1:.*]]: tensor<2x8xf32>, %[[G2:.*]]: tensor<2x8xf32>, %[[X:.*]]: tensor<2x8xf32>, %[[B:.*]]: tensor<8x8xf32>)
+// CHECK-NEXT: %[[S2:.*]] = braid.matmul %[[G2]], %[[B]]
+// CHECK-NEXT: %[[F2:.*]] = braid.all_reduce_start sum %[[S2]]
+// CHECK-NEXT: %[[S1:.*]] = braid.matmul %[[G1]], %[[B]]
+// CHECK-NEXT: %[[F1:.*]] = braid.all_reduce_start sum %[[S1]]
+// CHECK-NEXT: %[[H:.*]] = braid.matmul %[[X]], %[[B]]
+// CHECK-NEXT: %[[M:.*]] = braid.matmul %[[H]], %[[B]]
+// CHECK-NEXT: %[[Y2:.*]] = braid.wait %[[F2]]
+// CHECK-NEXT: %[[Z2:.*]] = braid.add %[[Y2]], %[[M]]
+// CHECK-NEXT: braid.store_param "a", %[[Z2]]
+// CHECK-NEXT: %[[Y1:.*]] = braid.wait %[[F1]]
+// CHECK-NEXT: braid.store_param "b", %[[Y1]]
+// ONE-LABEL: func.func @deadline
+// ONE-SAME: (%[[G1:.*]]: tensor<2x8xf32>, %[[G2:.*]]: tensor<2x8xf32>, %[[X:.*]]: tensor<2x8xf32>, %[[B:.*]]: tensor<8x8xf32>)
+// ONE-NEXT: %[[S2:.*]] = braid.matmul %[[G2]], %[[B]]
+// ONE-NEXT: %[[F2:.*]] = braid.all_reduce_start sum %[[S2]]
+// ONE-NEXT: %[[H:.*]] = braid.matmul %[[X]], %[[B]]
+// ONE-NEXT: %[[S1:.*]] = braid.matmul %[[G1]], %[[B]]
+// ONE-NEXT: %[[F1:.*]] = braid.all_reduce_start sum %[[S1]]
+// ONE-NEXT: %[[M:.*]] = braid.matmul %[[H]], %[[B]]
+// ONE-NEXT: %[[Y2:.*]] = braid.wait %[[F2]]
+func.func @deadline(%g1: tensor<2x8xf32>, %g2: tensor<2x8xf32>, %x: tensor<2x8xf32>, %b: tensor<8x8xf32>) {
+  %h = braid.matmul %x, %b : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %s1 = braid.matmul %g1, %b : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %f1 = braid.all_reduce_start sum %s1 on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  %s2 = braid.matmul %g2, %b : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %f2 = braid.all_reduce_start sum %s2 on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  %m = braid.matmul %h, %b : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %y2 = braid.wait %f2 : !braid.future<tensor<2x8xf32>>
+  %z2 = braid.add %y2, %m : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  braid.store_param "a", %z2 : tensor<2x8xf32>
+  %y1 = braid.wait %f1 : !braid.future<tensor<2x8xf32>>
+  braid.store_param "b", %y1 : tensor<2x8xf32>
+  return
+}

@@ -21,6 +21,8 @@
 //     started and not yet waited for; this is checked again each time an op
 //     it could not pull is placed (a wait, a repeat), so it goes before the
 //     ops that needed that one;
+//   - starts ready at the same point go in the order their results are
+//     first needed (earliest deadline first), not in program order;
 //   - a wait, and the pure ops that depend on it, are placed only when a
 //     later op that stays in place (a repeat, a store, the terminator, a
 //     collective) needs them.
@@ -328,6 +330,34 @@ void BlockScheduler::computeDependences() {
       pendingStarts.push_back(op);
     reserved += getFuturesInFlight(op);
   }
+  // When a start's result is first needed: the original position of the
+  // first op that keeps its place and uses it through deferred ops (its
+  // wait, the pure ops using the wait) or through later starts, which
+  // cannot begin before the wait they need. Uses are SSA uses (in nested
+  // regions too); the terminator counts as the end of the block.
+  DenseMap<Operation *, unsigned> neededAt;
+  for (Operation *op : llvm::reverse(original)) {
+    unsigned at = original.size();
+    for (Operation *user : op->getUsers()) {
+      Operation *ancestor = block.findAncestorOpInBlock(*user);
+      if (!ancestor || !position.count(ancestor))
+        continue;
+      at = std::min(at, deferred.contains(ancestor) || isStart(ancestor)
+                            ? neededAt.lookup(ancestor)
+                            : position[ancestor]);
+    }
+    neededAt[op] = at;
+  }
+  // Earliest deadline first: starts ready at the same point are issued in
+  // the order their results are needed, not in program order, so that a
+  // collective needed soon does not queue behind one needed later (NCCL
+  // runs a stream's collectives in issue order, MPI matches a group's in
+  // issue order) and the in-flight limit goes to the most urgent. The
+  // order follows from the block alone, so every rank of a group agrees.
+  llvm::sort(pendingStarts, [&](Operation *a, Operation *b) {
+    return std::make_pair(neededAt.lookup(a), position.lookup(a)) <
+           std::make_pair(neededAt.lookup(b), position.lookup(b));
+  });
 }
 
 void BlockScheduler::place(Operation *op) {
