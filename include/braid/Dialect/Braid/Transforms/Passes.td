@@ -422,9 +422,11 @@ def ScheduleCollectivesPass : Pass<"braid-schedule-collectives", "::mlir::Module
     read or a view of one) crosses an op that may write a parameter (a
     started all_gather reads its operand until the wait); others do: the
     gradient norm's all_reduce of post-validate overlaps the optimistic
-    updates. At most `max-in-flight`
-    collectives are started early and not yet waited for; a start beyond
-    that stays where it was.
+    updates. Starts ready at the same point go in the order their results
+    are first needed (earliest deadline first), not in program order. At
+    most `max-in-flight` collectives are started early and not yet waited
+    for (the most urgent get the slots); a start beyond that stays where it
+    was.
 
     A wait inside a layer body would hold each instance of a repeat until
     its own collective is done. So first (option `across-repeats`), a layer
