@@ -893,9 +893,10 @@ def MixedPrecisionPass : Pass<"braid-mixed-precision", "::mlir::ModuleOp"> {
       right after it (the step's working copy);
     - matmul, attention, the elementwise ops and activations, rotary and
       embedding compute in bf16: their floating-point operands are
-      converted to bf16 and their results are bf16 (a matmul's products
-      are summed in f32 and rounded once, as `braid-eval` and the kernels
-      do);
+      converted to bf16 and their results are bf16 (a matmul accumulates
+      its products in f32, `braid-eval` in double, and rounds the sum to
+      bf16; a linear layer's bias is added to the f32 sum, which is then
+      rounded);
     - layer_norm, rms_norm, softmax, cross_entropy, reduce (and any other
       op) compute in f32: bf16 operands are converted to f32 first, so norm
       statistics, softmax sums and the loss are f32;
