@@ -42,10 +42,13 @@ static bool computesInBF16(Operation *op) {
   return op->hasTrait<OpTrait::braid::ComputesInBF16>();
 }
 
-/// Ops that move data: their result has their operand's type.
+/// Ops whose result has their operand's element type: those that only move
+/// data (the MovesDataOnly trait: reshape, transpose, broadcast, slice,
+/// concat) and braid.shard, the identity that constrains a sharding. (Not
+/// MovesDataOnly: that trait also says recomputing the op is free, and a
+/// recomputed braid.shard may realise its sharding again, a collective.)
 static bool followsOperand(Operation *op) {
-  return isa<ReshapeOp, TransposeOp, BroadcastOp, SliceOp, ConcatOp, ShardOp>(
-      op);
+  return op->hasTrait<OpTrait::braid::MovesDataOnly>() || isa<ShardOp>(op);
 }
 
 /// One function or layer body: converts values on demand, one conversion
