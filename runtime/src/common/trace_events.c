@@ -170,9 +170,15 @@ braid_rt_status_t braid_rt_trace_events_comm(braid_rt_trace_events_t *t,
   return status;
 }
 
-/* The length of chunk `c` of `count` elements cut into `size`. */
-static size_t ring_chunk(size_t count, int size, int c) {
-  return count / (size_t)size + ((size_t)c < count % (size_t)size ? 1 : 0);
+size_t braid_rt_ring_chunk_begin(size_t count, int size, int c) {
+  size_t rest = count % (size_t)size;
+  return count / (size_t)size * (size_t)c +
+         ((size_t)c < rest ? (size_t)c : rest);
+}
+
+size_t braid_rt_ring_chunk_length(size_t count, int size, int c) {
+  return braid_rt_ring_chunk_begin(count, size, c + 1) -
+         braid_rt_ring_chunk_begin(count, size, c);
 }
 
 size_t braid_rt_ring_sent(braid_rt_ring_kind_t kind, size_t count, int rank,
@@ -181,8 +187,8 @@ size_t braid_rt_ring_sent(braid_rt_ring_kind_t kind, size_t count, int rank,
     return 0;
   switch (kind) {
   case BRAID_RT_RING_ALL_REDUCE:
-    return 2 * count - ring_chunk(count, size, rank) -
-           ring_chunk(count, size, (rank + 1) % size);
+    return 2 * count - braid_rt_ring_chunk_length(count, size, rank) -
+           braid_rt_ring_chunk_length(count, size, (rank + 1) % size);
   case BRAID_RT_RING_ALL_GATHER:
   case BRAID_RT_RING_REDUCE_SCATTER:
     return (size_t)(size - 1) * count;

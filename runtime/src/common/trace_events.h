@@ -86,6 +86,15 @@ typedef enum {
   BRAID_RT_RING_BROADCAST,
 } braid_rt_ring_kind_t;
 
+/* A ring's cut of `count` elements into `size` chunks, the first
+   count % size of them one element longer: chunk c (0..size-1) starts at
+   element braid_rt_ring_chunk_begin(count, size, c) and has
+   braid_rt_ring_chunk_length(count, size, c) elements (begin of `size` is
+   `count`). The CPU backend's 16-bit ring (compressed.c) cuts its buffer
+   so, and braid_rt_ring_sent counts an all_reduce's chunks so. */
+size_t braid_rt_ring_chunk_begin(size_t count, int size, int c);
+size_t braid_rt_ring_chunk_length(size_t count, int size, int c);
+
 /* The elements rank `rank` of `size` sends in a ring (Patarasuk and Yuan)
    over `count` elements, as the 16-bit compressed sums run it and as the
    comm report models MPI's collectives (MPI picks its own algorithm,

@@ -38,16 +38,6 @@ static int ring_tag(braid_rt_comm_t *comm) {
   return 32767;
 }
 
-/* Chunk c of `count` elements cut into `size`: [begin, end). */
-static size_t chunk_begin(size_t count, int size, int c) {
-  return count / (size_t)size * (size_t)c +
-         ((size_t)c < count % (size_t)size ? (size_t)c : count % (size_t)size);
-}
-
-static size_t chunk_length(size_t count, int size, int c) {
-  return chunk_begin(count, size, c + 1) - chunk_begin(count, size, c);
-}
-
 static int wrap(int r, int size) { return ((r % size) + size) % size; }
 
 /* Sends `send_count` 16-bit words to the next rank and receives
@@ -95,19 +85,19 @@ static braid_rt_status_t ring_reduce(braid_rt_comm_t *comm, const char *op,
                                      const wire_t *wire, float *acc,
                                      size_t count, uint16_t *words, int tag) {
   int size = comm->size, rank = comm->rank;
-  size_t most = chunk_length(count, size, 0);
+  size_t most = braid_rt_ring_chunk_length(count, size, 0);
   uint16_t *send = words, *recv = words + most;
   for (int s = 0; s + 1 < size; ++s) {
     int out = wrap(rank - s - 1, size), in = wrap(rank - s - 2, size);
-    float *from = acc + chunk_begin(count, size, out);
-    size_t n_out = chunk_length(count, size, out);
+    float *from = acc + braid_rt_ring_chunk_begin(count, size, out);
+    size_t n_out = braid_rt_ring_chunk_length(count, size, out);
     for (size_t i = 0; i < n_out; ++i)
       send[i] = wire->narrow(from[i]);
-    size_t n_in = chunk_length(count, size, in);
+    size_t n_in = braid_rt_ring_chunk_length(count, size, in);
     braid_rt_status_t status = exchange(comm, op, send, n_out, recv, n_in, tag);
     if (status != BRAID_RT_OK)
       return status;
-    float *to = acc + chunk_begin(count, size, in);
+    float *to = acc + braid_rt_ring_chunk_begin(count, size, in);
     for (size_t i = 0; i < n_in; ++i)
       to[i] = wire->widen(recv[i]) + to[i];
   }
@@ -121,8 +111,8 @@ braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
   const char *op = "all_reduce (16-bit)";
   const wire_t *wire = format ? &F16 : &BF16;
   int size = comm->size, rank = comm->rank, tag = ring_tag(comm);
-  uint16_t *words =
-      malloc(2 * (chunk_length(count, size, 0) + 1) * sizeof(uint16_t));
+  uint16_t *words = malloc(
+      2 * (braid_rt_ring_chunk_length(count, size, 0) + 1) * sizeof(uint16_t));
   if (!words)
     return braid_rt_fail(comm->ctx, BRAID_RT_OUT_OF_MEMORY,
                          "%s over %s: out of memory", op, comm->name);
@@ -133,20 +123,21 @@ braid_rt_status_t braid_rt_backend_all_reduce_sum_f32_16bit(
       ring_reduce(comm, op, wire, buf, count, words, tag);
   if (status == BRAID_RT_OK) {
     /* The owner's chunk as every other rank will receive it. */
-    float *own = buf + chunk_begin(count, size, rank);
-    for (size_t i = 0, n = chunk_length(count, size, rank); i < n; ++i)
+    float *own = buf + braid_rt_ring_chunk_begin(count, size, rank);
+    for (size_t i = 0, n = braid_rt_ring_chunk_length(count, size, rank); i < n;
+         ++i)
       own[i] = wire->widen(wire->narrow(own[i]));
   }
-  size_t most = chunk_length(count, size, 0);
+  size_t most = braid_rt_ring_chunk_length(count, size, 0);
   for (int s = 0; status == BRAID_RT_OK && s + 1 < size; ++s) {
     int out = wrap(rank - s, size), in = wrap(rank - s - 1, size);
-    const float *from = buf + chunk_begin(count, size, out);
-    size_t n_out = chunk_length(count, size, out);
+    const float *from = buf + braid_rt_ring_chunk_begin(count, size, out);
+    size_t n_out = braid_rt_ring_chunk_length(count, size, out);
     for (size_t i = 0; i < n_out; ++i)
       words[i] = wire->narrow(from[i]);
-    size_t n_in = chunk_length(count, size, in);
+    size_t n_in = braid_rt_ring_chunk_length(count, size, in);
     status = exchange(comm, op, words, n_out, words + most, n_in, tag);
-    float *to = buf + chunk_begin(count, size, in);
+    float *to = buf + braid_rt_ring_chunk_begin(count, size, in);
     for (size_t i = 0; status == BRAID_RT_OK && i < n_in; ++i)
       to[i] = wire->widen(words[most + i]);
   }

@@ -97,7 +97,9 @@ size_t braid_rt_cuda_p2p_select(const braid_rt_cuda_p2p_entry_t *pending,
    backend's (runtime/src/cpu/compressed.c), so that both sum the same
    values in the same order and round them at the same hops: `count`
    elements are cut into `size` chunks, the first count % size one element
-   longer; chunk c is [begin, begin + length). */
+   longer; chunk c is [begin, begin + length), as the CPU backend's
+   braid_rt_ring_chunk_begin and _length (runtime/src/common/trace_events.h)
+   cut them (braid_rt_cuda_host does not link braid_rt_common). */
 size_t braid_rt_cuda_ring_chunk_begin(size_t count, int size, int c);
 size_t braid_rt_cuda_ring_chunk_length(size_t count, int size, int c);
 
