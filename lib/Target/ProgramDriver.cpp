@@ -182,6 +182,17 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
 #include <string.h>
 
 )";
+  // The ranks the mesh needs, as text in the executable: braid-run reads
+  // it and refuses another -n before launching any rank (a mismatch was
+  // found by every rank after MPI started, and a huge -n never got there).
+  if (mesh.present) {
+    int64_t ranks = 1;
+    for (int64_t d : mesh.dims)
+      ranks *= d;
+    os << "__attribute__((used)) static const char braid_program_ranks[] = "
+          "\"BRAID_PROGRAM_RANKS="
+       << ranks << ";\";\n\n";
+  }
   // Leaving after a bad argument: a program on the runtime's context
   // releases it first (MPI_Finalize), as a successful run does.
   os << "static int braid_program_exit(int code) {\n";

@@ -114,6 +114,21 @@ def test_not_executable(tmp_path):
     assert proc.returncode == 2 and "is not executable" in proc.stderr
 
 
+def test_another_rank_count_than_the_mesh_is_refused_before_launch(tmp_path):
+    """A braidc program says how many ranks its mesh needs: -n with another
+    count is refused at once, before mpirun starts any rank (each rank
+    found the mismatch after MPI started, and -n 100000 did not return)."""
+    program = _compile_gpt(tmp_path, "gpt-dp2", "--mesh", "dp=2")
+    for ranks in (1, 4, 100000):
+        proc = _braid_run("-n", ranks, program, "--steps", "1", timeout=30)
+        assert proc.returncode == 2, proc.stderr
+        assert (f"braid-run: error: '{program}' runs on 2 ranks (the product of its mesh), "
+                f"not -n {ranks}: give -n 2") in proc.stderr
+        assert "braid_rt_mesh_create" not in proc.stderr
+    proc = _braid_run("-n", 2, program, "--steps", "1")
+    assert proc.returncode == 0 and "step 0 loss" in proc.stdout, proc.stderr
+
+
 def test_killing_a_rank_of_a_compiled_program_ends_the_run(tmp_path):
     """A braidc program training on 2 ranks: SIGKILL one rank mid-run and
     the whole run ends within 60 s with that rank's status (128 + 9),
