@@ -486,7 +486,12 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   // only move or sum them: a bucket's slices lead back to its reduction and
   // its concat to the pieces (under ZeRO the reduce_scatter's input bucket,
   // which holds the gradients of the ops around the layers from the first
-  // one computed, was an activation).
+  // one computed, was an activation). The ops are named, not the Linear
+  // trait: braid.sub, braid.neg and braid.broadcast are linear too, but
+  // through them the walk would reach an activation's cotangent (a
+  // parameter subtracted from the logits has the negated logits' cotangent
+  // as its gradient), which the memory report would then count as a
+  // gradient.
   SmallVector<Value> work;
   for (Operation &op : body) {
     if (isa<AdamWUpdateOp, SgdUpdateOp>(op))
