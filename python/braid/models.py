@@ -311,8 +311,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as e:
         sub.error(str(e))
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"python3 -m braid.models: error: cannot write {args.output}: "
+                  f"{e.strerror}", file=sys.stderr)
+            return 1
     else:
         sys.stdout.write(text)
     return 0

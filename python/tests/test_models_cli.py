@@ -171,6 +171,17 @@ def test_output_file(tmp_path):
     assert out.read_text() == generate(*MLP)
 
 
+@pytest.mark.parametrize("where", ["missing-dir", "a-directory"])
+def test_unwritable_output_file(tmp_path, where):
+    """An output path that cannot be written is an error naming it, status
+    1 (it ended in a traceback)."""
+    out = tmp_path / "missing" / "model.mlir" if where == "missing-dir" else tmp_path
+    proc = run_cli(*MLP, "-o", str(out))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith(f"python3 -m braid.models: error: cannot write {out}: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_api_matches_cli():
     assert models.gpt(layers=2, hidden=64, heads=4, seq=16, vocab=128, batch=2) == generate(*GPT)
     assert models.llama(layers=2, hidden=64, heads=4, kv_heads=2, seq=16, vocab=128, batch=2) == generate(*LLAMA)

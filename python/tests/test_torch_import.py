@@ -165,6 +165,42 @@ def test_cli_end_to_end(tmp_path, braid_eval):
     assert bad.returncode == 2 and "cannot load nanogpt:nonexistent" in bad.stderr
 
 
+_SMALL = '{"vocab_size": 32, "block_size": 8, "n_layer": 1, "n_head": 2, "n_embd": 16}'
+_BATCH = '{"idx": {"shape": [2, 8], "high": 32}, "targets": {"shape": [2, 8], "high": 32}}'
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--args", "[1]"], 2, "bad --args: expected a JSON object of keyword arguments, got [1]"),
+    (["--batch", '{"idx": {"shape": [2, 8], "high": 32}}'], 2,
+     "bad --batch: its inputs (idx) do not fit GPT.forward(idx, targets): missing a required argument: 'targets'"),
+    (["--batch", '{"idx": {"shape": [2, -8], "high": 32}, "targets": {"shape": [2, 8], "high": 32}}'], 2,
+     "bad --batch: input 'idx': 'shape' must be a list of positive integers, got [2, -8]"),
+    (["--batch", '{"idx": {"shape": [2, 8]}, "targets": {"shape": [2, 8], "high": 32}}'], 2,
+     "bad --batch: input 'idx': an integer input needs 'high'"),
+    (["--batch", '{"idx": {"shape": [2, 8], "dtype": "int7", "high": 32}}'], 2,
+     "bad --batch: input 'idx': unknown dtype \"int7\""),
+    (["-o", "{tmp}/missing/m.mlir"], 1, "braid.torch: error: cannot write -o {tmp}/missing/m.mlir: No such file"),
+    (["-o", "{tmp}/m.mlir", "--weights", "{tmp}"], 1, "braid.torch: error: cannot write --weights {tmp}: Is a directory"),
+], ids=["args-list", "batch-missing-input", "batch-negative-dim", "batch-no-high", "batch-dtype", "output-dir",
+        "weights-is-dir"])
+def test_cli_errors(tmp_path, args, status, message):
+    """Bad --args, --batch and output paths are one located line and status 2
+    (usage) or 1 (writing), not a traceback from torch or the module."""
+    env = {"PYTHONPATH": f"{PYTHON_DIR}:{PYTHON_DIR / 'tests'}"}
+    cli = ["nanogpt:make", "--args", _SMALL, "--batch", _BATCH]
+    given = {args[i]: args[i + 1].replace("{tmp}", str(tmp_path)) for i in range(0, len(args), 2)}
+    for flag, value in given.items():
+        if flag in cli:
+            cli[cli.index(flag) + 1] = value
+        else:
+            cli += [flag, value]
+    proc = subprocess.run([sys.executable, "-m", "braid.torch", *cli], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == status, proc.stderr
+    assert message.replace("{tmp}", str(tmp_path)) in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 class Mixed(nn.Module):
     """A ModuleList whose children differ (ReLU vs GELU): must be emitted inline, same loss."""
 

@@ -3,6 +3,7 @@ python3 -m braid.torch export CHECKPOINT MODULE:FACTORY [--args JSON] -o state.p
 
 import argparse
 import importlib
+import inspect
 import json
 import sys
 from typing import Optional, Sequence
@@ -22,14 +23,51 @@ def _batch(spec: str):
         from braid import safetensors as st
         return {n: torch.from_numpy(st.to_numpy(t)) for n, t in st.load(spec).items()}
     described = json.loads(spec)
+    if not isinstance(described, dict):
+        raise ValueError("expected a JSON object of inputs by name")
     g = torch.Generator().manual_seed(0)
     inputs = {}
+
+    def positive(x):
+        return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
     for name, d in described.items():
+        if not isinstance(d, dict):
+            raise ValueError(f"input '{name}': expected an object with 'shape', got {json.dumps(d)}")
+        if d.get("dtype", "int64") not in _DTYPES:
+            raise ValueError(f"input '{name}': unknown dtype {json.dumps(d['dtype'])} (expected "
+                             f"{', '.join(_DTYPES)})")
         dtype = _DTYPES[d.get("dtype", "int64")]
+        if not isinstance(d.get("shape"), list) or not all(positive(n) for n in d["shape"]):
+            raise ValueError(f"input '{name}': 'shape' must be a list of positive integers, got "
+                             f"{json.dumps(d.get('shape'))}")
         shape = tuple(d["shape"])
+        if not dtype.is_floating_point and not positive(d.get("high")):
+            raise ValueError(f"input '{name}': an integer input needs 'high', a positive integer (values "
+                             f"are drawn from [0, high)), got {json.dumps(d.get('high'))}")
         inputs[name] = (torch.randint(0, d["high"], shape, generator=g, dtype=dtype) if not dtype.is_floating_point
                         else torch.randn(shape, generator=g, dtype=dtype))
     return inputs
+
+
+def _kwargs(text: str) -> dict:
+    kwargs = json.loads(text)
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"expected a JSON object of keyword arguments, got {text}")
+    return kwargs
+
+
+def _write(what: str, path: str, write) -> bool:
+    """Runs write(); an OSError (a missing directory, a directory as the
+    file; torch.save's RuntimeError for a missing directory) is printed as
+    an error naming `what` and `path`: False."""
+    try:
+        write()
+        return True
+    except (OSError, RuntimeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        print(f"braid.torch: error: cannot write {what} {path}: {reason}", file=sys.stderr)
+        return False
 
 
 def _load(parser: argparse.ArgumentParser, target: str):
@@ -45,7 +83,7 @@ def _load(parser: argparse.ArgumentParser, target: str):
 def _module(parser: argparse.ArgumentParser, factory: str, args: str):
     make = _load(parser, factory)
     try:
-        kwargs = json.loads(args)
+        kwargs = _kwargs(args)
     except ValueError as e:
         parser.error(f"bad --args: {e}")
     return make(**kwargs)
@@ -82,7 +120,8 @@ def export_main(argv: Sequence[str]) -> int:
     except (CheckpointError, RuntimeError) as e:
         print(f"braid.torch export: error: {e}", file=sys.stderr)
         return 1
-    save_state_dict(state, args.output)
+    if not _write("-o", args.output, lambda: save_state_dict(state, args.output)):
+        return 1
     own = module.state_dict(keep_vars=True)
     first = {}
     tied = [f"{k} = {first.setdefault(id(v), k)}" for k, v in own.items()
@@ -135,13 +174,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     factory = _load(parser, args.factory)
     loss = _load(parser, args.loss) if args.loss else None
     try:
-        kwargs = json.loads(args.args)
+        kwargs = _kwargs(args.args)
+    except ValueError as e:
+        parser.error(f"bad --args: {e}")
+    try:
         batch = _batch(args.batch)
     except (ValueError, KeyError, OSError) as e:
-        parser.error(f"bad --args or --batch: {e}")
+        parser.error(f"bad --batch: {e}")
     module = factory(**kwargs)
     if args.eval:
         module.eval()
+    # The batch feeds forward by name (inputs it does not take go to the
+    # loss only): one missing a parameter forward needs is this command's
+    # error, not a traceback from inside the module.
+    try:
+        signature = inspect.signature(module.forward)
+    except ValueError:
+        signature = None  # no signature to check (a builtin forward)
+    if signature is not None:
+        try:
+            signature.bind(**{k: v for k, v in batch.items() if k in signature.parameters})
+        except TypeError as e:
+            parser.error(f"bad --batch: its inputs ({', '.join(batch) or 'none'}) do not fit "
+                         f"{type(module).__name__}.forward{signature}: {e}")
     try:
         imported = import_module(module, batch, loss=loss, fuse_attention=not args.no_fuse_attention,
                                  fuse=not args.no_fuse)
@@ -149,14 +204,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"braid.torch: error: {e}", file=sys.stderr)
         return 1
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(imported.mlir)
+        def write_ir():
+            with open(args.output, "w") as f:
+                f.write(imported.mlir)
+        if not _write("-o", args.output, write_ir):
+            return 1
     else:
         sys.stdout.write(imported.mlir)
-    if args.weights:
-        imported.save_weights(args.weights)
-    if args.checkpoint:
-        start_checkpoint(imported.weights, args.checkpoint, optimizer=args.optimizer)
+    if args.weights and not _write("--weights", args.weights, lambda: imported.save_weights(args.weights)):
+        return 1
+    if args.checkpoint and not _write("--checkpoint", args.checkpoint,
+                                      lambda: start_checkpoint(imported.weights, args.checkpoint,
+                                                               optimizer=args.optimizer)):
+        return 1
     return 0
 
 
