@@ -1300,7 +1300,7 @@ llvm::Expected<PlanCost> PlanCostModel::evaluate(const Plan &plan) {
   };
   for (int rank = 0; rank < plan.pp; ++rank) {
     RankSums sum = sumRank(plan, stages, rank);
-    double params = sum.params, tensors = sum.paramTensors, layers = sum.layers,
+    double params = sum.params, tensors = sum.paramTensors,
            backward = m * sum.backwardTime;
     // The parameters the rank reduces and updates: in a pipeline those it
     // owns (a tied one on the last stage's rank).
@@ -1598,7 +1598,7 @@ PlanCostModel::getCollectives(const Plan &plan,
   };
   for (int rank = 0; rank < plan.pp; ++rank) {
     RankSums sum = sumRank(plan, stages, rank);
-    double params = sum.params, tensors = sum.paramTensors, layers = sum.layers;
+    double params = sum.params, tensors = sum.paramTensors;
     PipelineReduction owned{1, params, tensors};
     if (plan.pp > 1)
       owned = getPipelineReduction(model, plan, stages, rank);
