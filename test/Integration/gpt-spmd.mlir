@@ -32,7 +32,8 @@
 // RUN: braid-run -n 4 %t.async --steps 3 --seed 1 > %t.async.out
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.async.out %t.dptp.eval --rtol 1e-5 | FileCheck %s
 //
-// RUN: not braid-run -n 3 %t.dptp --steps 1 2>&1 | FileCheck %s --check-prefix=SIZE
+// RUN: not braid-run -n 3 %t.dptp --steps 1 2>&1 | FileCheck %s --check-prefix=RUNSIZE
+// RUN: not %t.dptp --steps 1 2>&1 | FileCheck %s --check-prefix=SIZE
 
 // CHECK: ok: 3 losses within 1e-05
 
@@ -43,4 +44,8 @@
 // OUT-NOT: step
 // OUT: summary: 3 steps
 
-// SIZE: error: braid_rt_mesh_create: mesh {2,2} has 4 devices but the world has 3 ranks
+// braid-run refuses the count before starting a rank; the runtime itself
+// refuses a world of another size (here, the program run alone).
+// RUNSIZE: braid-run: error: '{{.*}}dptp' runs on 4 ranks (the product of its mesh), not -n 3: give -n 4
+// RUNSIZE-NOT: braid_rt_mesh_create
+// SIZE: error: braid_rt_mesh_create: mesh {2,2} has 4 devices but the world has 1 ranks
