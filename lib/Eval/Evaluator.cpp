@@ -331,7 +331,12 @@ Evaluator::makeInputs(FunctionOpInterface fn, const TensorMap &given) {
   llvm::StringSet<> names;
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
     std::string name = getArgumentName(fn, i);
-    names.insert(name);
+    // Inputs are made, read and saved by name: two arguments of one name
+    // would get one value.
+    if (!names.insert(name).second)
+      return fn.emitError() << "argument #" << i << " is named '" << name
+                            << "' as an earlier argument is; arguments "
+                               "need distinct names (braid.name)";
     auto type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
     if (!type || !type.hasStaticShape())
       return fn.emitError() << "argument '" << name << "' has type "

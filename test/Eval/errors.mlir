@@ -101,6 +101,13 @@
 // SAVE: error: {{.*}}keep.st: cannot write:
 // RUN: cmp %t/good.st %t/keep.st
 //
+// Two arguments of one name are refused (they got one value: the loss of
+// a model whose tokens were named 'labels' changed silently), by braid-eval
+// and braidc alike.
+// RUN: not braid-eval %S/Inputs/duplicate-names.mlir 2>&1 | FileCheck %s --check-prefix=DUPNAME
+// RUN: not braidc %S/Inputs/duplicate-names.mlir -o %t/dup 2>&1 | FileCheck %s --check-prefix=DUPNAME
+// DUPNAME: duplicate-names.mlir:2:1: error: argument #1 is named 'x' as an earlier argument is; arguments need distinct names (braid.name)
+//
 // RUN: not braid-eval 2>&1 | FileCheck %s --check-prefix=USAGE
 // USAGE: Not enough positional command line arguments specified!
 //

@@ -47,3 +47,19 @@ func.func @forward(%t: tensor<2xi32>) -> tensor<f32> {
   %s = braid.reduce sum %e {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// Two declarations of one parameter with different shapes: named at the
+// declaration (the sum of their gradients failed as a braid.add of shapes
+// that do not broadcast, located at an unrelated op).
+func.func @forward(%x: tensor<4xf32>) -> tensor<f32> {
+  // expected-error@+1 {{'braid.param' op declares parameter 'w' as 'tensor<4xf32>', but it is also declared as 'tensor<2xf32>'}}
+  %w = braid.param "w" {init = #braid.init<ones>} : tensor<4xf32>
+  %v = braid.param "w" {init = #braid.init<ones>} : tensor<2xf32>
+  %a = braid.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s = braid.reduce sum %a {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+  %t = braid.reduce sum %v {axes = array<i64: 0>} : (tensor<2xf32>) -> tensor<f32>
+  %l = braid.add %s, %t : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

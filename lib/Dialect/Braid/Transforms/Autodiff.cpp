@@ -277,6 +277,13 @@ LogicalResult Differentiator::sweep(Block &src, IRMapping &mapping) {
     if (auto param = dyn_cast<ParamOp>(op)) {
       Value g = grads.lookup(param.getResult());
       auto [it, inserted] = paramGrads.insert({param.getName(), g});
+      // One name, one parameter: gradients of two shapes cannot be summed
+      // (the sum's error named neither declaration).
+      if (!inserted && it->second.getType() != g.getType())
+        return param.emitOpError()
+               << "declares parameter '" << param.getName() << "' as "
+               << param.getType() << ", but it is also declared as "
+               << it->second.getType();
       if (!inserted) {
         tagger.phase = Phase::W;
         it->second = AddOp::create(b, g.getLoc(), g.getType(), it->second, g);
