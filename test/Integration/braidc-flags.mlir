@@ -28,12 +28,16 @@
 // RUN: not braidc %t.mlir --mesh dp=2 --bucket-mb nan -o %t.bad 2>&1 | FileCheck %s --check-prefix=BUCKET
 // RUN: not braidc %t.mlir --schedule zb-h3 -o %t.bad 2>&1 | FileCheck %s --check-prefix=SCHED
 // RUN: not braidc %t.mlir --mesh auto --devices 2 --device-memory 1e400 --plan-only 2>&1 | FileCheck %s --check-prefix=MEMORY
+// RUN: rm -rf %t.outdir && mkdir %t.outdir
+// RUN: not braidc %t.mlir -o %t.outdir 2>&1 | FileCheck %s --check-prefix=OUTDIR
+// RUN: not ls %t.outdir.cpp
 //
 // LRINF: error: braid-train-step: lr must be positive and finite
 // MINLR: error: braid-train-step: min-lr must be between 0 and lr
 // CLIP: error: braid-train-step: clip-norm must be non-negative and finite (0: off)
 // BUCKET: braidc: bucket-mb must be non-negative and finite (0: no buckets), got nan
 // SCHED: braidc: unknown schedule 'zb-h3'
+// OUTDIR: braidc: -o {{.*}}outdir is a directory; name the file to write
 // MEMORY: braidc: --mesh auto: --device-memory: expected a size such as 80GiB, 512MiB, 2GB or a number of bytes, got '1e400'
 //
 // RUN: braidc %t.mlir --train -o %t.prog

@@ -599,6 +599,13 @@ int main(int argc, char **argv) {
               "writes nothing)\n";
     return 1;
   }
+  // A directory as -o: the C++ went next to it (DIR.cpp) and the linker
+  // failed on it.
+  if (!outputFile.empty() && sys::fs::is_directory(outputFile)) {
+    errs() << "braidc: -o " << outputFile
+           << " is a directory; name the file to write\n";
+    return 1;
+  }
   if (emit != "exe" && emit != "mlir" && emit != "cpp" && emit != "cu") {
     errs() << "braidc: --emit must be exe, mlir, cpp or cu\n";
     return 1;
