@@ -108,6 +108,15 @@
 // RUN: not braidc %S/Inputs/duplicate-names.mlir -o %t/dup 2>&1 | FileCheck %s --check-prefix=DUPNAME
 // DUPNAME: duplicate-names.mlir:2:1: error: argument #1 is named 'x' as an earlier argument is; arguments need distinct names (braid.name)
 //
+// An output in a missing directory, or a directory, is refused before the
+// evaluation runs (it was found after, the results printed and lost).
+// RUN: not braid-eval %S/Inputs/tiny.mlir --save-weights %t/nodir/w.st > %t/nodir.out 2>&1
+// RUN: FileCheck %s --check-prefix=NODIR < %t/nodir.out
+// NODIR: error: --save-weights {{.*}}nodir/w.st: cannot write in '{{.*}}nodir' (no such directory, or not writable)
+// NODIR-NOT: result
+// RUN: not braid-eval %S/Inputs/tiny.mlir --save-outputs %t 2>&1 | FileCheck %s --check-prefix=ISDIR
+// ISDIR: error: --save-outputs {{.*}}: is a directory
+//
 // RUN: not braid-eval 2>&1 | FileCheck %s --check-prefix=USAGE
 // USAGE: Not enough positional command line arguments specified!
 //

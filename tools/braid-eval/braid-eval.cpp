@@ -18,8 +18,10 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -486,6 +488,25 @@ int main(int argc, char **argv) {
       "With --steps N it trains: it runs a training step (from braid-opt "
       "--braid-autodiff --braid-train-step) N times on the same inputs and "
       "prints each step's loss, learning rate and gradient norm.\n");
+
+  // The files written at the end: a directory that is missing or not
+  // writable is found before the evaluation (or --steps of training) runs.
+  for (cl::opt<std::string> *path :
+       {&saveWeights, &saveInputs, &saveOutputs, &saveOptimizerState}) {
+    if (path->empty())
+      continue;
+    llvm::SmallString<256> dir = llvm::sys::path::parent_path(*path);
+    if (dir.empty())
+      dir = ".";
+    if (llvm::sys::fs::is_directory(*path))
+      return fail("--" + path->ArgStr.str() + " " + *path +
+                  ": is a directory");
+    if (!llvm::sys::fs::is_directory(dir) ||
+        llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write))
+      return fail("--" + path->ArgStr.str() + " " + *path +
+                  ": cannot write in '" + dir.str().str() +
+                  "' (no such directory, or not writable)");
+  }
 
   DialectRegistry registry;
   registry.insert<BraidDialect, func::FuncDialect>();
