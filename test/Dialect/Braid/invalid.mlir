@@ -988,6 +988,24 @@ func.func @adamw_eps(%p: tensor<4xf32>, %s: tensor<f32>, %t: tensor<i64>) {
 
 // -----
 
+// NaN passed checks written as x < 0 (braid-train-step's weight-decay=nan
+// trained NaN weights).
+func.func @adamw_nan_decay(%p: tensor<4xf32>, %s: tensor<f32>, %t: tensor<i64>) {
+  // expected-error@+1 {{needs epsilon > 0 and weight_decay >= 0}}
+  %a, %b, %c = braid.adamw_update %p, %p, %p, %p, %s, %t, %s {weight_decay = 0x7FF8000000000000 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_nan_momentum(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{needs momentum >= 0 and weight_decay >= 0}}
+  %a, %b = braid.sgd_update %p, %p, %p, %s, %s {momentum = 0x7FF8000000000000 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
 func.func @adamw_state_type(%p: tensor<4xf32>, %m: tensor<3xf32>, %s: tensor<f32>, %t: tensor<i64>) {
   // expected-error@+1 {{operand has type 'tensor<3xf32>'; expected the parameter's type 'tensor<4xf32>'}}
   %a, %b, %c = braid.adamw_update %p, %p, %m, %p, %s, %t, %s : (tensor<4xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)

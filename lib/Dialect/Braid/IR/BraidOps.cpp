@@ -14,6 +14,8 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::braid;
 
@@ -993,16 +995,20 @@ LogicalResult AdamWUpdateOp::verify() {
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0))
     return emitOpError("beta1 and beta2 must be in [0, 1)");
-  if (!(getEpsilon().convertToDouble() > 0.0) ||
-      getWeightDecay().convertToDouble() < 0.0)
+  // Written so that NaN and infinity fail too.
+  double eps = getEpsilon().convertToDouble();
+  double wd = getWeightDecay().convertToDouble();
+  if (!(eps > 0.0 && std::isfinite(eps)) || !(wd >= 0.0 && std::isfinite(wd)))
     return emitOpError("needs epsilon > 0 and weight_decay >= 0");
   return checkUpdate(*this, getParam(), {getGrad(), getM(), getV()},
                      {getLr(), getStep(), getGradScale()});
 }
 
 LogicalResult SgdUpdateOp::verify() {
-  if (getMomentum().convertToDouble() < 0.0 ||
-      getWeightDecay().convertToDouble() < 0.0)
+  double momentum = getMomentum().convertToDouble();
+  double wd = getWeightDecay().convertToDouble();
+  if (!(momentum >= 0.0 && std::isfinite(momentum)) ||
+      !(wd >= 0.0 && std::isfinite(wd)))
     return emitOpError("needs momentum >= 0 and weight_decay >= 0");
   if (getNesterov() && !(getMomentum().convertToDouble() > 0.0))
     return emitOpError("Nesterov momentum needs momentum > 0");
