@@ -916,6 +916,22 @@ func.func @lr_schedule_lr(%step: tensor<i64>) {
 
 // -----
 
+func.func @lr_schedule_lr_inf(%step: tensor<i64>) {
+  // expected-error@+1 {{lr must be positive and finite}}
+  %0 = braid.lr_schedule constant %step {lr = 0x7FF0000000000000 : f64} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_min_lr_nan(%step: tensor<i64>) {
+  // expected-error@+1 {{min_lr must be between 0 and lr}}
+  %0 = braid.lr_schedule constant %step {lr = 1.0 : f64, min_lr = 0x7FF8000000000000 : f64} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @lr_schedule_min(%step: tensor<i64>) {
   // expected-error@+1 {{min_lr must be between 0 and lr}}
   %0 = braid.lr_schedule linear %step {lr = 1.0 : f64, min_lr = 2.0 : f64} : (tensor<i64>) -> tensor<f32>

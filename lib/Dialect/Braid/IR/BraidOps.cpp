@@ -924,10 +924,10 @@ LogicalResult LrScheduleOp::verify() {
       failed(checkScalar(*this, getResult(), "the result")))
     return failure();
   int64_t warmup = getWarmupSteps(), total = getTotalSteps();
-  if (!(getLr().convertToDouble() > 0.0))
-    return emitOpError("lr must be positive");
-  if (getMinLr().convertToDouble() < 0.0 ||
-      getMinLr().convertToDouble() > getLr().convertToDouble())
+  double lr = getLr().convertToDouble(), minLr = getMinLr().convertToDouble();
+  if (!(lr > 0.0) || !std::isfinite(lr))
+    return emitOpError("lr must be positive and finite");
+  if (!(minLr >= 0.0 && minLr <= lr))
     return emitOpError("min_lr must be between 0 and lr");
   if (warmup < 0 || total < 1)
     return emitOpError() << "need warmup_steps >= 0 and total_steps >= 1, "
