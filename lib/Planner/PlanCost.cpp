@@ -534,15 +534,28 @@ void PlanCostModel::addCompiledBuffers(
   // the middle stages hold none of it.
   int lastRank = getRankOf(plan, numStages - 1);
   double tiedGrad = model.tiedParams / plan.tp * gradBytes;
-  // The largest segment's intermediates of one micro-batch (at the
-  // source's element size under either precision: the arenas are fitted
-  // to f32 plans).
-  double widest =
-      std::max(model.pre.getSavedBytes(Recompute::None, plan.tp, sp),
-               model.post.getSavedBytes(Recompute::None, plan.tp, sp));
+  // The layers' arena: the widest layer's intermediates of one
+  // micro-batch (at the source's element size under either precision: the
+  // arenas are fitted to f32 plans). Only the layers run in it: the ops
+  // before and after them run in the step function (without a pipeline)
+  // or the pipeline's pieces, whose buffers are counted below (headWork).
+  // Until 2026-12-03 the ops around the layers were in the widest too,
+  // so a large vocabulary's logits counted 5 times (GPT, vocabulary 8192,
+  // hidden 64, batch 4: 40.3 MiB of buffers against a 1 MiB layers'
+  // arena; docs/planner.md, "Large vocabularies").
+  double widest = 0;
   for (const SegmentCost &l : model.layers)
     widest = std::max(widest, l.getSavedBytes(Recompute::None, plan.tp, sp));
   double working = config.workingActivationCopies * widest * scale;
+  // The ops after the layers (the head): their B forms the gradient of
+  // what F saved (the logits' gradient beside the logits) while those are
+  // live, in the step's arena without a pipeline and in the pieces' arena,
+  // every rank's, in one (braidc's memory plan; the step arena's peak of
+  // the GPT above is there: its saved values plus 8 MiB, the logits').
+  double headWork =
+      config.workingActivationCopies <= 0
+          ? 0
+          : model.post.getSavedBytes(Recompute::None, plan.tp, sp) * scale;
   double noRecompute = getSavedBytes(model.pre, Recompute::None, plan.tp, sp) +
                        getSavedBytes(model.post, Recompute::None, plan.tp, sp);
   for (const SegmentCost &l : model.layers)
@@ -586,11 +599,18 @@ void PlanCostModel::addCompiledBuffers(
            i < stages[s].firstLayer + stages[s].numLayers; ++i)
         layerGrads =
             std::max(layerGrads, model.getLayer(i).getRankParams(plan.tp));
-    double arenas =
-        config.workingActivationCopies <= 0
-            ? 0
-            : std::max(working, layerGrads * gradBytes +
-                                    getPipelineResultBytes(plan, stages, rank));
+    double results = getPipelineResultBytes(plan, stages, rank);
+    double arenas = config.workingActivationCopies <= 0
+                        ? 0
+                        : std::max(working, layerGrads * gradBytes + results);
+    // In a pipeline the pieces share one arena by call depth, as large as
+    // the largest piece's plan of any stage (braidc's memory plan: the
+    // arena's size is one constant, not indexed by the stage): the W
+    // piece's results (above) or the head's B working gradient, whichever
+    // is larger, on every rank (GPT, vocabulary 32768, pp=2 1F1B: both
+    // stages' pieces' arenas are 40 MiB, the head's B's).
+    if (plan.pp > 1)
+      arenas += std::max(0.0, headWork - results);
     m.buffers = std::max(0.0, grads - m.grads) + receives + arenas;
     // Without a pipeline the step runs every layer's B, then every
     // layer's W: between them each instance holds what its W reads (F's
@@ -617,7 +637,9 @@ void PlanCostModel::addCompiledBuffers(
       }
       if (plan.recompute != Recompute::None)
         held = std::max(held, noRecompute);
-      m.buffers += std::max(0.0, held * scale - m.activations);
+      // The step's arena peaks at the layers' B and W (the hold) or at the
+      // head's B (every saved value and the head's working gradient).
+      m.buffers += std::max(headWork, held * scale - m.activations);
     }
     m.buffers +=
         getAccumulationBytes(plan) + getStagingBytes(plan, stages, rank) +

@@ -121,11 +121,14 @@ struct TrainingConfig {
   bool compiledBuffers = false;
   /// With compiledBuffers: the arenas of one micro-batch's layer and
   /// pipeline piece calls (their intermediates, their gradients, and what B
-  /// hands to W), in units of the largest segment's activations without
-  /// recomputation for one micro-batch. Fitted to braidc's memory plan
+  /// hands to W), in units of the largest layer's activations without
+  /// recomputation for one micro-batch (until 2026-12-03 the largest
+  /// segment's, the head's logits included: docs/planner.md, "Large
+  /// vocabularies"). Fitted to braidc's memory plan
   /// (`braidc --memory-report`) of 16 plans of a small GPT on 4 ranks
   /// (docs/planner.md): what it holds beyond the other terms is 3.3-9.5
-  /// such units, about 5 in the middle.
+  /// such units, about 5 in the middle. 0 leaves out the arenas and the
+  /// head's B working gradient (the unit tests isolate the other terms so).
   double workingActivationCopies = 5;
   /// With compiledBuffers: what the layers hold between their B and their
   /// W beyond the saved activations (SegmentCost::getHeldBytes); false
