@@ -65,15 +65,17 @@ func.func @forward(%x: tensor<4x16xf32>) -> tensor<f32> {
 // its pieces read and those it updates: stage 0 wte, wpe and layer 0
 // (59200 floats = 236800 bytes), stage 1 layer 1, ln_f and the tied head's
 // wte (58304 floats = 233216 bytes).
-// Each stage holds the gradient means of its own parameters only, plus the
-// loss (64 bytes, broadcast to every stage as the step's result): stage 0
-// 236800 + 64; stage 1 233216 (its own, with its partial of wte's) + 64:
-// the first stage's partial of wte's (128 x 64 floats, 32768 bytes), sent
-// to it to sum, lands after the pipeline, past the peak (until 2026-12-02
+// Each stage holds the gradient means of its own parameters only: stage 0
+// 236800; stage 1 233216 (its own, with its partial of wte's): the first
+// stage's partial of wte's (128 x 64 floats, 32768 bytes), sent to it to
+// sum, lands after the pipeline, past the peak (until 2026-12-02
 // broadcast, and held from the pipeline's start: 266048). (Every stage
-// held every mean before: 470080.)
+// held every mean before: 470080.) The loss (64 bytes, broadcast to every
+// stage as the step's result) is a mean the driver takes from an F piece,
+// so it counts as activations (until 2026-12-03 as a gradient: 236864 and
+// 233280).
 // GPT: ranks parameters gradients optimizer_state
 // GPT-NEXT: all 437248 {{[0-9]+}} 874496
 // PP: ranks parameters gradients
-// PP-NEXT: stage 0 236800 236864
-// PP-NEXT: stage 1 233216 233280
+// PP-NEXT: stage 0 236800 236800
+// PP-NEXT: stage 1 233216 233216

@@ -7,25 +7,29 @@
 // 222464 bytes in both precisions (bf16-mixed was 437248, dp2's), tp2 with
 // sp 220416 (was 435200), stage 0 of dp2 x tp2 x pp2 121216 (was 236800).
 //
-// Gradients per rank (f32 in both precisions), live at the step's peak:
+// Gradients per rank (f32 in both precisions, so the same bytes), live at
+// the step's peak:
 // - dp2 x tp2: the layers' W (saved values still live) is the peak. Every
 //   layer instance's gradient (25184 floats a rank, 201472 bytes for 2),
 //   the dp bucket of the ops around the layers (ln_f 128 + wpe 1024 + wte's
-//   tp half 4096 floats = 20992 bytes): every parameter's, 222464; in f32
-//   also the head's partial of wte (64 x 64 floats, 16384 bytes) before the
-//   embedding's is added to it, 238848. Under bf16-mixed that sum is a
-//   braid.fused op, which the report's walk back from the update does not
-//   follow (FunctionLowering, the gradients set), so the partial, as live,
-//   counts as activations there and the gradients are 222464.
-// - tp2 sp, bf16-mixed: the layers' 201472 and the tp bucket of ln_f's two
+//   tp half 4096 floats = 20992 bytes): every parameter's, 222464; and the
+//   head's partial of wte (64 x 64 floats, 16384 bytes) before the
+//   embedding's is added to it: 238848. Under bf16-mixed that sum is a
+//   braid.fused region (each partial rounded, then added), which the
+//   report's walk follows back to both partials (until 2026-12-03 it did
+//   not, and counted the head's partial as activations: 222464).
+// - tp2 sp, bf16-mixed: the layers' 201472, the tp bucket of ln_f's two
 //   gradients (summed over the sequence halves) with the gradient norm's 12
-//   pieces, 140 floats in a 576-byte buffer (64-byte aligned): 202048; the
-//   embedding's gradients come after the layers' W.
+//   pieces, 140 floats in a 576-byte buffer (64-byte aligned), and the
+//   head's partial of wte (16384, as above; was activations until
+//   2026-12-03): 218432; the embedding's gradients come after the layers'
+//   W.
 // - dp2 x tp2 x pp2: after the schedule a stage holds the means of all its
 //   gradients, its parameters' bytes: stage 0 (layer 0, wte's partial, wpe)
-//   121216; stage 1 (layer 1, ln_f, the tied wte it updates) 117632, and
-//   the loss, a result of the pipeline like them, one float in a 64-byte
-//   buffer: 117696.
+//   121216; stage 1 (layer 1, ln_f, the tied wte it updates) 117632. The
+//   loss, also a result of the pipeline (one float in a 64-byte buffer), is
+//   one the driver takes from an F piece and counts as activations (until
+//   2026-12-03 as a gradient: 117696).
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128 --batch 2 -o %t.gpt.mlir
 // RUN: braidc %t.gpt.mlir --train --mesh dp=2,tp=2 --memory-report --emit mlir -o %t.e1 > %t.mem
 // RUN: braidc %t.gpt.mlir --train --precision bf16-mixed --mesh dp=2,tp=2 --memory-report --emit mlir -o %t.e2 >> %t.mem
@@ -35,12 +39,12 @@
 // MEM: ranks parameters
 // MEM-NEXT: all 222464 238848 444928
 // MEM: ranks parameters
-// MEM-NEXT: all 222464 222464 444928
+// MEM-NEXT: all 222464 238848 444928
 // MEM: ranks parameters
-// MEM-NEXT: all 220416 202048
+// MEM-NEXT: all 220416 218432
 // MEM: ranks parameters
 // MEM-NEXT: stage 0 121216 121216
-// MEM-NEXT: stage 1 117632 117696
+// MEM-NEXT: stage 1 117632 117632
 //
 // Llama (rms_norm, rotary, SwiGLU, grouped KV heads, an untied head) on
 // tp2, dp2 x tp2, tp2 with sp and dp2 x tp2 x pp2 (1F1B): the program's
