@@ -611,6 +611,13 @@ void PlanCostModel::addCompiledBuffers(
     // stages' pieces' arenas are 40 MiB, the head's B's).
     if (plan.pp > 1)
       arenas += std::max(0.0, headWork - results);
+    // And the last stage's step arena holds the logits and their gradient
+    // at once at the head's B, once whatever the schedule (braidc's pp=2
+    // of the GPT above at vocabulary 32768: the last stage's report is one
+    // logits' gradient, 32 MiB, above the planner's under 1F1B, ZB-H1 and
+    // ZB-H2 alike, the deferred W's holds counted).
+    if (plan.pp > 1 && rank == lastRank)
+      arenas += headWork;
     m.buffers = std::max(0.0, grads - m.grads) + receives + arenas;
     // Without a pipeline the step runs every layer's B, then every
     // layer's W: between them each instance holds what its W reads (F's
