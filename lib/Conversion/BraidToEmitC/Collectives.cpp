@@ -173,6 +173,22 @@ static LogicalResult lowerCollective(CollectiveOpInterface op,
     pending = l.module.getPendingSite(l.b, l.loc);
   if (op.isStarted())
     l.pendingOf[op->getResult(0)] = pending;
+  // A future carried to the next layer instance: the last instance has no
+  // next one and is given no site, which only the guarded start below of
+  // the next instance's parameter share checks for.
+  if (l.carriedPending.contains(op->getResult(0))) {
+    if (op->hasAttr("braid.compress"))
+      return op->emitOpError()
+             << "is compressed and started for the next layer instance; "
+                "generated code starts a carried future uncompressed only";
+    if (!getNextInstanceShareRead(input))
+      return op->emitOpError()
+             << "starts a future the layer carries to its next instance, "
+                "but not on the next instance's parameter share (a "
+                "braid.param marked braid.next_instance, as "
+                "braid-zero3-prefetch makes it); generated code has no "
+                "site to start it on in the last instance";
+  }
   // braid-compress-gradients: a blocking 16-bit ring; a started one
   // completes at its start, leaving its wait nothing to do.
   if (auto compress = op->getAttrOfType<StringAttr>("braid.compress")) {

@@ -461,7 +461,8 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   // Yielded futures: each a collective started in this body, once.
   Operation *terminator = body.getTerminator();
   auto pendingOut = pendingOuts.begin();
-  for (auto [value, out] : llvm::zip(terminator->getOperands(), outs)) {
+  for (auto [i, value, out] :
+       llvm::enumerate(terminator->getOperands(), outs)) {
     if (!isa<FutureType>(value.getType()))
       continue;
     auto start = value.getDefiningOp<CollectiveOpInterface>();
@@ -472,6 +473,9 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                 "body (or yields one twice); generated code starts a yielded "
                 "future on its caller's pending site";
     yieldedPending[value] = *pendingOut++;
+    if (i < body.getNumArguments() &&
+        isa<FutureType>(body.getArgument(i).getType()))
+      carriedPending.insert(value);
     outOf[value] = out;
   }
   layerSlots = slots;

@@ -425,6 +425,9 @@ public:
   /// each: their collectives start on the caller's site, into the caller's
   /// buffer (the out pointer), and the caller waits.
   DenseMap<Value, Value> yieldedPending;
+  /// Those of them the layer carries to its next instance (yielded where a
+  /// future argument is taken): the last instance's site is null.
+  DenseSet<Value> carriedPending;
   /// The out pointer of each yielded future.
   DenseMap<Value, Value> outOf;
   /// Copies `count` elements of `from` to `to` (f32, i32 or i64).
