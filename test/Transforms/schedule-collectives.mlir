@@ -307,3 +307,34 @@ func.func @deadline(%g1: tensor<2x8xf32>, %g2: tensor<2x8xf32>, %x: tensor<2x8xf
   braid.store_param "b", %y1 : tensor<2x8xf32>
   return
 }
+
+// -----
+
+// Tests the deadline of a start whose result another start needs: %f1's
+// wait is needed by the start %f3, which is placed where it is at the
+// latest, before the store that needs %f2, so %f1 still goes first.
+
+braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
+
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[G1:.*]]: tensor<2x8xf32>, %[[G2:.*]]: tensor<2x8xf32>, %[[B:.*]]: tensor<8x8xf32>)
+// CHECK-NEXT: %[[S1:.*]] = braid.matmul %[[G1]], %[[B]]
+// CHECK-NEXT: %[[F1:.*]] = braid.all_reduce_start sum %[[S1]]
+// CHECK-NEXT: %[[S2:.*]] = braid.matmul %[[G2]], %[[B]]
+// CHECK-NEXT: %[[F2:.*]] = braid.all_reduce_start sum %[[S2]]
+// CHECK-NEXT: %[[Y1:.*]] = braid.wait %[[F1]]
+// CHECK-NEXT: %[[F3:.*]] = braid.all_reduce_start sum %[[Y1]]
+// CHECK-NEXT: %[[Y2:.*]] = braid.wait %[[F2]]
+// CHECK-NEXT: braid.store_param "a", %[[Y2]]
+func.func @chain(%g1: tensor<2x8xf32>, %g2: tensor<2x8xf32>, %b: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %s1 = braid.matmul %g1, %b : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %f1 = braid.all_reduce_start sum %s1 on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  %s2 = braid.matmul %g2, %b : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %f2 = braid.all_reduce_start sum %s2 on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  %y1 = braid.wait %f1 : !braid.future<tensor<2x8xf32>>
+  %f3 = braid.all_reduce_start sum %y1 on @mesh ["dp"] : tensor<2x8xf32> -> !braid.future<tensor<2x8xf32>>
+  %y2 = braid.wait %f2 : !braid.future<tensor<2x8xf32>>
+  braid.store_param "a", %y2 : tensor<2x8xf32>
+  %y3 = braid.wait %f3 : !braid.future<tensor<2x8xf32>>
+  return %y3 : tensor<2x8xf32>
+}

@@ -331,10 +331,11 @@ void BlockScheduler::computeDependences() {
     reserved += getFuturesInFlight(op);
   }
   // When a start's result is first needed: the original position of the
-  // first op that keeps its place and uses it through deferred ops (its
-  // wait, the pure ops using the wait) or through later starts, which
-  // cannot begin before the wait they need. Uses are SSA uses (in nested
-  // regions too); the terminator counts as the end of the block.
+  // first op that uses it through deferred ops (its wait, the pure ops
+  // using the wait) and is not deferred itself. A later start counts at
+  // its own position: it is placed there at the latest and needs the wait
+  // before it. Uses are SSA uses (in nested regions too); the terminator
+  // counts as the end of the block.
   DenseMap<Operation *, unsigned> neededAt;
   for (Operation *op : llvm::reverse(original)) {
     unsigned at = original.size();
@@ -342,9 +343,8 @@ void BlockScheduler::computeDependences() {
       Operation *ancestor = block.findAncestorOpInBlock(*user);
       if (!ancestor || !position.count(ancestor))
         continue;
-      at = std::min(at, deferred.contains(ancestor) || isStart(ancestor)
-                            ? neededAt.lookup(ancestor)
-                            : position[ancestor]);
+      at = std::min(at, deferred.contains(ancestor) ? neededAt.lookup(ancestor)
+                                                    : position[ancestor]);
     }
     neededAt[op] = at;
   }
