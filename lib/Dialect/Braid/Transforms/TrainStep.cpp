@@ -127,8 +127,10 @@ LogicalResult TrainStepPass::checkOptions(Operation *anchor) {
   if (decay != "constant" && decay != "linear" && decay != "cosine")
     return fail("decay must be constant, linear or cosine, got '" + decay +
                 "'");
-  // Written so that NaN fails each check; an infinite lr or clip norm is
-  // not a schedule or a bound but a run of NaN losses.
+  // Written so that NaN fails each check. An infinite lr trains to NaN
+  // losses; an infinite clip norm would mean no clipping (PyTorch's idiom
+  // for taking the norm alone), which here is clip-norm 0, so the message
+  // says that.
   if (!(lr > 0.0) || !std::isfinite(lr))
     return fail("lr must be positive and finite");
   if (!(minLr >= 0.0 && minLr <= lr))
