@@ -13,6 +13,8 @@ the report's total.
 import json
 import sys
 
+from memory_report import reported_totals
+
 
 def planned(path, rank):
     with open(path) as f:
@@ -21,15 +23,7 @@ def planned(path, rank):
 
 
 def reported(path, rank):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            words = line.split()
-            if words and words[0] == "all":
-                rows.append(float(words[6]))
-            elif len(words) > 2 and words[0] == "stage":
-                rows.append(float(words[7]))
-    return rows[rank]
+    return reported_totals(path)[rank]
 
 
 def main(argv):

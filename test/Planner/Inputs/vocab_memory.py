@@ -13,24 +13,14 @@ rank.
 import json
 import sys
 
-
-def reported(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            words = line.split()
-            if words and words[0] == "all":
-                rows.append(float(words[6]))
-            elif len(words) > 2 and words[0] == "stage":
-                rows.append(float(words[7]))
-    return rows
+from memory_report import reported_totals
 
 
 def main(argv):
     plan, report, tolerance = argv[1], argv[2], float(argv[3])
     with open(plan) as f:
         memory = json.load(f)["memory"]
-    rows = reported(report)
+    rows = reported_totals(report)
     ok = len(rows) == len(memory)
     for rank, m in enumerate(memory):
         expected = rows[min(rank, len(rows) - 1)] + m["workspace"]
