@@ -3,8 +3,10 @@
 # nanoGPT-style nn.Module (python/tests/nanogpt.py, plain PyTorch, standing
 # in for the user's own) with braid.torch, check its loss with braid-eval,
 # compile it with braidc for 4 CPU ranks as dp2 x tp2, train it from the
-# module's weights on a token file (README.md's bytes) with braid-run and
-# export the trained weights back to a PyTorch state dict. Then generate a
+# module's weights on a token file (README.md's bytes) with braid-run; let
+# the planner choose its plan for the same 4 ranks (braidc --mesh auto),
+# train that and check that both plans give the same losses; export the
+# trained weights back to a PyTorch state dict. Then generate a
 # GPT model, evaluate its loss with the reference evaluator, derive its
 # training step and train it on one batch,
 # with the loss falling; split it into a 4-stage pipeline with a verified
@@ -38,7 +40,23 @@ echo "== A token file: README.md's ASCII bytes as uint16 tokens (vocabulary 128)
 t[t < 128].astype('<u2').tofile(sys.argv[2]); print('  ', (t < 128).sum(), 'tokens')" README.md "$out/nanogpt.tokens"
 echo "== Training it 10 steps on 4 ranks from the module's weights (--resume the start checkpoint) on them (--data)"
 build/bin/braid-run -n 4 "$out/nanogpt-dptp" --resume "$out/nanogpt.start" --steps 10 \
-  --data "$out/nanogpt.tokens" --save "$out/nanogpt.trained"
+  --data "$out/nanogpt.tokens" --save "$out/nanogpt.trained" | tee "$out/nanogpt-dptp.log"
+echo "== Letting the planner choose the plan for the same 4 ranks and global batch (braidc --mesh auto --devices 4)"
+build/bin/braidc "$out/nanogpt.mlir" --mesh auto --devices 4 --global-batch 8 --lr 3e-3 --clip-norm 1.0 \
+  -o "$out/nanogpt-auto"
+echo "== Training the planner's plan 10 steps from the same weights on the same tokens"
+build/bin/braid-run -n 4 "$out/nanogpt-auto" --resume "$out/nanogpt.start" --steps 10 \
+  --data "$out/nanogpt.tokens" | tee "$out/nanogpt-auto.log"
+echo "== Both plans compute the same training trajectory (losses within 1e-5 relative; reduction order differs)"
+/usr/bin/python3 - "$out/nanogpt-dptp.log" "$out/nanogpt-auto.log" <<'PY'
+import sys
+def losses(path):
+    return [float(line.split()[3]) for line in open(path) if line.startswith("step ")]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+print(f"   {len(a)} steps, largest relative difference {worst:.2e}")
+sys.exit(0 if len(a) == len(b) == 10 and worst <= 1e-5 else 1)
+PY
 echo "== Exporting the trained weights back to a PyTorch state dict"
 PYTHONPATH="$PYTHONPATH:$root/python/tests" /usr/bin/python3 -m braid.torch export "$out/nanogpt.trained" \
   nanogpt:make --args "$gpt_args" -o "$out/nanogpt.trained.pt"
