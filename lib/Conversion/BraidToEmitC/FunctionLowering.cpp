@@ -443,6 +443,104 @@ void FunctionLowering::copy(Type elementType, Value from, Value to,
          {from, i64(count), to});
 }
 
+/// The ops through which a gradient (or the loss) only moves: a reshape,
+/// a sharding, a wait, a slice, a transpose or a collective.
+static bool onlyMoves(Operation *op) {
+  return isa<ReshapeOp, ShardOp, WaitOp, SliceOp, TransposeOp,
+             CollectiveOpInterface>(op);
+}
+
+// Fills `gradients`: the values holding parameter gradients, what an optimizer
+// update (here or in a layer repeated here) reads as its gradient, what a
+// pipeline returns (the means of its gradients), and back through the ops that
+// only move or sum them: a bucket's slices lead back to its reduction and its
+// concat to the pieces (under ZeRO the reduce_scatter's input bucket, which
+// holds the gradients of the ops around the layers from the first one computed,
+// was an activation). The ops are named, not the Linear trait: braid.sub,
+// braid.neg and braid.broadcast are linear too, but through them the walk would
+// reach an activation's cotangent (a parameter subtracted from the logits has
+// the negated logits' cotangent as its gradient), which the memory report would
+// then count as a gradient. A braid.fused result is followed back through the
+// region's braid.add and braid.round ops to the operands it sums (under
+// bf16-mixed a tied parameter's two partial gradients, each rounded): only an
+// operand of the result's own type, and through no other op, so an activation
+// an op like gelu_grad reads with a gradient is never one. Of a pipeline's
+// results, those its driver takes from an F piece (the loss) are not gradients,
+// nor what only moves them (a reshape into a bucket, whose concat joins them to
+// gradients); the others come from B and W.
+void FunctionLowering::findGradients() {
+  Block &body = *this->body;
+  SmallVector<Value> work;
+  llvm::SmallPtrSet<Value, 4> notGradients;
+  for (Operation &op : body) {
+    if (isa<AdamWUpdateOp, SgdUpdateOp>(op))
+      work.push_back(op.getOperand(1));
+    if (auto pipeline = dyn_cast<PipelineOp>(op)) {
+      auto driver = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          pipeline, pipeline.getCalleeAttr());
+      auto it = driver ? module.drivers.find(driver) : module.drivers.end();
+      for (auto [i, result] : llvm::enumerate(pipeline.getResults())) {
+        if (it != module.drivers.end()) {
+          Value returned =
+              it->second.fn.getBody().front().getTerminator()->getOperand(i);
+          auto piece = it->second.producer.find(returned);
+          if (piece != it->second.producer.end() &&
+              piece->second.second == 'F') {
+            notGradients.insert(result);
+            continue;
+          }
+        }
+        work.push_back(result);
+      }
+    }
+    auto repeat = dyn_cast<RepeatOp>(op);
+    auto layer = repeat ? SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+                              repeat, repeat.getLayerAttr())
+                        : LayerOp();
+    if (layer)
+      for (auto [input, arg] : llvm::zip(
+               repeat.getInputs(), layer.getBody().front().getArguments()))
+        if (llvm::any_of(arg.getUses(), [](OpOperand &use) {
+              return isa<AdamWUpdateOp, SgdUpdateOp>(use.getOwner()) &&
+                     use.getOperandNumber() == 1;
+            }))
+          work.push_back(input);
+  }
+  // What only moves the loss (its reshape into a bucket) is not either.
+  for (Operation &op : body)
+    if (onlyMoves(&op) && op.getNumOperands() == 1 &&
+        notGradients.contains(op.getOperand(0)))
+      notGradients.insert(op.result_begin(), op.result_end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (notGradients.contains(v) || !gradients.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (def && def->getBlock() == &body &&
+        (onlyMoves(def) || isa<AddOp, ConcatOp>(def)))
+      llvm::append_range(work, def->getOperands());
+    auto fused = def && def->getBlock() == &body ? dyn_cast<FusedOp>(def)
+                                                 : FusedOp();
+    if (!fused)
+      continue;
+    Block &region = fused.getBody().front();
+    SmallVector<Value> inner = {region.getTerminator()->getOperand(
+        cast<OpResult>(v).getResultNumber())};
+    llvm::SmallPtrSet<Value, 8> seen;
+    while (!inner.empty()) {
+      Value u = inner.pop_back_val();
+      if (!seen.insert(u).second)
+        continue;
+      if (auto arg = dyn_cast<BlockArgument>(u)) {
+        if (arg.getOwner() == &region && arg.getType() == v.getType())
+          work.push_back(fused->getOperand(arg.getArgNumber()));
+      } else if (isa<AddOp, RoundOp>(u.getDefiningOp())) {
+        llvm::append_range(inner, u.getDefiningOp()->getOperands());
+      }
+    }
+  }
+}
+
 LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                                           Value slots, ArrayRef<Value> outs,
                                           ArrayRef<Value> pendingOuts,
@@ -484,97 +582,7 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
   for (auto [i, op] : llvm::enumerate(body))
     opIndex[&op] = i;
   findConcatPieces();
-  // The values holding parameter gradients: what an optimizer update (here
-  // or in a layer repeated here) reads as its gradient, what a pipeline
-  // returns (the means of its gradients), and back through the ops that
-  // only move or sum them: a bucket's slices lead back to its reduction and
-  // its concat to the pieces (under ZeRO the reduce_scatter's input bucket,
-  // which holds the gradients of the ops around the layers from the first
-  // one computed, was an activation). The ops are named, not the Linear
-  // trait: braid.sub, braid.neg and braid.broadcast are linear too, but
-  // through them the walk would reach an activation's cotangent (a
-  // parameter subtracted from the logits has the negated logits' cotangent
-  // as its gradient), which the memory report would then count as a
-  // gradient. A braid.fused result is followed back through the region's
-  // braid.add and braid.round ops to the operands it sums (under bf16-mixed
-  // a tied parameter's two partial gradients, each rounded): only an
-  // operand of the result's own type, and through no other op, so an
-  // activation an op like gelu_grad reads with a gradient is never one.
-  // Of a pipeline's results, those its driver takes from an F piece (the
-  // loss) are not gradients, nor what only moves them (a reshape into a
-  // bucket, whose concat joins them to gradients); the others come from B
-  // and W.
-  SmallVector<Value> work;
-  llvm::SmallPtrSet<Value, 4> notGradients;
-  for (Operation &op : body) {
-    if (isa<AdamWUpdateOp, SgdUpdateOp>(op))
-      work.push_back(op.getOperand(1));
-    if (auto pipeline = dyn_cast<PipelineOp>(op)) {
-      auto driver = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          pipeline, pipeline.getCalleeAttr());
-      auto it = driver ? module.drivers.find(driver) : module.drivers.end();
-      for (auto [i, result] : llvm::enumerate(pipeline.getResults())) {
-        if (it != module.drivers.end()) {
-          Value returned =
-              it->second.fn.getBody().front().getTerminator()->getOperand(i);
-          auto piece = it->second.producer.find(returned);
-          if (piece != it->second.producer.end() &&
-              piece->second.second == 'F') {
-            notGradients.insert(result);
-            continue;
-          }
-        }
-        work.push_back(result);
-      }
-    }
-    auto repeat = dyn_cast<RepeatOp>(op);
-    auto layer = repeat ? SymbolTable::lookupNearestSymbolFrom<LayerOp>(
-                              repeat, repeat.getLayerAttr())
-                        : LayerOp();
-    if (layer)
-      for (auto [input, arg] : llvm::zip(
-               repeat.getInputs(), layer.getBody().front().getArguments()))
-        if (llvm::any_of(arg.getUses(), [](OpOperand &use) {
-              return isa<AdamWUpdateOp, SgdUpdateOp>(use.getOwner()) &&
-                     use.getOperandNumber() == 1;
-            }))
-          work.push_back(input);
-  }
-  // What only moves the loss (its reshape into a bucket) is not either.
-  for (Operation &op : body)
-    if (isa<ReshapeOp, ShardOp, WaitOp, SliceOp, TransposeOp,
-            CollectiveOpInterface>(op) &&
-        op.getNumOperands() == 1 && notGradients.contains(op.getOperand(0)))
-      notGradients.insert(op.result_begin(), op.result_end());
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (notGradients.contains(v) || !gradients.insert(v).second)
-      continue;
-    Operation *def = v.getDefiningOp();
-    if (def && def->getBlock() == &body &&
-        (isa<ReshapeOp, ShardOp, WaitOp, AddOp, SliceOp, ConcatOp, TransposeOp,
-             CollectiveOpInterface>(def)))
-      llvm::append_range(work, def->getOperands());
-    auto fused = def && def->getBlock() == &body ? dyn_cast<FusedOp>(def)
-                                                 : FusedOp();
-    if (!fused)
-      continue;
-    Block &region = fused.getBody().front();
-    SmallVector<Value> inner = {region.getTerminator()->getOperand(
-        cast<OpResult>(v).getResultNumber())};
-    llvm::SmallPtrSet<Value, 8> seen;
-    while (!inner.empty()) {
-      Value u = inner.pop_back_val();
-      if (!seen.insert(u).second)
-        continue;
-      if (auto arg = dyn_cast<BlockArgument>(u)) {
-        if (arg.getOwner() == &region && arg.getType() == v.getType())
-          work.push_back(fused->getOperand(arg.getArgNumber()));
-      } else if (isa<AddOp, RoundOp>(u.getDefiningOp())) {
-        llvm::append_range(inner, u.getDefiningOp()->getOperands());
-      }
-    }
-  }
+  findGradients();
   // A function running a scheduled pipeline: place what follows it.
   std::optional<StagePlacement> stagePlacement;
   if (module.pipelineMask &&

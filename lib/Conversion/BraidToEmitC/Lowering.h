@@ -492,6 +492,8 @@ private:
   DenseSet<unsigned> donated;
   /// Values holding parameter gradients (for the report).
   DenseSet<Value> gradients;
+  /// Fills `gradients` for the body (see the definition for which values).
+  void findGradients();
   /// The name of the function's arena (a `static float *` global).
   std::string arenaName;
   /// The out-pointer arguments of the body's results (lowerBody's `outs`).
