@@ -12,6 +12,8 @@
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128 --batch 4 -o %t.gpt.mlir
 // RUN: braidc %t.gpt.mlir --train --memory-report --emit mlir -o %t.gpt.emitc | FileCheck %s --check-prefix=GPT
+// RUN: braidc %t.gpt.mlir --mesh dp=2 --memory-report --emit mlir -o %t.dp.emitc | FileCheck %s --check-prefix=DP
+// RUN: braidc %t.gpt.mlir --mesh dp=2 --bucket-mb 0 --memory-report --emit mlir -o %t.dp0.emitc | FileCheck %s --check-prefix=GPT
 // RUN: braidc %t.gpt.mlir --mesh pp=2 --memory-report --emit mlir -o %t.pp.emitc | FileCheck %s --check-prefix=PP
 
 // The function's ops, numbered as the plan numbers them: 0 the parameter
@@ -74,8 +76,28 @@ func.func @forward(%x: tensor<4x16xf32>) -> tensor<f32> {
 // stage as the step's result) is a mean the driver takes from an F piece,
 // so it counts as activations (until 2026-12-03 as a gradient: 236864 and
 // 233280).
+// Gradients are the bytes of gradient buffers live at the step's peak,
+// which on one device is the layers' W (braid.repeat @block.W, its saved
+// values and its results live): the layers' gradients, 2 x 49984 floats =
+// 399872 bytes; ln_f's two, 2 x 64 floats = 512 bytes; and the head's
+// partial of the tied wte, 128 x 64 floats = 32768 bytes: 433152. Not yet
+// computed there: wpe's (16 x 64 floats, 4096 bytes) and the embedding's
+// partial of wte, both from the layers' input gradient after the W; so
+// fewer than the parameters' 437248, and no gradient is missed.
+// dp=2 peaks at the same op. Without buckets it holds the same 433152;
+// with them (25 MB by default) the dp bucket of the gradients around the
+// layers, ln_f 128 + wpe 1024 + wte 8192 + the loss 1 = 9345 floats =
+// 37380 bytes (37440, 64-byte aligned), is one buffer, allocated with the
+// first piece written into it in place (the loss, in the forward): it is
+// live at the peak, with room for wpe's and the summed wte's gradients
+// not yet computed, beside the head's partial of wte, which is added to
+// the embedding's into the bucket after the peak. 399872 + 37440 + 32768
+// = 470080, of which the ln_f gradients (512) are already written into the
+// bucket rather than held on their own: not a double count.
 // GPT: ranks parameters gradients optimizer_state
-// GPT-NEXT: all 437248 {{[0-9]+}} 874496
+// GPT-NEXT: all 437248 433152 874496
+// DP: ranks parameters gradients optimizer_state
+// DP-NEXT: all 437248 470080 874496
 // PP: ranks parameters gradients
 // PP-NEXT: stage 0 236800 236800
 // PP-NEXT: stage 1 233216 233216
