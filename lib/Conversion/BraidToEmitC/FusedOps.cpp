@@ -141,58 +141,30 @@ std::string FusedEmitter::rowOffset(unsigned i) {
 
 FailureOr<std::string> FusedEmitter::expression(Operation &inner,
                                                 ArrayRef<std::string> args) {
-  auto binary = [&](StringRef symbol, StringRef intrinsic) -> std::string {
-    if (cuda)
-      return (intrinsic + "(" + args[0] + ", " + args[1] + ")").str();
-    return args[0] + " " + symbol.str() + " " + args[1];
-  };
-  // The CPU kernels' per-element functions are braid_rt_<op>_of; the CUDA
-  // kernels' are braid_rt_cuda::<op>Of and friends.
-  auto unary = [&](StringRef cpu, StringRef gpu) -> std::string {
-    return ((cuda ? gpu : cpu) + "(" + args[0] + ")").str();
-  };
-  auto grad = [&](StringRef cpu, StringRef gpu,
-                  StringRef extra = "") -> std::string {
-    return ((cuda ? gpu : cpu) + "(" + args[0] + ", " + args[1] +
-            (cuda ? extra : "") + ")")
-        .str();
-  };
-  if (isa<AddOp>(inner))
-    return binary("+", "__fadd_rn");
-  if (isa<SubOp>(inner))
-    return binary("-", "__fsub_rn");
-  if (isa<MulOp>(inner))
-    return binary("*", "__fmul_rn");
-  if (isa<DivOp>(inner))
-    return binary("/", "__fdiv_rn");
-  if (isa<NegOp>(inner))
-    return unary("braid_rt_neg_of", "braid_rt_cuda::negOf");
-  if (isa<ExpOp>(inner))
-    return unary("braid_rt_exp_of", "braid_rt_cuda::expOf");
-  if (isa<SqrtOp>(inner))
-    return unary("braid_rt_sqrt_of", "braid_rt_cuda::sqrtOf");
-  if (isa<RsqrtOp>(inner))
-    return unary("braid_rt_rsqrt_of", "braid_rt_cuda::rsqrtOf");
-  if (isa<ReluOp>(inner))
-    return unary("braid_rt_relu_of", "braid_rt_cuda::reluOf");
-  if (isa<SiluOp>(inner))
-    return unary("braid_rt_silu_of", "braid_rt_cuda::siluOf");
-  // Only tanh GELU is fusible (FusedOp::isFusible).
-  if (isa<GeluOp>(inner))
-    return cuda ? "braid_rt_cuda::geluOf(" + args[0] + ", true)"
-                : "braid_rt_gelu_tanh_of(" + args[0] + ")";
-  // To bf16 only (FusedOp::isFusible): the rounding kernels' function, so
-  // a fused bf16-mixed chain rounds each value as the unfused one does.
-  if (isa<RoundOp>(inner))
-    return unary("braid_rt_round_bf16_of", "braid_rt_cuda::roundBF16Of");
-  if (isa<ReluGradOp>(inner))
-    return grad("braid_rt_relu_grad_of", "braid_rt_cuda::reluGrad");
-  if (isa<SiluGradOp>(inner))
-    return grad("braid_rt_silu_grad_of", "braid_rt_cuda::siluGrad");
-  if (isa<GeluGradOp>(inner))
-    return grad("braid_rt_gelu_tanh_grad_of", "braid_rt_cuda::geluGrad",
-                ", true");
-  return inner.emitOpError("has no fused lowering");
+  // The op's own expression for the target (FusibleElementwiseOpInterface),
+  // its operands' names in place of $0, $1, ...
+  StringRef pattern;
+  if (auto fusible = dyn_cast<FusibleElementwiseOpInterface>(inner))
+    pattern = fusible.getElementExpression(cuda ? "cuda" : "cpu");
+  if (pattern.empty())
+    return inner.emitOpError("has no fused lowering");
+  std::string expr;
+  for (StringRef rest = pattern; !rest.empty();) {
+    size_t dollar = rest.find('$');
+    expr += rest.take_front(dollar);
+    if (dollar == StringRef::npos)
+      break;
+    rest = rest.drop_front(dollar + 1);
+    size_t digits = std::min(rest.find_first_not_of("0123456789"), rest.size());
+    unsigned index;
+    if (digits == 0 || rest.take_front(digits).getAsInteger(10, index) ||
+        index >= args.size())
+      return inner.emitOpError()
+             << "has a fused expression naming no operand: " << pattern;
+    expr += args[index];
+    rest = rest.drop_front(digits);
+  }
+  return expr;
 }
 
 FailureOr<std::string> FusedEmitter::body() {

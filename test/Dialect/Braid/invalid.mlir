@@ -1150,11 +1150,13 @@ func.func @pipeline_schedule(%x: tensor<3x2xf32>) -> tensor<f32> {
 
 // -----
 
-// Tests that a fused region holds elementwise ops only.
+// Tests that a fused region holds elementwise and row-wise ops only, and
+// that the error lists them (FusibleElementwiseOpInterface,
+// RowReductionOpInterface) with their conditions.
 func.func @fused_matmul(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %0 = braid.fused (%x) : (tensor<2x2xf32>) -> tensor<2x2xf32> {
   ^bb0(%a: tensor<2x2xf32>):
-    // expected-error@+1 {{cannot be in a braid.fused region: only f32 elementwise ops}}
+    // expected-error@+1 {{'braid.matmul' op cannot be in a braid.fused region: only elementwise ops of f32 values (add, div, exp, gelu (tanh), gelu_grad (tanh), mul, neg, relu, relu_grad, round (to bf16), rsqrt, silu, silu_grad, sqrt, sub) and row-wise ops (cross_entropy (not vocabulary-parallel), cross_entropy_grad (not vocabulary-parallel), layer_norm, layer_norm_grad, rms_norm, rms_norm_grad, softmax (over the last axis)) can}}
     %m = braid.matmul %a, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
     braid.yield %m : tensor<2x2xf32>
   }

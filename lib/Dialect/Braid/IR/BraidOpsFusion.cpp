@@ -1,6 +1,8 @@
 //===- BraidOpsFusion.cpp - braid.fused: elementwise ops in one loop ------===//
 //
-// The verifier of braid.fused and the ops it may hold. Code generation
+// The verifier of braid.fused and the ops it may hold: the fusion hooks of
+// FusibleElementwiseOpInterface (each op's conditions and the C++ of one
+// element on each target) and RowReductionOpInterface. Code generation
 // (lib/Conversion/BraidToEmitC/FusedOps.cpp) emits one loop nest per
 // region, so everything it relies on is checked here: one iteration shape,
 // operands that broadcast to it, a body of fusible ops only, and for
@@ -10,29 +12,97 @@
 
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 using namespace mlir;
 using namespace mlir::braid;
 
-bool FusedOp::isFusible(Operation *op) {
-  if (op->getNumResults() != 1)
-    return false;
-  for (Type type :
-       llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape() || !tensor.getElementType().isF32())
-      return false;
-  }
-  // The rounding braid-legalize-bf16 puts after each op computing a bf16
-  // value: one more per-element function (braid_rt_round_bf16_of, the
-  // kernel's), so a bf16-mixed chain stays one region.
-  if (auto round = dyn_cast<RoundOp>(op))
-    return round.getElementType().isBF16();
-  if (auto gelu = dyn_cast<GeluOp>(op))
-    return gelu.getApproximate() == GeluApproximation::tanh;
-  if (auto grad = dyn_cast<GeluGradOp>(op))
-    return grad.getApproximate() == GeluApproximation::tanh;
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, SqrtOp, RsqrtOp, ReluOp,
-             SiluOp, ReluGradOp, SiluGradOp>(op);
+//===----------------------------------------------------------------------===//
+// FusibleElementwiseOpInterface
+//===----------------------------------------------------------------------===//
+
+/// `cpu` or `cuda` as `target` asks; nothing for another target.
+static StringRef forTarget(StringRef target, StringRef cpu, StringRef cuda) {
+  return target == "cpu" ? cpu : target == "cuda" ? cuda : StringRef();
+}
+
+// The arithmetic: the _rn intrinsics on CUDA, which nvcc does not contract
+// across ops into FMAs the unfused kernels do not do.
+StringRef AddOp::getElementExpression(StringRef target) {
+  return forTarget(target, "$0 + $1", "__fadd_rn($0, $1)");
+}
+StringRef SubOp::getElementExpression(StringRef target) {
+  return forTarget(target, "$0 - $1", "__fsub_rn($0, $1)");
+}
+StringRef MulOp::getElementExpression(StringRef target) {
+  return forTarget(target, "$0 * $1", "__fmul_rn($0, $1)");
+}
+StringRef DivOp::getElementExpression(StringRef target) {
+  return forTarget(target, "$0 / $1", "__fdiv_rn($0, $1)");
+}
+
+// The CPU kernels' per-element functions are braid_rt_<op>_of; the CUDA
+// kernels' are braid_rt_cuda::<op>Of and friends.
+StringRef NegOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_neg_of($0)", "braid_rt_cuda::negOf($0)");
+}
+StringRef ExpOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_exp_of($0)", "braid_rt_cuda::expOf($0)");
+}
+StringRef SqrtOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_sqrt_of($0)", "braid_rt_cuda::sqrtOf($0)");
+}
+StringRef RsqrtOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_rsqrt_of($0)",
+                   "braid_rt_cuda::rsqrtOf($0)");
+}
+StringRef ReluOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_relu_of($0)", "braid_rt_cuda::reluOf($0)");
+}
+StringRef SiluOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_silu_of($0)", "braid_rt_cuda::siluOf($0)");
+}
+StringRef ReluGradOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_relu_grad_of($0, $1)",
+                   "braid_rt_cuda::reluGrad($0, $1)");
+}
+StringRef SiluGradOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_silu_grad_of($0, $1)",
+                   "braid_rt_cuda::siluGrad($0, $1)");
+}
+
+// Only tanh GELU: exact GELU's erf in double is not the same bits in every
+// loop (braid/rt/elementwise_math.h).
+bool GeluOp::isFusible() {
+  return getApproximate() == GeluApproximation::tanh &&
+         FusibleElementwiseOpInterface::hasOnlyF32Values(*this);
+}
+StringRef GeluOp::getFusibleWhen() { return "tanh"; }
+StringRef GeluOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_gelu_tanh_of($0)",
+                   "braid_rt_cuda::geluOf($0, true)");
+}
+bool GeluGradOp::isFusible() {
+  return getApproximate() == GeluApproximation::tanh &&
+         FusibleElementwiseOpInterface::hasOnlyF32Values(*this);
+}
+StringRef GeluGradOp::getFusibleWhen() { return "tanh"; }
+StringRef GeluGradOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_gelu_tanh_grad_of($0, $1)",
+                   "braid_rt_cuda::geluGrad($0, $1, true)");
+}
+
+// The rounding braid-legalize-bf16 puts after each op computing a bf16
+// value: the rounding kernels' per-element function, so a fused bf16-mixed
+// chain stays one region and rounds each value as the unfused one does.
+bool RoundOp::isFusible() {
+  return getElementType().isBF16() &&
+         FusibleElementwiseOpInterface::hasOnlyF32Values(*this);
+}
+StringRef RoundOp::getFusibleWhen() { return "to bf16"; }
+StringRef RoundOp::getElementExpression(StringRef target) {
+  return forTarget(target, "braid_rt_round_bf16_of($0)",
+                   "braid_rt_cuda::roundBF16Of($0)");
 }
 
 //===----------------------------------------------------------------------===//
@@ -50,6 +120,11 @@ bool CrossEntropyOp::isFusibleByRows() { return !getMesh() && !getVocabAxes(); }
 bool CrossEntropyGradOp::isFusibleByRows() {
   return !getMesh() && !getVocabAxes();
 }
+StringRef SoftmaxOp::getFusibleWhen() { return "over the last axis"; }
+StringRef CrossEntropyOp::getFusibleWhen() { return "not vocabulary-parallel"; }
+StringRef CrossEntropyGradOp::getFusibleWhen() {
+  return "not vocabulary-parallel";
+}
 
 bool CrossEntropyOp::sharesRowStatistics(Operation *other) {
   return isa<CrossEntropyOp, CrossEntropyGradOp>(other);
@@ -61,6 +136,19 @@ bool CrossEntropyGradOp::sharesRowStatistics(Operation *other) {
 //===----------------------------------------------------------------------===//
 // FusedOp
 //===----------------------------------------------------------------------===//
+
+bool FusedOp::isFusible(Operation *op) {
+  auto fusible = dyn_cast<FusibleElementwiseOpInterface>(op);
+  if (!fusible || op->getNumResults() != 1)
+    return false;
+  for (Type type :
+       llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return false;
+  }
+  return fusible.isFusible();
+}
 
 bool FusedOp::isRowwise(Operation *op) {
   auto rowwise = dyn_cast<RowReductionOpInterface>(op);
@@ -97,6 +185,25 @@ static bool broadcastsTo(ArrayRef<int64_t> shape, ArrayRef<int64_t> target) {
     if (s != t && s != 1)
       return false;
   return true;
+}
+
+/// The registered braid ops implementing `Interface` (fusible elementwise
+/// or row-wise ops), as "add, gelu (tanh), ...": the names the verifier
+/// lists, from the ops themselves.
+template <typename Interface>
+static std::string listOps(MLIRContext *context) {
+  SmallVector<std::string> ops;
+  for (RegisteredOperationName name : context->getRegisteredOperationsByDialect(
+           BraidDialect::getDialectNamespace())) {
+    auto *iface = name.getInterface<Interface>();
+    if (!iface)
+      continue;
+    ops.push_back(name.stripDialect().str());
+    if (StringRef when = iface->getFusibleWhen(); !when.empty())
+      ops.back() += (" (" + when + ")").str();
+  }
+  llvm::sort(ops);
+  return llvm::join(ops, ", ");
 }
 
 /// "2x8", as a tensor type prints a shape.
@@ -183,11 +290,11 @@ LogicalResult FusedOp::verify() {
     }
     if (!isFusible(&op))
       return op.emitOpError()
-             << "cannot be in a braid.fused region: only f32 elementwise ops "
-                "(add, sub, mul, div, neg, exp, sqrt, rsqrt, relu, silu, "
-                "tanh gelu and their gradients, round to bf16) and row-wise "
-                "ops (layer_norm, rms_norm, their gradients, softmax over the "
-                "last axis, cross_entropy and its gradient) can";
+             << "cannot be in a braid.fused region: only elementwise ops of "
+                "f32 values ("
+             << listOps<FusibleElementwiseOpInterface>(getContext())
+             << ") and row-wise ops ("
+             << listOps<RowReductionOpInterface>(getContext()) << ") can";
     if (cast<RankedTensorType>(op.getResult(0).getType()).getShape() != shape) {
       InFlightDiagnostic d = op.emitOpError()
                              << "has result type " << op.getResult(0).getType()

@@ -228,6 +228,60 @@ def Braid_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   }];
 }
 
+def Braid_FusibleElementwiseOpInterface
+    : OpInterface<"FusibleElementwiseOpInterface"> {
+  let cppNamespace = "::mlir::braid";
+  let description = [{
+    An elementwise op that a `braid.fused` region may hold: element i of its
+    result is a function of element i of its operands (after broadcasting)
+    alone, computed in the region's loop as one C++ expression of its
+    operands' elements, the per-element function its kernel calls, so a
+    fused program computes the same bits as an unfused one. The set of
+    ops implementing it is the set `braid-fuse-elementwise` fuses, the
+    `braid.fused` verifier accepts (and lists in its error) and code
+    generation emits: adding an op to a region is declaring the interface
+    in BraidOps.td and implementing `getElementExpression` (in
+    BraidOpsFusion.cpp, with the other fusion hooks).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Whether this instance may be in a region (its values being
+        statically shaped tensors, which `FusedOp::isFusible` checks). By
+        default when every value is f32, the region's loop computing in
+        float; an op adds its own conditions (tanh GELU only: exact GELU's
+        erf in double is not the same bits in every loop).
+      }],
+      "bool", "isFusible", (ins), [{}], [{
+        return ::mlir::braid::FusibleElementwiseOpInterface::hasOnlyF32Values(
+            $_op);
+      }]>,
+    StaticInterfaceMethod<[{
+        The conditions `isFusible` adds, in a few words for the verifier's
+        list of fusible ops ("tanh" for GELU), or nothing.
+      }],
+      "::llvm::StringRef", "getFusibleWhen", (ins), [{}], [{ return ""; }]>,
+    InterfaceMethod<[{
+        The C++ expression of one element of the result in a fused loop for
+        code generation's target `target` ("cpu": the per-element functions
+        of braid/rt/elementwise_math.h; "cuda": those of the CUDA kernels'
+        kernel_math.h, arithmetic through the _rn intrinsics that nvcc does
+        not contract), with `$0`, `$1`, ... standing for the operands'
+        elements; empty for a target it has none for.
+      }],
+      "::llvm::StringRef", "getElementExpression",
+      (ins "::llvm::StringRef":$target)>,
+  ];
+  let extraClassDeclaration = [{
+    /// Whether every operand and result of `op` has f32 elements.
+    static bool hasOnlyF32Values(::mlir::Operation *op) {
+      return ::llvm::all_of(
+          ::llvm::concat<::mlir::Type>(op->getOperandTypes(),
+                                       op->getResultTypes()),
+          [](::mlir::Type t) { return ::mlir::getElementTypeOrSelf(t).isF32(); });
+    }
+  }];
+}
+
 def Braid_RowReductionOpInterface : OpInterface<"RowReductionOpInterface"> {
   let cppNamespace = "::mlir::braid";
   let description = [{
@@ -249,6 +303,12 @@ def Braid_RowReductionOpInterface : OpInterface<"RowReductionOpInterface"> {
         compute it a row at a time.
       }],
       "bool", "isFusibleByRows", (ins), [{}], [{ return true; }]>,
+    StaticInterfaceMethod<[{
+        The conditions `isFusibleByRows` adds, in a few words for the
+        `braid.fused` verifier's list of fusible ops ("over the last axis"),
+        or nothing.
+      }],
+      "::llvm::StringRef", "getFusibleWhen", (ins), [{}], [{ return ""; }]>,
     InterfaceMethod<[{
         Whether this op and `other`, reading the same rows, compute the same
         statistics of them (a loss and its gradient: each row's maximum,

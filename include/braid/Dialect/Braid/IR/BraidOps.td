@@ -295,12 +295,14 @@ def Braid_MatmulOp : Braid_DiffOp<"matmul",
 }
 
 // Elementwise ops may write their result over an operand of its type
-// (InPlaceOpInterface's default: any operand), and compute in bf16 under
+// (InPlaceOpInterface's default: any operand), compute in bf16 under
 // bf16-mixed (ComputesInBF16): an elementwise op that must stay f32 there
-// is not derived from these classes.
+// is not derived from these classes; and be in fused regions
+// (FusibleElementwiseOpInterface, their expressions in BraidOpsFusion.cpp).
 class Braid_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
     : Braid_DiffOp<mnemonic, traits # [Braid_ComputesInBF16,
-        Braid_InPlaceOpInterface]> {
+        Braid_InPlaceOpInterface,
+        DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface>]> {
   let summary = "Elementwise " # what # " with NumPy broadcasting.";
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
@@ -317,7 +319,8 @@ def Braid_DivOp : Braid_BinaryOp<"div", "quotient">;
 
 class Braid_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
     : Braid_DiffOp<mnemonic, traits # [SameOperandsAndResultType,
-        Braid_ComputesInBF16, Braid_InPlaceOpInterface]> {
+        Braid_ComputesInBF16, Braid_InPlaceOpInterface,
+        DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface>]> {
   let summary = what;
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
@@ -332,7 +335,9 @@ def Braid_ReluOp : Braid_UnaryOp<"relu", "Elementwise max(x, 0).">;
 def Braid_SiluOp : Braid_UnaryOp<"silu", "Elementwise x * sigmoid(x).">;
 
 def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType,
-    Braid_ComputesInBF16, Braid_InPlaceOpInterface]> {
+    Braid_ComputesInBF16, Braid_InPlaceOpInterface,
+    DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface,
+        ["isFusible", "getFusibleWhen"]>]> {
   let summary = "Gaussian error linear unit, exact or tanh approximation.";
   let description = [{
     `exact`: `0.5 x (1 + erf(x / sqrt(2)))`.
@@ -372,7 +377,9 @@ def Braid_ConvertOp : Braid_DiffOp<"convert"> {
 }
 
 def Braid_RoundOp : Braid_ModelOp<"round", [SameOperandsAndResultType,
-    Braid_InPlaceOpInterface]> {
+    Braid_InPlaceOpInterface,
+    DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface,
+        ["isFusible", "getFusibleWhen"]>]> {
   let summary = "Rounds each element to a narrower type, keeping its own.";
   let description = [{
     Each element becomes the nearest value of `element_type` (ties to
@@ -398,7 +405,8 @@ def Braid_RoundOp : Braid_ModelOp<"round", [SameOperandsAndResultType,
 //===----------------------------------------------------------------------===//
 
 def Braid_SoftmaxOp : Braid_DiffOp<"softmax", [SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<Braid_RowReductionOpInterface, ["isFusibleByRows"]>]> {
+    DeclareOpInterfaceMethods<Braid_RowReductionOpInterface,
+        ["isFusibleByRows", "getFusibleWhen"]>]> {
   let summary = "Softmax along one axis.";
   let arguments = (ins Braid_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Braid_FloatTensor:$result);
@@ -506,7 +514,7 @@ def Braid_AttentionOp : Braid_DiffOp<"attention",
 def Braid_CrossEntropyOp : Braid_DiffOp<"cross_entropy", [DeclareOpInterfaceMethods<
     Braid_ShardingRuleOpInterface, ["localize"]>,
     DeclareOpInterfaceMethods<Braid_RowReductionOpInterface,
-        ["isFusibleByRows", "sharesRowStatistics"]>]> {
+        ["isFusibleByRows", "sharesRowStatistics", "getFusibleWhen"]>]> {
   let summary = "Mean softmax cross-entropy against integer labels.";
   let description = [{
     `logits` is `[..., V]`, `labels` is `[...]` with integers in [0, V). The
@@ -618,7 +626,8 @@ def Braid_ConstantOp : Braid_ModelOp<"constant", [ConstantLike,
 
 class Braid_ActivationGradOp<string mnemonic, string what>
     : Braid_ModelOp<mnemonic, [SameOperandsAndResultType,
-        Braid_InPlaceOpInterface]> {
+        Braid_InPlaceOpInterface,
+        DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface>]> {
   let summary = "Gradient of " # what # ": `grad * f'(input)`.";
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$grad);
   let results = (outs Braid_FloatTensor:$result);
@@ -629,7 +638,9 @@ def Braid_ReluGradOp : Braid_ActivationGradOp<"relu_grad", "relu">;
 def Braid_SiluGradOp : Braid_ActivationGradOp<"silu_grad", "silu">;
 
 def Braid_GeluGradOp : Braid_ModelOp<"gelu_grad", [SameOperandsAndResultType,
-    Braid_InPlaceOpInterface]> {
+    Braid_InPlaceOpInterface,
+    DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface,
+        ["isFusible", "getFusibleWhen"]>]> {
   let summary = "Gradient of gelu: `grad * gelu'(input)`.";
   let arguments = (ins Braid_GeluApproximation:$approximate,
                        Braid_FloatTensor:$input, Braid_FloatTensor:$grad);
@@ -708,7 +719,7 @@ def Braid_AttentionGradOp : Braid_ModelOp<"attention_grad",
 def Braid_CrossEntropyGradOp : Braid_ModelOp<"cross_entropy_grad", [DeclareOpInterfaceMethods<
     Braid_ShardingRuleOpInterface, ["localize"]>,
     DeclareOpInterfaceMethods<Braid_RowReductionOpInterface,
-        ["isFusibleByRows", "sharesRowStatistics"]>]> {
+        ["isFusibleByRows", "sharesRowStatistics", "getFusibleWhen"]>]> {
   let summary = "Logits gradient of cross_entropy.";
   let description = [{
     `(softmax(logits) - onehot(labels)) * grad / N` with N the number of
@@ -1159,10 +1170,11 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
     Braid_StaticShapes]> {
   let summary = "Elementwise ops, and row-wise ops over their rows, in one loop nest.";
   let description = [{
-    A region of elementwise ops (`braid.add`, `sub`, `mul`, `div` with
-    broadcasting, `neg`, `exp`, `sqrt`, `rsqrt`, `relu`, `silu`, tanh
-    `gelu`, and the gradients `relu_grad`, `silu_grad`, tanh `gelu_grad`)
-    whose results all have one shape, the region's iteration space. The
+    A region of elementwise ops (those implementing
+    FusibleElementwiseOpInterface: `braid.add`, `sub`, `mul`, `div` with
+    broadcasting, `exp`, the activations and their gradients, roundings to
+    bf16; the verifier's error lists them all) whose results all have one
+    shape, the region's iteration space. The
     entry block's arguments are the operands (each broadcasts to that
     shape); `braid.yield` returns the values used outside. It means exactly
     what its body means, op by op: code generation computes every element
@@ -1172,9 +1184,10 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
     last before `braid-lower-to-emitc` (in braidc's pipeline unless
     `--no-fuse`).
 
-    Row-wise ops may be in the region too: `layer_norm`, `rms_norm`, their
-    input gradients, `softmax` over the last axis, and `cross_entropy` and
-    `cross_entropy_grad` (not vocabulary-parallel). The iteration shape is
+    Row-wise ops may be in the region too (RowReductionOpInterface):
+    `layer_norm`, `rms_norm`, their input gradients, `softmax` over the
+    last axis, and `cross_entropy` and `cross_entropy_grad` (not
+    vocabulary-parallel). The iteration shape is
     then the shape of their first operand (the rows are all dimensions but
     the last), every elementwise value has it, and each row is computed in
     turn: the elementwise ops before a row-wise op, its statistics over the
@@ -1201,9 +1214,11 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Whether `op` may be in a fused region: an f32 elementwise op of the
-    /// list above (tanh GELU only: exact GELU's erf in double is not the
-    /// same bits in every loop, see braid/rt/elementwise_math.h).
+    /// Whether `op` may be in a fused region as an elementwise op: a
+    /// FusibleElementwiseOpInterface op with one statically shaped result
+    /// whose isFusible() holds (f32 values; tanh GELU only: exact GELU's
+    /// erf in double is not the same bits in every loop, see
+    /// braid/rt/elementwise_math.h).
     static bool isFusible(::mlir::Operation *op);
     /// Whether `op` may be in a fused region as a row-wise op: f32, static,
     /// reducing over the last dimension of its first operand (the list
