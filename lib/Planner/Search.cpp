@@ -413,19 +413,24 @@ mlir::braid::plan::balanceRankLayers(const PlanCostModel &model,
         plateau.push_back(from);
     });
   }
-  std::vector<std::pair<std::array<double, 2>, std::vector<int>>> ranked;
-  for (std::vector<int> &split : plateau) {
+  // Ranked by score, ties in plateau order (llvm::sort with the position
+  // as the last key: the stable sort's order, without libstdc++ 12's
+  // deprecated get_temporary_buffer that std::stable_sort uses).
+  std::vector<std::pair<std::array<double, 2>, size_t>> ranked;
+  for (auto [i, split] : llvm::enumerate(plateau)) {
     std::optional<Score> s = score(split);
     Plan q = plan;
     q.stageLayers = split;
-    ranked.push_back({{getPipelineBound(q, costs), (*s)[1]}, split});
+    ranked.push_back({{getPipelineBound(q, costs), (*s)[1]}, i});
   }
-  llvm::stable_sort(ranked, [&](const auto &x, const auto &y) {
-    return better(x.first, y.first);
+  llvm::sort(ranked, [&](const auto &x, const auto &y) {
+    if (better(x.first, y.first))
+      return true;
+    return !better(y.first, x.first) && x.second < y.second;
   });
   std::vector<std::vector<int>> result;
   for (auto &entry : ranked)
-    result.push_back(std::move(entry.second));
+    result.push_back(std::move(plateau[entry.second]));
   return result;
 }
 
@@ -824,7 +829,9 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
         llvm::sort(same->alike, [](const auto &a, const auto &b) {
           return a.second < b.second;
         });
-        llvm::stable_sort(top, [](const TopEntry &a, const TopEntry &b) {
+        // faster() breaks ties by the enumeration index, which no two
+        // entries share: a total order, as a stable sort's.
+        llvm::sort(top, [](const TopEntry &a, const TopEntry &b) {
           return faster(a.cost, a.index, b.cost, b.index);
         });
         continue;

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <numeric>
 
 using namespace mlir::braid;
 using namespace mlir::braid::plan;
@@ -270,16 +271,22 @@ TEST(SearchTest, MatchesExhaustiveEvaluation) {
         someOver = true;
     }
     // One time per kind: the search folds alike plans (only the schedule or
-    // ZeRO stage differ, same time) into one entry.
-    std::stable_sort(fits.begin(), fits.end(),
-                     [](const PlanCost &a, const PlanCost &b) {
-                       return a.stepTime < b.stepTime;
-                     });
+    // ZeRO stage differ, same time) into one entry. By time, ties in
+    // enumeration order (a stable sort; std::stable_sort warns with
+    // libstdc++ 12 and clang).
+    std::vector<size_t> order(fits.size());
+    std::iota(order.begin(), order.end(), 0);
+    llvm::sort(order, [&](size_t a, size_t b) {
+      if (fits[a].stepTime != fits[b].stepTime)
+        return fits[a].stepTime < fits[b].stepTime;
+      return a < b;
+    });
     std::vector<PlanCost> kinds;
-    for (const PlanCost &c : fits)
-      if (llvm::none_of(kinds,
-                        [&](const PlanCost &k) { return isAlikePlan(c, k); }))
-        kinds.push_back(c);
+    for (size_t i : order)
+      if (llvm::none_of(kinds, [&](const PlanCost &k) {
+            return isAlikePlan(fits[i], k);
+          }))
+        kinds.push_back(fits[i]);
     std::vector<double> fitting;
     for (const PlanCost &c : kinds)
       fitting.push_back(c.stepTime);

@@ -31,12 +31,17 @@ void mlir::braid::lowering::assignOffsets(
   std::iota(order.begin(), order.end(), 0);
   // Every rank's buffers first: each pipeline stage's then pack above
   // them on their own, so a stage's arena ends at its own highest buffer.
-  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+  // Ties go to the buffer planned first: a total order, so the order is
+  // the stable sort's (std::stable_sort warns with libstdc++ 12 and
+  // clang: it uses the deprecated std::get_temporary_buffer).
+  llvm::sort(order, [&](unsigned a, unsigned b) {
     if ((buffers[a].stage < 0) != (buffers[b].stage < 0))
       return buffers[a].stage < 0;
     if (buffers[a].bytes != buffers[b].bytes)
       return buffers[a].bytes > buffers[b].bytes;
-    return buffers[a].start < buffers[b].start;
+    if (buffers[a].start != buffers[b].start)
+      return buffers[a].start < buffers[b].start;
+    return a < b;
   });
   llvm::SmallVector<unsigned> placed;
   for (unsigned i : order) {

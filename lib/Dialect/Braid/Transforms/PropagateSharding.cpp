@@ -52,8 +52,12 @@ bool mergeDims(Known &to, const Known &from) {
         (from.sharding.dims[d] != to.sharding.dims[d] ||
          from.sharding.getBlocks(d) != to.sharding.getBlocks(d)))
       order.push_back(d);
-  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-    return from.priority[a] > from.priority[b];
+  // Ties in dimension order (llvm::sort with a total order: the stable
+  // sort's, without libstdc++ 12's deprecated get_temporary_buffer).
+  llvm::sort(order, [&](unsigned a, unsigned b) {
+    if (from.priority[a] != from.priority[b])
+      return from.priority[a] > from.priority[b];
+    return a < b;
   });
   bool changed = false;
   for (unsigned d : order) {
@@ -213,10 +217,13 @@ void Propagator::visit(Operation *op, bool &changed) {
   for (int64_t f = 0, e = rule.factors.size(); f < e; ++f)
     if (chosen[f])
       order.push_back(f);
-  llvm::stable_sort(order, [&](int64_t a, int64_t b) {
+  // Ties in factor order (a total order, as above).
+  llvm::sort(order, [&](int64_t a, int64_t b) {
     if (chosen[a]->priority != chosen[b]->priority)
       return chosen[a]->priority > chosen[b]->priority;
-    return chosen[a]->bytes > chosen[b]->bytes;
+    if (chosen[a]->bytes != chosen[b]->bytes)
+      return chosen[a]->bytes > chosen[b]->bytes;
+    return a < b;
   });
   SmallVector<ArrayRef<int64_t>> operandShapes, resultShapes;
   for (Value v : op->getOperands())
