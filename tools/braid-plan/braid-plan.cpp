@@ -363,7 +363,7 @@ int main(int argc, char **argv) {
       if (dir.empty())
         dir = ".";
       if (sys::fs::is_directory(outputFile))
-        return fail("-o " + outputFile + " is a directory");
+        return fail("-o " + outputFile + ": is a directory");
       if (!sys::fs::is_directory(dir) ||
           sys::fs::access(dir, sys::fs::AccessMode::Write))
         return fail("-o " + outputFile + ": cannot write in '" + dir +
