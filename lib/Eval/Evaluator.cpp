@@ -1,6 +1,7 @@
 //===- Evaluator.cpp - Reference evaluation of braid IR --------------------===//
 
 #include "braid/Eval/Evaluator.h"
+#include "braid/Dialect/Braid/IR/ArgumentNames.h"
 #include "braid/Dialect/Braid/IR/BF16BiasProduct.h"
 #include "braid/Eval/PipelineExecutor.h"
 
@@ -320,23 +321,20 @@ LogicalResult Evaluator::evaluateBlock(Block &block,
 
 std::string Evaluator::getArgumentName(FunctionOpInterface fn,
                                        unsigned index) {
-  if (auto name = fn.getArgAttrOfType<StringAttr>(index, "braid.name"))
-    return name.str();
-  return "arg" + std::to_string(index);
+  return braid::getArgumentName(fn, index);
 }
 
 FailureOr<SmallVector<Tensor>>
 Evaluator::makeInputs(FunctionOpInterface fn, const TensorMap &given) {
   SmallVector<Tensor> inputs;
+  // Inputs are made, read and saved by name: two arguments of one name
+  // would get one value.
+  if (failed(verifyDistinctArgumentNames(fn)))
+    return failure();
   llvm::StringSet<> names;
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
     std::string name = getArgumentName(fn, i);
-    // Inputs are made, read and saved by name: two arguments of one name
-    // would get one value.
-    if (!names.insert(name).second)
-      return fn.emitError() << "argument #" << i << " is named '" << name
-                            << "' as an earlier argument is; arguments "
-                               "need distinct names (braid.name)";
+    names.insert(name);
     auto type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
     if (!type || !type.hasStaticShape())
       return fn.emitError() << "argument '" << name << "' has type "

@@ -9,12 +9,12 @@
 #include "braid/Target/ProgramDriver.h"
 
 #include "braid/Conversion/BraidToEmitC/BraidToEmitC.h"
+#include "braid/Dialect/Braid/IR/ArgumentNames.h"
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace llvm;
@@ -86,17 +86,12 @@ FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
     programMesh.dims.push_back(stages);
     programMesh.names.push_back("pp");
   }
-  llvm::StringSet<> argNames;
+  // Inputs are generated and fed (--data: 'tokens', 'labels') by name.
+  if (failed(braid::verifyDistinctArgumentNames(fn)))
+    return failure();
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     ProgramTensor info;
-    auto name = fn.getArgAttrOfType<StringAttr>(i, "braid.name");
-    info.name = name ? name.str() : "arg" + std::to_string(i);
-    // Inputs are generated and fed (--data: 'tokens', 'labels') by name.
-    if (!argNames.insert(info.name).second)
-      return fn.emitError() << "argument #" << i << " is named '"
-                            << info.name
-                            << "' as an earlier argument is; arguments "
-                               "need distinct names (braid.name)";
+    info.name = braid::getArgumentName(fn, i);
     info.type = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
     if (!info.type)
       return fn.emitError()

@@ -1,10 +1,12 @@
 //===- BraidDialect.cpp - The braid dialect -------------------------------===//
 
 #include "braid/Dialect/Braid/IR/BraidDialect.h"
+#include "braid/Dialect/Braid/IR/ArgumentNames.h"
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -275,4 +277,23 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                          << ": unknown braid attribute '" << name
                          << "'; known: braid.name, braid.range, "
                             "braid.data, braid.sharding, braid.block_of";
+}
+
+std::string mlir::braid::getArgumentName(FunctionOpInterface fn,
+                                         unsigned index) {
+  if (auto name = fn.getArgAttrOfType<StringAttr>(index, "braid.name"))
+    return name.str();
+  return "arg" + std::to_string(index);
+}
+
+LogicalResult mlir::braid::verifyDistinctArgumentNames(FunctionOpInterface fn) {
+  llvm::StringSet<> names;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    std::string name = getArgumentName(fn, i);
+    if (!names.insert(name).second)
+      return fn.emitError() << "argument #" << i << " is named '" << name
+                            << "' as an earlier argument is; arguments "
+                               "need distinct names (braid.name)";
+  }
+  return success();
 }
