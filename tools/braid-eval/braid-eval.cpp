@@ -10,6 +10,7 @@
 #include "braid/Eval/EvalOpInterface.h"
 #include "braid/Eval/Evaluator.h"
 #include "braid/Eval/PipelineExecutor.h"
+#include "braid/Support/OutputPath.h"
 #include "braid/Support/SafeTensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,10 +19,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -495,17 +494,8 @@ int main(int argc, char **argv) {
        {&saveWeights, &saveInputs, &saveOutputs, &saveOptimizerState}) {
     if (path->empty())
       continue;
-    llvm::SmallString<256> dir = llvm::sys::path::parent_path(*path);
-    if (dir.empty())
-      dir = ".";
-    if (llvm::sys::fs::is_directory(*path))
-      return fail("--" + path->ArgStr.str() + " " + *path +
-                  ": is a directory");
-    if (!llvm::sys::fs::is_directory(dir) ||
-        llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write))
-      return fail("--" + path->ArgStr.str() + " " + *path +
-                  ": cannot write in '" + dir.str().str() +
-                  "' (no such directory, or not writable)");
+    if (std::string why = whyNotWritable(*path); !why.empty())
+      return fail("--" + path->ArgStr.str() + " " + *path + ": " + why);
   }
 
   DialectRegistry registry;

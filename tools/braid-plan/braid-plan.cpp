@@ -16,6 +16,7 @@
 #include "braid/Planner/ModelCost.h"
 #include "braid/Planner/PlanCost.h"
 #include "braid/Schedule/Generators.h"
+#include "braid/Support/OutputPath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -27,7 +28,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -358,17 +358,9 @@ int main(int argc, char **argv) {
     options.self = sys::fs::getMainExecutable(argv[0], (void *)&fail);
     // Checked before the minutes of measuring, not after (the file is not
     // opened yet: an existing one stays as it is if calibration fails).
-    if (outputFile != "-") {
-      SmallString<256> dir = sys::path::parent_path(outputFile);
-      if (dir.empty())
-        dir = ".";
-      if (sys::fs::is_directory(outputFile))
-        return fail("-o " + outputFile + ": is a directory");
-      if (!sys::fs::is_directory(dir) ||
-          sys::fs::access(dir, sys::fs::AccessMode::Write))
-        return fail("-o " + outputFile + ": cannot write in '" + dir +
-                    "' (no such directory, or not writable)");
-    }
+    if (outputFile != "-")
+      if (std::string why = whyNotWritable(outputFile); !why.empty())
+        return fail("-o " + outputFile + ": " + why);
     Expected<Hardware> hw = calibrateLocal(options, errs());
     if (!hw)
       return fail(toString(hw.takeError()));
