@@ -128,15 +128,36 @@ void braid_rt_program_wait(braid_rt_program_pending_t *p) {
                          p->out);
 }
 
-void braid_rt_program_progress(void) {
+int braid_rt_program_progress_policy(const char *env, int yields) {
+  if (env && strcmp(env, "0") == 0)
+    return 0;
+  if (env && strcmp(env, "1") == 0)
+    return 1;
+  /* A progress call after each op of a rank that computes would otherwise
+     hand its core to a waiting rank hundreds of times a step: in a
+     pipeline on shared cores the stage on the critical path runs slower
+     than with blocking collectives (docs/runtime.md). */
+  return !yields;
+}
+
+int braid_rt_program_progress_enabled(void) {
   static int enabled = -1;
-  static double last_s;
-  if (enabled < 0) {
-    const char *env = getenv("BRAID_PROGRESS");
-    enabled = !(env && strcmp(env, "0") == 0);
-  }
+  if (enabled >= 0)
+    return enabled;
   braid_rt_context_t *ctx = braid_rt_program_context();
-  if (!enabled || !ctx)
+  if (!ctx)
+    return 0;
+  int yields = 0;
+  braid_rt_program_spmd_check(braid_rt_progress_yields(ctx, &yields),
+                              "progress of started collectives");
+  enabled = braid_rt_program_progress_policy(getenv("BRAID_PROGRESS"), yields);
+  return enabled;
+}
+
+void braid_rt_program_progress(void) {
+  static double last_s;
+  braid_rt_context_t *ctx = braid_rt_program_context();
+  if (!ctx || !braid_rt_program_progress_enabled())
     return;
   /* Each test is an MPI call per request in flight: often enough for a
      transfer to move between kernels, not after every small op. */
