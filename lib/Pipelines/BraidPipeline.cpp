@@ -190,6 +190,16 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
     bucket.bucketMb = options.bucketMb;
     pm.addPass(createBucketCollectivesPass(bucket));
   }
+  // ZeRO-3's parameter gathers, a block's at once up to the same cap; the
+  // first groups of a repeated layer stay single for braid-zero3-prefetch
+  // to start in the instance before. Before async: it fuses blocking
+  // gathers.
+  if (options.zero >= 3 && options.dp > 1 && options.bucketMb > 0) {
+    BucketGathersPassOptions bucket;
+    bucket.bucketMb = options.bucketMb;
+    bucket.leaveFirst = options.zero3Prefetch;
+    pm.addPass(createBucketGathersPass(bucket));
+  }
   if (options.dp * options.tp > 1 && options.asyncCollectives) {
     pm.addPass(createAsyncCollectivesPass());
     if (options.scheduleCollectives) {

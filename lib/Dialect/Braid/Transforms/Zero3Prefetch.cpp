@@ -47,46 +47,39 @@ using namespace mlir::braid;
 
 namespace {
 
-/// One parameter gather: the parameter read, the sharding-transparent ops
-/// from the read to the gathered value, its started all_gather and what
-/// consumes its future: the wait that hands the whole parameter to its
-/// users, or a repeat that carries it into its first instance.
+/// One parameter gather: the parameter reads (one, or a bucket's,
+/// braid-bucket-gathers), the ops from the reads to the gathered value
+/// (sharding-transparent ones; a bucket's reshapes and concatenation), its
+/// started all_gather and what consumes its future: the wait that hands
+/// the whole parameters to their users, or a repeat that carries it into
+/// its first instance.
 struct Gather {
-  ParamOp param;
-  SmallVector<Operation *, 1> chain;
+  SmallVector<ParamOp, 1> params;
+  SmallVector<Operation *> chain;
   Operation *start;
   Operation *use;
 };
 
-/// The read of the parameter whose share `v` is, in `block`: `v` is the
-/// read's value or computed from it through sharding-transparent ops in
-/// `block` (each element from the same element of the share alone:
-/// bf16-mixed's working copy, a braid.convert of the read), which `chain`
-/// receives in order. Null if `v` is not a share.
-static ParamOp getShareRead(Value v, Block *block,
-                            SmallVectorImpl<Operation *> &chain) {
-  chain.clear();
-  Value root = skipShardingTransparent(v);
-  auto param = root.getDefiningOp<ParamOp>();
-  if (!param || param->getBlock() != block)
-    return {};
-  for (Value x = v; x != root; x = x.getDefiningOp()->getOperand(0)) {
-    if (x.getDefiningOp()->getBlock() != block)
-      return {};
-    chain.push_back(x.getDefiningOp());
-  }
-  std::reverse(chain.begin(), chain.end());
-  return param;
-}
-
-/// Whether `op` is part of reading a share: a parameter read, or a
-/// sharding-transparent op computing from one (a working copy's convert).
+/// Whether `op` is part of reading a share: a parameter read, a
+/// sharding-transparent op computing from one (a working copy's convert),
+/// or a bucketed gather's flattening and concatenation of shares.
 static bool isShareRead(Operation *op) {
   if (isa<ParamOp>(op))
     return true;
+  SmallVector<Operation *> chain;
+  SmallVector<ParamOp> reads;
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    return getBucketShareReads(concat.getResult(), op->getBlock(), reads,
+                               chain);
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    return reshape->hasOneUse() &&
+           llvm::any_of(reshape->getUsers(), [&](Operation *user) {
+             return isa<ConcatOp>(user) &&
+                    getBucketShareReads(user->getResult(0), op->getBlock(),
+                                        reads, chain);
+           });
   if (op->getNumResults() != 1 || !isShardingTransparent(op))
     return false;
-  SmallVector<Operation *, 1> chain;
   return static_cast<bool>(
       getShareRead(op->getResult(0), op->getBlock(), chain));
 }
@@ -125,9 +118,12 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
   if (!collective ||
       collective.getCollectiveKind() != CollectiveKind::all_gather)
     return std::nullopt;
-  SmallVector<Operation *, 1> chain;
-  ParamOp param = getShareRead(collective.getInput(), op.getBlock(), chain);
-  if (!param)
+  SmallVector<Operation *> chain;
+  SmallVector<ParamOp, 1> params;
+  if (ParamOp param = getShareRead(collective.getInput(), op.getBlock(), chain))
+    params.push_back(param);
+  else if (!getBucketShareReads(collective.getInput(), op.getBlock(), params,
+                                chain))
     return std::nullopt;
   if (collective.isStarted()) {
     Value future = op.getResult(0);
@@ -136,7 +132,7 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
     Operation *use = *future.getUsers().begin();
     if (!isa<WaitOp, RepeatOp>(use) || use->getBlock() != op.getBlock())
       return std::nullopt;
-    return Gather{param, chain, &op, use};
+    return Gather{params, chain, &op, use};
   }
   b.setInsertionPoint(&op);
   Operation *start = collective.createStart(b);
@@ -154,7 +150,7 @@ static std::optional<Gather> asGather(Operation &op, OpBuilder &b) {
   wait->setDiscardableAttrs(op.getDiscardableAttrDictionary());
   op.getResult(0).replaceAllUsesWith(wait.getResult());
   op.erase();
-  return Gather{param, chain, start, wait};
+  return Gather{params, chain, start, wait};
 }
 
 /// The op that first needs what `wait` gives: the next one that is not a
@@ -264,22 +260,24 @@ static void prefetch(Block &block, int64_t depth) {
         continue;
       }
       // A parameter stored between the new and the old place of its read
-      // is read where it was.
+      // is read where it was (a bucket's all where they were).
       bool blocked = false;
-      for (Operation *op = anchor; op != g.param && op != g.start;
-           op = op->getNextNode())
-        blocked |= mayWrite(op, g.param.getName());
+      for (ParamOp param : g.params)
+        for (Operation *op = anchor; op != param && op != g.start;
+             op = op->getNextNode())
+          blocked |= mayWrite(op, param.getName());
       if (blocked)
         continue;
-      // The read and the ops from it to the gathered value, in order.
-      if (anchor->isBeforeInBlock(g.param))
-        g.param->moveBefore(anchor);
+      // The reads and the ops from them to the gathered value, in order.
+      for (ParamOp param : g.params)
+        if (anchor->isBeforeInBlock(param))
+          param->moveBefore(anchor);
       for (Operation *op : g.chain)
         if (anchor->isBeforeInBlock(op))
           op->moveBefore(anchor);
       g.start->moveBefore(anchor);
       LLVM_DEBUG(llvm::dbgs()
-                 << "braid-zero3-prefetch: '" << g.param.getName()
+                 << "braid-zero3-prefetch: '" << g.params.front().getName()
                  << "' (group " << k << ") starts before " << *anchor << "\n");
     }
   }
@@ -311,15 +309,33 @@ static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
   // this body runs may write them (instances without a prefix share theirs).
   // A working copy gathered would be a temporary of this instance still
   // read by the gather while the next one runs (braid-lower-to-emitc
-  // refuses it): such a layer keeps its gathers in its block.
+  // refuses it): such a layer keeps its gathers in its block. So does a
+  // layer whose first groups are bucketed (braid-bucket-gathers), a
+  // concatenation of shares: said, since braidc keeps those single
+  // (leave-first) and another pipeline would lose the prefetch unawares.
   for (int64_t j = 0; j < crossing; ++j)
     for (Gather &g : groups[j]) {
+      bool workingCopies = llvm::any_of(g.chain, [](Operation *op) {
+        return !isa<ReshapeOp, ConcatOp>(op);
+      });
+      if (g.params.size() > 1 && !workingCopies) {
+        g.start->emitWarning()
+            << "braid-zero3-prefetch: a bucket of " << g.params.size()
+            << " parameter gathers is among @" << layer.getSymName()
+            << "'s first " << crossing
+            << " group(s), which across-repeats would start in the "
+               "instance before; a bucket gathers a concatenation, a "
+               "temporary of the instance, so the layer's gathers stay in "
+               "it (run braid-bucket-gathers with leave-first=" << depth
+            << ")";
+        return false;
+      }
       if (!isa<WaitOp>(g.use) || !g.chain.empty() ||
           getNextInstanceShareRead(
               cast<CollectiveOpInterface>(g.start).getInput()))
         return false;
       for (Operation &op : body)
-        if (mayWrite(&op, g.param.getName()))
+        if (mayWrite(&op, g.params.front().getName()))
           return false;
     }
   LLVM_DEBUG(llvm::dbgs() << "braid-zero3-prefetch: @" << layer.getSymName()
@@ -348,12 +364,13 @@ static bool prefetchAcross(LayerOp layer, ArrayRef<RepeatOp> repeats,
                                       g.start->getLoc());
       g.use->setOperand(0, arg);
       b.setInsertionPoint(anchor);
-      auto next = cast<ParamOp>(b.clone(*g.param));
+      ParamOp param = g.params.front();
+      auto next = cast<ParamOp>(b.clone(*param));
       next->setAttr(kNextInstanceAttrName, b.getUnitAttr());
       g.start->moveBefore(anchor);
-      g.start->replaceUsesOfWith(g.param.getResult(), next.getResult());
-      if (g.param->use_empty())
-        g.param->erase();
+      g.start->replaceUsesOfWith(param.getResult(), next.getResult());
+      if (param->use_empty())
+        param->erase();
       futures.push_back(g.start->getResult(0));
       reads.push_back(next);
       starts.push_back(g.start);

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::braid;
 
@@ -48,4 +50,56 @@ ParamOp mlir::braid::getNextInstanceShareRead(Value v) {
       !read->hasAttr(kNextInstanceAttrName))
     return {};
   return read;
+}
+
+ParamOp mlir::braid::getShareRead(Value v, Block *block,
+                                  SmallVectorImpl<Operation *> &chain) {
+  chain.clear();
+  Value root = skipShardingTransparent(v);
+  auto param = root.getDefiningOp<ParamOp>();
+  if (!param || param->getBlock() != block)
+    return {};
+  for (Value x = v; x != root; x = x.getDefiningOp()->getOperand(0)) {
+    if (x.getDefiningOp()->getBlock() != block) {
+      chain.clear();
+      return {};
+    }
+    chain.push_back(x.getDefiningOp());
+  }
+  std::reverse(chain.begin(), chain.end());
+  return param;
+}
+
+bool mlir::braid::getBucketShareReads(Value v, Block *block,
+                                      SmallVectorImpl<ParamOp> &reads,
+                                      SmallVectorImpl<Operation *> &chain) {
+  reads.clear();
+  chain.clear();
+  auto concat = v.getDefiningOp<ConcatOp>();
+  if (!concat || concat->getBlock() != block)
+    return false;
+  SmallVector<Operation *> ops;
+  for (Value in : concat.getInputs()) {
+    // A share already of rank 1 is not reshaped.
+    auto reshape = in.getDefiningOp<ReshapeOp>();
+    if (reshape && reshape->getBlock() != block)
+      reshape = {};
+    SmallVector<Operation *, 1> own;
+    ParamOp read =
+        getShareRead(reshape ? reshape->getOperand(0) : in, block, own);
+    if (!read) {
+      reads.clear();
+      return false;
+    }
+    reads.push_back(read);
+    ops.append(own.begin(), own.end());
+    if (reshape)
+      ops.push_back(reshape);
+  }
+  ops.push_back(concat);
+  llvm::sort(ops, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  chain.append(ops.begin(), ops.end());
+  return true;
 }

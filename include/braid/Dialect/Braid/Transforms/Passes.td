@@ -553,6 +553,60 @@ def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp">
   ];
 }
 
+def BucketGathersPass : Pass<"braid-bucket-gathers", "::mlir::ModuleOp"> {
+  let summary = "Fuses a block's ZeRO-3 parameter gathers into buckets.";
+  let description = [{
+    Under ZeRO-3 `braid-partition` all_gathers each parameter share right
+    before the op that uses it: a layer with 16 parameters gathers 16
+    times, each call paying the latency. As FSDP gathers one flat
+    parameter per wrapped unit, this pass fuses the all_gathers of
+    parameter shares (`braid.param` results, directly or through
+    sharding-transparent ops such as bf16-mixed's working-copy
+    `braid.convert`) of a block that follow one another (same mesh, axes,
+    element type, pipeline phase and chunk, blocking) into one all_gather
+    along dimension 0 of the concatenation of their flattened shares, up
+    to `bucket-mb` megabytes of gathered parameters per bucket (the cap of
+    `braid-bucket-collectives`, braidc's `--bucket-mb`), at the first
+    member; the later members' reads (with their working-copy ops) move up
+    to it. Each member's full tensor is taken from the fused result where
+    the member was:
+
+    ```mlir
+    %f = braid.concat %a', %b' ...          // each share reshaped to rank 1
+    %g = braid.all_gather %f on @mesh ["dp"] {braid.bucket = 2 : i64, dim = 0 : i64}
+    %rows = braid.reshape %g ...            // [n, total]: a row per device
+    %a2 = braid.slice %rows ...             // [n, a's share], reshaped back
+    ```
+
+    A member gathered along a dimension preceded by one of size > 1 (a
+    share [outer, m, rest]) has its piece [n, outer * m * rest] reshaped to
+    [n, outer, m * rest], transposed to [outer, n, m * rest] and reshaped to
+    its full shape. Gathers are copies, so the result is exact. A bucket
+    holds its parameters gathered from the fused gather to its last
+    member's use: the peak memory of a block grows to a bucket's worth.
+
+    A bucket closes at a store of a parameter and at a repeat, pipeline,
+    call or op with regions (its body would run holding the bucket, and
+    may store parameters), so the gathers before and after a repeated
+    layer are separate buckets. With
+    `leave-first` = N, in a layer only repeats use, the gathers of the
+    first N ops that need parameters stay single when they gather the
+    share itself: `braid-zero3-prefetch` across-repeats (depth N) starts
+    those in the instance before, which it cannot do for a bucket (its
+    input is a concatenation, a temporary of the instance). braidc passes
+    its `--zero3-prefetch`. `bucket-mb=0` turns the pass off.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Largest bucket, in megabytes (2^20 bytes) of gathered "
+           "parameters; 0: no bucketing.">,
+    Option<"leaveFirst", "leave-first", "int64_t", /*default=*/"0",
+           "In a repeated layer, the first N parameter groups (by the op "
+           "that needs them) stay single for braid-zero3-prefetch "
+           "across-repeats.">,
+  ];
+}
+
 def CompressGradientsPass : Pass<"braid-compress-gradients", "::mlir::ModuleOp"> {
   let summary = "Sends data-parallel gradient reductions as bf16 or fp16, "
                 "accumulated in f32.";

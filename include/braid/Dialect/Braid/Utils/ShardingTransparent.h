@@ -29,6 +29,23 @@ bool isShardingTransparent(Operation *op);
 /// (`v` itself if its producer is not one).
 Value skipShardingTransparent(Value v);
 
+/// The read of the parameter whose share `v` is, in `block`: `v` is the
+/// read's value or computed from it through sharding-transparent ops in
+/// `block` (each element from the same element of the share alone:
+/// bf16-mixed's working copy, a braid.convert of the read), which `chain`
+/// receives in order. Null if `v` is not a share.
+ParamOp getShareRead(Value v, Block *block,
+                     SmallVectorImpl<Operation *> &chain);
+
+/// The reads of the parameter shares a bucketed gather's input `v` is made
+/// of (braid-bucket-gathers): a braid.concat in `block` of shares
+/// (getShareRead), each reshaped to rank 1 unless already of rank 1. `reads` receives the reads,
+/// `chain` the ops from them to `v` (the shares' own chains, the reshapes,
+/// the concat), in block order. False, and nothing received, otherwise.
+bool getBucketShareReads(Value v, Block *block,
+                         SmallVectorImpl<ParamOp> &reads,
+                         SmallVectorImpl<Operation *> &chain);
+
 /// Marks a braid.param that reads the share of the instance its repeat runs
 /// next (braid-zero3-prefetch across-repeats).
 constexpr StringLiteral kNextInstanceAttrName = "braid.next_instance";
