@@ -185,11 +185,13 @@ static void collectGroups(Block &block, OpBuilder &b,
   for (Operation &op : llvm::make_early_inc_range(block))
     if (std::optional<Gather> g = asGather(op, b))
       gathers.push_back(*g);
-  // Sorted by the use, then (for a repeat) by the wait in its layer; the
-  // key tells groups apart.
+  // Sorted by the use, then (for a repeat) by the wait in its layer, then
+  // in block order (`order`: llvm::sort with a total order, the stable
+  // sort's, without libstdc++ 12's deprecated get_temporary_buffer that
+  // std::stable_sort uses); the key tells groups apart.
   struct Need {
     Gather gather;
-    unsigned position, inner;
+    unsigned position, inner, order;
     // The repeat (or null) and the op that needs the parameters.
     std::pair<Operation *, Operation *> key;
   };
@@ -197,8 +199,8 @@ static void collectGroups(Block &block, OpBuilder &b,
   for (auto [i, op] : llvm::enumerate(block))
     position[&op] = i;
   SmallVector<Need> needs;
-  for (const Gather &g : gathers) {
-    Need n{g, position.lookup(g.use), 0, {nullptr, nullptr}};
+  for (auto [i, g] : llvm::enumerate(gathers)) {
+    Need n{g, position.lookup(g.use), 0, unsigned(i), {nullptr, nullptr}};
     if (auto repeat = dyn_cast<RepeatOp>(g.use)) {
       n.key = {repeat, nullptr};
       unsigned index =
@@ -213,8 +215,9 @@ static void collectGroups(Block &block, OpBuilder &b,
     }
     needs.push_back(n);
   }
-  llvm::stable_sort(needs, [](const Need &a, const Need &b) {
-    return std::tie(a.position, a.inner) < std::tie(b.position, b.inner);
+  llvm::sort(needs, [](const Need &a, const Need &b) {
+    return std::tie(a.position, a.inner, a.order) <
+           std::tie(b.position, b.inner, b.order);
   });
   std::pair<Operation *, Operation *> lastKey;
   for (const Need &n : needs) {
