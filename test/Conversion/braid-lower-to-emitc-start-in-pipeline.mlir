@@ -9,11 +9,17 @@
 // chunk's F actions: the concat before the second start); chunk 0's after
 // W1.0. With
 // --schedule-into-pipelines=false they start after the pipeline.
+// Under 1F1B the last stage's last action BW1.0 is followed by its send of
+// the input gradient that stage 0 waits for: the starts go after that send
+// (ONEF), not between the action and it, where their bucket's copy and
+// MPI's start call would delay stage 0's BW1.0.
 //
 // RUN: braidc %s --mesh dp=2,pp=2 --schedule zb-v --microbatches 2 --async-collectives --emit cpp -o %t.cpp
 // RUN: FileCheck %s < %t.cpp
 // RUN: braidc %s --mesh dp=2,pp=2 --schedule zb-v --microbatches 2 --async-collectives --schedule-into-pipelines=false --emit cpp -o %t.off.cpp
 // RUN: FileCheck %s --check-prefix=OFF < %t.off.cpp
+// RUN: braidc %s --mesh dp=2,pp=2 --schedule 1f1b --microbatches 2 --async-collectives --emit cpp -o %t.1f1b.cpp
+// RUN: FileCheck %s --check-prefix=ONEF < %t.1f1b.cpp
 
 // CHECK-LABEL: void braid_train_step(
 // CHECK: braid_rt_program_trace_begin("W1.1", "pipeline");
@@ -38,6 +44,24 @@
 // CHECK: braid_rt_program_pp_wait_all(
 // CHECK-NOT: braid_rt_program_collective_start_f32(
 // CHECK: braid_rt_program_wait(
+
+// Stage 0: no send after its BW1.0; its start follows the action.
+// ONEF-LABEL: void braid_train_step(
+// ONEF: braid_rt_program_trace_begin("BW1.0", "pipeline");
+// ONEF: braid_rt_program_trace_end();
+// ONEF-NOT: braid_rt_program_pp_send_f32(
+// ONEF: braid_rt_program_collective_start_f32(
+// ONEF: }
+// Stage 1: the send of BW1.0's gradient, then the starts.
+// ONEF: braid_rt_program_trace_begin("BW1.0", "pipeline");
+// ONEF: braid_rt_program_trace_end();
+// ONEF-NOT: braid_rt_program_collective_start_f32(
+// ONEF: braid_rt_program_pp_send_f32(
+// ONEF-NOT: braid_rt_program_trace_begin(
+// ONEF: braid_rt_program_collective_start_f32(
+// ONEF: braid_rt_program_collective_start_f32(
+// ONEF-NEXT: }
+// ONEF-NEXT: braid_rt_program_pp_wait_all(
 
 // OFF-LABEL: void braid_train_step(
 // OFF-NOT: braid_rt_program_collective_start_f32(

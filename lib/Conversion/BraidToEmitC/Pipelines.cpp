@@ -172,7 +172,8 @@ static LogicalResult lowerEarlyStarts(PipelineOp op, FunctionLowering &l,
 /// micro-batches of the results it computed; each mean stays on its stage
 /// (StagePlacement places what follows). A start marked
 /// braid.start_in_pipeline on a stage's results is issued in that stage's
-/// code right after the action completing their means.
+/// code right after the action completing their means and the sends that
+/// follow that action (what the other stages wait for goes first).
 static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
   OpBuilder &b = l.b;
   Location loc = l.loc;
@@ -425,8 +426,17 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
       return success();
     };
 
+    // Early starts due after a compute action are issued after the sends
+    // that follow it: a send carries what another stage waits for, while a
+    // start (its bucket's copy and MPI's start call) only begins a transfer
+    // that is waited for after the pipeline.
+    bool startsDue = false;
     for (auto [i, a] : llvm::enumerate(plan.parsed[r])) {
       l.subPosition = 1 + i;
+      if (a.kind != "send" && startsDue) {
+        issueEarlyStarts();
+        startsDue = false;
+      }
       if (a.kind == "send") {
         // Everything of this piece that a chunk on the peer uses.
         auto it = plan.pieces.find({a.chunk, a.phase});
@@ -463,13 +473,15 @@ static LogicalResult lowerPipeline(PipelineOp op, FunctionLowering &l) {
         return failure();
       }
       l.call("braid_rt_program_trace_end", {});
-      issueEarlyStarts();
+      startsDue = true;
     }
     // After the schedule: the W results other stages' deferred pieces read,
     // those this stage's read, its deferred pieces.
     for (auto [from, to, mb, v] : late)
       if (from == r)
         send(mb, v, to, tagOf(mb, plan.producer[v].first, 'W'));
+    if (startsDue)
+      issueEarlyStarts();
     waitReceives("recv tied weight gradients", lateReceives);
     for (auto [mb, chunk] : deferred[r]) {
       ++l.subPosition;
