@@ -1319,8 +1319,9 @@ static LogicalResult evaluateOp(AllSliceOp op, EvalContext &ctx,
 }
 
 /// The body op by op, each result rounded as the evaluator rounds an op's
-/// (to f32, or not at all under --f64, which the operands' dtype tells:
-/// fused values are all f32), so a fused module evaluates as before.
+/// (to its element type: f32, or bf16 for a conversion to bf16 storage; not
+/// at all under --f64, which the operands' dtype tells), so a fused module
+/// evaluates as before.
 static LogicalResult evaluateOp(FusedOp op, EvalContext &ctx,
                                 ArrayRef<const Tensor *> ops,
                                 SmallVectorImpl<Tensor> &results) {
@@ -1341,7 +1342,10 @@ static LogicalResult evaluateOp(FusedOp op, EvalContext &ctx,
     if (failed(evaluable.evaluate(ctx, operands, outs)))
       return failure();
     Tensor &t = outs.front();
-    t.setDType(f64 ? DType::F64 : DType::F32);
+    t.setDType(
+        f64 ? DType::F64
+            : getDType(getElementTypeOrSelf(inner.getResult(0).getType()))
+                  .value_or(DType::F32));
     t.roundToDType();
     values[inner.getResult(0)] = std::move(t);
   }

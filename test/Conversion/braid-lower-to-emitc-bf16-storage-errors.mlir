@@ -10,7 +10,7 @@
 // The kernels compute in f32: a bf16 add is refused.
 func.func @compute(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = braid.convert %x : tensor<4xf32> to tensor<4xbf16>
-  // expected-error@+1 {{'braid.add' op has a value of type 'tensor<4xbf16>'; generated code holds bf16 only in storage (a braid.convert to or from f32, a layer's stacked values)}}
+  // expected-error@+1 {{'braid.add' op has a value of type 'tensor<4xbf16>'; generated code holds bf16 only in storage (a braid.convert to or from f32, a fused region's conversions, a layer's stacked values)}}
   %z = braid.add %y, %y : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
   %w = braid.convert %z : tensor<4xbf16> to tensor<4xf32>
   return %w : tensor<4xf32>

@@ -9,7 +9,16 @@
 // compiled with and without --no-fuse prints the same losses over 5 AdamW
 // steps (relative tolerance 0) and saves byte-identical checkpoints, as
 // does a 2-stage 1F1B pipeline on 2 ranks (3 steps; saved values packed to
-// bf16 in the pieces).
+// bf16 in the pieces). The packs of saved values to bf16 storage and their
+// unpacks join the regions computing and reading them
+// (fuse-elementwise-round.mlir): the GPT's loops write and read bf16
+// storage with the packing kernels' functions, and its losses and
+// checkpoints are still those of --no-fuse. (Checked: with the fused
+// unpack reading the 16 bits as an integer, (float)bits, the losses differ
+// from step 1 and this fails. A pack truncating instead of rounding would
+// not show here: every pack braidc emits stores a value that a braid.round
+// already made a bf16 one; braid-eval's handling of a region packing an
+// unrounded value is checked in fuse-elementwise-eval.mlir.)
 //
 // RUN: %PYTHON -m braid.models gpt --layers 4 --hidden 128 --heads 4 --seq 64 --vocab 256 --batch 16 -o %t.gpt.mlir
 // RUN: braidc %t.gpt.mlir --precision bf16-mixed --lr 3e-3 --clip-norm 1.0 -o %t.gpt.fused
@@ -29,6 +38,8 @@
 //
 // RUN: braidc %t.gpt.mlir --precision bf16-mixed --lr 3e-3 --clip-norm 1.0 --emit cpp -o %t.fused.cpp
 // RUN: FileCheck %s --check-prefix=CPP < %t.fused.cpp
+// RUN: grep -c "braid_rt_pack_bf16_f32(" %t.fused.cpp | FileCheck %s --check-prefix=PACKS
+// RUN: grep -c "braid_rt_unpack_bf16_f32(" %t.fused.cpp | FileCheck %s --check-prefix=UNPACKS
 
 // FIVE: ok: 5 losses within 0.0 (worst 0)
 // THREE: ok: 3 losses within 0.0 (worst 0)
@@ -39,3 +50,13 @@
 // CPP: braid.fused: {{[0-9]+}} ops over [16x64x128] row by row (1 row-wise)
 // CPP: = braid_rt_round_bf16_of(v{{[0-9]+}});
 // CPP: { // braid.layer_norm
+
+// The saved values packed in the loops computing them, and unpacked in
+// those reading them: of the 18 pack and 20 unpack kernel calls of the
+// step without (call sites in the C++; a layer's run once per layer), 9
+// and 13 are left: packs of a layer's input and of attention's q, k, v
+// and output, unpacks into matmuls and attention.
+// PACKS: {{^}}9{{$}}
+// UNPACKS: {{^}}13{{$}}
+// CPP: = braid_rt_bf16_bits_of(v{{[0-9]+}});
+// CPP: = braid_rt_float_of_bf16(

@@ -5,7 +5,11 @@
 // residual adds with RMS norms and their gradients) print the same losses and gradient norms to the last digit with
 // and without braid-fuse-elementwise, rounding each op to f32 and (--f64)
 // not at all, and leave byte-identical weights and optimizer state; the
-// GPT's logits are the same, element by element.
+// GPT's logits are the same, element by element. So does the GPT's
+// bf16-mixed step (braid-legalize-bf16's roundings and its packs to and
+// unpacks from bf16 storage in the regions), and @roundtrip, whose region
+// packs a sum that no rounding precedes: a conversion in a region rounds
+// to its result's type, bf16, as it does outside.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 2 -o %t.gpt.mlir
 // RUN: braid-opt %t.gpt.mlir --braid-autodiff --braid-train-step -o %t.gpt.train.mlir
@@ -34,8 +38,40 @@
 // RUN: diff %t.llama.plain %t.llama.fused
 // RUN: cmp %t.llama.plain.w %t.llama.fused.w
 // RUN: FileCheck %s --check-prefix=STEPS < %t.llama.fused
+//
+// RUN: braid-opt %t.gpt.mlir --braid-mixed-precision="precision=bf16-mixed" --braid-autodiff --braid-train-step --braid-legalize-bf16 -o %t.bf16.train.mlir
+// RUN: braid-opt %t.bf16.train.mlir --braid-fuse-elementwise -o %t.bf16.fused.mlir
+// RUN: FileCheck %s --check-prefix=BF16 < %t.bf16.fused.mlir
+// RUN: braid-eval %t.bf16.train.mlir --steps 3 --seed 2 --save-weights %t.bf16.plain.w > %t.bf16.plain
+// RUN: braid-eval %t.bf16.fused.mlir --steps 3 --seed 2 --save-weights %t.bf16.fused.w > %t.bf16.fused
+// RUN: diff %t.bf16.plain %t.bf16.fused
+// RUN: cmp %t.bf16.plain.w %t.bf16.fused.w
+// RUN: FileCheck %s --check-prefix=STEPS < %t.bf16.fused
+//
+// RUN: braid-opt %s --braid-fuse-elementwise -o %t.rt.mlir
+// RUN: FileCheck %s --check-prefix=RT < %t.rt.mlir
+// RUN: braid-eval %s --entry roundtrip --seed 3 --dump > %t.rt.plain
+// RUN: braid-eval %t.rt.mlir --entry roundtrip --seed 3 --dump > %t.rt.fused
+// RUN: diff %t.rt.plain %t.rt.fused
 
 // GPT: {{^}}15{{$}}
 // LLAMA: {{^}}14{{$}}
 // STEPS: step 0 loss
 // STEPS: step 2 loss
+
+// Regions unpacking a saved value and packing one.
+// BF16-DAG: braid.fused({{.*}}) : ({{.*}}xbf16>{{.*}}) -> {{.*}} {
+// BF16-DAG: braid.fused({{.*}}) : ({{.*}}) -> ({{.*}}xbf16>{{.*}}) {
+
+// RT: braid.fused
+// RT: braid.convert %{{.*}} : tensor<4x96xf32> to tensor<4x96xbf16>
+// RT-NEXT: braid.convert %{{.*}} : tensor<4x96xbf16> to tensor<4x96xf32>
+// RT-NEXT: braid.mul
+// RT-NEXT: braid.yield
+func.func @roundtrip(%a: tensor<4x96xf32>, %b: tensor<4x96xf32>) -> tensor<4x96xf32> {
+  %0 = braid.add %a, %b : (tensor<4x96xf32>, tensor<4x96xf32>) -> tensor<4x96xf32>
+  %1 = braid.convert %0 : tensor<4x96xf32> to tensor<4x96xbf16>
+  %2 = braid.convert %1 : tensor<4x96xbf16> to tensor<4x96xf32>
+  %3 = braid.mul %2, %b : (tensor<4x96xf32>, tensor<4x96xf32>) -> tensor<4x96xf32>
+  return %3 : tensor<4x96xf32>
+}

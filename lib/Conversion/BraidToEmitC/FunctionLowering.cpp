@@ -129,10 +129,12 @@ Value FunctionLowering::result(Value v) {
     buffers[v] = out;
     return out;
   }
-  // bf16 storage packed for the caller (by a pack, or by a repeat's layers:
-  // a pipeline piece's result): straight into its buffer.
+  // bf16 storage packed for the caller (by a pack, by a fused region's
+  // loop packing it, or by a repeat's layers: a pipeline piece's result):
+  // straight into its buffer.
   if ((v.getDefiningOp<ConvertOp>() ||
-       (v.getDefiningOp<RepeatOp>() && getElementTypeOrSelf(type).isBF16())) &&
+       (isa_and_present<RepeatOp, FusedOp>(v.getDefiningOp()) &&
+        getElementTypeOrSelf(type).isBF16())) &&
       v.hasOneUse() && v.use_begin()->getOwner() == body->getTerminator() &&
       v.use_begin()->getOperandNumber() < outValues.size()) {
     Value out = outValues[v.use_begin()->getOperandNumber()];
@@ -656,13 +658,15 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                << "has a value of type " << v.getType()
                << "; generated code handles statically shaped tensors of "
                   "f32, i32 and i64 only";
-      // bf16 storage only moves: packed, passed between layers, unpacked.
+      // bf16 storage only moves: packed, passed between layers, unpacked
+      // (by a conversion of its own or in a fused region's loop).
       if (getElementTypeOrSelf(v.getType()).isBF16() &&
-          !isa<ConvertOp, RepeatOp>(op))
+          !isa<ConvertOp, RepeatOp, FusedOp>(op))
         return op.emitOpError()
                << "has a value of type " << v.getType()
                << "; generated code holds bf16 only in storage (a "
-                  "braid.convert to or from f32, a layer's stacked values)";
+                  "braid.convert to or from f32, a fused region's "
+                  "conversions, a layer's stacked values)";
     }
     Block *block = b.getInsertionBlock();
     Operation *last = b.getInsertionPoint() == block->begin()

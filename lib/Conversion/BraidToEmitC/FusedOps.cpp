@@ -43,6 +43,16 @@ using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::lowering;
 
+/// The C type of a value's elements in the loops: float, the 16 bits of
+/// bf16 storage (read and written by conversions only), a label's integer.
+static std::string cType(Type type) {
+  Type t = getElementTypeOrSelf(type);
+  return t.isF32()         ? "float"
+         : t.isBF16()      ? "uint16_t"
+         : t.isInteger(64) ? "int64_t"
+                           : "int32_t";
+}
+
 namespace {
 
 /// The C++ of one fused region: names of the operands (`in<i>`), results
@@ -67,9 +77,10 @@ private:
   /// The statements computing one row (`r`) of a region with row-wise ops.
   FailureOr<std::string> rowBody();
   /// The C type of operand `i`'s elements.
-  std::string elementType(unsigned i) {
-    Type t = typeOf(i).getElementType();
-    return t.isF32() ? "float" : t.isInteger(64) ? "int64_t" : "int32_t";
+  std::string elementType(unsigned i) { return cType(typeOf(i)); }
+  /// The C type of result `k`'s elements.
+  std::string resultType(unsigned k) {
+    return cType(op.getResult(k).getType());
   }
   /// The loop over the row's columns (cuda: strided over the block).
   std::string rowLoop() const {
@@ -176,8 +187,8 @@ FailureOr<std::string> FusedEmitter::body() {
   DenseMap<Value, std::string> names;
   for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
     names[arg] = "a" + std::to_string(i);
-    os << indent << "const float a" << i << " = p" << i << "["
-       << (variesInRow(i) ? "j" : "0") << "];\n";
+    os << indent << "const " << elementType(i) << " a" << i << " = p" << i
+       << "[" << (variesInRow(i) ? "j" : "0") << "];\n";
   }
   unsigned next = 0;
   for (Operation &inner : block.without_terminator()) {
@@ -189,7 +200,8 @@ FailureOr<std::string> FusedEmitter::body() {
       return failure();
     std::string name = "v" + std::to_string(next++);
     names[inner.getResult(0)] = name;
-    os << indent << "const float " << name << " = " << *expr << ";\n";
+    os << indent << "const " << cType(inner.getResult(0).getType()) << " "
+       << name << " = " << *expr << ";\n";
   }
   for (auto [i, v] : llvm::enumerate(block.getTerminator()->getOperands()))
     os << indent << (cuda ? "out" : "q") << i << (cuda ? "[i]" : "[j]") << " = "
@@ -204,9 +216,10 @@ FailureOr<std::string> FusedEmitter::emit(StringRef name) {
   unsigned numIn = op.getInputs().size(), numOut = op.getNumResults();
   std::string params;
   for (unsigned i = 0; i < numIn; ++i)
-    params += "const float *in" + std::to_string(i) + ", ";
+    params += "const " + elementType(i) + " *in" + std::to_string(i) + ", ";
   for (unsigned i = 0; i < numOut; ++i)
-    params += "float *out" + std::to_string(i) + (i + 1 < numOut ? ", " : "");
+    params += resultType(i) + " *out" + std::to_string(i) +
+              (i + 1 < numOut ? ", " : "");
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "// " << describe(op) << ": "
@@ -225,8 +238,8 @@ FailureOr<std::string> FusedEmitter::emit(StringRef name) {
           "i < n;\n       i += (int64_t)gridDim.x * blockDim.x) {\n";
     os << "    const int64_t r = i / " << cols << ", j = i % " << cols << ";\n";
     for (unsigned i = 0; i < numIn; ++i)
-      os << "    const float *p" << i << " = in" << i << " + " << rowOffset(i)
-         << ";\n";
+      os << "    const " << elementType(i) << " *p" << i << " = in" << i
+         << " + " << rowOffset(i) << ";\n";
     FailureOr<std::string> loop = body();
     if (failed(loop))
       return failure();
@@ -246,9 +259,9 @@ FailureOr<std::string> FusedEmitter::emit(StringRef name) {
   }
   os << "struct " << name << "_args {\n";
   for (unsigned i = 0; i < numIn; ++i)
-    os << "  const float *in" << i << ";\n";
+    os << "  const " << elementType(i) << " *in" << i << ";\n";
   for (unsigned i = 0; i < numOut; ++i)
-    os << "  float *out" << i << ";\n";
+    os << "  " << resultType(i) << " *out" << i << ";\n";
   os << "};\n";
   os << "static void " << name
      << "_rows(void *ctx, int64_t begin, int64_t end) {\n";
@@ -256,11 +269,11 @@ FailureOr<std::string> FusedEmitter::emit(StringRef name) {
      << "_args *>(ctx);\n";
   os << "  for (int64_t r = begin; r < end; ++r) {\n";
   for (unsigned i = 0; i < numIn; ++i)
-    os << "    const float *__restrict p" << i << " = c.in" << i << " + "
-       << rowOffset(i) << ";\n";
+    os << "    const " << elementType(i) << " *__restrict p" << i << " = c.in"
+       << i << " + " << rowOffset(i) << ";\n";
   for (unsigned i = 0; i < numOut; ++i)
-    os << "    float *__restrict q" << i << " = c.out" << i << " + r * " << cols
-       << ";\n";
+    os << "    " << resultType(i) << " *__restrict q" << i << " = c.out" << i
+       << " + r * " << cols << ";\n";
   os << "    for (int64_t j = 0; j < " << cols << "; ++j) {\n";
   FailureOr<std::string> loop = body();
   if (failed(loop))
@@ -387,7 +400,8 @@ FailureOr<std::string> FusedEmitter::rowBody() {
         return failure();
       std::string name = "v" + std::to_string(next++);
       names[inner->getResult(0)] = name;
-      os << in << "  const float " << name << " = " << *expr << ";\n";
+      os << in << "  const " << cType(inner->getResult(0).getType()) << " "
+         << name << " = " << *expr << ";\n";
       if (std::string buf = rowBuffer.lookup(inner->getResult(0)); !buf.empty())
         os << in << "  " << buf << "[j] = " << name << ";\n";
     }
@@ -564,10 +578,11 @@ FailureOr<std::string> FusedEmitter::emitRows(StringRef name) {
   }
   kparams = params;
   for (unsigned i = 0; i < numOut; ++i) {
-    params += "float *out" + std::to_string(i) + (i + 1 < numOut ? ", " : "");
+    params += resultType(i) + " *out" + std::to_string(i) +
+              (i + 1 < numOut ? ", " : "");
     if (!isLoss(i)) {
       args += "out" + std::to_string(i) + ", ";
-      kparams += "float *out" + std::to_string(i) + ", ";
+      kparams += resultType(i) + " *out" + std::to_string(i) + ", ";
     }
   }
   kparams.resize(kparams.size() - 2);
@@ -581,14 +596,15 @@ FailureOr<std::string> FusedEmitter::emitRows(StringRef name) {
   llvm::interleave(shape, os, "x");
   os << "] row by row (" << numRowwise << " row-wise)\n";
   // Pointers to row r of each operand and result.
+  // (Labels are read as c.in<i>[r].)
   auto rowPointers = [&](StringRef prefix, StringRef in) {
     for (unsigned i = 0; i < numIn; ++i)
-      if (typeOf(i).getElementType().isF32())
-        os << in << "const float *p" << i << " = " << prefix << "in" << i
-           << " + " << rowOffset(i) << ";\n";
+      if (!typeOf(i).getElementType().isInteger())
+        os << in << "const " << elementType(i) << " *p" << i << " = " << prefix
+           << "in" << i << " + " << rowOffset(i) << ";\n";
     for (unsigned i = 0; i < numOut; ++i)
       if (!isLoss(i))
-        os << in << "float *q" << i << " = " << prefix << "out" << i
+        os << in << resultType(i) << " *q" << i << " = " << prefix << "out" << i
            << " + r * " << C << ";\n";
   };
   if (cuda) {
@@ -678,7 +694,7 @@ FailureOr<std::string> FusedEmitter::emitRows(StringRef name) {
     os << "  const " << elementType(i) << " *in" << i << ";\n";
   for (unsigned i = 0; i < numOut; ++i)
     if (!isLoss(i))
-      os << "  float *out" << i << ";\n";
+      os << "  " << resultType(i) << " *out" << i << ";\n";
   for (unsigned k : lossResults)
     os << "  double *loss" << k << ";\n";
   os << "};\n";

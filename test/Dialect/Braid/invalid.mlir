@@ -1156,11 +1156,25 @@ func.func @pipeline_schedule(%x: tensor<3x2xf32>) -> tensor<f32> {
 func.func @fused_matmul(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %0 = braid.fused (%x) : (tensor<2x2xf32>) -> tensor<2x2xf32> {
   ^bb0(%a: tensor<2x2xf32>):
-    // expected-error@+1 {{'braid.matmul' op cannot be in a braid.fused region: only elementwise ops of f32 values (add, div, exp, gelu (tanh), gelu_grad (tanh), mul, neg, relu, relu_grad, round (to bf16), rsqrt, silu, silu_grad, sqrt, sub) and row-wise ops (cross_entropy (not vocabulary-parallel), cross_entropy_grad (not vocabulary-parallel), layer_norm, layer_norm_grad, rms_norm, rms_norm_grad, softmax (over the last axis)) can}}
+    // expected-error@+1 {{'braid.matmul' op cannot be in a braid.fused region: only elementwise ops of f32 values (add, convert (f32 to and from bf16), div, exp, gelu (tanh), gelu_grad (tanh), mul, neg, relu, relu_grad, round (to bf16), rsqrt, silu, silu_grad, sqrt, sub) and row-wise ops (cross_entropy (not vocabulary-parallel), cross_entropy_grad (not vocabulary-parallel), layer_norm, layer_norm_grad, rms_norm, rms_norm_grad, softmax (over the last axis)) can}}
     %m = braid.matmul %a, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
     braid.yield %m : tensor<2x2xf32>
   }
   return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that a conversion other than between f32 and bf16 stays out of
+// fused regions.
+func.func @fused_convert_f16(%x: tensor<2x2xf32>) -> tensor<2x2xf16> {
+  %0 = braid.fused (%x) : (tensor<2x2xf32>) -> tensor<2x2xf16> {
+  ^bb0(%a: tensor<2x2xf32>):
+    // expected-error@+1 {{'braid.convert' op cannot be in a braid.fused region}}
+    %c = braid.convert %a : tensor<2x2xf32> to tensor<2x2xf16>
+    braid.yield %c : tensor<2x2xf16>
+  }
+  return %0 : tensor<2x2xf16>
 }
 
 // -----

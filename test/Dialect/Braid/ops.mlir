@@ -236,3 +236,20 @@ func.func @fused(%x: tensor<2x8xf32>, %b: tensor<8xf32>) -> (tensor<2x8xf32>, te
   }
   return %0#0, %0#1 : tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// Tests that a fused region may read and write bf16 storage through
+// conversions between f32 and bf16.
+// CHECK-LABEL: func.func @fused_bf16
+// CHECK: braid.fused(%{{.*}}, %{{.*}}) : (tensor<2x8xbf16>, tensor<2x8xf32>) -> tensor<2x8xbf16> {
+// CHECK: braid.convert %{{.*}} : tensor<2x8xbf16> to tensor<2x8xf32>
+// CHECK: braid.convert %{{.*}} : tensor<2x8xf32> to tensor<2x8xbf16>
+func.func @fused_bf16(%x: tensor<2x8xbf16>, %y: tensor<2x8xf32>) -> tensor<2x8xbf16> {
+  %0 = braid.fused (%x, %y) : (tensor<2x8xbf16>, tensor<2x8xf32>) -> tensor<2x8xbf16> {
+  ^bb0(%a: tensor<2x8xbf16>, %b: tensor<2x8xf32>):
+    %u = braid.convert %a : tensor<2x8xbf16> to tensor<2x8xf32>
+    %s = braid.add %u, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    %p = braid.convert %s : tensor<2x8xf32> to tensor<2x8xbf16>
+    braid.yield %p : tensor<2x8xbf16>
+  }
+  return %0 : tensor<2x8xbf16>
+}

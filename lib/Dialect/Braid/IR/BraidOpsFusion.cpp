@@ -105,6 +105,24 @@ StringRef RoundOp::getElementExpression(StringRef target) {
                    "braid_rt_cuda::roundBF16Of($0)");
 }
 
+// bf16 storage (braid-legalize-bf16): a value packed for the backward or
+// for the next layer, unpacked where it is read. The packing kernels'
+// functions (round to nearest even; exact back), so a region writing or
+// reading the storage in its loop stores the bits the kernels would.
+bool ConvertOp::isFusible() {
+  Type from = getElementTypeOrSelf(getInput().getType());
+  Type to = getElementTypeOrSelf(getResult().getType());
+  return (from.isF32() && to.isBF16()) || (from.isBF16() && to.isF32());
+}
+StringRef ConvertOp::getFusibleWhen() { return "f32 to and from bf16"; }
+StringRef ConvertOp::getElementExpression(StringRef target) {
+  if (getElementTypeOrSelf(getResult().getType()).isBF16())
+    return forTarget(target, "braid_rt_bf16_bits_of($0)",
+                     "braid_rt_cuda::bf16Of($0).bits");
+  return forTarget(target, "braid_rt_float_of_bf16($0)",
+                   "braid_rt_cuda::floatOf(braid_rt_cuda::BF16{$0})");
+}
+
 //===----------------------------------------------------------------------===//
 // RowReductionOpInterface
 //===----------------------------------------------------------------------===//

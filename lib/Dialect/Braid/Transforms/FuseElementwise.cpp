@@ -8,8 +8,12 @@
 // same rows and shares its statistics (a loss and its gradient), and the
 // elementwise ops using its result join it in turn. Under bf16-mixed the
 // roundings braid-legalize-bf16 adds are fusible ops like the others, and
-// a pack to bf16 storage whose value only leaves the block does not close
-// the region it reads: it moves after the region.
+// so are its conversions to and from bf16 storage: a pack of a region's
+// value joins the region, which then writes the bf16 storage in its loop,
+// and an unpack starts a region that the ops reading its value join, so
+// that the loop reads the storage itself. A pack that cannot join (the
+// region it reads was closed by another use) but whose value only leaves
+// the block does not close the region either: it moves after it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -357,14 +357,19 @@ def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType,
 // Precision
 //===----------------------------------------------------------------------===//
 
-def Braid_ConvertOp : Braid_DiffOp<"convert"> {
+def Braid_ConvertOp : Braid_DiffOp<"convert", [
+    DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface,
+        ["isFusible", "getFusibleWhen"]>]> {
   let summary = "Elementwise conversion to another floating-point type.";
   let description = [{
     Each element rounded to the nearest value of the result's element type
     (ties to even); the shape is unchanged. Its gradient converts the
     result's gradient back to the operand's type. `braid-mixed-precision`
     inserts it: f32 parameters to their bf16 working copies, bf16
-    activations into the f32 norms, softmax and cross-entropy.
+    activations into the f32 norms, softmax and cross-entropy. Between f32
+    and bf16 (`braid-legalize-bf16`'s packs of saved values to bf16
+    storage and unpacks of them) it may be in a fused region: the region
+    then reads or writes the bf16 storage in its loop.
 
     ```mlir
     %w16 = braid.convert %w : tensor<64x64xf32> to tensor<64x64xbf16>
@@ -1173,10 +1178,13 @@ def Braid_FusedOp : Braid_Op<"fused", [Pure, IsolatedFromAbove,
     A region of elementwise ops (those implementing
     FusibleElementwiseOpInterface: `braid.add`, `sub`, `mul`, `div` with
     broadcasting, `exp`, the activations and their gradients, roundings to
-    bf16; the verifier's error lists them all) whose results all have one
-    shape, the region's iteration space. The
-    entry block's arguments are the operands (each broadcasts to that
-    shape); `braid.yield` returns the values used outside. It means exactly
+    bf16, conversions between f32 and bf16 storage; the verifier's error
+    lists them all) whose results all have one shape, the region's
+    iteration space. The entry block's arguments are the operands (each
+    broadcasts to that shape); `braid.yield` returns the values used
+    outside. Values are f32 but for bf16 storage under bf16-mixed, which
+    only conversions read and write: an operand unpacked in the region, a
+    value packed there for the caller. It means exactly
     what its body means, op by op: code generation computes every element
     of every value in one loop nest over the iteration space, rounding each
     op's result to f32 as the op would, so a program with fused regions
