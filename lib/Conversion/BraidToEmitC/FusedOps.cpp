@@ -19,7 +19,11 @@
 //    GPU (docs/cuda.md).
 //
 // Operands broadcast: each keeps its own offset of the current row and a
-// stride of 0 or 1 along the last dimension.
+// stride of 0 or 1 along the last dimension. Values are floats but for
+// bf16 storage under bf16-mixed (an operand a conversion unpacks, a
+// conversion's packed result): its 16 bits, uint16_t, which only the
+// conversions' expressions read and write. Each op's expression is its
+// own (FusibleElementwiseOpInterface::getElementExpression).
 //
 // A region with row-wise ops (norms, softmax, cross-entropy) is computed a
 // row at a time instead: the elementwise ops before a row-wise op in a loop
