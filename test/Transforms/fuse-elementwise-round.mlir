@@ -208,6 +208,28 @@ func.func @chain(%a: tensor<8x8xbf16>, %b: tensor<8x8xbf16>, %c: tensor<8x8xf32>
 
 // -----
 
+// Tests that a pack that cannot join the region it reads (of a loss,
+// known only after every row) but whose value only leaves the function
+// does not close that region: it moves after it, and the loss's gradient
+// joins the loss's region.
+
+// CHECK-LABEL: func.func @chain
+// CHECK-NEXT: %[[R:.*]]:2 = braid.fused
+// CHECK: braid.cross_entropy
+// CHECK-NEXT: braid.cross_entropy_grad
+// CHECK-NEXT: braid.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[P:.*]] = braid.convert %[[R]]#0 : tensor<f32> to tensor<bf16>
+// CHECK-NEXT: return %[[P]], %[[R]]#1
+func.func @chain(%x: tensor<4x8xf32>, %l: tensor<4xi32>, %g: tensor<f32>) -> (tensor<bf16>, tensor<4x8xf32>) {
+  %0 = braid.cross_entropy %x, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+  %1 = braid.convert %0 : tensor<f32> to tensor<bf16>
+  %2 = braid.cross_entropy_grad %x, %l, %g : (tensor<4x8xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x8xf32>
+  return %1, %2 : tensor<bf16>, tensor<4x8xf32>
+}
+
+// -----
+
 // Tests that a use from outside whose value is read again in the function
 // (here a matmul of the rounded sum) still ends the region: the exp after
 // it starts another.

@@ -11,9 +11,9 @@
 // so are its conversions to and from bf16 storage: a pack of a region's
 // value joins the region, which then writes the bf16 storage in its loop,
 // and an unpack starts a region that the ops reading its value join, so
-// that the loop reads the storage itself. A pack that cannot join (the
-// region it reads was closed by another use) but whose value only leaves
-// the block does not close the region either: it moves after it.
+// that the loop reads the storage itself. A pack that cannot join the
+// region it reads (a loss's) but whose value only leaves the block does
+// not close that region: it moves after it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,6 +167,13 @@ static void fuseBlock(Block &block, int64_t minOps) {
         }
         group.ops.clear();
         group.sealed = true;
+      }
+      // A pack reading a region it cannot join (a loss, known only after
+      // the region) whose value only leaves the block moves after that
+      // region rather than closing it with a region of its own (below).
+      if (!joined && !producers.empty() && isMovableUse(op)) {
+        moved.push_back(&op);
+        continue;
       }
       if (!joined) {
         joined = groups.size();
