@@ -69,6 +69,7 @@ braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
 // SMALL-NOT: braid.bucket
 // SMALL-LABEL: func.func @g
 // SMALL-NOT: braid.bucket
+// SMALL-LABEL: func.func @mixed
 
 // OFF-NOT: braid.bucket
 // BAD: braid-bucket-gathers: bucket-mb must be non-negative and finite, got -1
@@ -166,4 +167,37 @@ func.func @g(%x: tensor<2x8xf32> {braid.name = "x"}) -> tensor<2x8xf32> {
   %gf2 = braid.all_gather %f2 on @mesh ["dp"] {dim = 0 : i64} : (tensor<4x8xf32>) -> tensor<8x8xf32>
   %y2 = braid.matmul %y1, %gf2 : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
   return %y2 : tensor<2x8xf32>
+}
+
+// bf16-mixed: the gathered value of a product's weight is its working
+// copy, a braid.convert of the read, which moves up with the read; each
+// element type fills its own bucket, so the norm scales (f32) between the
+// working copies (bf16) end neither.
+// CHECK-LABEL: func.func @mixed
+// CHECK-NEXT: %[[S:.*]] = braid.param "s"
+// CHECK-NEXT: %[[T:.*]] = braid.param "t"
+// CHECK-NEXT: %[[CAT:.*]] = braid.concat %[[S]], %[[T]] {axis = 0 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+// CHECK-NEXT: braid.all_gather %[[CAT]] {{.*}}braid.bucket = 2 : i64{{.*}} : (tensor<8xf32>) -> tensor<16xf32>
+// CHECK: %[[W:.*]] = braid.param "w"
+// CHECK-NEXT: %[[CW:.*]] = braid.convert %[[W]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: %[[V:.*]] = braid.param "v"
+// CHECK-NEXT: %[[CV:.*]] = braid.convert %[[V]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: %[[FW:.*]] = braid.reshape %[[CW]] : (tensor<4x8xbf16>) -> tensor<32xbf16>
+// CHECK-NEXT: %[[FV:.*]] = braid.reshape %[[CV]] : (tensor<4x8xbf16>) -> tensor<32xbf16>
+// CHECK-NEXT: %[[CAT2:.*]] = braid.concat %[[FW]], %[[FV]] {axis = 0 : i64} : (tensor<32xbf16>, tensor<32xbf16>) -> tensor<64xbf16>
+// CHECK-NEXT: braid.all_gather %[[CAT2]] {{.*}}braid.bucket = 2 : i64{{.*}} : (tensor<64xbf16>) -> tensor<128xbf16>
+// CHECK-NOT: braid.all_gather
+// CHECK: return
+func.func @mixed(%x: tensor<2x8xf32> {braid.name = "x"}) -> (tensor<8xf32>, tensor<8x8xbf16>, tensor<8xf32>, tensor<8x8xbf16>) {
+  %s = braid.param "s" {block_of = #braid.sharding<@mesh, [["dp"]]>, init = #braid.init<ones>} : tensor<4xf32>
+  %gs = braid.all_gather %s on @mesh ["dp"] {dim = 0 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+  %w = braid.param "w" {block_of = #braid.sharding<@mesh, [["dp"], []]>, init = #braid.init<normal(0.5)>} : tensor<4x8xf32>
+  %cw = braid.convert %w : tensor<4x8xf32> to tensor<4x8xbf16>
+  %gw = braid.all_gather %cw on @mesh ["dp"] {dim = 0 : i64} : (tensor<4x8xbf16>) -> tensor<8x8xbf16>
+  %t = braid.param "t" {block_of = #braid.sharding<@mesh, [["dp"]]>, init = #braid.init<zeros>} : tensor<4xf32>
+  %gt = braid.all_gather %t on @mesh ["dp"] {dim = 0 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+  %v = braid.param "v" {block_of = #braid.sharding<@mesh, [["dp"], []]>, init = #braid.init<normal(0.5)>} : tensor<4x8xf32>
+  %cv = braid.convert %v : tensor<4x8xf32> to tensor<4x8xbf16>
+  %gv = braid.all_gather %cv on @mesh ["dp"] {dim = 0 : i64} : (tensor<4x8xbf16>) -> tensor<8x8xbf16>
+  return %gs, %gw, %gt, %gv : tensor<8xf32>, tensor<8x8xbf16>, tensor<8xf32>, tensor<8x8xbf16>
 }

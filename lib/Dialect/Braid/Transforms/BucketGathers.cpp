@@ -202,19 +202,28 @@ struct BucketGathersPass
         repeated.insert(&layer.getBody().front());
     SmallVector<SmallVector<Member>> buckets;
     module.walk([&](Block *block) {
-      // The ops that first need the block's parameter gathers, in order:
-      // in a repeated layer the gathers of the first `leaveFirst` of them
-      // stay single (when of the share itself, which a started gather can
-      // read across the instance's end; a bucket reads a concatenation, a
-      // temporary of the instance).
+      // The ops that first need the block's parameter gathers, in order
+      // (braid-zero3-prefetch's groups): in a repeated layer the gathers of
+      // the first `leaveFirst` of them stay single when of the share
+      // itself, which a started gather can read across the instance's end
+      // (a bucket reads a concatenation, a temporary of the instance, and
+      // a working copy is one too).
       llvm::SmallPtrSet<Operation *, 4> leading;
-      SmallVector<Member> open;
-      double bytes = 0;
-      auto close = [&] {
-        if (open.size() > 1)
-          buckets.push_back(open);
-        open.clear();
-        bytes = 0;
+      // One open bucket per element type: under bf16-mixed a layer's norm
+      // parameters (f32) and its products' working copies (bf16)
+      // alternate, and each type fills its own bucket, as
+      // braid-bucket-collectives keeps one per kind.
+      struct Open {
+        Type type;
+        SmallVector<Member> members;
+        double bytes = 0;
+      };
+      SmallVector<Open, 2> open;
+      auto close = [&](Open &o) {
+        if (o.members.size() > 1)
+          buckets.push_back(o.members);
+        o.members.clear();
+        o.bytes = 0;
       };
       for (Operation &op : *block) {
         // A read does not move across a store of its parameter, nor across
@@ -222,30 +231,41 @@ struct BucketGathersPass
         // would run with the bucket held, and may store parameters).
         if (isa<StoreParamOp, RepeatOp, PipelineOp, CallOpInterface>(op) ||
             op.getNumRegions() > 0) {
-          close();
+          for (Open &o : open)
+            close(o);
           continue;
         }
         std::optional<Member> m = asMember(op);
         if (!m)
           continue;
-        if (leaveFirst > 0 && repeated.contains(block) && m->chain.empty()) {
+        if (leaveFirst > 0 && repeated.contains(block)) {
           Operation *user = getFirstUser(&op);
-          if (leading.contains(user) ||
-              (int64_t)leading.size() < leaveFirst) {
+          bool lead = leading.contains(user);
+          if (!lead && (int64_t)leading.size() < leaveFirst) {
             leading.insert(user);
-            continue;
+            lead = true;
           }
+          if (lead && m->chain.empty())
+            continue;
         }
-        double size =
-            m->gather.getType().getNumElements() *
-            std::ceil(m->gather.getType().getElementTypeBitWidth() / 8.0);
-        if (!open.empty() && (!sameGroup(open.front().gather, m->gather) ||
-                              bytes + size > capBytes))
-          close();
-        open.push_back(*m);
-        bytes += size;
+        RankedTensorType type = m->gather.getType();
+        double size = type.getNumElements() *
+                      std::ceil(type.getElementTypeBitWidth() / 8.0);
+        Open *o = llvm::find_if(
+            open, [&](const Open &x) { return x.type == type.getElementType(); });
+        if (o == open.end()) {
+          open.push_back({type.getElementType(), {}, 0});
+          o = &open.back();
+        }
+        if (!o->members.empty() &&
+            (!sameGroup(o->members.front().gather, m->gather) ||
+             o->bytes + size > capBytes))
+          close(*o);
+        o->members.push_back(*m);
+        o->bytes += size;
       }
-      close();
+      for (Open &o : open)
+        close(o);
     });
     for (ArrayRef<Member> bucket : buckets)
       fuse(bucket);

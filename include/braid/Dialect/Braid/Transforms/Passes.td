@@ -568,7 +568,8 @@ def BucketGathersPass : Pass<"braid-bucket-gathers", "::mlir::ModuleOp"> {
     to `bucket-mb` megabytes of gathered parameters per bucket (the cap of
     `braid-bucket-collectives`, braidc's `--bucket-mb`), at the first
     member; the later members' reads (with their working-copy ops) move up
-    to it. Each member's full tensor is taken from the fused result where
+    to it. Each element type fills its own bucket, so that bf16-mixed's f32
+    norm parameters between bf16 working copies do not end one. Each member's full tensor is taken from the fused result where
     the member was:
 
     ```mlir
