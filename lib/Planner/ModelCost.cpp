@@ -443,13 +443,24 @@ public:
           countHeld(repeat, layer, phase, *seg);
           Accumulator acc;
           int rerun = 0;
+          bool lead = false;
           for (Operation *inner : bodyOps(layer)) {
             acc.add(inner, true);
+            if (phase == Phase::B && !lead)
+              lead = countLead(inner, seg->backwardLeadParamTensors[r],
+                               seg->backwardLeadParams[r],
+                               seg->backwardLeadWorkingCopyTensors[r],
+                               seg->backwardLeadWorkingCopyParams[r]);
             if (auto param = dyn_cast<ParamOp>(inner))
               if (phase == Phase::B && !param->use_empty()) {
                 seg->backwardParamTensors[r] += 1;
                 seg->backwardParams[r] +=
                     cast<ShapedType>(param.getType()).getNumElements();
+                if (isWorkingCopy(param)) {
+                  seg->backwardWorkingCopyTensors[r] += 1;
+                  seg->backwardWorkingCopyParams[r] +=
+                      cast<ShapedType>(param.getType()).getNumElements();
+                }
               }
             // A forward row-parallel product B re-runs (the same weight,
             // untransposed) needs its all_reduce again.
@@ -647,19 +658,60 @@ private:
     return nullptr;
   }
 
+  /// Whether bf16-mixed reads `param` as a bf16 working copy: an op that
+  /// computes in bf16 uses it.
+  static bool isWorkingCopy(ParamOp param) {
+    return llvm::any_of(param->getUsers(), [](Operation *user) {
+      return user->hasTrait<OpTrait::braid::ComputesInBF16>();
+    });
+  }
+
+  /// If `op` is no parameter read but reads parameters: adds their
+  /// tensors and elements (each once) and returns true.
+  /// Those of them that are working copies (isWorkingCopy) are added to
+  /// `copies` and `copyElements` too.
+  static bool countLead(Operation *op, double &tensors, double &elements,
+                        double &copies, double &copyElements) {
+    if (isa<ParamOp>(op))
+      return false;
+    llvm::SmallPtrSet<Operation *, 4> seen;
+    for (Value v : op->getOperands())
+      if (auto param = v.getDefiningOp<ParamOp>())
+        if (seen.insert(param).second) {
+          double n = cast<ShapedType>(param.getType()).getNumElements();
+          tensors += 1;
+          elements += n;
+          if (isWorkingCopy(param)) {
+            copies += 1;
+            copyElements += n;
+          }
+        }
+    return !seen.empty();
+  }
+
   void forwardLayer(RepeatOp repeat, LayerOp layer, SegmentCost &seg) {
     SmallVector<Operation *> ops = bodyOps(layer);
     SplitAnalysis split;
     split.run(ops);
     Accumulator acc;
+    bool lead = r != 0;
     for (Operation *op : ops) {
       acc.add(op, split.splitWork.contains(op));
+      if (!lead)
+        lead = countLead(op, seg.forwardLeadParamTensors, seg.forwardLeadParams,
+                         seg.forwardLeadWorkingCopyTensors,
+                         seg.forwardLeadWorkingCopyParams);
       if (auto param = dyn_cast<ParamOp>(op)) {
         if (r == 0 && layerParamNames[&seg].insert(param.getName()).second) {
           (split.isSplit(param.getResult()) ? seg.splitParams
                                             : seg.replicatedParams) +=
               cast<ShapedType>(param.getType()).getNumElements();
           seg.paramTensors += 1;
+          if (isWorkingCopy(param)) {
+            seg.forwardWorkingCopyTensors += 1;
+            seg.forwardWorkingCopyParams +=
+                cast<ShapedType>(param.getType()).getNumElements();
+          }
           if (split.isSplit(param.getResult()))
             seg.splitParamTensors += 1;
           if (layer.getBody().front().getNumArguments() > 0)

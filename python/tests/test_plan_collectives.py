@@ -46,6 +46,12 @@ PLANS = {
     "dp2-zero1": (["--mesh", "dp=2", "--zero", "1", "--microbatches", "2"], ["--mbs", "2"]),
     "dp2-zero2": (["--mesh", "dp=2", "--zero", "2", "--microbatches", "2"], ["--mbs", "2"]),
     "dp2-zero3": (["--mesh", "dp=2", "--zero", "3", "--microbatches", "2"], ["--mbs", "2"]),
+    # ZeRO-3's gathers bucketed (braid-bucket-gathers, getZeroThreeGathers)
+    # over dp4, and bf16-mixed (no gather stays alone, a bucket per element
+    # type).
+    "dp4-zero3": (["--mesh", "dp=4", "--zero", "3"], ["--mbs", "1"]),
+    "dp2-zero3-bf16": (["--mesh", "dp=2", "--zero", "3", "--microbatches", "2",
+                        "--precision", "bf16-mixed"], ["--mbs", "2", "--precision", "bf16-mixed"]),
 }
 
 # (plan, axis, kind, class) -> (why the model does not count it, the

@@ -745,13 +745,18 @@ TEST_F(PlanCostTest, DescheduledWait) {
 // wpe, 4 x 16 and ln_f's 2) but the dp group's token ids for the lookup
 // and, for the head, the group's input rows and labels, the cross-entropy's
 // 3 per-row statistics and the logits for their gradient; B gathers wte
-// for the head's input gradient (braidc's dp2 ZeRO-3 GPT,
-// test_plan_collectives.py).
+// for the head's input gradient (braidc's dp2 ZeRO-3 GPT with --bucket-mb
+// 0, TrainingConfig::gatherBuckets off).
 TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   Plan plan;
   plan.dp = 2;
   plan.zero = 3;
-  PlanCost c = evaluate(plan);
+  TrainingConfig perTensor;
+  perTensor.gatherBuckets = false;
+  PlanCostModel tensors(costs->getModel(), testHardware(), perTensor);
+  llvm::Expected<PlanCost> e = tensors.evaluate(plan);
+  ASSERT_TRUE(bool(e)) << llvm::toString(e.takeError());
+  PlanCost c = *e;
   const StageCost &st = c.stages[0];
   const ModelCost &model = costs->getModel();
   ASSERT_EQ(model.vocabTables.size(), 1u);
@@ -795,7 +800,7 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   // hidden dimension, and F and B gather it as any other tensor.
   ModelCost odd = model;
   odd.vocabTables[0].shape[0] = 127;
-  PlanCostModel oddCosts(odd, testHardware());
+  PlanCostModel oddCosts(odd, testHardware(), perTensor);
   llvm::Expected<PlanCost> o = oddCosts.evaluate(plan);
   ASSERT_TRUE(bool(o));
   EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-gather"), k + 1);
@@ -803,6 +808,81 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-gather-b"), kb);
   EXPECT_FALSE(oddCosts.hasGroupLoss(plan));
   EXPECT_TRUE(costs->hasGroupLoss(plan));
+}
+
+// TrainingConfig::gatherBuckets (braidc's default, braid-bucket-gathers):
+// the same bytes in fewer calls. Per layer instance F gathers its first
+// layer norm's scale and bias alone (braid-zero3-prefetch starts those in
+// the instance before) and its other 14 tensors in one bucket, B its first
+// product's weight alone and the other 7 in one; wpe before the layers and
+// ln_f's two after are a bucket each (a repeat ends a bucket), B's wte
+// one; the vocabulary values as before. In a pipeline (dp2 x pp2) the last stage's
+// F gathers ln_f's two and the tied wte in one bucket. braidc's programs:
+// test_plan_collectives.py.
+TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
+  Plan plan;
+  plan.dp = 2;
+  plan.zero = 3;
+  const ModelCost &model = costs->getModel();
+  EXPECT_EQ(model.layers[0].forwardLeadParamTensors, 2);
+  EXPECT_EQ(model.layers[0].forwardLeadParams, 2 * 64); // hidden 64
+  EXPECT_EQ(model.layers[0].backwardLeadParamTensors[0], 1);
+  auto bytes = [](const PlanCost &c, llvm::StringRef what) {
+    double b = 0;
+    for (const CollectiveCount &k : c.collectives)
+      if (k.kind == "all_gather" && k.what == what)
+        b += k.count * k.bytes;
+    return b;
+  };
+  PlanCost c = evaluate(plan);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather"), 4 * 3 + 1 + 1);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather-b"), 4 * 2 + 1);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-vocab"), 7);
+  TrainingConfig perTensor;
+  perTensor.gatherBuckets = false;
+  llvm::Expected<PlanCost> t =
+      PlanCostModel(model, testHardware(), perTensor).evaluate(plan);
+  ASSERT_TRUE(bool(t));
+  for (llvm::StringRef what : {"zero-gather", "zero-gather-b", "zero-vocab"})
+    EXPECT_NEAR(bytes(c, what), bytes(*t, what), 1e-6 * bytes(*t, what))
+        << what.str();
+  EXPECT_LT(c.stages[0].comm[(int)PassKind::Forward],
+            t->stages[0].comm[(int)PassKind::Forward]);
+  // A layer instance's gathered parameters held at once: its workspace.
+  EXPECT_EQ(c.memory[0].workspace - t->memory[0].workspace,
+            model.layers[0].getRankParams(1) * model.elementBytes);
+
+  // Without prefetch none stays alone.
+  TrainingConfig noPrefetch;
+  noPrefetch.zero3Prefetch = 0;
+  llvm::Expected<PlanCost> n =
+      PlanCostModel(model, testHardware(), noPrefetch).evaluate(plan);
+  ASSERT_TRUE(bool(n));
+  EXPECT_EQ(count(*n, 0, "dp", "all_gather", "zero-gather"), 4 + 1 + 1);
+  EXPECT_EQ(count(*n, 0, "dp", "all_gather", "zero-gather-b"), 4 + 1);
+  // bf16-mixed: a bucket per element type, the products' working copies
+  // (12 in F, 6 in B) and the norms' f32 parameters; of the first op's
+  // only those no working copy stays alone (F's layer norm's two; B's first
+  // product's weight is one).
+  TrainingConfig bf16;
+  bf16.precision = Precision::BF16Mixed;
+  EXPECT_EQ(model.layers[0].forwardWorkingCopyTensors, 12);
+  EXPECT_EQ(model.layers[0].backwardWorkingCopyTensors[0], 6);
+  EXPECT_EQ(model.layers[0].backwardLeadWorkingCopyTensors[0], 1);
+  llvm::Expected<PlanCost> b =
+      PlanCostModel(model, testHardware(), bf16).evaluate(plan);
+  ASSERT_TRUE(bool(b));
+  EXPECT_EQ(count(*b, 0, "dp", "all_gather", "zero-gather"), 4 * 4 + 1 + 1);
+  EXPECT_EQ(count(*b, 0, "dp", "all_gather", "zero-gather-b"), 4 * 2 + 1);
+
+  Plan piped = plan;
+  piped.pp = 2;
+  piped.microbatches = 4;
+  PlanCost p = evaluate(piped);
+  EXPECT_EQ(count(p, 0, "dp", "all_gather", "zero-gather"), 4 * (2 * 3 + 1));
+  EXPECT_EQ(count(p, 1, "dp", "all_gather", "zero-gather"), 4 * (2 * 3 + 1));
+  EXPECT_EQ(count(p, 0, "dp", "all_gather", "zero-gather-b"), 4 * 2 * 2);
+  EXPECT_EQ(count(p, 1, "dp", "all_gather", "zero-gather-b"), 4 * 2 * 2);
 }
 
 // Without a pipeline ZeRO-1/2/3 reduce-scatter the gradients into each

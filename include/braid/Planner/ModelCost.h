@@ -128,6 +128,31 @@ struct SegmentCost {
   /// gathers these again before B, one collective each.
   double backwardParamTensors[kNumRecomputeModes] = {0, 0, 0};
   double backwardParams[kNumRecomputeModes] = {0, 0, 0};
+  /// Of a layer's parameter tensors F reads per instance, those the first
+  /// op reading any reads (a norm's scale and bias), and their elements;
+  /// likewise of those B reads. braidc's ZeRO-3 gathers these alone, for
+  /// braid-zero3-prefetch to start them in the instance before, and the
+  /// rest of the instance's in buckets (braid-bucket-gathers leave-first).
+  /// 0 outside layers.
+  double forwardLeadParamTensors = 0;
+  double forwardLeadParams = 0;
+  double backwardLeadParamTensors[kNumRecomputeModes] = {0, 0, 0};
+  double backwardLeadParams[kNumRecomputeModes] = {0, 0, 0};
+  /// Of a layer's parameter tensors F reads per instance, those an op
+  /// computing in bf16 under bf16-mixed reads (a product's weight and
+  /// bias: braid-mixed-precision gathers their bf16 working copies), and
+  /// their elements; likewise of those B reads. braid-bucket-gathers fills
+  /// a bucket per element type. 0 outside layers.
+  /// Of the first op's (forwardLeadParamTensors), the working copies:
+  /// braid-bucket-gathers leaves only the others alone.
+  double forwardLeadWorkingCopyTensors = 0;
+  double forwardLeadWorkingCopyParams = 0;
+  double backwardLeadWorkingCopyTensors[kNumRecomputeModes] = {0, 0, 0};
+  double backwardLeadWorkingCopyParams[kNumRecomputeModes] = {0, 0, 0};
+  double forwardWorkingCopyTensors = 0;
+  double forwardWorkingCopyParams = 0;
+  double backwardWorkingCopyTensors[kNumRecomputeModes] = {0, 0, 0};
+  double backwardWorkingCopyParams[kNumRecomputeModes] = {0, 0, 0};
   /// Vocabulary-parallel cross-entropies per instance: braidc's program
   /// all_gathers 5 per-row statistics of each over tp per micro-batch, one
   /// element a row; tpRowGatherBytes: one device's rows' bytes of one

@@ -112,6 +112,17 @@ struct TrainingConfig {
   /// instance's gradients, the ops around the layers') is
   /// ceil(bytes / cap) reductions (getGradientBuckets). 0: no cap.
   double bucketCapBytes = 25.0 * (1 << 20);
+  /// ZeRO-3's parameter gathers bucketed as braidc's default does
+  /// (braid-bucket-gathers at the same cap, of the gathered bytes): per
+  /// layer instance and pass the gathers of the first op that reads
+  /// parameters alone when `zero3Prefetch` > 0 and the precision is f32
+  /// (braid-zero3-prefetch starts those in the instance before; under
+  /// bf16-mixed the working copies do not cross), the rest in buckets; the
+  /// ops before the layers and those after a bucket each. Off: one gather
+  /// per tensor (braidc --bucket-mb 0).
+  bool gatherBuckets = true;
+  /// braidc's --zero3-prefetch (1): only whether it is 0 counts here.
+  int zero3Prefetch = 1;
   /// Also count the buffers braidc's compiled program holds beyond the
   /// model's state and the schedule's saved activations
   /// (RankMemory::buffers): what `bench/plan_ranking.py` sets against each
@@ -173,6 +184,10 @@ struct StageCost {
   /// (ZeRO-3 gathers these before B).
   double backwardParamTensors = 0;
   double backwardParams = 0;
+  /// With TrainingConfig::gatherBuckets: ZeRO-3's gathers of the stage's
+  /// layer instances in F and in B (getZeroThreeGathers).
+  double layerForwardGathers = 0;
+  double layerBackwardGathers = 0;
 };
 
 /// Memory of one pipeline rank, bytes.
@@ -336,6 +351,12 @@ public:
   /// gathered, only such a table without a pipeline).
   ZeroThreeGathers getZeroThreeGathers(const Plan &plan, const StageCost &st,
                                        int s, int numStages) const;
+  /// The same, one gather per parameter tensor (braidc --bucket-mb 0);
+  /// getZeroThreeGathers counts braid-bucket-gathers' buckets instead with
+  /// TrainingConfig::gatherBuckets, the bytes alike.
+  ZeroThreeGathers getZeroThreeTensorGathers(const Plan &plan,
+                                             const StageCost &st, int s,
+                                             int numStages) const;
   /// Whether every device computes the dp group's loss, so that no dp sum
   /// of it follows: ZeRO-3 without a pipeline over a vocabulary-parallel
   /// head whose table it divides along the vocabulary (the cross-entropy
@@ -391,6 +412,9 @@ public:
   /// instance's, and the one of the ops around the layers, each split at
   /// TrainingConfig::bucketCapBytes.
   double getGradientBuckets(double share) const;
+  /// The gathers braid-bucket-gathers makes of `tensors` parameter gathers
+  /// of one block that gather `bytes` in all (TrainingConfig::gatherBuckets).
+  double getGatherBuckets(double tensors, double bytes) const;
   /// The gradient elements of the ops around the layers, which braidc's
   /// programs reduce over dp in one bucket (bc9f928), the head's partial of
   /// a tied parameter included.
