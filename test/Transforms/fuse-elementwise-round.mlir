@@ -208,6 +208,37 @@ func.func @chain(%a: tensor<8x8xbf16>, %b: tensor<8x8xbf16>, %c: tensor<8x8xf32>
 
 // -----
 
+// Tests that a pack of a value no region computes (a layer's input saved
+// for the backward) joins the region reading that value whole, whose loop
+// reads it anyway and now stores its 16 bits too; a pack of a value the
+// region reads broadcast (%b) stays a kernel.
+
+// CHECK-LABEL: func.func @chain
+// CHECK-NEXT: %[[PB:.*]] = braid.convert %{{.*}} : tensor<8xf32> to tensor<8xbf16>
+// CHECK-NEXT: %[[R:.*]]:2 = braid.fused(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<4x8xf32>) {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>):
+// CHECK-NEXT: %[[PX:.*]] = braid.convert %[[X]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: %[[S:.*]] = braid.add %[[X]], %[[B]]
+// CHECK-NEXT: %[[SR:.*]] = braid.round %[[S]] to bf16
+// CHECK-NEXT: braid.yield %[[PX]], %[[SR]]
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[R]]#0, %[[PB]], %[[R]]#1
+// CPP: braid.fused: 3 ops over [4x8] in one loop nest
+// CPP-SAME: const uint16_t v0 = braid_rt_bf16_bits_of(a0);
+// CPP: call_opaque "braid_rt_pack_bf16_f32"
+// CUDA: braid.fused: 3 ops over [4x8] in one loop nest
+// CUDA-SAME: const uint16_t v0 = braid_rt_cuda::bf16Of(a0).bits;
+// CUDA: call_opaque "braid_rt_pack_bf16_f32"
+func.func @chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xf32>) {
+  %0 = braid.convert %x : tensor<4x8xf32> to tensor<4x8xbf16>
+  %1 = braid.convert %b : tensor<8xf32> to tensor<8xbf16>
+  %2 = braid.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %3 = braid.round %2 to bf16 : tensor<4x8xf32>
+  return %0, %1, %3 : tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xf32>
+}
+
+// -----
+
 // Tests that a pack that cannot join the region it reads (of a loss,
 // known only after every row) but whose value only leaves the function
 // does not close that region: it moves after it, and the loss's gradient

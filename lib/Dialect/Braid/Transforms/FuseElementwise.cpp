@@ -11,7 +11,9 @@
 // so are its conversions to and from bf16 storage: a pack of a region's
 // value joins the region, which then writes the bf16 storage in its loop,
 // and an unpack starts a region that the ops reading its value join, so
-// that the loop reads the storage itself. A pack that cannot join the
+// that the loop reads the storage itself. A pack of a value no region
+// computes (a layer's input) whose value only leaves the block joins the
+// first region reading that value whole. A pack that cannot join the
 // region it reads (a loss's) but whose value only leaves the block does
 // not close that region: it moves after it.
 //
@@ -123,6 +125,10 @@ static void fuseBlock(Block &block, int64_t minOps) {
   DenseMap<Value, SmallVector<Operation *>> rowReaders;
   // The ops reading a region's value that move after the region.
   SmallVector<Operation *> moved;
+  // The groups of a lone pack of each value no group computes (a layer's
+  // input saved for the backward), which a region reading that value
+  // whole takes in: its loop reads the value anyway.
+  DenseMap<Value, SmallVector<unsigned>> packsOf;
   for (Operation &op : block) {
     // The groups whose values `op` reads.
     llvm::SmallSetVector<unsigned, 4> producers;
@@ -145,6 +151,10 @@ static void fuseBlock(Block &block, int64_t minOps) {
         if (Operation *def = v.getDefiningOp())
           if (auto it = groupOf.find(def); it != groupOf.end())
             (shapeOf(v) == shape ? candidates : excluded).insert(it->second);
+      for (Value v : op.getOperands())
+        if (shapeOf(v) == shape)
+          for (unsigned g : packsOf.lookup(v))
+            candidates.insert(g);
       if (rowwise)
         for (Operation *reader : rowReaders.lookup(op.getOperand(0)))
           if (cast<RowReductionOpInterface>(reader).sharesRowStatistics(&op))
@@ -179,6 +189,9 @@ static void fuseBlock(Block &block, int64_t minOps) {
         joined = groups.size();
         groups.emplace_back();
         groups.back().shape.assign(shape.begin(), shape.end());
+        if (producers.empty() && op.getNumOperands() == 1 &&
+            isMovableUse(op))
+          packsOf[op.getOperand(0)].push_back(*joined);
       }
       groups[*joined].ops.push_back(&op);
       groupOf[&op] = *joined;
