@@ -3,6 +3,20 @@
 // RUN: braid-opt %s --braid-bucket-gathers=bucket-mb=0 | FileCheck %s --check-prefix=OFF
 // RUN: not braid-opt %s --braid-bucket-gathers=bucket-mb=-1 2>&1 | FileCheck %s --check-prefix=BAD
 //
+// braid-comm-report lists a bucket as one all_gather of the members'
+// gathered bytes, its cause naming theirs; each function's total bytes
+// are the unbucketed program's (@f: 296), its time one latency less per
+// member fused.
+// RUN: braid-opt %s --braid-comm-report -o /dev/null | FileCheck %s --check-prefix=REPORT0
+// RUN: braid-opt %s --braid-bucket-gathers --braid-comm-report -o /dev/null | FileCheck %s --check-prefix=REPORT
+// REPORT0-LABEL: braid-comm-report: @f
+// REPORT0: total all sent 296 bytes 74 elements 2.000e-05 s
+// REPORT-LABEL: braid-comm-report: @f
+// REPORT-NEXT: where
+// REPORT-NEXT: @f - all_gather dp 2 464 232 5.002e-06 1 bucket of 3 all_gathers: a; w; c
+// REPORT-NEXT: @f - all_gather dp 2 128 64 5.001e-06 1 -
+// REPORT: total all sent 296 bytes 74 elements 1.000e-05 s
+//
 // The fused program computes exactly what the members did, element by
 // element: braid-eval on 2 devices holding different shares (seeded),
 // every result dumped; likewise after braid-zero3-prefetch.
