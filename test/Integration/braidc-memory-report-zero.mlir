@@ -23,8 +23,10 @@
 // too, 28032 x 4 = 112128 bytes.
 //
 // Gradients (live in the step's arena at its peak): without ZeRO every
-// parameter's gradient (222464 bytes) and the head's partial of wte (64 x
-// 64 floats, 16384 bytes) before the embedding's is added to it: 238848.
+// parameter's gradient (222464 bytes), the head's partial of wte (64 x 64
+// floats, 16384 bytes) computed straight into wte's place in the dp bucket
+// of the gradients around the layers, where the embedding's is added to it
+// (until 2026-12-03 it had a buffer of its own beside that place: 238848).
 // With ZeRO-3 the peak is in the layers' B (the gathered weights and the
 // saved values), before any layer's W: the gradients then are those of the
 // ops after the layers, the head's partial of wte (16384 bytes) and ln_f's
@@ -45,7 +47,7 @@
 // 512 = 118528 (a layer more adds its 12704 floats, 50816 bytes: 169344
 // with --layers 3).
 // Z0: ranks parameters gradients optimizer_state
-// Z0-NEXT: all 222464 238848 444928
+// Z0-NEXT: all 222464 222464 444928
 // Z1: ranks parameters gradients optimizer_state
 // Z1-NEXT: all 222464 118528 224256
 // Z3: ranks parameters gradients optimizer_state

@@ -89,15 +89,18 @@ func.func @forward(%x: tensor<4x16xf32>) -> tensor<f32> {
 // layers, ln_f 128 + wpe 1024 + wte 8192 + the loss 1 = 9345 floats =
 // 37380 bytes (37440, 64-byte aligned), is one buffer, allocated with the
 // first piece written into it in place (the loss, in the forward): it is
-// live at the peak, with room for wpe's and the summed wte's gradients
-// not yet computed, beside the head's partial of wte, which is added to
-// the embedding's into the bucket after the peak. 399872 + 37440 + 32768
-// = 470080, of which the ln_f gradients (512) are already written into the
-// bucket rather than held on their own: not a double count.
+// live at the peak, with the ln_f gradients and the head's partial of wte
+// already in their places (the head's partial is computed straight into
+// wte's place, and the embedding's partial is added to it there after the
+// peak) and room for wpe's gradient not yet computed. 399872 + 37440 =
+// 437312: the layers' gradients and the bucket, none held twice; 4160
+// above one device's: wpe's place 4096, the loss 4, alignment 60. (Until
+// 2026-12-03 the head's partial had its own buffer beside the bucket's
+// place for it: 470080, 32768 more; for GPT-2's 50304 x 768 wte, 154 MB.)
 // GPT: ranks parameters gradients optimizer_state
 // GPT-NEXT: all 437248 433152 874496
 // DP: ranks parameters gradients optimizer_state
-// DP-NEXT: all 437248 470080 874496
+// DP-NEXT: all 437248 437312 874496
 // PP: ranks parameters gradients
 // PP-NEXT: stage 0 236800 236800
 // PP-NEXT: stage 1 233216 233216

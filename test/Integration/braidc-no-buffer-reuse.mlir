@@ -91,3 +91,15 @@
 // DP-NEXT: int64_t [[SECOND:v[0-9]+]] = 64;
 // DP-NEXT: float* {{v[0-9]+}} = [[BUCKET]] + [[SECOND]];
 // DP-NOT: braid_rt_slice_f32
+// The step's bucket of the gradients around the layers (ln_f 64 + 64,
+// wpe 1024, wte 8192, the loss 1): the head's partial of the tied wte is
+// computed straight into wte's place (element 1152), and the embedding's
+// partial is added to it there, in place (before 2026-12-03 the head's
+// partial had its own buffer, held across the layers' backward).
+// DP-LABEL: void braid_train_step(
+// DP: int64_t [[WTE:v[0-9]+]] = 1152;
+// DP-NEXT: float* [[HEAD:v[0-9]+]] = {{\(braid_arena_[0-9]+ \+ [0-9]+\)}} + [[WTE]];
+// DP-NEXT: braid_rt_reduce_f32({{.*}}, [[HEAD]]);
+// DP: braid_rt_embedding_grad_f32({{.*}}, [[EMB:\(braid_arena_[0-9]+ \+ [0-9]+\)]]);
+// DP-NOT: braid_rt_{{[a-z_]+}}_f32
+// DP: braid_rt_add_f32(braid_rt_program_stream(), [[HEAD]], [[EMB]], {{.*}}, [[HEAD]]);

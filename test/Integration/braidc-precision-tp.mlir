@@ -7,17 +7,21 @@
 // 222464 bytes in both precisions (bf16-mixed was 437248, dp2's), tp2 with
 // sp 220416 (was 435200), stage 0 of dp2 x tp2 x pp2 121216 (was 236800).
 //
-// Gradients per rank (f32 in both precisions, so the same bytes), live at
+// Gradients per rank (f32 in both precisions), live at
 // the step's peak:
 // - dp2 x tp2: the layers' W (saved values still live) is the peak. Every
 //   layer instance's gradient (25184 floats a rank, 201472 bytes for 2),
 //   the dp bucket of the ops around the layers (ln_f 128 + wpe 1024 + wte's
-//   tp half 4096 floats = 20992 bytes): every parameter's, 222464; and the
-//   head's partial of wte (64 x 64 floats, 16384 bytes) before the
-//   embedding's is added to it: 238848. Under bf16-mixed that sum is a
-//   braid.fused region (each partial rounded, then added), which the
-//   report's walk follows back to both partials (until 2026-12-03 it did
-//   not, and counted the head's partial as activations: 222464).
+//   tp half 4096 floats = 20992 bytes): every parameter's, 222464, in f32
+//   with the head's partial of wte (64 x 64 floats, 16384 bytes) computed
+//   straight into wte's place in that bucket and the embedding's added to
+//   it there (until 2026-12-03 in a buffer of its own: 238848). Under
+//   bf16-mixed that sum is a braid.fused region (each partial rounded,
+//   then added), whose loops take __restrict pointers and so may not
+//   write over an operand: the head's partial keeps its own buffer,
+//   238848. The report's walk follows the region back to both partials
+//   (until 2026-12-03 it did not, and counted the head's partial as
+//   activations: 222464).
 // - tp2 sp, bf16-mixed: the layers' 201472, the tp bucket of ln_f's two
 //   gradients (summed over the sequence halves) with the gradient norm's 12
 //   pieces, 140 floats in a 576-byte buffer (64-byte aligned), and the
@@ -37,7 +41,7 @@
 // RUN: braidc %t.gpt.mlir --train --precision bf16-mixed --mesh dp=2,tp=2,pp=2 --schedule 1f1b --microbatches 4 --memory-report --emit mlir -o %t.e4 >> %t.mem
 // RUN: FileCheck %s --check-prefix=MEM < %t.mem
 // MEM: ranks parameters
-// MEM-NEXT: all 222464 238848 444928
+// MEM-NEXT: all 222464 222464 444928
 // MEM: ranks parameters
 // MEM-NEXT: all 222464 238848 444928
 // MEM: ranks parameters

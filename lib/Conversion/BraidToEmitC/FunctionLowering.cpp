@@ -210,8 +210,40 @@ void FunctionLowering::findConcatPieces() {
           break;
       Operation *producer = root.getDefiningOp();
       if (root.hasOneUse() && x.hasOneUse() && producer &&
-          producer->getBlock() == body && !isa<ParamOp>(producer))
+          producer->getBlock() == body && !isa<ParamOp>(producer)) {
         concatPieceOf.try_emplace(root, concat, offset);
+        // A piece computed over an operand in place (a sum of partial
+        // gradients: the tied wte's head and embedding partials) takes
+        // that operand's place too, so the operand is computed straight
+        // into the concat's buffer and the piece adds into it there,
+        // rather than holding its own buffer until the piece (a whole
+        // vocabulary table, across the layers' backward). The earliest
+        // such operand, of the piece's type, that nothing else reads:
+        // the same additions in the same order, into one buffer.
+        while (auto inPlace =
+                   dyn_cast_or_null<InPlaceOpInterface>(producer)) {
+          if (producer->getNumResults() != 1 ||
+              inPlace.mayUpdateParameterSlot())
+            break;
+          Operation *first = nullptr;
+          Value into;
+          for (unsigned i : inPlace.getInPlaceOperands(0)) {
+            Value operand = producer->getOperand(i);
+            Operation *def = operand.getDefiningOp();
+            if (operand.getType() != root.getType() ||
+                !operand.hasOneUse() || !def || def->getBlock() != body ||
+                isa<ParamOp>(def) || concatPieceOf.count(operand) ||
+                (first && !def->isBeforeInBlock(first)))
+              continue;
+            first = def;
+            into = operand;
+          }
+          if (!into)
+            break;
+          concatPieceOf.try_emplace(into, concat, offset);
+          producer = first;
+        }
+      }
       offset += cast<RankedTensorType>(x.getType()).getNumElements();
     }
   }
