@@ -11,14 +11,24 @@
 // RUN: braid-opt %s --split-input-file --braid-schedule-collectives | FileCheck %s
 //
 // The same on a GPT's dp2 ZeRO-2 and ZeRO-3 training steps (under ZeRO-2
-// the norm's all_reduce is bucketed with the loss's), and ZeRO-3 with the
-// layers split at their gradient buckets (across-repeats, the pass's
-// default: the sums of squares of the layers' gradients come from a
-// repeat of `@block.W.waited`, which only computes and is pulled ahead
-// like a pure op): started before the first adamw_update, waited for after
-// the layers' update repeat, where the square root needs it; and training
-// is bit-identical to the plain step with blocking collectives (braid-eval,
-// 4 steps, step 3 clipped).
+// the norm's all_reduce is bucketed with the loss's), layers waiting for
+// their gradient buckets in their bodies (across-repeats=false): started
+// before the first adamw_update, waited for after the layers' update
+// repeat, where the square root needs it.
+// With the layers split at their gradient buckets (across-repeats, the
+// pass's default), ZeRO-2 and ZeRO-3: the wait of the layers' bucket (a
+// repeat's stacked future) reads no parameter, its reduction's operand
+// being the bucket computed in the layer body, not a parameter's buffer,
+// so it crosses the top-level updates' parameter stores and is placed
+// where the layers' gradients are first needed, before the sums of
+// squares of `@block.W.waited` (a repeat that only computes, pulled ahead
+// like a pure op); the norm's all_reduce, which needs those, starts right
+// after them, before the layers' update repeat, and is waited for after
+// it. (Until 2026-12-03 such a wait counted as a parameter reader and was
+// placed before the first top-level store: the layers' bucket overlapped
+// at most the first update, the norm the rest.)
+// Training is bit-identical to the plain step with blocking collectives
+// (braid-eval, 4 steps, step 3 clipped).
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step="lr=0.01 clip-norm=3.0 post-validate" -o %t.pv.mlir
@@ -26,13 +36,18 @@
 // RUN: FileCheck %s --check-prefix=GPT < %t.z2.mlir
 // RUN: braid-opt %t.pv.mlir --braid-shard="dp=2 zero=3" --braid-propagate-sharding --braid-partition --braid-bucket-collectives --braid-async-collectives --braid-schedule-collectives=across-repeats=false -o %t.z3.mlir
 // RUN: FileCheck %s --check-prefix=GPT < %t.z3.mlir
+// RUN: braid-opt %t.pv.mlir --braid-shard="dp=2 zero=2" --braid-propagate-sharding --braid-partition --braid-bucket-collectives --braid-async-collectives --braid-schedule-collectives -o %t.z2across.mlir
+// RUN: FileCheck %s --check-prefix=ACROSS < %t.z2across.mlir
 // RUN: braid-opt %t.pv.mlir --braid-shard="dp=2 zero=3" --braid-propagate-sharding --braid-partition --braid-bucket-collectives --braid-async-collectives --braid-schedule-collectives -o %t.z3across.mlir
-// RUN: FileCheck %s --check-prefix=GPT < %t.z3across.mlir
+// RUN: FileCheck %s --check-prefix=ACROSS < %t.z3across.mlir
 // RUN: braid-opt %t.mlir --braid-autodiff --braid-train-step="lr=0.01 clip-norm=3.0" --braid-shard="dp=2 zero=2" --braid-propagate-sharding --braid-partition -o %t.plain.mlir
 // RUN: braid-eval %t.plain.mlir --mesh mesh --steps 4 --seed 1 --save-weights %t.plain.w > %t.plain.out
 // RUN: braid-eval %t.z2.mlir --mesh mesh --steps 4 --seed 1 --save-weights %t.z2.w > %t.z2.out
 // RUN: diff %t.plain.out %t.z2.out
 // RUN: cmp %t.plain.w %t.z2.w
+// RUN: braid-eval %t.z2across.mlir --mesh mesh --steps 4 --seed 1 --save-weights %t.z2across.w > %t.z2across.out
+// RUN: diff %t.plain.out %t.z2across.out
+// RUN: cmp %t.plain.w %t.z2across.w
 // RUN: FileCheck %s --check-prefix=CLIPPED < %t.z2.out
 // CLIPPED: step 3 {{.*}} grad_norm 3.3
 
@@ -47,6 +62,25 @@
 // GPT-NOT: braid.adamw_update
 // GPT: braid.sqrt
 // GPT: braid.repeat @train_step.h.validate
+
+// ACROSS-LABEL: func.func @train_step
+// ACROSS: %[[L:.*]] = braid.repeat @block.W(
+// ACROSS-NOT: braid.all_reduce_start
+// ACROSS: braid.adamw_update
+// ACROSS-NOT: braid.all_reduce_start
+// ACROSS: braid.store_param "wte.weight",
+// ACROSS-NOT: braid.all_reduce_start
+// ACROSS: braid.wait %[[L]]
+// ACROSS-NOT: braid.adamw_update
+// ACROSS: braid.repeat @block.W.waited
+// ACROSS-NOT: braid.adamw_update
+// ACROSS: %[[N:.*]] = braid.all_reduce_start sum
+// ACROSS-NEXT: braid.repeat @train_step.h.update
+// ACROSS-NOT: braid.sqrt
+// ACROSS: braid.wait %[[N]]
+// ACROSS-NOT: braid.adamw_update
+// ACROSS: braid.sqrt
+// ACROSS: braid.repeat @train_step.h.validate
 
 braid.mesh @mesh {axes = ["dp"], shape = array<i64: 2>}
 

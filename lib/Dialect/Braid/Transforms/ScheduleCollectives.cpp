@@ -164,15 +164,30 @@ static bool mayShareParameterBuffer(Value v) {
 /// parameter read; a collective whose operand may share a parameter's
 /// buffer (a started all_gather of a parameter read reads the parameter's
 /// buffer until its wait) or that updates state parameters in place
-/// (PowerSGD's), and the wait of such a collective or of a future whose
-/// collective is not in this block. A collective of a value computed into
-/// a buffer of its own (the sum of squares of the gradient norm) does not:
-/// parameter stores may run while it is in flight.
+/// (PowerSGD's), and the wait of such a collective, or of a future whose
+/// collective is not known. A collective of a value computed into a
+/// buffer of its own (the sum of squares of the gradient norm) does not:
+/// parameter stores may run while it is in flight. The collective of a
+/// repeat's stacked future is the one its layer yields (a layer split at
+/// its gradient bucket's wait: the bucket's reduction, started in the
+/// body), judged by the same test within the body.
 static bool mayReadParameters(Operation *op) {
   if (isa<ParamOp>(op))
     return true;
   if (auto wait = dyn_cast<WaitOp>(op)) {
-    Operation *start = wait.getFuture().getDefiningOp();
+    Value future = wait.getFuture();
+    Operation *start = future.getDefiningOp();
+    if (auto repeat = dyn_cast_or_null<RepeatOp>(start)) {
+      auto layer = SymbolTable::lookupNearestSymbolFrom<LayerOp>(
+          repeat, repeat.getLayerAttr());
+      if (!layer)
+        return true;
+      Operation *yield = layer.getBody().front().getTerminator();
+      unsigned k = cast<OpResult>(future).getResultNumber();
+      if (k >= yield->getNumOperands())
+        return true;
+      start = yield->getOperand(k).getDefiningOp();
+    }
     return !start || !isa<CollectiveOpInterface>(start) ||
            mayReadParameters(start);
   }
