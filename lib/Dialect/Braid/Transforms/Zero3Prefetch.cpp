@@ -18,7 +18,9 @@
 // (bf16-mixed gathers a parameter's working copy, a braid.convert of the
 // read): those ops move with the read. Such a gather does not cross into
 // the next instance: its operand is a temporary of the instance, which
-// the generated code does not keep alive past the instance's end.
+// the generated code does not keep alive past the instance's end. Nor
+// does a bucket of braid-bucket-gathers (a gather of a concatenation of
+// shares, one group here), which is said with a warning.
 //
 //===----------------------------------------------------------------------===//
 

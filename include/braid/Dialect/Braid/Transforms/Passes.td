@@ -386,6 +386,14 @@ def Zero3PrefetchPass : Pass<"braid-zero3-prefetch", "::mlir::ModuleOp"> {
     enclosing block's groups. Without it, gathers do not cross a block: a
     repeated layer's first gathers are not started by the previous
     instance.
+
+    A bucket of `braid-bucket-gathers` (an all_gather of the concatenation
+    of several shares) is one group, its reads, reshapes and concatenation
+    moving with its start. It does not cross instances (its input is a
+    temporary of the instance): a layer whose first `depth` groups include
+    one keeps its gathers in its instances, with a warning; braidc runs
+    `braid-bucket-gathers` with `leave-first` = depth so that those groups
+    stay single gathers.
   }];
   let options = [
     Option<"depth", "depth", "int64_t", /*default=*/"1",
