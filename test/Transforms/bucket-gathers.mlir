@@ -215,3 +215,21 @@ func.func @mixed(%x: tensor<2x8xf32> {braid.name = "x"}) -> (tensor<8xf32>, tens
   %gv = braid.all_gather %cv on @mesh ["dp"] {dim = 0 : i64} : (tensor<4x8xbf16>) -> tensor<8x8xbf16>
   return %gs, %gw, %gt, %gv : tensor<8xf32>, tensor<8x8xbf16>, tensor<8xf32>, tensor<8x8xbf16>
 }
+
+// An empty share joins no bucket (it adds nothing, and its group size
+// cannot be read off its shapes): the gathers around it still fuse.
+// CHECK-LABEL: func.func @empty
+// CHECK: braid.all_gather {{.*}}braid.bucket = 2 : i64{{.*}} : (tensor<64xf32>) -> tensor<128xf32>
+// CHECK: %[[A:.*]] = braid.param "ea"
+// CHECK-NEXT: braid.all_gather %[[A]] on @mesh ["dp"] {dim = 1 : i64} : (tensor<4x0xf32>) -> tensor<4x0xf32>
+// CHECK-NOT: braid.all_gather
+// CHECK: return
+func.func @empty() -> (tensor<8x8xf32>, tensor<4x0xf32>, tensor<8x8xf32>) {
+  %b = braid.param "eb" {block_of = #braid.sharding<@mesh, [[], ["dp"]]>, init = #braid.init<normal(0.5)>} : tensor<8x4xf32>
+  %gb = braid.all_gather %b on @mesh ["dp"] {dim = 1 : i64} : (tensor<8x4xf32>) -> tensor<8x8xf32>
+  %a = braid.param "ea" {block_of = #braid.sharding<@mesh, [[], ["dp"]]>, init = #braid.init<normal(0.5)>} : tensor<4x0xf32>
+  %ga = braid.all_gather %a on @mesh ["dp"] {dim = 1 : i64} : (tensor<4x0xf32>) -> tensor<4x0xf32>
+  %c = braid.param "ec" {block_of = #braid.sharding<@mesh, [[], ["dp"]]>, init = #braid.init<normal(0.5)>} : tensor<8x4xf32>
+  %gc = braid.all_gather %c on @mesh ["dp"] {dim = 1 : i64} : (tensor<8x4xf32>) -> tensor<8x8xf32>
+  return %gb, %ga, %gc : tensor<8x8xf32>, tensor<4x0xf32>, tensor<8x8xf32>
+}

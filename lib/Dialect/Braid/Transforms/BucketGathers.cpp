@@ -49,13 +49,16 @@ struct Member {
 
 /// The parameter gather `op` is, if this pass may fuse it: blocking, of a
 /// statically shaped share read in its block (directly or through
-/// sharding-transparent ops, bf16-mixed's working copy), uncompressed.
+/// sharding-transparent ops, bf16-mixed's working copy), uncompressed and
+/// not empty (an empty share adds nothing to a bucket, and its group size
+/// cannot be read off its shapes).
 static std::optional<Member> asMember(Operation &op) {
   auto gather = dyn_cast<AllGatherOp>(op);
   if (!gather || op.hasAttr("braid.compress"))
     return std::nullopt;
   auto in = cast<RankedTensorType>(gather.getInput().getType());
-  if (!in.hasStaticShape() || !gather.getType().hasStaticShape())
+  if (!in.hasStaticShape() || !gather.getType().hasStaticShape() ||
+      in.getNumElements() == 0)
     return std::nullopt;
   Member m{gather, {}, {}};
   m.param = getShareRead(gather.getInput(), op.getBlock(), m.chain);
