@@ -67,6 +67,11 @@
 // FIXED: dp4 tp1 pp2 1f1b mbs1 m4 z1 rc=full [2,2]
 // FIXED-NOT: zb-
 //
+// The planner prices the buckets braidc will build: with --bucket-mb 0 the
+// gathers are per tensor again, and the same request picks no ZeRO.
+// RUN: braidc %t.mlir --mesh auto --devices 8 --hardware %S/Inputs/planner-toy.json --plan-only --bucket-mb 0 | FileCheck %s --check-prefix=NOBUCKETS
+// NOBUCKETS: flags: --mesh dp=4,tp=2,pp=1 --microbatches 1 --sp{{$}}
+//
 // A global batch of 4 (one micro-batch): tensor parallelism with sp, and
 // ZeRO-3 since its gathers are bucketed (braid-bucket-gathers: 3 gathers
 // a layer instance in F and 2 in B instead of 16 and 8; predicted on

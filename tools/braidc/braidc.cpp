@@ -458,6 +458,13 @@ static std::optional<int> planMesh(ModuleOp module,
   config.optimizerBytes = model->elementBytes < 4 ? 12 : 8;
   if (options.optimizer == "sgd")
     config.optimizerBytes = model->elementBytes < 4 ? 8 : 4;
+  // The buckets and prefetch the compiled program will have. (Unbucketed
+  // gradient reductions, --bucket-mb 0, are still priced as buckets: the
+  // model has no per-tensor count for them.)
+  if (options.bucketMb > 0)
+    config.bucketCapBytes = options.bucketMb * (1 << 20);
+  config.gatherBuckets = options.bucketMb > 0;
+  config.zero3Prefetch = options.zero3Prefetch;
   PlanCostModel costModel(*model, *hw, config);
 
   ParallelismLimits limits = getParallelismLimits(module, "forward", devices);

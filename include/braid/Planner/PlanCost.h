@@ -121,7 +121,8 @@ struct TrainingConfig {
   /// ops before the layers and those after a bucket each. Off: one gather
   /// per tensor (braidc --bucket-mb 0).
   bool gatherBuckets = true;
-  /// braidc's --zero3-prefetch (1): only whether it is 0 counts here.
+  /// braidc's --zero3-prefetch (1): only whether it is 0 counts here (a
+  /// depth N > 1 leaves N groups alone, priced as one).
   int zero3Prefetch = 1;
   /// Also count the buffers braidc's compiled program holds beyond the
   /// model's state and the schedule's saved activations
