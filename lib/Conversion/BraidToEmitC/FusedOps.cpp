@@ -393,7 +393,12 @@ FailureOr<std::string> FusedEmitter::rowBody() {
         unsigned i = arg.getArgNumber();
         return "p" + std::to_string(i) + (variesInRow(i) ? "[j]" : "[0]");
       }
-      return rowBuffer.lookup(v) + "[j]";
+      std::string buf = rowBuffer.lookup(v), type = cType(v.getType());
+      // Scratch rows are float: a bf16 value's bits kept there (exactly,
+      // being below 2^24) are read back as its own type.
+      if (StringRef(buf).starts_with("t") && type != "float")
+        return "(" + type + ")" + buf + "[j]";
+      return buf + "[j]";
     };
     for (Operation *inner : pending) {
       SmallVector<std::string> args;
