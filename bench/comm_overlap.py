@@ -16,9 +16,9 @@ each compiled twice: "blocking" (braidc's default: every collective blocks;
 a pipeline's transfers are non-blocking either way) and "async"
 (--async-collectives: started collectives that braid-schedule-collectives
 starts early and waits for late, with progress calls between ops). With 4
-ranks on a 2-core machine the ranks share cores (oversubscribed), and the
-progress calls are off there: OpenMPI would give the core away in each
-(docs/runtime.md; BRAID_PROGRESS=1 in the environment turns them on).
+ranks on a 2-core machine the ranks share cores (oversubscribed);
+BRAID_PROGRESS=0 in the environment turns the progress calls off
+(docs/runtime.md).
 
 Every run writes a --trace; `braid-trace --csv` sums it per rank and step.
 Over the timed steps (1 .. S) of every rank, the benchmark reports:

@@ -249,22 +249,18 @@ void braid_rt_program_wait(braid_rt_program_pending_t *p);
 /* Lets the collectives and transfers in flight progress (braid_rt_progress)
    at most every 20 microseconds; a pointer test when none is in flight.
    Generated code calls it after each op of a program with started
-   collectives. Off where a progress call that finds nothing to do gives the
-   core away (braid_rt_progress_yields: OpenMPI on a machine whose ranks
-   outnumber its cores), so that a computing rank keeps its core; then the
-   started collectives move inside the program's other MPI calls and waits.
-   BRAID_PROGRESS=0 in the environment turns it off, =1 on. */
+   collectives. BRAID_PROGRESS=0 in the environment turns it off (then the
+   started collectives move inside the program's other MPI calls and
+   waits). */
 void braid_rt_program_progress(void);
 
 /* Whether braid_rt_program_progress calls braid_rt_progress: decided on the
-   first call, by braid_rt_program_progress_policy(getenv("BRAID_PROGRESS"),
-   braid_rt_progress_yields of the program's context); 0 before the
-   context exists. */
+   first call, by braid_rt_program_progress_policy(getenv("BRAID_PROGRESS"));
+   0 before the context exists. */
 int braid_rt_program_progress_enabled(void);
 
-/* The decision: 0 for env "0", 1 for "1", else (unset or any other value)
-   1 unless `yields`. */
-int braid_rt_program_progress_policy(const char *env, int yields);
+/* The decision: 0 for env "0", else (unset or any other value) 1. */
+int braid_rt_program_progress_policy(const char *env);
 
 /* The blocking form: start, then wait. */
 void braid_rt_program_collective_f32(
