@@ -242,12 +242,3 @@ braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active) {
     *out_active = active;
   return BRAID_RT_OK;
 }
-
-braid_rt_status_t braid_rt_progress_yields(braid_rt_context_t *ctx,
-                                           int *out_yields) {
-  if (!ctx || !out_yields)
-    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
-                         "braid_rt_progress_yields: NULL argument");
-  *out_yields = ctx->progress_yields;
-  return BRAID_RT_OK;
-}
