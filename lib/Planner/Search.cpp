@@ -7,6 +7,7 @@
 #include "braid/Schedule/Simulator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -252,11 +253,32 @@ double getPipelineBound(const Plan &plan,
 /// reduce_scatter + all_gather and an all_reduce cost the same).
 constexpr double kTie = 1e-9;
 
-bool faster(const PlanCost &a, size_t ia, const PlanCost &b, size_t ib) {
-  double scale = std::max(a.stepTime, b.stepTime);
-  if (std::fabs(a.stepTime - b.stepTime) > kTie * scale)
-    return a.stepTime < b.stepTime;
-  return ia < ib;
+/// For each of `values`, its tie class: classes numbered in increasing
+/// order of value, each value (in sorted order) in the class of the
+/// smallest value it is within kTie of. A sort must compare classes, not
+/// "less unless within kTie": that is not a strict weak order (a ~ b and
+/// b ~ c without a ~ c), which llvm::sort requires.
+std::vector<int> getTieClasses(llvm::ArrayRef<double> values) {
+  std::vector<size_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::sort(order, [&](size_t a, size_t b) {
+    if (values[a] != values[b])
+      return values[a] < values[b];
+    return a < b;
+  });
+  std::vector<int> classes(values.size());
+  int current = -1;
+  double first = 0;
+  for (size_t i : order) {
+    double scale = std::max(std::fabs(values[i]), std::fabs(first));
+    if (current < 0 || std::fabs(values[i] - first) > kTie * scale) {
+      ++current;
+      first = values[i];
+    }
+    classes[i] = current;
+  }
+  return classes;
 }
 
 /// An entry of the top k: the first plan (in enumeration order) of its
@@ -266,6 +288,28 @@ struct TopEntry {
   size_t index;
   std::vector<std::pair<Plan, size_t>> alike;
 };
+
+/// Orders `top` by step time, ties (within kTie) by the enumeration index,
+/// which no two entries share: a total order, as a stable sort's.
+void rankTop(std::vector<TopEntry> &top) {
+  std::vector<double> times;
+  for (const TopEntry &t : top)
+    times.push_back(t.cost.stepTime);
+  std::vector<int> classes = getTieClasses(times);
+  std::vector<size_t> order(top.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::sort(order, [&](size_t a, size_t b) {
+    if (classes[a] != classes[b])
+      return classes[a] < classes[b];
+    return top[a].index < top[b].index;
+  });
+  std::vector<TopEntry> ranked;
+  ranked.reserve(top.size());
+  for (size_t i : order)
+    ranked.push_back(std::move(top[i]));
+  top = std::move(ranked);
+}
 } // namespace
 
 llvm::Expected<std::vector<std::vector<int>>>
@@ -413,24 +457,33 @@ mlir::braid::plan::balanceRankLayers(const PlanCostModel &model,
         plateau.push_back(from);
     });
   }
-  // Ranked by score, ties in plateau order (llvm::sort with the position
-  // as the last key: the stable sort's order, without libstdc++ 12's
-  // deprecated get_temporary_buffer that std::stable_sort uses).
-  std::vector<std::pair<std::array<double, 2>, size_t>> ranked;
-  for (auto [i, split] : llvm::enumerate(plateau)) {
-    std::optional<Score> s = score(split);
+  // Ranked by score, ties (within kTie, as `better`) in plateau order: by
+  // each key's tie class, then the position (the stable sort's order,
+  // without libstdc++ 12's deprecated get_temporary_buffer that
+  // std::stable_sort uses).
+  std::vector<double> bounds, spreads;
+  for (const std::vector<int> &split : plateau) {
+    // score() fills `costs`, which the bound reads.
+    spreads.push_back((*score(split))[1]);
     Plan q = plan;
     q.stageLayers = split;
-    ranked.push_back({{getPipelineBound(q, costs), (*s)[1]}, i});
+    bounds.push_back(getPipelineBound(q, costs));
   }
-  llvm::sort(ranked, [&](const auto &x, const auto &y) {
-    if (better(x.first, y.first))
-      return true;
-    return !better(y.first, x.first) && x.second < y.second;
+  std::vector<int> boundClass = getTieClasses(bounds);
+  std::vector<int> spreadClass = getTieClasses(spreads);
+  std::vector<size_t> ranked(plateau.size());
+  for (size_t i = 0; i < ranked.size(); ++i)
+    ranked[i] = i;
+  llvm::sort(ranked, [&](size_t x, size_t y) {
+    if (boundClass[x] != boundClass[y])
+      return boundClass[x] < boundClass[y];
+    if (spreadClass[x] != spreadClass[y])
+      return spreadClass[x] < spreadClass[y];
+    return x < y;
   });
   std::vector<std::vector<int>> result;
-  for (auto &entry : ranked)
-    result.push_back(std::move(plateau[entry.second]));
+  for (size_t i : ranked)
+    result.push_back(std::move(plateau[i]));
   return result;
 }
 
@@ -829,21 +882,13 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
         llvm::sort(same->alike, [](const auto &a, const auto &b) {
           return a.second < b.second;
         });
-        // faster() breaks ties by the enumeration index, which no two
-        // entries share: a total order, as a stable sort's.
-        llvm::sort(top, [](const TopEntry &a, const TopEntry &b) {
-          return faster(a.cost, a.index, b.cost, b.index);
-        });
+        rankTop(top);
         continue;
       }
-      auto pos = llvm::find_if(top, [&](const TopEntry &t) {
-        return faster(*cost, c.index, t.cost, t.index);
-      });
-      if (pos - top.begin() < k) {
-        top.insert(pos, TopEntry{std::move(*cost), c.index, {}});
-        if ((int)top.size() > k)
-          top.pop_back();
-      }
+      top.push_back(TopEntry{std::move(*cost), c.index, {}});
+      rankTop(top);
+      if ((int)top.size() > k)
+        top.pop_back();
     }
     for (; i < candidates.size(); ++i) {
       const Candidate &c = candidates[i];
