@@ -98,6 +98,26 @@ double SegmentCost::getHeldBytes(Recompute r, int tp,
                       sequenceParallel);
 }
 
+static double getRankBytes(const ArenaPoint &a, double scale, int tp,
+                           bool sequenceParallel) {
+  return (a.splitScaled * scale + a.splitFixed) / tp +
+         a.replicatedScaled * scale / (sequenceParallel ? tp : 1) +
+         a.replicatedFixed;
+}
+
+double SegmentCost::getArenaBytes(Recompute r, PassKind p, double scale,
+                                  int tp, bool sequenceParallel) const {
+  double peak = 0;
+  for (const ArenaPoint &a : arena[(int)r][(int)p])
+    peak = std::max(peak, getRankBytes(a, scale, tp, sequenceParallel));
+  return peak;
+}
+
+double SegmentCost::getYieldedBytes(Recompute r, PassKind p, double scale,
+                                    int tp, bool sequenceParallel) const {
+  return getRankBytes(yielded[(int)r][(int)p], scale, tp, sequenceParallel);
+}
+
 double SegmentCost::getSavedBytes(Recompute r, int tp,
                                   bool sequenceParallel) const {
   return getRankBytes(savedSplitBytes[(int)r], savedReplicatedBytes[(int)r], tp,
@@ -437,9 +457,11 @@ public:
           if (!carried && repeat.getNumOperands() > 0)
             carried = repeat.getOperand(0).getType();
           forwardLayer(repeat, layer, *seg);
+          scanArena(repeat, layer, phase, *seg);
         } else {
           if (phase == Phase::B)
             seenBackwardRepeat = true;
+          scanArena(repeat, layer, phase, *seg);
           countHeld(repeat, layer, phase, *seg);
           Accumulator acc;
           int rerun = 0;
@@ -795,6 +817,126 @@ private:
       (resultSplit.lookup(v) ? seg.heldSplitBytes[r]
                              : seg.heldReplicatedBytes[r]) += bytes;
     }
+  }
+
+  /// SegmentCost::arena of `phase`'s layer function, read from its body
+  /// as braidc's lowering places buffers (FunctionLowering): the peak of
+  /// braidc's best-fit arena is at least this, and close to it.
+  void scanArena(RepeatOp repeat, LayerOp layer, Phase phase,
+                 SegmentCost &seg) {
+    Block &body = layer.getBody().front();
+    SplitAnalysis split;
+    for (auto [i, v] : llvm::enumerate(repeat->getOperands()))
+      if (i < body.getNumArguments() && resultSplit.lookup(v))
+        split.splitValues.insert(body.getArgument(i));
+    SmallVector<Operation *> ops = bodyOps(layer);
+    split.run(ops);
+    Operation *yield = body.getTerminator();
+    int64_t end = ops.size();
+    llvm::DenseMap<Operation *, int64_t> index;
+    for (auto [i, op] : llvm::enumerate(ops))
+      index[op] = i;
+    auto lastUse = [&](Value v) {
+      int64_t last = -1;
+      for (Operation *user : v.getUsers())
+        if (Operation *op = body.findAncestorOpInBlock(*user))
+          last = std::max(last, op == yield ? end : index.lookup(op));
+      return last;
+    };
+    // An elementwise value read only by elementwise ops of its shape (or
+    // row-wise ones reducing it) stays in a fused region's registers.
+    auto fusedAway = [&](Value v) {
+      if (!FusedOp::isFusible(v.getDefiningOp()) || v.use_empty())
+        return false;
+      return llvm::all_of(v.getUsers(), [&](Operation *user) {
+        if (user->getBlock() != &body || user == yield)
+          return false;
+        if (FusedOp::isRowwise(user))
+          return user->getOperand(0) == v;
+        return FusedOp::isFusible(user) &&
+               user->getResult(0).getType() == v.getType();
+      });
+    };
+    struct Buffer {
+      ArenaPoint bytes;
+      int64_t start, end;
+      bool donated = false;
+    };
+    SmallVector<Buffer> buffers;
+    llvm::DenseMap<Value, unsigned> bufferOf;
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      int64_t at = i;
+      if (isa<ParamOp>(op))
+        continue;
+      if (isa<ReshapeOp, ShardOp>(op)) {
+        auto it = bufferOf.find(op->getOperand(0));
+        if (it != bufferOf.end()) {
+          bufferOf[op->getResult(0)] = it->second;
+          Buffer &b = buffers[it->second];
+          b.end = std::max(b.end, lastUse(op->getResult(0)));
+        }
+        continue;
+      }
+      for (OpResult v : op->getResults()) {
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        if (!type || !type.hasStaticShape() || fusedAway(v))
+          continue;
+        int64_t last = std::max(at, lastUse(v));
+        // Over an operand of its type whose buffer dies here.
+        std::optional<unsigned> over;
+        if (auto inPlace = dyn_cast<InPlaceOpInterface>(op))
+          for (unsigned k : inPlace.getInPlaceOperands(v.getResultNumber())) {
+            Value x = op->getOperand(k);
+            auto it = bufferOf.find(x);
+            if (x.getType() != v.getType() || it == bufferOf.end())
+              continue;
+            Buffer &b = buffers[it->second];
+            if (b.end == at && b.start < at && !b.donated) {
+              over = it->second;
+              break;
+            }
+          }
+        if (over) {
+          Buffer &b = buffers[*over];
+          b.donated = true;
+          b.end = std::max(b.end, last);
+          bufferOf[v] = *over;
+          continue;
+        }
+        ArenaPoint bytes;
+        double n = bytesOf(type);
+        bool scaled = type.getRank() > 0 && type.getDimSize(0) == model.batch;
+        (split.isSplit(v) ? (scaled ? bytes.splitScaled : bytes.splitFixed)
+                          : (scaled ? bytes.replicatedScaled
+                                    : bytes.replicatedFixed)) += n;
+        bufferOf[v] = buffers.size();
+        buffers.push_back({bytes, at, last});
+      }
+    }
+    ArenaPoint results;
+    for (Value v : yield->getOperands()) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!type || !type.hasStaticShape())
+        continue;
+      bool scaled = type.getRank() > 0 && type.getDimSize(0) == model.batch;
+      double n = bytesOf(type);
+      (split.isSplit(v) ? (scaled ? results.splitScaled : results.splitFixed)
+                        : (scaled ? results.replicatedScaled
+                                  : results.replicatedFixed)) += n;
+    }
+    std::vector<ArenaPoint> points(end + 1);
+    for (const Buffer &b : buffers)
+      for (int64_t i = b.start; i <= b.end && i <= end; ++i) {
+        points[i].splitScaled += b.bytes.splitScaled;
+        points[i].splitFixed += b.bytes.splitFixed;
+        points[i].replicatedScaled += b.bytes.replicatedScaled;
+        points[i].replicatedFixed += b.bytes.replicatedFixed;
+      }
+    PassKind pass = phase == Phase::F   ? PassKind::Forward
+                    : phase == Phase::B ? PassKind::Backward
+                                        : PassKind::Weight;
+    seg.arena[r][(int)pass] = std::move(points);
+    seg.yielded[r][(int)pass] = results;
   }
 
   ModelCost &model;

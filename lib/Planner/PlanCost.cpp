@@ -591,9 +591,12 @@ void PlanCostModel::addCompiledBuffers(
   // the middle stages hold none of it.
   int lastRank = getRankOf(plan, numStages - 1);
   double tiedGrad = model.tiedParams / plan.tp * gradBytes;
-  // The layers' arena: the widest layer's intermediates of one
-  // micro-batch (at the source's element size under either precision: the
-  // arenas are fitted to f32 plans). Only the layers run in it: the ops
+  // Without a pipeline, the arenas (the layers' and the micro-batch
+  // function's): fitted working copies of the widest layer's
+  // intermediates of one micro-batch (at the source's element size under
+  // either precision: the arenas are fitted to f32 plans); in a pipeline
+  // derived (layersArena, piecesArena below). Only the layers run in the
+  // layers' arena: the ops
   // before and after them run in the step function (without a pipeline)
   // or the pipeline's pieces, whose buffers are counted below (headWork).
   // Until 2026-12-03 the ops around the layers were in the widest too,
@@ -625,6 +628,51 @@ void PlanCostModel::addCompiledBuffers(
                          : model.pre;
     return last.outputBytes * scale / plan.tp;
   };
+  // In a pipeline, the layers' arena (one for every layer function) and
+  // the pieces' arena (one for every piece of every stage, braidc sizing
+  // each arena once, not per stage: GPT, vocabulary 32768, pp=2 1F1B:
+  // both stages' pieces' arenas are 40 MiB, the head's B's), derived from
+  // the layer functions' bodies (SegmentCost::arena). A piece holds what
+  // the layers it calls yield (F: their saved values and the carried
+  // output, B: the input gradient and what W reads, W: the weight
+  // gradients, the chunk's) beside its input and output, the first
+  // stage's embedding output and the last stage's head (its saved values,
+  // the logits' gradient in B). braidc's memory plan of the GPT of run l
+  // (hidden 160, pp4 and dp2 x pp2, each recomputation mode): the pieces'
+  // arena within 0.2 MiB of this.
+  double layersArena = 0, piecesArena = 0;
+  if (plan.pp > 1) {
+    for (const SegmentCost &l : model.layers)
+      for (int p = 0; p < kNumPassKinds; ++p)
+        layersArena = std::max(
+            layersArena,
+            l.getArenaBytes(plan.recompute, PassKind(p), scale, plan.tp, sp));
+    for (int s = 0; s < numStages; ++s) {
+      const StageCost &st = stages[s];
+      // The carried activation as the layers yield it (replicated over tp,
+      // divided along the sequence with sp).
+      const SegmentCost &last = st.numLayers > 0
+                                    ? model.getLayer(st.firstLayer +
+                                                     st.numLayers - 1)
+                                    : model.pre;
+      double carried = last.outputBytes * scale / (sp ? plan.tp : 1);
+      double piece[kNumPassKinds] = {2 * carried, 2 * carried,
+                                     st.params * gradBytes};
+      for (int i = st.firstLayer; i < st.firstLayer + st.numLayers; ++i)
+        for (int p = 0; p < 2; ++p)
+          piece[p] += model.getLayer(i).getYieldedBytes(
+                          plan.recompute, PassKind(p), scale, plan.tp, sp) -
+                      carried;
+      if (s == 0)
+        piece[0] += carried;
+      if (s == numStages - 1) {
+        piece[0] += headWork;
+        piece[1] += headWork + carried;
+      }
+      for (double bytes : piece)
+        piecesArena = std::max(piecesArena, bytes);
+    }
+  }
   for (int rank = 0; rank < plan.pp; ++rank) {
     RankMemory &m = memory[rank];
     double params = sumRank(plan, stages, rank).params, receives = 0;
@@ -642,14 +690,13 @@ void PlanCostModel::addCompiledBuffers(
     double grads = params * gradBytes;
     if (plan.pp > 1 && rank == lastRank)
       grads += tiedGrad;
-    // The layers' and pieces' arenas (`working` stands in for them) hold at
-    // least what W writes there: a layer's weight gradients (the layers'
-    // arena) and, in a pipeline, the W piece's results, the rank's largest
-    // chunk's gradients (the pieces' arena; braidc's dp4 x pp2 of the
-    // hidden-224 GPT at micro-batch 1: 2.50 and 4.98 MiB, against 2.31 and
-    // 4.98 MiB of gradients). At small micro-batches these are the larger.
-    // (workingActivationCopies 0 leaves the arenas out: the unit tests
-    // isolate the other terms so.)
+    // Without a pipeline the arenas (`working` stands in for them) hold at
+    // least what W writes there: a layer's weight gradients. In a pipeline
+    // the derived arenas hold them and the W piece's results, the rank's
+    // largest chunk's gradients (braidc's dp4 x pp2 of the hidden-224 GPT
+    // at micro-batch 1: 2.50 and 4.98 MiB, against 2.31 and 4.98 MiB of
+    // gradients). (workingActivationCopies 0 leaves the arenas out: the
+    // unit tests isolate the other terms so.)
     double layerGrads = 0;
     for (int s : getRankStages(plan, numStages, rank))
       for (int i = stages[s].firstLayer;
@@ -657,17 +704,13 @@ void PlanCostModel::addCompiledBuffers(
         layerGrads =
             std::max(layerGrads, model.getLayer(i).getRankParams(plan.tp));
     double results = getPipelineResultBytes(plan, stages, rank);
-    double arenas = config.workingActivationCopies <= 0
-                        ? 0
-                        : std::max(working, layerGrads * gradBytes + results);
-    // In a pipeline the pieces share one arena by call depth, as large as
-    // the largest piece's plan of any stage (braidc's memory plan: the
-    // arena's size is one constant, not indexed by the stage): the W
-    // piece's results (above) or the head's B working gradient, whichever
-    // is larger, on every rank (GPT, vocabulary 32768, pp=2 1F1B: both
-    // stages' pieces' arenas are 40 MiB, the head's B's).
-    if (plan.pp > 1)
-      arenas += std::max(0.0, headWork - results);
+    double arenas = 0;
+    if (config.workingActivationCopies <= 0)
+      arenas = 0;
+    else if (plan.pp > 1)
+      arenas = layersArena + piecesArena;
+    else
+      arenas = std::max(working, layerGrads * gradBytes + results);
     // And the last stage's step arena holds the logits and their gradient
     // at once at the head's B, once whatever the schedule (braidc's pp=2
     // of the GPT above at vocabulary 32768: the last stage's report is one

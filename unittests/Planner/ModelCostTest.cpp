@@ -322,6 +322,52 @@ TEST_F(ModelCostTest, SavedActivations) {
   EXPECT_DOUBLE_EQ(l.getSavedBytes(Recompute::None, 2, true), none / 2);
 }
 
+// The buffers a layer function holds at its peak, read from braid-autodiff's
+// F, B and W layers as braidc's lowering places them
+// (test/Planner/pipeline-arenas.test checks them against braidc's memory
+// plan).
+TEST_F(ModelCostTest, LayerArenas) {
+  const SegmentCost &l = model.layers[0];
+  auto arena = [&](Recompute r, PassKind p, double scale = 1, int tp = 1,
+                   bool sp = false) {
+    return l.getArenaBytes(r, p, scale, tp, sp);
+  };
+  double weights = l.getParams() * 4;
+  for (int r = 0; r < kNumRecomputeModes; ++r)
+    for (int p = 0; p < kNumPassKinds; ++p) {
+      // Each function holds its results at its end.
+      EXPECT_GE(arena(Recompute(r), PassKind(p)),
+                l.getYieldedBytes(Recompute(r), PassKind(p), 1, 1, false) -
+                    l.outputBytes)
+          << r << " " << p;
+    }
+  // F yields its saved values and the carried output.
+  EXPECT_DOUBLE_EQ(
+      l.getYieldedBytes(Recompute::None, PassKind::Forward, 1, 1, false),
+      l.getSavedBytes(Recompute::None, 1, false) + l.outputBytes);
+  // W yields the layer's weight gradients, which do not grow with the
+  // micro-batch; F's values do.
+  EXPECT_DOUBLE_EQ(
+      l.getYieldedBytes(Recompute::None, PassKind::Weight, 1, 1, false),
+      weights);
+  EXPECT_DOUBLE_EQ(
+      l.getYieldedBytes(Recompute::None, PassKind::Weight, 4, 1, false),
+      weights);
+  EXPECT_GT(arena(Recompute::None, PassKind::Forward, 2),
+            1.9 * arena(Recompute::None, PassKind::Forward));
+  // Full recomputation keeps less in F and re-runs F in B.
+  EXPECT_LT(arena(Recompute::Full, PassKind::Forward),
+            arena(Recompute::None, PassKind::Forward));
+  EXPECT_GT(arena(Recompute::Full, PassKind::Backward),
+            arena(Recompute::None, PassKind::Backward));
+  // tp divides the products' values; sp the rest of the activations.
+  double f = arena(Recompute::None, PassKind::Forward);
+  EXPECT_LT(arena(Recompute::None, PassKind::Forward, 1, 2), f);
+  EXPECT_GT(arena(Recompute::None, PassKind::Forward, 1, 2), f / 2);
+  EXPECT_DOUBLE_EQ(arena(Recompute::None, PassKind::Forward, 1, 2, true),
+                   f / 2);
+}
+
 // The kernels each pass runs (each pays the hardware's fixed cost per
 // kernel), the row-wise ops (RowReductionOpInterface: the norms) and the
 // loss (row-wise with integer labels), each class at its own efficiency.

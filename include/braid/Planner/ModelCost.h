@@ -90,6 +90,15 @@ struct PassWork {
   Work getRankWork(OpClass c, int tp, bool sequenceParallel) const;
 };
 
+/// The bytes a layer function holds at one op of its body, as braidc's
+/// lowering plans its buffers (at the model's batch): divided over tp or
+/// replicated, and growing with the micro-batch (activations) or not
+/// (weight gradients).
+struct ArenaPoint {
+  double splitScaled = 0, splitFixed = 0;
+  double replicatedScaled = 0, replicatedFixed = 0;
+};
+
 struct SegmentCost {
   /// "h (@block)" for a repeated layer, "(before layers)", "(after layers)".
   std::string name;
@@ -207,6 +216,25 @@ struct SegmentCost {
   }
   double getSavedBytes(Recompute r, int tp, bool sequenceParallel) const;
   double getHeldBytes(Recompute r, int tp, bool sequenceParallel) const;
+  /// What one instance's function of pass `p` holds at its peak for a
+  /// micro-batch of `scale` times the model's batch: the largest of its
+  /// arena points (getArenaBytes below), 0 outside layers.
+  double getArenaBytes(Recompute r, PassKind p, double scale, int tp,
+                       bool sequenceParallel) const;
+  /// A layer function's buffers at each op of its body (braid-autodiff's
+  /// F, B and W layers; docs/planner.md, "Memory per rank"): each result
+  /// a buffer from its op to its last use (the yielded ones to the end),
+  /// except what braidc's lowering gives no buffer of its own (parameter
+  /// slots, reshapes and sharding annotations, elementwise values read
+  /// only by elementwise ops, which braid-fuse-elementwise keeps in
+  /// registers) or places over an operand dying there
+  /// (InPlaceOpInterface).
+  std::vector<ArenaPoint> arena[kNumRecomputeModes][kNumPassKinds];
+  /// What that function yields (its results, which a pipeline piece
+  /// calling the repeat holds in its own arena), in the same classes.
+  ArenaPoint yielded[kNumRecomputeModes][kNumPassKinds];
+  double getYieldedBytes(Recompute r, PassKind p, double scale, int tp,
+                         bool sequenceParallel) const;
 };
 
 /// A parameter table of the ops around the layers that every forward use

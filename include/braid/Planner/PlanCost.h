@@ -139,8 +139,10 @@ struct TrainingConfig {
   /// vocabularies"). Fitted to braidc's memory plan
   /// (`braidc --memory-report`) of 16 plans of a small GPT on 4 ranks
   /// (docs/planner.md): what it holds beyond the other terms is 3.3-9.5
-  /// such units, about 5 in the middle. 0 leaves out the arenas and the
-  /// head's B working gradient (the unit tests isolate the other terms so).
+  /// such units, about 5 in the middle. Used without a pipeline only: a
+  /// pipeline's arenas are derived from its layer functions (since
+  /// 2026-12-03). 0 leaves out the arenas and the head's B working
+  /// gradient (the unit tests isolate the other terms so).
   double workingActivationCopies = 5;
   /// With compiledBuffers: what the layers hold between their B and their
   /// W beyond the saved activations (SegmentCost::getHeldBytes); false
