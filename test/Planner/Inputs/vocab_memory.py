@@ -10,27 +10,9 @@ with (measured for the test's GPT: pp=2 1F1B with vocabulary 32768, stage
 rank.
 """
 
-import json
 import sys
 
-from memory_report import reported_totals
-
-
-def main(argv):
-    plan, report, tolerance = argv[1], argv[2], float(argv[3])
-    with open(plan) as f:
-        memory = json.load(f)["memory"]
-    rows = reported_totals(report)
-    ok = len(rows) == len(memory)
-    for rank, m in enumerate(memory):
-        expected = rows[min(rank, len(rows) - 1)] + m["workspace"]
-        ratio = m["total"] / expected
-        print(f"rank {rank}: planned {m['total'] / 2**20:.2f} MiB, report "
-              f"and workspace {expected / 2**20:.2f} MiB ({ratio:.2f})")
-        ok &= abs(ratio - 1) <= tolerance
-    print("ok" if ok else "FAIL: outside the tolerance")
-    return 0 if ok else 1
-
+from memory_report import compare
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(compare(sys.argv, with_workspace=True))
