@@ -705,12 +705,10 @@ void PlanCostModel::addCompiledBuffers(
             std::max(layerGrads, model.getLayer(i).getRankParams(plan.tp));
     double results = getPipelineResultBytes(plan, stages, rank);
     double arenas = 0;
-    if (config.workingActivationCopies <= 0)
-      arenas = 0;
-    else if (plan.pp > 1)
-      arenas = layersArena + piecesArena;
-    else
-      arenas = std::max(working, layerGrads * gradBytes + results);
+    if (config.workingActivationCopies > 0)
+      arenas = plan.pp > 1
+                   ? layersArena + piecesArena
+                   : std::max(working, layerGrads * gradBytes + results);
     // And the last stage's step arena holds the logits and their gradient
     // at once at the head's B, once whatever the schedule (braidc's pp=2
     // of the GPT above at vocabulary 32768: the last stage's report is one

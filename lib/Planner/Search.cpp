@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <numeric>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -260,8 +261,7 @@ constexpr double kTie = 1e-9;
 /// b ~ c without a ~ c), which llvm::sort requires.
 std::vector<int> getTieClasses(llvm::ArrayRef<double> values) {
   std::vector<size_t> order(values.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
+  std::iota(order.begin(), order.end(), 0);
   llvm::sort(order, [&](size_t a, size_t b) {
     if (values[a] != values[b])
       return values[a] < values[b];
@@ -297,8 +297,7 @@ void rankTop(std::vector<TopEntry> &top) {
     times.push_back(t.cost.stepTime);
   std::vector<int> classes = getTieClasses(times);
   std::vector<size_t> order(top.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
+  std::iota(order.begin(), order.end(), 0);
   llvm::sort(order, [&](size_t a, size_t b) {
     if (classes[a] != classes[b])
       return classes[a] < classes[b];
@@ -472,8 +471,7 @@ mlir::braid::plan::balanceRankLayers(const PlanCostModel &model,
   std::vector<int> boundClass = getTieClasses(bounds);
   std::vector<int> spreadClass = getTieClasses(spreads);
   std::vector<size_t> ranked(plateau.size());
-  for (size_t i = 0; i < ranked.size(); ++i)
-    ranked[i] = i;
+  std::iota(ranked.begin(), ranked.end(), 0);
   llvm::sort(ranked, [&](size_t x, size_t y) {
     if (boundClass[x] != boundClass[y])
       return boundClass[x] < boundClass[y];
