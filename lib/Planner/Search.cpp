@@ -14,10 +14,10 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <numeric>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 
 using namespace mlir;
