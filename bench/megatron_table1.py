@@ -104,7 +104,10 @@ def main():
     opts = parser.parse_args()
 
     rows = read_table(opts.table)
-    print(f"Megatron-LM SC21 Table 1 against braid-plan --hardware {opts.hardware} "
+    # With --csv the lines around the table are '#' comments, as in
+    # bench/data/*.csv, so that the output can be stored as one.
+    note = "# " if opts.csv else ""
+    print(f"{note}Megatron-LM SC21 Table 1 against braid-plan --hardware {opts.hardware} "
           f"(Megatron's plans; TFLOP/s per GPU by Eq. 3)")
     header = ("params_b", "t", "p", "d", "v", "m", "step_s", "bubble", "tp_comm", "dp_comm",
               "peak_mem_gib", "published", "predicted", "ratio", "plan_s")
@@ -136,7 +139,7 @@ def main():
                       f"{values[8]:>8} {values[9]:>8} {values[10]:>8} {values[11]:>9} "
                       f"{values[12]:>9} {values[13]:>6} {values[14]:>6}")
             sys.stdout.flush()
-    print(f"largest deviation from the published TFLOP/s: {100 * worst:.1f}% "
+    print(f"{note}largest deviation from the published TFLOP/s: {100 * worst:.1f}% "
           f"(tolerance {100 * opts.tolerance:.0f}%)")
     if opts.check and worst > opts.tolerance:
         print("FAIL: a row is outside the tolerance", file=sys.stderr)
