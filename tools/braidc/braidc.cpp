@@ -115,9 +115,10 @@ static cl::opt<int> devices("devices",
                             cl::value_desc("N"), cl::init(0),
                             cl::cat(planCategory));
 static cl::opt<int> nodes("nodes",
-                          cl::desc("Nodes the devices are spread over "
-                                   "(default: as the hardware file's "
-                                   "devices per node)"),
+                          cl::desc("Nodes the devices are spread over, "
+                                   "N / K a node: at most the hardware "
+                                   "file's devices per node (default: "
+                                   "nodes filled to it)"),
                           cl::value_desc("K"), cl::init(0),
                           cl::cat(planCategory));
 static cl::opt<std::string> deviceMemory(
@@ -436,8 +437,26 @@ static std::optional<int> planMesh(ModuleOp module,
                  "--calibrate, or give --hardware)";
     return fail("--hardware: " + message);
   }
-  if (nodes.getNumOccurrences())
-    hw->devicesPerNode = devices / nodes;
+  // --nodes K: N / K devices a node, at most what the file's node holds
+  // (fewer leave part of each node unused). The cost model counts
+  // concurrent_devices_per_node only up to a node's devices, so a file's
+  // core sharing follows the smaller node without changing it here.
+  if (nodes.getNumOccurrences()) {
+    int perNode = devices / nodes;
+    if (perNode > hw->devicesPerNode) {
+      int fewest = (devices + hw->devicesPerNode - 1) / hw->devicesPerNode;
+      while (devices % fewest != 0)
+        ++fewest;
+      errs() << formatv("braidc: --nodes {0} puts {1} devices on a node; {2} "
+                        "has {3} per node, so {4} devices need --nodes {5} "
+                        "or more\n",
+                        static_cast<int>(nodes), perNode, hwName,
+                        hw->devicesPerNode, static_cast<int>(devices),
+                        fewest);
+      return 1;
+    }
+    hw->devicesPerNode = perNode;
+  }
   if (deviceMemory.getNumOccurrences()) {
     std::optional<double> bytes = parseSize(deviceMemory);
     if (!bytes)
@@ -524,6 +543,11 @@ static std::optional<int> planMesh(ModuleOp module,
     if (result->minMemoryPlan)
       message += " (" + getPlanFlags(*result->minMemoryPlan) + ")";
     message += ": give more --devices or a larger --device-memory";
+    // --explain: each mesh's reason first, as when a plan fits.
+    if (explainPlan) {
+      printSearchResult(outs(), *result, costModel, true, limits.sequence);
+      outs().flush();
+    }
     return fail(message);
   }
   const PlanCost &best = result->top.front();
