@@ -12,8 +12,9 @@ smallest chunk count >= 2 that divides the layers per pipeline rank (the
 paper does not give it per row; p = 1 rows have no pipeline), full
 activation recomputation, gradients all-reduced in 16 bits after the
 pipeline, the tied embedding's gradient summed by one all_reduce at the end
-of the step as Megatron does (--tied-grad-at-step-end; Braid's own pipelines
-run the first stage's whole W after the schedule), the p = 1 rows' gradients
+of the step as Megatron does (--tied-grad-at-step-end, braid-plan's default:
+the first stage's W in the schedule, as Braid's own pipelines also run it
+since 36f73d1), the p = 1 rows' gradients
 reduced once per step after the accumulation as Megatron does
 (--grad-reduce-per-microbatch=false; braidc reduces them in every
 micro-batch), mixed-precision AdamW (12 bytes of optimizer state per
