@@ -796,7 +796,14 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
   PeakCache peaks;
   std::vector<TopEntry> top;
   int k = std::max(1, o.topK);
-  std::vector<double> exactMemory(candidates.size(), -1);
+  // Per candidate (in sorted order): its memory with the schedule's peak
+  // from the cache (`checked`), and the smallest budget the search accepts
+  // it under (`required`: the larger of that and the simulated peak, which
+  // buffers held between B and W raise and the automatic scheduler may
+  // lower); -1 not computed, NaN could not be costed.
+  std::vector<double> checked(candidates.size(), -1);
+  std::vector<double> required(candidates.size(), -1);
+  double nan = std::numeric_limits<double>::quiet_NaN();
   auto checkMemory = [&](const Candidate &c) -> llvm::Expected<double> {
     llvm::Expected<std::vector<double>> peak = peaks.get(c.plan);
     if (!peak)
@@ -831,31 +838,31 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
       if (!memory) {
         llvm::consumeError(memory.takeError());
         ++result.invalid;
+        checked[i] = required[i] = nan;
         continue;
       }
-      exactMemory[i] = *memory;
+      checked[i] = *memory;
       if (*memory > budget) {
         ++result.overMemory;
-        if (*memory < result.minMemory) {
-          result.minMemory = *memory;
-          result.minMemoryPlan = c.plan;
-        }
         continue;
       }
       llvm::Expected<PlanCost> cost = costModel.evaluate(c.plan);
-      ++result.simulated;
       if (!cost) {
         llvm::consumeError(cost.takeError());
         ++result.invalid;
+        required[i] = nan;
         continue;
       }
       // The simulated schedule's memory decides (the automatic scheduler's
-      // may be below the limit assumed above).
+      // may be below the limit assumed above, buffers held between B and W
+      // above it). Each candidate is counted once: simulated means it fit.
       double peak = cost->getPeakMemory();
+      required[i] = std::max(*memory, peak);
       if (peak > budget) {
         ++result.overMemory;
         continue;
       }
+      ++result.simulated;
       if (peak < result.minMemory) {
         result.minMemory = peak;
         result.minMemoryPlan = c.plan;
@@ -906,38 +913,77 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
       }
     }
   }
-  // Nothing fits: the smallest requirement, exactly, over candidates whose
-  // static memory is below the smallest found.
-  if (top.empty()) {
+  // A mesh none of whose plans fits (none was pruned either): its smallest
+  // requirement, exactly. Its plans in the order of a lower bound on their
+  // requirement (the memory before activations, or with the cached peak),
+  // until that bound reaches the smallest found; a plan is simulated only
+  // where its cached peak's memory is below it (most meshes stop after a
+  // few). Nothing fits anywhere: the meshes' smallest is the search's.
+  // Without exactMeshMemory and with a plan found, the smallest lower bound.
+  bool exact = o.exactMeshMemory || top.empty();
+  if (top.empty())
+    result.minMemory = inf;
+  std::vector<std::vector<size_t>> byMesh(result.meshes.size());
+  for (size_t j = 0; j < candidates.size(); ++j)
+    byMesh[candidates[j].mesh].push_back(j);
+  for (size_t mi = 0; mi < result.meshes.size(); ++mi) {
+    MeshSummary &mesh = result.meshes[mi];
+    if (mesh.bestTime < inf || !mesh.reason.empty())
+      continue;
+    auto lower = [&](size_t j) {
+      return checked[j] >= 0 ? checked[j] : candidates[j].staticMemory;
+    };
     std::vector<size_t> order;
-    for (size_t j = 0; j < candidates.size(); ++j)
-      if (exactMemory[j] < 0)
+    for (size_t j : byMesh[mi]) {
+      if (required[j] >= 0 && required[j] < mesh.minMemory) {
+        mesh.minMemory = required[j];
+        mesh.plan = candidates[j].plan;
+      }
+      if (required[j] < 0)
         order.push_back(j);
+    }
     llvm::sort(order, [&](size_t a, size_t b) {
-      if (candidates[a].staticMemory != candidates[b].staticMemory)
-        return candidates[a].staticMemory < candidates[b].staticMemory;
+      if (lower(a) != lower(b))
+        return lower(a) < lower(b);
       return candidates[a].index < candidates[b].index;
     });
     for (size_t j : order) {
-      if (candidates[j].staticMemory >= result.minMemory)
+      if (lower(j) >= mesh.minMemory)
         break;
-      llvm::Expected<double> memory = checkMemory(candidates[j]);
-      if (!memory) {
-        llvm::consumeError(memory.takeError());
+      if (!exact) {
+        mesh.minMemory = lower(j);
+        mesh.plan = candidates[j].plan;
+        break;
+      }
+      if (checked[j] < 0) {
+        llvm::Expected<double> memory = checkMemory(candidates[j]);
+        if (!memory) {
+          llvm::consumeError(memory.takeError());
+          continue;
+        }
+        checked[j] = *memory;
+        if (*memory >= mesh.minMemory)
+          continue;
+      }
+      llvm::Expected<PlanCost> cost = costModel.evaluate(candidates[j].plan);
+      if (!cost) {
+        llvm::consumeError(cost.takeError());
         continue;
       }
-      exactMemory[j] = *memory;
-      if (*memory < result.minMemory) {
-        result.minMemory = *memory;
-        result.minMemoryPlan = candidates[j].plan;
+      required[j] = std::max(checked[j], cost->getPeakMemory());
+      if (required[j] < mesh.minMemory) {
+        mesh.minMemory = required[j];
+        mesh.plan = candidates[j].plan;
       }
     }
-  }
-  for (size_t j = 0; j < candidates.size(); ++j) {
-    MeshSummary &mesh = result.meshes[candidates[j].mesh];
-    double mem =
-        exactMemory[j] >= 0 ? exactMemory[j] : candidates[j].staticMemory;
-    mesh.minMemory = std::min(mesh.minMemory, mem);
+    if (mesh.minMemory == inf) {
+      mesh.reason = "none of its plans could be costed";
+      continue;
+    }
+    if (top.empty() && mesh.minMemory < result.minMemory) {
+      result.minMemory = mesh.minMemory;
+      result.minMemoryPlan = mesh.plan;
+    }
   }
   for (size_t t = 0; t < top.size(); ++t) {
     const Plan &p = top[t].cost.plan;
@@ -1005,6 +1051,44 @@ static std::string stageSizes(const PlanCost &cost) {
   return s;
 }
 
+/// --explain's list: every mesh and why it was or was not chosen.
+static void printMeshes(llvm::raw_ostream &os, const SearchResult &result) {
+  os << "meshes (dp x tp x pp) and why each was or was not chosen:\n";
+  for (const MeshSummary &m : result.meshes) {
+    os << llvm::formatv("  dp={0,-4} tp={1,-3} pp={2,-4} ", m.dp, m.tp, m.pp);
+    switch (m.status) {
+    case MeshSummary::Status::Chosen:
+      os << "chosen";
+      break;
+    case MeshSummary::Status::Ranked:
+      os << llvm::formatv("ranked, best {0}", formatSeconds(m.bestTime));
+      break;
+    case MeshSummary::Status::Slower: {
+      double first = result.top.front().stepTime;
+      os << llvm::formatv("time: {0}{1} ({2:F1}% slower than #1)",
+                          m.bounded ? ">= " : "", formatSeconds(m.bestTime),
+                          100 * (m.bestTime - first) / first);
+      break;
+    }
+    case MeshSummary::Status::Memory: {
+      std::string need = formatMemory(m.minMemory);
+      std::string budget = formatMemory(result.memoryBudget);
+      // In bytes where two decimals would print the need as the budget.
+      if (need == budget) {
+        need = llvm::formatv("{0:F0} B", std::ceil(m.minMemory)).str();
+        budget = llvm::formatv("{0:F0} B", std::floor(result.memoryBudget));
+      }
+      os << "memory: needs " << need << ", budget " << budget;
+      break;
+    }
+    case MeshSummary::Status::Illegal:
+      os << "divisibility: " << m.reason;
+      break;
+    }
+    os << "\n";
+  }
+}
+
 void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
                                           const SearchResult &result,
                                           const PlanCostModel &model,
@@ -1018,8 +1102,13 @@ void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
                       result.candidates, result.seconds, result.overMemory,
                       formatMemory(result.memoryBudget), result.invalid,
                       result.simulated, result.pruned);
-  if (result.top.empty())
+  // Nothing fits: with --explain, why each mesh was rejected (the caller
+  // then reports the smallest requirement).
+  if (result.top.empty()) {
+    if (explain)
+      printMeshes(os, result);
     return;
+  }
   os << llvm::formatv("{0,-3} {1,-46} {2,11} {3,11} {4,6} {5,11} {6,6} {7,10} "
                       "{8,10} {9,10}\n",
                       "#", "plan", "step",
@@ -1124,35 +1213,8 @@ void mlir::braid::plan::printSearchResult(llvm::raw_ostream &os,
                           formatMemory(b.getPeakMemory()));
     os << "\n";
   }
-  if (!explain)
-    return;
-  os << "meshes (dp x tp x pp) and why each was or was not chosen:\n";
-  const PlanCost &best = result.top[0];
-  for (const MeshSummary &m : result.meshes) {
-    os << llvm::formatv("  dp={0,-4} tp={1,-3} pp={2,-4} ", m.dp, m.tp, m.pp);
-    switch (m.status) {
-    case MeshSummary::Status::Chosen:
-      os << "chosen";
-      break;
-    case MeshSummary::Status::Ranked:
-      os << llvm::formatv("ranked, best {0}", formatSeconds(m.bestTime));
-      break;
-    case MeshSummary::Status::Slower:
-      os << llvm::formatv("time: {0}{1} ({2:F1}% slower than #1)",
-                          m.bounded ? ">= " : "", formatSeconds(m.bestTime),
-                          100 * (m.bestTime - best.stepTime) / best.stepTime);
-      break;
-    case MeshSummary::Status::Memory:
-      os << llvm::formatv("memory: needs at least {0}, budget {1}",
-                          formatMemory(m.minMemory),
-                          formatMemory(result.memoryBudget));
-      break;
-    case MeshSummary::Status::Illegal:
-      os << "divisibility: " << m.reason;
-      break;
-    }
-    os << "\n";
-  }
+  if (explain)
+    printMeshes(os, result);
 }
 
 //===----------------------------------------------------------------------===//

@@ -494,6 +494,8 @@ static std::optional<int> planMesh(ModuleOp module,
   search.sequenceParallelTpDegrees = limits.sequenceParallelTpDegrees;
   search.illegalTp = limits.illegalTp;
   search.topK = topPlans;
+  // Only --explain prints each mesh's need (the no-fit error's is exact).
+  search.exactMeshMemory = explainPlan;
   if (globalBatch.getNumOccurrences())
     search.globalBatch = globalBatch;
   else if (microbatchesFlag.getNumOccurrences())

@@ -305,6 +305,8 @@ TEST(SearchTest, MatchesExhaustiveEvaluation) {
       EXPECT_NE(r.top[0].plan.str(), unconstrainedPlan);
       EXPECT_GT(r.overMemory, 0);
     }
+    // Each candidate counted once.
+    EXPECT_EQ(r.candidates, r.invalid + r.overMemory + r.pruned + r.simulated);
     // Pruning did something.
     EXPECT_GT(r.pruned, 0);
     EXPECT_LT(r.simulated, (int64_t)all.size());
@@ -401,6 +403,45 @@ TEST(SearchTest, NoPlanFitsReportsTheSmallestRequirement) {
     smallest = std::min(smallest, c.getPeakMemory());
   EXPECT_NEAR(r.minMemory, smallest, 1e-9 * smallest);
   ASSERT_TRUE(r.minMemoryPlan.has_value());
+  EXPECT_EQ(r.candidates, r.invalid + r.overMemory + r.pruned + r.simulated);
+}
+
+// A mesh none of whose plans fits reports exactly the smallest peak of its
+// plans (the budget it would fit under), not a lower bound that moves with
+// the budget; every candidate is counted once.
+TEST(SearchTest, MeshRejectedForMemoryReportsItsSmallestNeed) {
+  ModelCost model = edgeModel(8, 1.5);
+  SearchOptions o;
+  o.devices = 4;
+  o.globalBatch = 16;
+  o.schedules = {ScheduleKind::OneFOneB, ScheduleKind::ZBH1, ScheduleKind::ZBH2,
+                 ScheduleKind::ZBV};
+  PlanCostModel all(model, toyHardware());
+  std::vector<PlanCost> plans = exhaustive(all, o);
+  int rejected = 0;
+  for (double budget : {1e6, 3e7, 1e8, 2e8, 3e8}) {
+    o.memoryBudget = budget;
+    PlanCostModel cm(model, toyHardware());
+    SearchResult r = search(cm, o);
+    EXPECT_EQ(r.candidates, r.invalid + r.overMemory + r.pruned + r.simulated)
+        << "budget " << budget;
+    for (const MeshSummary &mesh : r.meshes) {
+      if (mesh.status != MeshSummary::Status::Memory)
+        continue;
+      ++rejected;
+      double smallest = 1e300;
+      for (const PlanCost &c : plans)
+        if (c.plan.dp == mesh.dp && c.plan.tp == mesh.tp &&
+            c.plan.pp == mesh.pp)
+          smallest = std::min(smallest, c.getPeakMemory());
+      EXPECT_NEAR(mesh.minMemory, smallest, 1e-9 * smallest)
+          << "budget " << budget << " mesh " << mesh.dp << "x" << mesh.tp << "x"
+          << mesh.pp;
+      EXPECT_GT(mesh.minMemory, budget);
+      ASSERT_TRUE(mesh.plan.has_value());
+    }
+  }
+  EXPECT_GT(rejected, 3);
 }
 
 TEST(SearchTest, Deterministic) {

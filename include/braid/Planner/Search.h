@@ -51,6 +51,10 @@ struct SearchOptions {
   std::vector<std::pair<int, std::string>> illegalTp;
   /// Bytes per device; 0: the hardware's device memory.
   double memoryBudget = 0;
+  /// Each mesh rejected for memory gets its exact smallest need (what
+  /// --explain prints; a few more plans costed, some simulated). Off: a
+  /// lower bound, unless no plan fits at all.
+  bool exactMeshMemory = true;
   /// Schedules tried with pp > 1.
   std::vector<sched::ScheduleKind> schedules = {
       sched::ScheduleKind::OneFOneB, sched::ScheduleKind::Interleaved1F1B,
@@ -90,7 +94,9 @@ struct MeshSummary {
     /// Plans fit but are slower: `bestTime` is the fastest simulated one,
     /// or (`bounded`) a lower bound on all of them.
     Slower,
-    /// No plan of this mesh fits: `minMemory` is the smallest need.
+    /// No plan of this mesh fits: `minMemory` is the smallest budget one
+    /// of its plans would fit (a lower bound without
+    /// SearchOptions::exactMeshMemory).
     Memory,
     /// The model cannot be split so (the reason says why).
     Illegal,
@@ -119,8 +125,9 @@ struct SearchResult {
   std::optional<Plan> minMemoryPlan;
   double memoryBudget = 0;
   int64_t globalBatch = 0;
-  /// Counts: candidates enumerated, rejected as invalid, over the memory
-  /// budget, pruned by the bound, simulated.
+  /// Counts: candidates enumerated and, each counted once, rejected as
+  /// invalid, over the memory budget (before or after simulation),
+  /// pruned by the bound, simulated and within the budget.
   int64_t candidates = 0;
   int64_t invalid = 0;
   int64_t overMemory = 0;
