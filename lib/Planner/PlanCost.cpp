@@ -1653,6 +1653,15 @@ std::string mlir::braid::plan::formatMemory(double b) {
   return llvm::formatv("{0:F2} {1}", b, units[u]).str();
 }
 
+std::pair<std::string, std::string>
+mlir::braid::plan::formatNeedAndBudget(double need, double budget) {
+  std::string n = formatMemory(need), b = formatMemory(budget);
+  if (n != b)
+    return {n, b};
+  return {llvm::formatv("{0:F0} B", std::ceil(need)).str(),
+          llvm::formatv("{0:F0} B", std::floor(budget)).str()};
+}
+
 std::string mlir::braid::plan::formatSeconds(double s) {
   if (s >= 1)
     return llvm::formatv("{0:F3} s", s).str();

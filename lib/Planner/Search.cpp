@@ -1071,13 +1071,8 @@ static void printMeshes(llvm::raw_ostream &os, const SearchResult &result) {
       break;
     }
     case MeshSummary::Status::Memory: {
-      std::string need = formatMemory(m.minMemory);
-      std::string budget = formatMemory(result.memoryBudget);
-      // In bytes where two decimals would print the need as the budget.
-      if (need == budget) {
-        need = llvm::formatv("{0:F0} B", std::ceil(m.minMemory)).str();
-        budget = llvm::formatv("{0:F0} B", std::floor(result.memoryBudget));
-      }
+      auto [need, budget] =
+          formatNeedAndBudget(m.minMemory, result.memoryBudget);
       os << "memory: needs " << need << ", budget " << budget;
       break;
     }

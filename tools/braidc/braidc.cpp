@@ -536,11 +536,12 @@ static std::optional<int> planMesh(ModuleOp module,
   if (!result)
     return fail(toString(result.takeError()));
   if (result->top.empty()) {
+    auto [need, budget] =
+        formatNeedAndBudget(result->minMemory, result->memoryBudget);
     std::string message =
         formatv("no plan fits in {0} per device on {1} devices; the smallest "
                 "requirement found is {2}",
-                formatMemory(result->memoryBudget), devices,
-                formatMemory(result->minMemory))
+                budget, devices, need)
             .str();
     if (result->minMemoryPlan)
       message += " (" + getPlanFlags(*result->minMemoryPlan) + ")";

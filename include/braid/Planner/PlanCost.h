@@ -476,6 +476,11 @@ void printPlanCost(llvm::raw_ostream &os, const PlanCost &cost,
 
 /// "1.50 GiB", "12.00 KiB": bytes for reports and errors.
 std::string formatMemory(double bytes);
+/// A need over a budget as formatMemory prints them, or both in bytes
+/// where two decimals would print the need as the budget ("1446912 B",
+/// "1446911 B").
+std::pair<std::string, std::string> formatNeedAndBudget(double need,
+                                                        double budget);
 /// "1.234 s", "12.345 ms", "5.000 us".
 std::string formatSeconds(double seconds);
 
