@@ -31,25 +31,11 @@ import sys
 import time
 from pathlib import Path
 
+from plan_ranking import spearman  # average ranks for ties, as plan_ranking reports
+
 # Pins the rank this shell becomes to core (stage + replica) % cores.
 PIN = ('r=$OMPI_COMM_WORLD_RANK; c=$(nproc --all); '
        'exec taskset -c $(( (r % PP + r / PP) % c )) "$0" "$@"')
-
-
-def ranks_of(values):
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    for position, i in enumerate(order):
-        out[i] = float(position)
-    return out
-
-
-def spearman(a, b):
-    ra, rb = ranks_of(a), ranks_of(b)
-    ma, mb = statistics.mean(ra), statistics.mean(rb)
-    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    den = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
-    return num / den if den else float("nan")
 
 
 def step_ms(bin_dir, ranks, program, pp, pinned, steps, timeout):
