@@ -258,7 +258,7 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
   int first = 0;
   for (int s = 0; s < numStages; ++s) {
     StageCost &st = stages[s];
-    double paramTensors = 0;
+    double paramTensors = 0, gradientTensors = 0;
     st.firstLayer = first;
     st.numLayers = sizes[s];
     // W's all_reduces over tp of `calls` sums of sequence-partial
@@ -350,6 +350,8 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
       }
       st.params += seg.getRankParams(tp) * instances;
       paramTensors += seg.paramTensors * instances;
+      // A repeat's instances' gradients are stacked: one tensor each.
+      gradientTensors += seg.paramTensors;
       // B's parameters, divided over tp in the segment's proportion. The
       // B of the ops around the layers reads the parameters their F
       // gathered under ZeRO-3, held from F to B: without a pipeline F and B
@@ -427,6 +429,27 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         addSequenceSums(calls, bytes);
     }
     st.paramTensors = paramTensors;
+    // Gradient accumulation as braidc's programs run it, each micro-batch
+    // in W at memcpy's bandwidth: a pipeline's W piece copies its
+    // gradients out (read and write) and the driver adds them into the
+    // stage's sums (accumulate_mean: two reads, a write), 5 passes over
+    // the stage's gradients; without a pipeline the accumulation loop's
+    // body adds them to the carried sums (3), copies the sums out of the
+    // body (2), and the loop copies them back into its carried buffers (2),
+    // 7 passes over the rank's share (divided over dp under ZeRO, whose
+    // reduce_scatter comes first); one micro-batch has no loop.
+    double passes = plan.pp > 1 ? 5 : plan.microbatches > 1 ? 7 : 0;
+    if (passes > 0) {
+      double grads = st.params * config.gradBytes /
+                     (plan.pp == 1 && plan.zero >= 1 ? plan.dp : 1);
+      double t = passes * grads / hardware.memoryBandwidth;
+      double o = (plan.pp > 1 ? 2 : 3) * gradientTensors *
+                 hardware.kernelOverhead;
+      st.weight += t + o;
+      st.compute[(int)OpClass::Memory] += t;
+      st.overhead += o;
+      st.accumulation = t + o;
+    }
     // ZeRO-3 gathers the stage's parameters before their use in F, and
     // again the ones B reads before B, one collective per tensor, and in F
     // what computing on a vocabulary table as stored needs

@@ -468,8 +468,17 @@ static double modelKernels(const ModelCost &model, int pass) {
   return n;
 }
 
+/// Gradient tensors of the whole model: a repeat's instances' stacked.
+static double gradientTensors(const ModelCost &model) {
+  double n = model.pre.paramTensors + model.post.paramTensors;
+  for (const SegmentCost &l : model.layers)
+    n += l.paramTensors;
+  return n;
+}
+
 // A fixed cost per kernel: F, B and W each take their kernels times it
 // longer, whatever the micro-batch size, and so does the step, m times.
+// W also runs the accumulation loop's 3 kernels per gradient tensor.
 TEST_F(PlanCostTest, KernelOverhead) {
   Hardware hw = testHardware();
   hw.kernelOverhead = 1e-5;
@@ -482,7 +491,7 @@ TEST_F(PlanCostTest, KernelOverhead) {
   llvm::Expected<PlanCost> o = withOverhead.evaluate(plan);
   ASSERT_TRUE(bool(o)) << llvm::toString(o.takeError());
   double f = modelKernels(model, 0), b = modelKernels(model, 1),
-         w = modelKernels(model, 2);
+         w = modelKernels(model, 2) + 3 * gradientTensors(model);
   EXPECT_GT(f, 0);
   EXPECT_NEAR(o->stages[0].forward - base.stages[0].forward, 1e-5 * f, 1e-12);
   EXPECT_NEAR(o->stages[0].backward - base.stages[0].backward, 1e-5 * b, 1e-12);
@@ -533,6 +542,59 @@ TEST_F(PlanCostTest, SavedActivationCopies) {
   EXPECT_EQ(l.savedTensors[(int)Recompute::Full], 1);
   EXPECT_GT(l.savedTensors[(int)Recompute::None], 1);
   EXPECT_EQ(model.pre.savedTensors[0], 0);
+}
+
+// Gradient accumulation as braidc's programs run it, in each micro-batch's
+// W at memcpy's bandwidth: without a pipeline the loop's 7 passes over the
+// rank's gradients (divided over dp under ZeRO) and 3 kernels per gradient
+// tensor, none with one micro-batch; a pipeline stage 5 passes over its
+// gradients and 2 kernels per tensor.
+TEST_F(PlanCostTest, GradientAccumulation) {
+  Hardware hw = testHardware();
+  hw.kernelOverhead = 1e-6;
+  const ModelCost &model = costs->getModel();
+  PlanCostModel cm(model, hw);
+  double rate = 1e11; // memcpy's bandwidth
+  double tensors = gradientTensors(model);
+  auto accumulation = [&](const Plan &plan) {
+    llvm::Expected<PlanCost> c = cm.evaluate(plan);
+    EXPECT_TRUE(bool(c)) << (c ? "" : llvm::toString(c.takeError()));
+    double sum = 0;
+    if (c)
+      for (const StageCost &st : c->stages)
+        sum += st.accumulation;
+    return sum;
+  };
+  Plan one;
+  one.microBatchSize = 2;
+  EXPECT_EQ(accumulation(one), 0);
+  Plan loop = one;
+  loop.microbatches = 4;
+  double params = model.getParams();
+  EXPECT_NEAR(accumulation(loop), 7 * params * 4 / rate + 3 * tensors * 1e-6,
+              1e-15);
+  // The W of each micro-batch: the step pays it m times.
+  llvm::Expected<PlanCost> c = cm.evaluate(loop);
+  ASSERT_TRUE(bool(c));
+  EXPECT_NEAR(c->stages[0].compute[(int)OpClass::Memory] -
+                  evaluate(one).stages[0].compute[(int)OpClass::Memory],
+              7 * params * 4 / rate, 1e-15);
+  // Under ZeRO the loop carries the rank's share of the sums.
+  Plan zero = loop;
+  zero.dp = 2;
+  zero.microBatchSize = 1;
+  zero.zero = 1;
+  EXPECT_NEAR(accumulation(zero),
+              7 * params / 2 * 4 / rate + 3 * tensors * 1e-6, 1e-15);
+  // A pipeline: each stage its own gradients, 5 passes, 2 kernels a
+  // tensor; the layers' repeat is split, a stack of each tensor per stage.
+  Plan pipeline = loop;
+  pipeline.pp = 2;
+  ASSERT_EQ(model.layers.size(), 1u);
+  EXPECT_NEAR(accumulation(pipeline),
+              5 * params * 4 / rate +
+                  2 * (tensors + model.layers[0].paramTensors) * 1e-6,
+              1e-15);
 }
 
 // Row-wise ops (the norms) and the loss take their bytes over the memory

@@ -176,6 +176,9 @@ struct StageCost {
   double compute[kNumOpClasses] = {};
   /// The kernels' fixed costs (Hardware::kernelOverhead) in F + B + W.
   double overhead = 0;
+  /// Of W, what adding the micro-batch's gradients into the step's sums
+  /// costs as braidc's programs do it (PlanCostModel::getStageCosts).
+  double accumulation = 0;
   /// Activation bytes F keeps per micro-batch.
   double activationBytes = 0;
   /// Parameters this stage holds on one rank (elements).
