@@ -434,17 +434,19 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     // gradients out (read and write) and the driver adds them into the
     // stage's sums (accumulate_mean: two reads, a write), 5 passes over
     // the stage's gradients; without a pipeline the accumulation loop's
-    // body adds them to the carried sums (3), copies the sums out of the
-    // body (2), and the loop copies them back into its carried buffers (2),
-    // 7 passes over the rank's share (divided over dp under ZeRO, whose
-    // reduce_scatter comes first); one micro-batch has no loop.
-    double passes = plan.pp > 1 ? 5 : plan.microbatches > 1 ? 7 : 0;
+    // body adds them to the carried sums (3) and copies the sums out of the
+    // body into the loop's other buffer (2), 5 passes over the rank's share
+    // (divided over dp under ZeRO, whose reduce_scatter comes first), and
+    // after an odd count the loop copies the last sums back (2 passes once
+    // a step); one micro-batch has no loop.
+    int m = plan.microbatches;
+    double passes = plan.pp > 1 ? 5 : m > 1 ? 5 + (m % 2 ? 2.0 / m : 0) : 0;
     if (passes > 0) {
       double grads = st.params * config.gradBytes /
                      (plan.pp == 1 && plan.zero >= 1 ? plan.dp : 1);
       double t = passes * grads / hardware.memoryBandwidth;
-      double o = (plan.pp > 1 ? 2 : 3) * gradientTensors *
-                 hardware.kernelOverhead;
+      double o = (plan.pp > 1 ? 2 : 2 + (m % 2 ? 1.0 / m : 0)) *
+                 gradientTensors * hardware.kernelOverhead;
       st.weight += t + o;
       st.compute[(int)OpClass::Memory] += t;
       st.overhead += o;

@@ -69,6 +69,14 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK: %[[CUR:.*]] = call_opaque "braid_rt_program_buffer_f32"
 // CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[IN]], %{{.*}}, %[[CUR]])
 // CHECK: %[[NEXT:.*]] = call_opaque "braid_rt_program_buffer_f32"
+// The carried value's two buffers: instance i reads the one in i % 2 and
+// writes the other, with no copy between instances; after an even count
+// the result is in the first.
+// CHECK: %[[PAIR:.*]] = "emitc.variable"() <{value = #emitc.opaque<"">}> : () -> !emitc.array<2x!emitc.ptr<f32>>
+// CHECK: %[[E0:.*]] = subscript %[[PAIR]]
+// CHECK-NEXT: assign %[[CUR]] : !emitc.ptr<f32> to %[[E0]]
+// CHECK: %[[E1:.*]] = subscript %[[PAIR]]
+// CHECK-NEXT: assign %[[NEXT]] : !emitc.ptr<f32> to %[[E1]]
 // CHECK: %[[TAB:.*]] = get_global @[[$SLOTS]]
 // CHECK: %[[LB:.*]] = "emitc.constant"() <{value = 0 : i64}>
 // CHECK: %[[STEP:.*]] = "emitc.constant"() <{value = 1 : i64}>
@@ -77,9 +85,16 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK:   %[[OFF:.*]] = mul %[[I]], %{{.*}} : (i64, i64) -> i64
 // CHECK:   %[[ENTRY:.*]] = subscript %[[TAB]][%[[OFF]]]
 // CHECK:   %[[PTR:.*]] = address_of %[[ENTRY]]
-// CHECK:   call_opaque "braid_block"(%[[CUR]], %[[PTR]], %[[NEXT]])
-// CHECK:   call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[NEXT]], %{{.*}}, %[[CUR]])
+// CHECK:   %[[MINE:.*]] = rem %[[I]], %{{.*}}
+// CHECK:   %[[THEIRS:.*]] = rem
+// CHECK:   %[[IN:.*]] = subscript %[[PAIR]][%[[MINE]]]
+// CHECK:   %[[INPTR:.*]] = load %[[IN]]
+// CHECK:   %[[OUTE:.*]] = subscript %[[PAIR]][%[[THEIRS]]]
+// CHECK:   %[[OUTPTR:.*]] = load %[[OUTE]]
+// CHECK:   call_opaque "braid_block"(%[[INPTR]], %[[PTR]], %[[OUTPTR]])
+// CHECK-NOT: braid_rt_copy_f32
 // CHECK: }
+// CHECK-NOT: braid_rt_copy_f32
 // CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[CUR]], %{{.*}}, %[[RES]])
 braid.layer @block(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %w = braid.param "fc.w" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
@@ -88,6 +103,32 @@ braid.layer @block(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
 }
 func.func @stack(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %h = braid.repeat @block(%x) {prefix = "h", count = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %h : tensor<2x4xf32>
+}
+
+// -----
+
+// After an odd count the last instance wrote the second buffer: one copy
+// into the result's, after the loop.
+// CHECK-LABEL: emitc.func @braid_stack3(
+// CHECK-SAME: %[[IN:.*]]: !emitc.ptr<f32>, %[[RES:.*]]: !emitc.ptr<f32>)
+// CHECK: %[[CUR:.*]] = call_opaque "braid_rt_program_buffer_f32"
+// CHECK: %[[NEXT:.*]] = call_opaque "braid_rt_program_buffer_f32"
+// CHECK: for
+// CHECK:   call_opaque "braid_block3"
+// CHECK-NOT: braid_rt_copy_f32
+// CHECK: }
+// CHECK-NEXT: "emitc.constant"
+// CHECK-NEXT: literal
+// CHECK-NEXT: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[NEXT]], %{{.*}}, %[[CUR]])
+// CHECK: call_opaque "braid_rt_copy_f32"(%{{[^,]+}}, %[[CUR]], %{{.*}}, %[[RES]])
+braid.layer @block3(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w = braid.param "fc.w" {init = #braid.init<normal(0.02)>} : tensor<4x4xf32>
+  %y = braid.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  braid.yield %y : tensor<2x4xf32>
+}
+func.func @stack3(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %h = braid.repeat @block3(%x) {prefix = "h", count = 3 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
   return %h : tensor<2x4xf32>
 }
 

@@ -101,14 +101,33 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   auto pendingType = emitc::PointerType::get(
       emitc::OpaqueType::get(b.getContext(), "braid_rt_program_pending_t"));
 
-  // Carried values live in `current`; each instance writes `next`, which is
-  // copied back (the instance's operands and results must not overlap).
+  // Carried values live in two buffers, the result's (`current`) and one
+  // more (`next`): instance n reads the one in `n % 2` and writes the other
+  // (its operands and results must not overlap), and after an odd count
+  // the last result is copied into the result's buffer; a copy back after
+  // every instance moved the carried values twice as often (the gradient
+  // accumulation loop's sums: docs/planner.md).
   // A carried future (braid-zero3-prefetch across-repeats) is in flight
-  // across the instances instead: two buffers and sites, the operand's and
+  // across the instances likewise: two buffers and sites, the operand's and
   // one more, of which instance n waits on the one in `n % 2` and starts
   // the next instance's collective on the other.
-  SmallVector<Value> current, next, stacked;
+  SmallVector<Value> current, next, stacked, carriedPairs;
   SmallVector<std::pair<Value, Value>> carriedFutures; // buffers, sites
+  // A two-element array of `a` and `b2`, of `element` type.
+  auto pair = [&](Type element, Value a, Value b2) {
+    Value list = emitc::VariableOp::create(
+        b, loc, emitc::ArrayType::get({2}, element),
+        emitc::OpaqueAttr::get(b.getContext(), ""));
+    SmallVector<Value, 2> values = {a, b2};
+    for (auto [k, v] : llvm::enumerate(values))
+      emitc::AssignOp::create(
+          b, loc,
+          emitc::SubscriptOp::create(b, loc,
+                                     cast<TypedValue<emitc::ArrayType>>(list),
+                                     ValueRange{l.i64(k)}),
+          v);
+    return list;
+  };
   for (unsigned i = 0; i < carried; ++i) {
     Value input = op.getInputs()[i];
     if (isa<FutureType>(input.getType())) {
@@ -118,20 +137,6 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
                                    "function; generated code starts it here";
       auto bufferType =
           cast<emitc::PointerType>(getBufferType(input.getType()));
-      auto pair = [&](Type element, Value a, Value b2) {
-        Value list = emitc::VariableOp::create(
-            b, loc, emitc::ArrayType::get({2}, element),
-            emitc::OpaqueAttr::get(b.getContext(), ""));
-        SmallVector<Value, 2> values = {a, b2};
-        for (auto [k, v] : llvm::enumerate(values))
-          emitc::AssignOp::create(b, loc,
-                                  emitc::SubscriptOp::create(
-                                      b, loc,
-                                      cast<TypedValue<emitc::ArrayType>>(list),
-                                      ValueRange{l.i64(k)}),
-                                  v);
-        return list;
-      };
       Value other = l.allocate(cast<RankedTensorType>(
           cast<FutureType>(input.getType()).getValueType()));
       carriedFutures.push_back(
@@ -140,6 +145,7 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
       l.alias(op.getResult(i), other); // dropped: nothing waits for it
       current.push_back(Value());
       next.push_back(Value());
+      carriedPairs.push_back(Value());
       continue;
     }
     Value cur = l.result(op.getResult(i));
@@ -147,6 +153,8 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
            l.countOf(input));
     current.push_back(cur);
     next.push_back(l.allocate(l.typeOf(input)));
+    carriedPairs.push_back(
+        pair(getBufferType(input.getType()), current.back(), next.back()));
   }
   for (unsigned i = 0; i < op.getResults().size(); ++i)
     if (i >= carried)
@@ -202,9 +210,10 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
     nextSlots = emitc::AddressOfOp::create(
         b, loc, emitc::PointerType::get(b.getI64Type()), nextEntry);
   }
-  // Carried futures: this instance's side (`n % 2`) and the next's.
+  // Carried values: this instance's side (`n % 2`) and the next's.
   Value mine, theirs;
-  if (!carriedFutures.empty()) {
+  if (!carriedFutures.empty() ||
+      llvm::any_of(carriedPairs, [](Value v) { return bool(v); })) {
     Value two = l.i64(2);
     mine = emitc::RemOp::create(b, loc, b.getI64Type(), iv, two);
     theirs = emitc::RemOp::create(
@@ -242,16 +251,16 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   };
   SmallVector<Value> args;
   unsigned f = 0;
-  for (Value v : current)
-    args.push_back(v ? v : futureIns[f++]);
+  for (Value list : carriedPairs)
+    args.push_back(list ? pick(list, mine) : futureIns[f++]);
   for (Value input : op.getInputs().drop_front(carried))
     args.push_back(slice(l.get(input), input));
   args.push_back(slots);
   if (nextSlots)
     args.push_back(nextSlots);
   f = 0;
-  for (Value v : next)
-    args.push_back(v ? v : futureOuts[f++]);
+  for (Value list : carriedPairs)
+    args.push_back(list ? pick(list, theirs) : futureOuts[f++]);
   for (auto [buffer, value] :
        llvm::zip(stacked, op.getResults().drop_front(carried)))
     args.push_back(slice(buffer, value));
@@ -275,10 +284,13 @@ static LogicalResult lowerRepeat(RepeatOp op, FunctionLowering &l) {
   }
   args.append(sitesIn);
   l.call(getEmittedFunctionName(layer.getSymName()), args);
-  for (unsigned i = 0; i < carried; ++i)
-    if (current[i])
-      l.copy(l.typeOf(op.getResult(i)).getElementType(), next[i], current[i],
-             l.countOf(op.getResult(i)));
+  // After an odd count the last instance wrote `next`.
+  b.setInsertionPointAfter(loop);
+  if (count % 2)
+    for (unsigned i = 0; i < carried; ++i)
+      if (current[i])
+        l.copy(l.typeOf(op.getResult(i)).getElementType(), next[i],
+               current[i], l.countOf(op.getResult(i)));
   return success();
 }
 
