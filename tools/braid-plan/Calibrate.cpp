@@ -45,6 +45,7 @@
 #include <map>
 #include <mpi.h>
 #include <sched.h>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -631,6 +632,9 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   std::vector<double> waits;
   LinkLevel level;
   std::string fitFailure;
+  // Kinds whose median rounds did not grow with size: fitted to the
+  // fastest rounds instead.
+  std::set<int> fellBack;
   // Ranks sharing cores: a collective's time is bimodal (2 MB over 4
   // ranks on 2 cores here: 0.9 ms when the scheduler keeps the ranks'
   // turns in step, 2.2-3.2 ms in most rounds, after compute as back to
@@ -683,11 +687,22 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       if (!inserted)
         it->second = std::min(it->second, seconds);
     }
+    fellBack.clear();
     for (int k = 0; k < kNumCollectiveKinds; ++k) {
       CollectiveKind kind = CollectiveKind(k);
       std::string name = getCollectiveKindName(kind).str();
       llvm::Expected<LinkCost> fit = fitLinkCost(
           kind, options.ranks, samplesOf(fittedTimes(name, typical)));
+      // A few rounds' medians on a busy machine can fail to grow with
+      // size where the fastest rounds still do (CI, with other tests
+      // running beside it): those are a bound the kind cannot beat, better
+      // than no file.
+      if (!fit && typical) {
+        llvm::consumeError(fit.takeError());
+        fit = fitLinkCost(kind, options.ranks, samplesOf(best[name]));
+        if (fit)
+          fellBack.insert(k);
+      }
       if (!fit) {
         fitFailure = llvm::toString(fit.takeError());
         break;
@@ -708,10 +723,13 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   for (int k = 0; k < kNumCollectiveKinds; ++k) {
     CollectiveKind kind = CollectiveKind(k);
     std::string name = getCollectiveKindName(kind).str();
-    std::map<double, double> fitted = fittedTimes(name, typical);
+    bool median = typical && !fellBack.count(k);
+    std::map<double, double> fitted = fittedTimes(name, median);
     // Beside the typical fit, the fastest rounds' for comparison.
     std::string fastest;
-    if (typical) {
+    if (typical && !median)
+      fastest = "; the median rounds did not grow with size";
+    if (median) {
       if (llvm::Expected<LinkCost> f =
               fitLinkCost(kind, options.ranks, samplesOf(best[name])))
         fastest = formatv("; fastest rounds: alpha {0:F2} us, beta {1:F2} "
@@ -725,7 +743,10 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
                    "{3:F2} GB/s ({4} sizes{5}{6})\n",
                    name, options.ranks, level.costs[k].alpha * 1e6,
                    level.costs[k].beta / 1e9, fitted.size(),
-                   typical ? ", median rounds" : "", fastest);
+                   median ? ", median rounds"
+                   : typical ? ", fastest rounds"
+                             : "",
+                   fastest);
     // Say when the ring model does not explain the timings: on a busy
     // machine they are noise, and so is the fit.
     double worst = 0, worstBytes = 0;
