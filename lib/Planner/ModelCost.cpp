@@ -365,6 +365,24 @@ struct SplitAnalysis {
   }
 };
 
+/// Whether braid-fuse-elementwise keeps `v` in a fused region's registers:
+/// an elementwise value read only by elementwise ops of its shape (or
+/// row-wise ones reducing it) in its own block.
+static bool isFusedAway(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def || !FusedOp::isFusible(def) || v.use_empty())
+    return false;
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    if (user->getBlock() != def->getBlock() ||
+        user->hasTrait<OpTrait::IsTerminator>())
+      return false;
+    if (FusedOp::isRowwise(user))
+      return user->getOperand(0) == v;
+    return FusedOp::isFusible(user) &&
+           user->getResult(0).getType() == v.getType();
+  });
+}
+
 /// Work of one pass of one segment before it is divided: split and
 /// replicated as far as known (F), or all in `split` (B, W) until the
 /// forward's fractions are applied.
@@ -375,13 +393,27 @@ struct Accumulator {
     if (!cost || isFree(op))
       return;
     OpClass c = classify(op, cost);
+    // A value a fused region keeps in registers is neither written by its
+    // producer nor read by its users, and its producer is no kernel of its
+    // own (braid-fuse-elementwise runs the chain as one loop).
+    double fused = 0;
+    bool joinsRegion = false;
+    for (Value v : op->getResults())
+      if (isFusedAway(v)) {
+        fused += bytesOf(v.getType());
+        joinsRegion = true;
+      }
+    for (Value v : op->getOperands())
+      if (isFusedAway(v))
+        fused += bytesOf(v.getType());
     // Matrix products: their multiply-adds only (the result's writes are
     // in the bytes).
     Work w{c == OpClass::Matmul ? cost.getMatmulFlops() : cost.getFlops(),
-           cost.getBytes()};
+           std::max(0.0, cost.getBytes() - fused)};
     (split ? work.split : work.replicated)[(int)c] += w;
     // Every rank of a tp group runs the kernel, on its share of the work.
-    work.kernels += 1;
+    if (!joinsRegion)
+      work.kernels += 1;
   }
 };
 } // namespace
@@ -843,20 +875,6 @@ private:
           last = std::max(last, op == yield ? end : index.lookup(op));
       return last;
     };
-    // An elementwise value read only by elementwise ops of its shape (or
-    // row-wise ones reducing it) stays in a fused region's registers.
-    auto fusedAway = [&](Value v) {
-      if (!FusedOp::isFusible(v.getDefiningOp()) || v.use_empty())
-        return false;
-      return llvm::all_of(v.getUsers(), [&](Operation *user) {
-        if (user->getBlock() != &body || user == yield)
-          return false;
-        if (FusedOp::isRowwise(user))
-          return user->getOperand(0) == v;
-        return FusedOp::isFusible(user) &&
-               user->getResult(0).getType() == v.getType();
-      });
-    };
     struct Buffer {
       ArenaPoint bytes;
       int64_t start, end;
@@ -879,7 +897,7 @@ private:
       }
       for (OpResult v : op->getResults()) {
         auto type = dyn_cast<RankedTensorType>(v.getType());
-        if (!type || !type.hasStaticShape() || fusedAway(v))
+        if (!type || !type.hasStaticShape() || isFusedAway(v))
           continue;
         int64_t last = std::max(at, lastUse(v));
         // Over an operand of its type whose buffer dies here.
