@@ -947,6 +947,7 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
         return lower(a) < lower(b);
       return candidates[a].index < candidates[b].index;
     });
+    std::string refusal;
     for (size_t j : order) {
       if (lower(j) >= mesh.minMemory)
         break;
@@ -967,7 +968,9 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
       }
       llvm::Expected<PlanCost> cost = costModel.evaluate(candidates[j].plan);
       if (!cost) {
-        llvm::consumeError(cost.takeError());
+        std::string why = llvm::toString(cost.takeError());
+        if (refusal.empty())
+          refusal = why;
         continue;
       }
       required[j] = std::max(checked[j], cost->getPeakMemory());
@@ -977,7 +980,9 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
       }
     }
     if (mesh.minMemory == inf) {
-      mesh.reason = "none of its plans could be costed";
+      mesh.status = MeshSummary::Status::Uncosted;
+      mesh.reason = refusal.empty() ? "none of its plans could be costed"
+                                    : refusal;
       continue;
     }
     if (top.empty() && mesh.minMemory < result.minMemory) {
@@ -1078,6 +1083,9 @@ static void printMeshes(llvm::raw_ostream &os, const SearchResult &result) {
     }
     case MeshSummary::Status::Illegal:
       os << "divisibility: " << m.reason;
+      break;
+    case MeshSummary::Status::Uncosted:
+      os << "not costed: " << m.reason;
       break;
     }
     os << "\n";

@@ -100,6 +100,9 @@ struct MeshSummary {
     Memory,
     /// The model cannot be split so (the reason says why).
     Illegal,
+    /// Its plans passed the checks but the cost model refused each (the
+    /// reason is the first refusal).
+    Uncosted,
   } status = Status::Illegal;
   std::string reason;
   double bestTime = 0;
