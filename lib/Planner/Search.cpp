@@ -981,8 +981,8 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
     }
     if (mesh.minMemory == inf) {
       mesh.status = MeshSummary::Status::Uncosted;
-      mesh.reason = refusal.empty() ? "none of its plans could be costed"
-                                    : refusal;
+      mesh.reason =
+          refusal.empty() ? "none of its plans could be costed" : refusal;
       continue;
     }
     if (top.empty() && mesh.minMemory < result.minMemory) {

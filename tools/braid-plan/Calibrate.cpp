@@ -743,7 +743,7 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
                    "{3:F2} GB/s ({4} sizes{5}{6})\n",
                    name, options.ranks, level.costs[k].alpha * 1e6,
                    level.costs[k].beta / 1e9, fitted.size(),
-                   median ? ", median rounds"
+                   median    ? ", median rounds"
                    : typical ? ", fastest rounds"
                              : "",
                    fastest);
@@ -848,6 +848,16 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
                   : std::string(),
               placement.describe())
           .str();
+  // Say which links are not what the source says for ranks sharing cores.
+  if (!fellBack.empty()) {
+    llvm::SmallVector<std::string> kinds;
+    for (int k : fellBack)
+      kinds.push_back(getCollectiveKindName(CollectiveKind(k)).str());
+    hw.description += formatv("; links of {0}: fastest rounds (their median "
+                              "rounds did not grow with size)",
+                              llvm::join(kinds, ", "))
+                          .str();
+  }
   hw.source =
       "threads per rank: as braid-run gives them (--threads, else "
       "$OMP_NUM_THREADS, else cores / ranks, at least 1; the description "

@@ -384,8 +384,8 @@ TEST_F(ModelCostTest, KernelsAndRowWiseWork) {
   // b s ffn), the GELU (reads and writes b s ffn), the residual adds (two
   // b s h in, one out), less the two fused sums' write and read.
   double bsh = b * s * h, bsf = b * s * ffn;
-  double elementwise = 5 * (2 * bsh + h) + (2 * bsf + ffn) + 2 * bsf +
-                       2 * 3 * bsh - 2 * 2 * bsh;
+  double elementwise =
+      5 * (2 * bsh + h) + (2 * bsf + ffn) + 2 * bsf + 2 * 3 * bsh - 2 * 2 * bsh;
   EXPECT_DOUBLE_EQ(f.split[(int)OpClass::Memory].bytes +
                        f.replicated[(int)OpClass::Memory].bytes,
                    elementwise * 4);

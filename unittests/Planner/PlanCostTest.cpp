@@ -945,8 +945,7 @@ TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
                 3 * fb / hw.memoryBandwidth +
                     (4 * 3 + 1 + 1 + bs.paramTensors) * hw.kernelOverhead,
                 1e-12);
-    EXPECT_NEAR(beside(bs, PassKind::Backward) -
-                    beside(ts, PassKind::Backward),
+    EXPECT_NEAR(beside(bs, PassKind::Backward) - beside(ts, PassKind::Backward),
                 3 * bb / hw.memoryBandwidth +
                     (4 * 2 + 1 + bs.backwardParamTensors) * hw.kernelOverhead,
                 1e-12);
