@@ -105,8 +105,8 @@ static double getRankBytes(const ArenaPoint &a, double scale, int tp,
          a.replicatedFixed;
 }
 
-double SegmentCost::getArenaBytes(Recompute r, PassKind p, double scale,
-                                  int tp, bool sequenceParallel) const {
+double SegmentCost::getArenaBytes(Recompute r, PassKind p, double scale, int tp,
+                                  bool sequenceParallel) const {
   double peak = 0;
   for (const ArenaPoint &a : arena[(int)r][(int)p])
     peak = std::max(peak, getRankBytes(a, scale, tp, sequenceParallel));
@@ -924,9 +924,9 @@ private:
         ArenaPoint bytes;
         double n = bytesOf(type);
         bool scaled = type.getRank() > 0 && type.getDimSize(0) == model.batch;
-        (split.isSplit(v) ? (scaled ? bytes.splitScaled : bytes.splitFixed)
-                          : (scaled ? bytes.replicatedScaled
-                                    : bytes.replicatedFixed)) += n;
+        (split.isSplit(v)
+             ? (scaled ? bytes.splitScaled : bytes.splitFixed)
+             : (scaled ? bytes.replicatedScaled : bytes.replicatedFixed)) += n;
         bufferOf[v] = buffers.size();
         buffers.push_back({bytes, at, last});
       }

@@ -388,21 +388,20 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
                                       share * eb);
         };
         st.layerForwardGathers +=
-            instances * calls({seg.paramTensors, all},
-                              {seg.forwardLeadParamTensors,
-                               seg.forwardLeadParams},
-                              {seg.forwardWorkingCopyTensors,
-                               seg.forwardWorkingCopyParams},
-                              {seg.forwardLeadWorkingCopyTensors,
-                               seg.forwardLeadWorkingCopyParams});
+            instances *
+            calls({seg.paramTensors, all},
+                  {seg.forwardLeadParamTensors, seg.forwardLeadParams},
+                  {seg.forwardWorkingCopyTensors, seg.forwardWorkingCopyParams},
+                  {seg.forwardLeadWorkingCopyTensors,
+                   seg.forwardLeadWorkingCopyParams});
         st.layerBackwardGathers +=
-            instances * calls({seg.backwardParamTensors[r], seg.backwardParams[r]},
-                              {seg.backwardLeadParamTensors[r],
-                               seg.backwardLeadParams[r]},
-                              {seg.backwardWorkingCopyTensors[r],
-                               seg.backwardWorkingCopyParams[r]},
-                              {seg.backwardLeadWorkingCopyTensors[r],
-                               seg.backwardLeadWorkingCopyParams[r]});
+            instances *
+            calls({seg.backwardParamTensors[r], seg.backwardParams[r]},
+                  {seg.backwardLeadParamTensors[r], seg.backwardLeadParams[r]},
+                  {seg.backwardWorkingCopyTensors[r],
+                   seg.backwardWorkingCopyParams[r]},
+                  {seg.backwardLeadWorkingCopyTensors[r],
+                   seg.backwardLeadWorkingCopyParams[r]});
         st.backwardParamTensors += seg.backwardParamTensors[r] * instances;
         if (all > 0)
           st.backwardParams +=
@@ -688,17 +687,16 @@ void PlanCostModel::addCompiledBuffers(
   if (plan.pp > 1) {
     for (const SegmentCost &l : model.layers)
       for (int p = 0; p < kNumPassKinds; ++p)
-        layersArena = std::max(
-            layersArena,
-            l.getArenaBytes(plan.recompute, PassKind(p), scale, plan.tp, sp));
+        layersArena =
+            std::max(layersArena, l.getArenaBytes(plan.recompute, PassKind(p),
+                                                  scale, plan.tp, sp));
     for (int s = 0; s < numStages; ++s) {
       const StageCost &st = stages[s];
       // The carried activation as the layers yield it (replicated over tp,
       // divided along the sequence with sp).
-      const SegmentCost &last = st.numLayers > 0
-                                    ? model.getLayer(st.firstLayer +
-                                                     st.numLayers - 1)
-                                    : model.pre;
+      const SegmentCost &last =
+          st.numLayers > 0 ? model.getLayer(st.firstLayer + st.numLayers - 1)
+                           : model.pre;
       double carried = last.outputBytes * scale / (sp ? plan.tp : 1);
       double piece[kNumPassKinds] = {2 * carried, 2 * carried,
                                      st.params * gradBytes};
@@ -1124,27 +1122,28 @@ ZeroThreeGathers PlanCostModel::getZeroThreeGathers(const Plan &plan,
       backwardTables += 1;
   }
   auto side = [&](const SegmentCost &seg, double tensors, double extraBytes) {
-    return getGatherBuckets(tensors, seg.getRankParams(plan.tp) * eb +
-                                         extraBytes);
+    return getGatherBuckets(tensors,
+                            seg.getRankParams(plan.tp) * eb + extraBytes);
   };
   g.forward = st.layerForwardGathers;
   if (s == 0)
     g.forward += side(model.pre, model.pre.paramTensors - lookupTables, 0);
   if (s == numStages - 1)
-    g.forward += numStages > 1
-                     ? side(model.post,
-                            model.post.paramTensors + model.tiedParamTensors,
-                            model.tiedParams / plan.tp * eb)
-                     : side(model.post, model.post.paramTensors - headTables, 0);
+    g.forward +=
+        numStages > 1
+            ? side(model.post, model.post.paramTensors + model.tiedParamTensors,
+                   model.tiedParams / plan.tp * eb)
+            : side(model.post, model.post.paramTensors - headTables, 0);
   g.backward = st.layerBackwardGathers;
   if (s == 0 && numStages == 1 && backwardTables > 0)
     g.backward += 1;
   return g;
 }
 
-ZeroThreeGathers
-PlanCostModel::getZeroThreeTensorGathers(const Plan &plan, const StageCost &st,
-                                         int s, int numStages) const {
+ZeroThreeGathers PlanCostModel::getZeroThreeTensorGathers(const Plan &plan,
+                                                          const StageCost &st,
+                                                          int s,
+                                                          int numStages) const {
   ZeroThreeGathers g;
   double eb = model.elementBytes;
   g.forward = st.paramTensors > 0 ? st.paramTensors : 1;

@@ -884,7 +884,8 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "of the ring model to MPI collectives on this machine (both levels "
       "alike), each size's fastest of 20 rounds (12 with --quick), or where "
       "ranks share cores its median round (the median over the runs of "
-      "the workers), which is what a step meets; devices_per_node: cores / threads per rank, or --ranks if "
+      "the workers), which is what a step meets; devices_per_node: cores / "
+      "threads per rank, or --ranks if "
       "more (then concurrent_devices_per_node: cores / threads per rank); "
       "device_memory: MemTotal / devices_per_node; workspace_bytes: what "
       "a rank holds beside its program's buffers (executable, MPI, "
@@ -1022,8 +1023,8 @@ int runCommWorker(int argc, char **argv) {
     for (Timing &t : timings)
       if (sharedCores && !t.runs.empty()) {
         std::sort(t.runs.begin(), t.runs.end());
-        printf("median:%s %.0f %.9g\n", t.name,
-               double(t.count * sizeof(float)), t.runs[t.runs.size() / 2]);
+        printf("median:%s %.0f %.9g\n", t.name, double(t.count * sizeof(float)),
+               t.runs[t.runs.size() / 2]);
       }
     // One line a pair: the parent takes the median and reports the spread.
     for (double w : waits)

@@ -890,9 +890,9 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
 // the instance before) and its other 14 tensors in one bucket, B its first
 // product's weight alone and the other 7 in one; wpe before the layers and
 // ln_f's two after are a bucket each (a repeat ends a bucket), B's wte
-// one; the vocabulary values as before. In a pipeline (dp2 x pp2) the last stage's
-// F gathers ln_f's two and the tied wte in one bucket. braidc's programs:
-// test_plan_collectives.py.
+// one; the vocabulary values as before. In a pipeline (dp2 x pp2) the last
+// stage's F gathers ln_f's two and the tied wte in one bucket. braidc's
+// programs: test_plan_collectives.py.
 TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
   Plan plan;
   plan.dp = 2;
