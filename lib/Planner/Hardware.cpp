@@ -28,6 +28,10 @@ StringRef mlir::braid::plan::getOpClassName(OpClass c) {
     return "rowwise";
   case OpClass::Loss:
     return "loss";
+  case OpClass::Optimizer:
+    return "optimizer";
+  case OpClass::Transcendental:
+    return "transcendental";
   }
   return "?";
 }
@@ -246,10 +250,11 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
   if (llvm::Error e = r.onlyKnown(**eff, "hardware.efficiency", classes))
     return std::move(e);
   for (int c = 0; c < kNumOpClasses; ++c) {
-    // Files written before row-wise ops had their own class: the memory
-    // efficiency, as those files costed them.
-    if ((OpClass(c) == OpClass::RowWise || OpClass(c) == OpClass::Loss) &&
-        !(*eff)->get(classes[c])) {
+    // Files written before row-wise ops, the optimizer and transcendental
+    // ops had their own class: the memory efficiency, as those files costed
+    // them.
+    if (OpClass(c) != OpClass::Matmul && OpClass(c) != OpClass::Attention &&
+        OpClass(c) != OpClass::Memory && !(*eff)->get(classes[c])) {
       hw.efficiency[c] = hw.efficiency[(int)OpClass::Memory];
       continue;
     }

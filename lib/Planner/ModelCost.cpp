@@ -206,6 +206,8 @@ static OpClass classify(Operation *op, CostOpInterface cost) {
     });
     return labels ? OpClass::Loss : OpClass::RowWise;
   }
+  if (op->hasTrait<OpTrait::braid::Transcendental>())
+    return OpClass::Transcendental;
   return OpClass::Memory;
 }
 

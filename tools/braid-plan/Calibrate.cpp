@@ -4,9 +4,10 @@
 // matrices (the best rate is the f32 peak; the matmul efficiency is the
 // rate at the sizes small models here use over that peak), the attention
 // kernel (dense-counted FLOPs over the peak), memcpy (the memory bandwidth),
-// the add, GELU and layer-norm kernels (their bandwidth over memcpy's is
-// the memory-bound efficiency), the row-wise kernels at a layer's and a
-// head's sizes (the row-wise efficiency) and a GPT layer's kernels at two
+// the add kernel and GELU with its gradient (their bandwidth over memcpy's
+// is the memory and the transcendental efficiency), the optimizer step, the
+// row-wise kernels at a layer's and a head's sizes (the row-wise
+// efficiency) and a GPT layer's kernels at two
 // batch sizes (the fixed cost per kernel). Network: all_reduce,
 // all_gather, reduce_scatter and send/recv over a range of sizes on `ranks`
 // MPI ranks of this machine, each fitted to the ring model (fitLinkCost),
@@ -380,10 +381,12 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   double copyTime = bestOf(
       reps, [&] { std::memcpy(out.data(), x.data(), elems * sizeof(float)); });
   double copyBw = 2.0 * elems * sizeof(float) / copyTime;
-  // Memory-bound kernels of a training step over the same arrays: add and
-  // GELU (tanh), each its bytes (inputs and output) over its time; their
-  // (harmonic) mean over memcpy's bandwidth. (And the layer norm over rows
-  // of 128, reported: it is row-wise, calibrated below.)
+  // Memory-bound kernels of a training step over the same arrays, each its
+  // bytes (inputs and output) over its time: the add kernel, a streaming
+  // op, over memcpy's bandwidth is the memory class's efficiency; GELU
+  // (tanh) and its gradient, the transcendental class's (their harmonic
+  // mean: equal bytes through each). (And the layer norm over rows of 128,
+  // reported: it is row-wise, calibrated below.)
   int64_t shape[1] = {elems};
   double addTime = bestOf(reps, [&] {
     braid_rt_add_f32(nullptr, x.data(), z.data(), 1, shape, 1, shape,
@@ -392,6 +395,10 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   double geluTime = bestOf(reps, [&] {
     braid_rt_gelu_f32(nullptr, x.data(), elems, BRAID_RT_GELU_TANH, out.data());
   });
+  double geluGradTime = bestOf(reps, [&] {
+    braid_rt_gelu_grad_f32(nullptr, x.data(), z.data(), elems,
+                           BRAID_RT_GELU_TANH, out.data());
+  });
   std::vector<float> ones(128, 1.0f), zeros(128, 0.0f);
   double normTime = bestOf(reps, [&] {
     braid_rt_layer_norm_f32(nullptr, x.data(), ones.data(), zeros.data(),
@@ -399,15 +406,42 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   });
   double bytes = elems * sizeof(float);
   double addBw = 3 * bytes / addTime, geluBw = 2 * bytes / geluTime,
-         normBw = 2 * bytes / normTime;
-  // Equal bytes through each kernel: the harmonic mean is their bandwidth.
-  // The layer norm is a row-wise op, with its own class (below); its rate
-  // here is for comparison.
-  double memEff = std::min(1.0, 2 / (1 / addBw + 1 / geluBw) / copyBw);
-  log << formatv("calibrate: memcpy {0:F2} GB/s; add {1:F2}, gelu {2:F2}, "
-                 "layer_norm {3:F2} GB/s (memory efficiency, add and GELU: "
-                 "{4:F3})\n",
-                 copyBw / 1e9, addBw / 1e9, geluBw / 1e9, normBw / 1e9, memEff);
+         geluGradBw = 3 * bytes / geluGradTime, normBw = 2 * bytes / normTime;
+  double memEff = std::min(1.0, addBw / copyBw);
+  double transEff =
+      std::min(1.0, (2 * bytes + 3 * bytes) /
+                        (2 * bytes / geluBw + 3 * bytes / geluGradBw) / copyBw);
+  log << formatv("calibrate: memcpy {0:F2} GB/s; add {1:F2} GB/s (memory "
+                 "efficiency {2:F3}); gelu {3:F2}, gelu_grad {4:F2} GB/s "
+                 "(transcendental efficiency {5:F3}); layer_norm {6:F2} GB/s\n",
+                 copyBw / 1e9, addBw / 1e9, memEff, geluBw / 1e9,
+                 geluGradBw / 1e9, transEff, normBw / 1e9);
+
+  // The optimizer step as braidc's programs run it, over the same arrays:
+  // the gradient norm (a read of the gradients) and AdamW in place (reads
+  // parameters, gradients and both moments, writes all but the gradients).
+  // Its square root and division per element put it between memcpy and the
+  // add kernel on a CPU, so it has its own class.
+  double optEff;
+  {
+    std::vector<float> param(elems, 0.5f), grad(elems, 1e-3f), m(elems, 0.0f),
+        v(elems, 0.0f);
+    float lr = 1e-3f, scale = 1.0f, norm = 0;
+    int32_t step = 0;
+    const float *grads[1] = {grad.data()};
+    int64_t counts[1] = {elems};
+    double optTime = bestOf(reps, [&] {
+      braid_rt_sum_squares_f32(nullptr, grads, counts, 1, &norm);
+      braid_rt_adamw_update_f32(nullptr, param.data(), grad.data(), m.data(),
+                                v.data(), &lr, &step, &scale, elems, 0.9, 0.999,
+                                1e-8, 0.01, param.data(), m.data(), v.data());
+    });
+    double optBw = 8 * bytes / optTime;
+    optEff = std::min(1.0, optBw / copyBw);
+    log << formatv("calibrate: optimizer step (gradient norm and AdamW, 32 "
+                   "bytes an element) {0:F2} GB/s (efficiency {1:F3})\n",
+                   optBw / 1e9, optEff);
+  }
 
   // Row-wise reductions: the layer norm and its input gradient over rows of
   // a layer's width, the softmax, the cross-entropy and its gradient over
@@ -550,6 +584,8 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.efficiency[(int)OpClass::Memory] = memEff;
   hw.efficiency[(int)OpClass::RowWise] = std::max(1e-4, rowEff);
   hw.efficiency[(int)OpClass::Loss] = std::max(1e-4, lossEff);
+  hw.efficiency[(int)OpClass::Optimizer] = std::max(1e-4, optEff);
+  hw.efficiency[(int)OpClass::Transcendental] = std::max(1e-4, transEff);
   hw.kernelOverhead = overhead;
   // Not measured: how Braid's compiled layers keep activations for the
   // backward (a copy into the repeat's stack in F, one out of it in B).
@@ -869,11 +905,13 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "products (256 tokens, hidden 128, MLP 512; F, B and W forms) over "
       "it; efficiency.attention: the attention kernel's dense-counted rate "
       "over it; memory_bandwidth: memcpy (read + write); efficiency.memory: "
-      "the harmonic mean bandwidth of the add and GELU kernels over "
+      "the add kernel's bandwidth over memcpy's; efficiency.transcendental: "
+      "the harmonic mean bandwidth of GELU (tanh) and its gradient over "
       "memcpy's; efficiency.rowwise: the harmonic mean bandwidth of "
       "the layer norm and its gradient (256 x 256) over memcpy's; "
       "efficiency.loss: that of cross-entropy and its gradient (256 x "
-      "4096); kernel_overhead: the "
+      "4096); efficiency.optimizer: the gradient norm and AdamW's update "
+      "(32 bytes an element, in place) over memcpy's; kernel_overhead: the "
       "fixed part per kernel of a GPT layer's forward kernels timed at batch "
       "1 and 4 (at least a tiny call's time); descheduled_wait (ranks "
       "sharing cores): per round of about a millisecond of GEMMs, the time "

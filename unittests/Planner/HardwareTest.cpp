@@ -120,11 +120,14 @@ TEST(HardwareTest, RowWiseKernelOverheadAndDescheduledWait) {
   ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
   EXPECT_EQ(old->getEfficiency(OpClass::RowWise), 0.75);
   EXPECT_EQ(old->getEfficiency(OpClass::Loss), 0.75);
+  EXPECT_EQ(old->getEfficiency(OpClass::Optimizer), 0.75);
+  EXPECT_EQ(old->getEfficiency(OpClass::Transcendental), 0.75);
   EXPECT_EQ(old->kernelOverhead, 0);
   EXPECT_EQ(old->descheduledWait, 0);
   std::string text = replace(kValid, "\"memory\": 0.75",
                              "\"memory\": 0.75, \"rowwise\": 0.125, "
-                             "\"loss\": 0.0625");
+                             "\"loss\": 0.0625, \"optimizer\": 0.375, "
+                             "\"transcendental\": 0.25");
   text = replace(text, "\"devices_per_node\": 8",
                  "\"devices_per_node\": 8, \"kernel_overhead\": 2e-6, "
                  "\"descheduled_wait\": 0.003, "
@@ -142,6 +145,8 @@ TEST(HardwareTest, RowWiseKernelOverheadAndDescheduledWait) {
   ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
   EXPECT_EQ(again->getEfficiency(OpClass::RowWise), 0.125);
   EXPECT_EQ(again->getEfficiency(OpClass::Loss), 0.0625);
+  EXPECT_EQ(again->getEfficiency(OpClass::Optimizer), 0.375);
+  EXPECT_EQ(again->getEfficiency(OpClass::Transcendental), 0.25);
   EXPECT_EQ(again->kernelOverhead, 2e-6);
   EXPECT_EQ(again->descheduledWait, 0.003);
   EXPECT_EQ(again->savedActivationCopies, 2);
@@ -149,6 +154,9 @@ TEST(HardwareTest, RowWiseKernelOverheadAndDescheduledWait) {
   EXPECT_EQ(errorOf(replace(text, "\"rowwise\": 0.125", "\"rowwise\": 0")),
             "hw.json: hardware.efficiency.rowwise: expected a number in (0, "
             "1], got 0");
+  EXPECT_EQ(errorOf(replace(text, "\"optimizer\": 0.375", "\"optimizer\": 2")),
+            "hw.json: hardware.efficiency.optimizer: expected a number in (0, "
+            "1], got 2");
   EXPECT_EQ(errorOf(replace(text, "\"kernel_overhead\": 2e-6",
                             "\"kernel_overhead\": -1")),
             "hw.json: hardware.kernel_overhead: expected a number in [0, 1], "

@@ -381,14 +381,18 @@ TEST_F(ModelCostTest, KernelsAndRowWiseWork) {
   EXPECT_EQ(f.kernels, 16);
   // The elementwise bytes: q, k, v's and the output's bias adds (each
   // reads b s h and h, writes b s h), the MLP's (b s ffn and ffn, writes
-  // b s ffn), the GELU (reads and writes b s ffn), the residual adds (two
-  // b s h in, one out), less the two fused sums' write and read.
+  // b s ffn), the residual adds (two b s h in, one out), less the two fused
+  // sums' write and read; the GELU (reads and writes b s ffn) is a
+  // transcendental op, in its own class.
   double bsh = b * s * h, bsf = b * s * ffn;
   double elementwise =
-      5 * (2 * bsh + h) + (2 * bsf + ffn) + 2 * bsf + 2 * 3 * bsh - 2 * 2 * bsh;
+      5 * (2 * bsh + h) + (2 * bsf + ffn) + 2 * 3 * bsh - 2 * 2 * bsh;
   EXPECT_DOUBLE_EQ(f.split[(int)OpClass::Memory].bytes +
                        f.replicated[(int)OpClass::Memory].bytes,
                    elementwise * 4);
+  EXPECT_DOUBLE_EQ(f.split[(int)OpClass::Transcendental].bytes +
+                       f.replicated[(int)OpClass::Transcendental].bytes,
+                   2 * bsf * 4);
   // The layer norms: each reads x, scale and bias and writes y.
   double norm = (2 * b * s * h + 2 * h) * 4;
   auto rowBytes = [](const PassWork &w) {

@@ -37,6 +37,8 @@ Hardware testHardware() {
   hw.efficiency[2] = 0.8;
   hw.efficiency[3] = 0.8;
   hw.efficiency[4] = 0.8;
+  hw.efficiency[5] = 0.8;
+  hw.efficiency[6] = 0.8;
   hw.memoryBandwidth = 1e11;
   hw.deviceMemory = 1e9;
   hw.workspaceBytes = 1e6;
@@ -175,6 +177,30 @@ TEST_F(PlanCostTest, ZeroDividesWhatItShards) {
   EXPECT_DOUBLE_EQ(m[3].params, m[0].params / 4);
   // AdamW's two f32 moments: 8 bytes per parameter.
   EXPECT_DOUBLE_EQ(m[0].optimizer, 2 * m[0].params);
+}
+
+// The optimizer step reads a rank's gradients twice (the norm, then AdamW)
+// and reads and writes its parameters and both moments, 32 bytes per f32
+// parameter with AdamW, at the optimizer class's efficiency; ZeRO-1 divides
+// it over dp.
+TEST_F(PlanCostTest, OptimizerStepAtItsOwnEfficiency) {
+  Plan plan;
+  plan.dp = 4;
+  PlanCost whole = evaluate(plan);
+  double params = whole.stages[0].params;
+  EXPECT_NEAR(whole.optimizerTime, 32 * params / (1e11 * 0.8),
+              1e-9 * whole.optimizerTime);
+  plan.zero = 1;
+  EXPECT_NEAR(evaluate(plan).optimizerTime, whole.optimizerTime / 4,
+              1e-9 * whole.optimizerTime);
+  Hardware slow = testHardware();
+  slow.efficiency[(int)OpClass::Optimizer] = 0.2;
+  PlanCostModel slower(costs->getModel(), slow);
+  plan.zero = 0;
+  llvm::Expected<PlanCost> s = slower.evaluate(plan);
+  ASSERT_TRUE(bool(s));
+  EXPECT_NEAR(s->optimizerTime, 4 * whole.optimizerTime,
+              1e-9 * s->optimizerTime);
 }
 
 TEST_F(PlanCostTest, DataParallelReduction) {
@@ -1018,6 +1044,23 @@ TEST_F(PlanCostTest, ZeroScattersABucketPerLayer) {
                       4,
               1e-6 * grads);
   EXPECT_GT(model.tiedParams, 0);
+  // Each micro-batch's W packs the 5 buckets (a concat) and the runtime
+  // stages each for its reduce_scatter: 4 passes over the whole gradients
+  // at memcpy's bandwidth, 2 kernels a bucket; without ZeRO, W writes into
+  // the all_reduce's buckets in place.
+  Hardware withOverhead = testHardware();
+  withOverhead.kernelOverhead = 1e-6;
+  PlanCostModel costed(model, withOverhead);
+  plan.zero = 1;
+  llvm::Expected<PlanCost> z1 = costed.evaluate(plan);
+  plan.zero = 0;
+  llvm::Expected<PlanCost> z0 = costed.evaluate(plan);
+  ASSERT_TRUE(z0 && z1);
+  double accumulation0 = z0->stages[0].accumulation,
+         accumulation1 = z1->stages[0].accumulation;
+  EXPECT_NEAR(z1->stages[0].weight - accumulation1 -
+                  (z0->stages[0].weight - accumulation0),
+              4 * grads / 1e11 + 2 * 5 * 1e-6, 1e-12);
 }
 
 // braidc's bucket cap (--bucket-mb, 25 MiB of f32 elements): a bucket

@@ -226,13 +226,13 @@ TEST(SearchTest, FindsTheOptimumOfAHandArgument) {
   EXPECT_EQ(best.recompute, Recompute::None);
   EXPECT_EQ(best.zero, 0);
   // Its time by hand: 16 samples x 3 GFLOP per 8 samples per layer x 8
-  // layers over 4 devices at 1 TFLOP/s, plus the optimizer reading and
-  // writing 2e6 parameters' 4 + 4 + 4 + 16 bytes at 1 TB/s... on 1/4 of
-  // them; with several micro-batches, the accumulation loop's 5 passes
-  // over those gradients (4 bytes each) at 1 TB/s in each (and 2 more once
-  // after an odd count).
+  // layers over 4 devices at 1 TFLOP/s, plus the optimizer step reading
+  // and writing 2e6 parameters' 4 + 4 + 4 + 4 + 16 bytes (the gradients
+  // twice: the norm, then AdamW) at 1 TB/s... on 1/4 of them; with several
+  // micro-batches, the accumulation loop's 5 passes over those gradients
+  // (4 bytes each) at 1 TB/s in each (and 2 more once after an odd count).
   double compute = 16.0 / 8 * 3e9 * 8 / 4 / 1e12;
-  double optimizer = 8e6 / 4 * (4 + 4 + 4 + 2 * 8) / 1e12;
+  double optimizer = 8e6 / 4 * (4 + 4 + 4 + 4 + 2 * 8) / 1e12;
   int m = best.microbatches;
   double accumulation =
       m > 1 ? (m * 5 + (m % 2 ? 2 : 0)) * 8e6 / 4 * 4 / 1e12 : 0;

@@ -39,8 +39,8 @@ enum class OpClass {
   Matmul,
   /// The attention core (q k^T, softmax, p v and their gradients).
   Attention,
-  /// Everything else that is not row-wise (elementwise, embedding, data
-  /// movement): bound by memory bandwidth.
+  /// Everything else that is not row-wise or transcendental (elementwise,
+  /// embedding, data movement): bound by memory bandwidth.
   Memory,
   /// Row-wise reductions (RowReductionOpInterface: norms, softmax and
   /// their gradients): costed by bytes like Memory, at their own
@@ -53,13 +53,26 @@ enum class OpClass {
   /// slower per byte again than a norm, and over a large vocabulary most of
   /// a GPT head's memory-bound time.
   Loss,
+  /// The optimizer step over a rank's parameters (the gradient norm's read
+  /// of the gradients, then AdamW's update): by bytes, at its own
+  /// efficiency. No op of a model's forward and backward is of this class;
+  /// the plan cost model prices the step with it. On a CPU the update's
+  /// square root and division per element run between a memcpy's and an
+  /// add's rate.
+  Optimizer,
+  /// Elementwise ops that evaluate a transcendental function per element
+  /// (OpTrait::braid::Transcendental: GELU, SiLU, exp and their gradients):
+  /// by bytes, at their own efficiency. On a CPU GELU's tanh makes it
+  /// several times slower per byte than an add.
+  Transcendental,
 };
-constexpr int kNumOpClasses = 5;
+constexpr int kNumOpClasses = 7;
 llvm::StringRef getOpClassName(OpClass c);
 /// Whether a class is costed by its bytes over memory bandwidth (else by
 /// its FLOPs over peak).
 inline bool isBytesBound(OpClass c) {
-  return c == OpClass::Memory || c == OpClass::RowWise || c == OpClass::Loss;
+  return c == OpClass::Memory || c == OpClass::RowWise || c == OpClass::Loss ||
+         c == OpClass::Optimizer || c == OpClass::Transcendental;
 }
 
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, SendRecv };
@@ -96,9 +109,10 @@ struct Hardware {
   /// Peak FLOP/s per element type name ("bf16", "f16", "f32", "f64").
   std::map<std::string, double> peakFlops;
   /// Achieved fraction of peak (Matmul, Attention) or of memory bandwidth
-  /// (Memory, RowWise, Loss), per op class, in (0, 1]. A file without
-  /// "rowwise" or "loss" gives those ops the memory efficiency.
-  double efficiency[kNumOpClasses] = {1, 1, 1, 1, 1};
+  /// (the others), per op class, in (0, 1]. A file without "rowwise",
+  /// "loss", "optimizer" or "transcendental" gives those the memory
+  /// efficiency.
+  double efficiency[kNumOpClasses] = {1, 1, 1, 1, 1, 1, 1};
   /// Device memory bandwidth, bytes/s.
   double memoryBandwidth = 1;
   /// Device memory, bytes.

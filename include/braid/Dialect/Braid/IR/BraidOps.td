@@ -35,6 +35,11 @@ def Braid_MovesDataOnly : NativeOpTrait<"MovesDataOnly"> {
   let cppNamespace = "::mlir::OpTrait::braid";
 }
 
+// See mlir::OpTrait::braid::Transcendental.
+def Braid_Transcendental : NativeOpTrait<"Transcendental"> {
+  let cppNamespace = "::mlir::OpTrait::braid";
+}
+
 // See mlir::OpTrait::braid::ComputesInBF16.
 def Braid_ComputesInBF16 : NativeOpTrait<"ComputesInBF16"> {
   let cppNamespace = "::mlir::OpTrait::braid";
@@ -328,14 +333,16 @@ class Braid_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
 }
 
 def Braid_NegOp : Braid_UnaryOp<"neg", "Elementwise negation.", [Braid_Linear]>;
-def Braid_ExpOp : Braid_UnaryOp<"exp", "Elementwise exponential.">;
+def Braid_ExpOp : Braid_UnaryOp<"exp", "Elementwise exponential.",
+    [Braid_Transcendental]>;
 def Braid_SqrtOp : Braid_UnaryOp<"sqrt", "Elementwise square root.">;
 def Braid_RsqrtOp : Braid_UnaryOp<"rsqrt", "Elementwise reciprocal square root.">;
 def Braid_ReluOp : Braid_UnaryOp<"relu", "Elementwise max(x, 0).">;
-def Braid_SiluOp : Braid_UnaryOp<"silu", "Elementwise x * sigmoid(x).">;
+def Braid_SiluOp : Braid_UnaryOp<"silu", "Elementwise x * sigmoid(x).",
+    [Braid_Transcendental]>;
 
 def Braid_GeluOp : Braid_DiffOp<"gelu", [SameOperandsAndResultType,
-    Braid_ComputesInBF16, Braid_InPlaceOpInterface,
+    Braid_ComputesInBF16, Braid_InPlaceOpInterface, Braid_Transcendental,
     DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface,
         ["isFusible", "getFusibleWhen"]>]> {
   let summary = "Gaussian error linear unit, exact or tanh approximation.";
@@ -629,8 +636,9 @@ def Braid_ConstantOp : Braid_ModelOp<"constant", [ConstantLike,
 // product is not a short composition of other braid ops.
 //===----------------------------------------------------------------------===//
 
-class Braid_ActivationGradOp<string mnemonic, string what>
-    : Braid_ModelOp<mnemonic, [SameOperandsAndResultType,
+class Braid_ActivationGradOp<string mnemonic, string what,
+                             list<Trait> traits = []>
+    : Braid_ModelOp<mnemonic, traits # [SameOperandsAndResultType,
         Braid_InPlaceOpInterface,
         DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface>]> {
   let summary = "Gradient of " # what # ": `grad * f'(input)`.";
@@ -640,10 +648,11 @@ class Braid_ActivationGradOp<string mnemonic, string what>
 }
 
 def Braid_ReluGradOp : Braid_ActivationGradOp<"relu_grad", "relu">;
-def Braid_SiluGradOp : Braid_ActivationGradOp<"silu_grad", "silu">;
+def Braid_SiluGradOp : Braid_ActivationGradOp<"silu_grad", "silu",
+    [Braid_Transcendental]>;
 
 def Braid_GeluGradOp : Braid_ModelOp<"gelu_grad", [SameOperandsAndResultType,
-    Braid_InPlaceOpInterface,
+    Braid_InPlaceOpInterface, Braid_Transcendental,
     DeclareOpInterfaceMethods<Braid_FusibleElementwiseOpInterface,
         ["isFusible", "getFusibleWhen"]>]> {
   let summary = "Gradient of gelu: `grad * gelu'(input)`.";

@@ -54,6 +54,13 @@ class MovesDataOnly : public TraitBase<ConcreteType, MovesDataOnly> {};
 template <typename ConcreteType>
 class ComputesInBF16 : public TraitBase<ConcreteType, ComputesInBF16> {};
 
+/// Marks elementwise ops that evaluate a transcendental function (exp,
+/// tanh, erf, a sigmoid) per element: on a CPU several times slower per
+/// byte than a streaming op such as add, so the planner's cost model gives
+/// them their own efficiency (OpClass::Transcendental).
+template <typename ConcreteType>
+class Transcendental : public TraitBase<ConcreteType, Transcendental> {};
+
 /// Marks ops linear in all their operands jointly (add, sub, neg and data
 /// movement): applied to summands, they give a summand of the result, so
 /// pending partial sums can pass through them unreduced when every operand
