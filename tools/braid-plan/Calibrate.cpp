@@ -420,8 +420,8 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   // The optimizer step as braidc's programs run it, over the same arrays:
   // the gradient norm (a read of the gradients) and AdamW in place (reads
   // parameters, gradients and both moments, writes all but the gradients).
-  // Its square root and division per element put it between memcpy and the
-  // add kernel on a CPU, so it has its own class.
+  // Its square root and division per element (in double) make it slower
+  // per byte than memcpy or the add kernel on a CPU: its own class.
   double optEff;
   {
     std::vector<float> param(elems, 0.5f), grad(elems, 1e-3f), m(elems, 0.0f),

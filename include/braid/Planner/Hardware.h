@@ -57,8 +57,8 @@ enum class OpClass {
   /// of the gradients, then AdamW's update): by bytes, at its own
   /// efficiency. No op of a model's forward and backward is of this class;
   /// the plan cost model prices the step with it. On a CPU the update's
-  /// square root and division per element run between a memcpy's and an
-  /// add's rate.
+  /// square root and division per element (in double) make it slower per
+  /// byte than memcpy or an add (7.9 GB/s against 15 and 22 here).
   Optimizer,
   /// Elementwise ops that evaluate a transcendental function per element
   /// (OpTrait::braid::Transcendental: GELU, SiLU, exp and their gradients):
