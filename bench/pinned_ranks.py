@@ -17,6 +17,9 @@ by mesh.
 
   bench/pinned_ranks.py --build-dir DIR --predictions CSV --ranks 4 \\
       --rounds 2 --json OUT
+
+--check (ctest) exits non-zero unless every plan ran every time both ways;
+the correlations and ratios are measured, not checked.
 """
 
 import argparse
@@ -67,6 +70,8 @@ def main():
     parser.add_argument("--json", type=Path, help="write every run's step time here")
     parser.add_argument("--reuse", type=Path,
                         help="a --json file of an earlier run: report it, time nothing")
+    parser.add_argument("--check", action="store_true",
+                        help="exit non-zero unless every plan ran every time both ways")
     args = parser.parse_args()
 
     predicted = {r["plan"]: float(r["predicted_s"]) for r in csv.DictReader(open(args.predictions))}
@@ -98,6 +103,8 @@ def main():
 
     names = [n for n in runs if n in predicted and all(t is not None for m in runs[n].values() for t in m)]
     print(f"{len(names)} of {len(plans)} plans ran every time")
+    if not names:
+        sys.exit("pinned_ranks: no plan ran every time both ways")
     for mode in ("free", "pinned"):
         medians = [statistics.median(runs[n][mode]) for n in names]
         s = spearman([predicted[n] for n in names], medians)
@@ -116,6 +123,10 @@ def main():
     for mesh, ratios in sorted(by_mesh.items()):
         print(f"  {mesh}: pinned / free, median over {len(ratios)} plans: "
               f"{statistics.median(ratios):.3f}")
+    if args.check and len(names) != len(plans):
+        failed = sorted(n for n, _, _ in plans if n not in names)
+        sys.exit("pinned_ranks: --check: these plans failed or timed out at least once: " +
+                 "; ".join(failed))
 
 
 if __name__ == "__main__":

@@ -218,16 +218,22 @@ def file_sha256(path, h=None):
     return h
 
 
+# snapshot_runtime's copies: DIR/runtime-<hash> and, while copied, .tmp.
+SNAPSHOT = re.compile(r"runtime-[0-9a-f]{16}(\.tmp)?")
+
+
 def runtime_files(bin_dir):
     """What a CPU program compiles and links against besides braidc's output,
     as (name, path): the runtime's headers (braidc's -I, in the source tree)
     as include/..., and its static libraries (the CUDA ones left out) as
-    build/... (the build tree)."""
+    build/... (the build tree). A --build-dir inside the build tree (ctest's)
+    holds copies of them (runtime-<hash>/): those are left out."""
     inc, build = ROOT / "runtime" / "include", bin_dir.parent.resolve()
     return ([("include/" + str(f.relative_to(inc)), f) for f in sorted(inc.rglob("*"))
              if f.is_file()] +
             [("build/" + str(f.relative_to(build)), f)
-             for f in sorted(build.rglob("libbraid_rt*.a")) if "cuda" not in f.name])
+             for f in sorted(build.rglob("libbraid_rt*.a")) if "cuda" not in f.name and
+             not any(SNAPSHOT.fullmatch(part) for part in f.relative_to(build).parts)])
 
 
 def runtime_hash(files):
