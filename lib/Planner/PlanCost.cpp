@@ -318,7 +318,14 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
           *times[p] += t;
           st.tpComm += t;
           st.comm[p] += t;
-          tpCalls[s][p] += (scatters + gatherCalls + reduces) * instances;
+          // Blocking points: with sp, each reduce_scatter's all_gather
+          // follows it across a norm (or its gradient) and a residual add
+          // of a sequence block, the group just released together: it
+          // waits for no descheduled peer (measured: docs/planner.md, run
+          // s).
+          int afterScatter = sp ? n : 0;
+          tpCalls[s][p] +=
+              (scatters + gatherCalls + reduces - afterScatter) * instances;
           // Not priced: the runtime's staging copies of sequence-split
           // blocks (runtime/src/program/collectives.c). At memcpy's rate
           // over arrays far larger than caches they ranked the stored

@@ -771,6 +771,17 @@ TEST_F(PlanCostTest, DescheduledWait) {
               expectedDescheduledWait(1e-3, interval(s0)) *
                   s1.stages[0].blockingPoints,
               1e-12);
+  // With sp each all_reduce is a reduce_scatter and an all_gather, but the
+  // all_gather follows its reduce_scatter across a norm, the group just
+  // released together: one blocking point for the pair. W adds, per layer,
+  // an all_gather of each column-parallel product's input and the
+  // all_reduce of its sequence-partial gradients (the norms' and biases'),
+  // and one all_reduce of those of the ops around the layers.
+  const SegmentCost &layer = model.layers.front();
+  ASSERT_GT(layer.tpColumnProducts, 0);
+  ASSERT_GT(layer.sequencePartialParamTensors, 0);
+  EXPECT_EQ(s1.stages[0].blockingPoints,
+            collectives + 4 * (layer.tpColumnProducts + 1) + 1);
   // With 3 of the 4 devices computing at once, the 2 outside a group
   // cannot hold every core: no wait.
   Hardware three = waiting;
