@@ -703,9 +703,10 @@ TEST(DescheduledWaitTest, ExpectedWait) {
 
 // Devices sharing cores wait for descheduled peers at a blocking collective
 // only where the node's devices outside its group can hold every core; then
-// each tp collective (a reduce_scatter and an all_gather with sp), pipeline
-// transfer and dp collective gains the expected wait, with the blocking
-// interval the plan's compute over its blocking points.
+// each tp collective (with sp, a reduce_scatter and the all_gather after
+// it together), pipeline transfer and dp collective gains the expected
+// wait, with the blocking interval the plan's compute over its blocking
+// points.
 TEST_F(PlanCostTest, DescheduledWait) {
   Hardware shared = testHardware();
   shared.concurrentDevicesPerNode = 2;

@@ -164,7 +164,8 @@ struct StageCost {
   /// descheduled peers (PlanCostModel::getDescheduledWait).
   double wait = 0;
   /// Points per micro-batch (F + B + W) where this stage's ranks block:
-  /// its tp collectives, ZeRO-3's gathers, and its pipeline receives. Where
+  /// its tp collectives (with sp, a reduce_scatter and the all_gather
+  /// after it one point), ZeRO-3's gathers, and its pipeline receives. Where
   /// ranks share cores, a rank of another group gives its core back at
   /// each of them.
   double blockingPoints = 0;
