@@ -34,7 +34,9 @@
 // RUN: cmp %t.d/full60/checkpoint.safetensors %t.d/kills/checkpoint.safetensors
 //
 // A stopped rank: the others time out (status 75) and the job restarts.
-// RUN: env FAULT_STATE=%t.d/stop.n FAULT_KILLS=1 FAULT_SEED=3 FAULT_SIGNAL=STOP braid-run --restarts 1 --mpirun %S/Inputs/fault-mpirun.py -n 4 %t.prog --steps 30 --seed 1 --save %t.d/stop --save-every 3 --timeout 2 > /dev/null 2> %t.stop.err
+// The timeout is well above a step's time under load: at 2 s a loaded CI
+// machine once timed out at the first checkpoint before any rank stopped.
+// RUN: env FAULT_STATE=%t.d/stop.n FAULT_KILLS=1 FAULT_SEED=3 FAULT_SIGNAL=STOP braid-run --restarts 1 --mpirun %S/Inputs/fault-mpirun.py -n 4 %t.prog --steps 30 --seed 1 --save %t.d/stop --save-every 3 --timeout 15 > /dev/null 2> %t.stop.err
 // RUN: FileCheck %s --check-prefix=STOP < %t.stop.err
 // STOP: TIMEOUT
 // STOP: braid-run: the job failed (status 75: a collective timed out or communication failed); restart 1 of 1: resuming {{.*}}stop/step-{{[0-9]+}} at step
