@@ -32,6 +32,8 @@ StringRef mlir::braid::plan::getOpClassName(OpClass c) {
     return "optimizer";
   case OpClass::Transcendental:
     return "transcendental";
+  case OpClass::AttentionBackward:
+    return "attention_backward";
   }
   return "?";
 }
@@ -210,7 +212,8 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
           {"name", "description", "source", "peak_flops", "efficiency",
            "memory_bandwidth", "device_memory", "workspace_bytes",
            "devices_per_node", "concurrent_devices_per_node", "kernel_overhead",
-           "descheduled_wait", "saved_activation_copies", "links"}))
+           "descheduled_wait", "saved_activation_copies", "attention_bandwidth",
+           "attention_backward_bandwidth", "links"}))
     return std::move(e);
 
   Hardware hw;
@@ -253,6 +256,12 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
     // Files written before row-wise ops, the optimizer and transcendental
     // ops had their own class: the memory efficiency, as those files costed
     // them.
+    // Files written before the attention gradients had their own class:
+    // the attention's efficiency.
+    if (OpClass(c) == OpClass::AttentionBackward && !(*eff)->get(classes[c])) {
+      hw.efficiency[c] = hw.efficiency[(int)OpClass::Attention];
+      continue;
+    }
     if (OpClass(c) != OpClass::Matmul && OpClass(c) != OpClass::Attention &&
         OpClass(c) != OpClass::Memory && !(*eff)->get(classes[c])) {
       hw.efficiency[c] = hw.efficiency[(int)OpClass::Memory];
@@ -306,6 +315,18 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
     if (!root->get(key))
       continue;
     auto v = r.number(*root, key, ("hardware." + key).str(), 0, 1, true);
+    if (!v)
+      return v.takeError();
+    *slot = *v;
+  }
+
+  for (auto [key, slot] :
+       {std::pair<StringRef, double *>{"attention_bandwidth",
+                                       &hw.attentionBandwidth},
+        {"attention_backward_bandwidth", &hw.attentionBackwardBandwidth}}) {
+    if (!root->get(key))
+      continue;
+    auto v = r.number(*root, key, ("hardware." + key).str(), 0, kHuge);
     if (!v)
       return v.takeError();
     *slot = *v;
@@ -442,5 +463,9 @@ void mlir::braid::plan::writeHardware(llvm::raw_ostream &os,
     root["descheduled_wait"] = hw.descheduledWait;
   if (hw.savedActivationCopies > 0)
     root["saved_activation_copies"] = hw.savedActivationCopies;
+  if (hw.attentionBandwidth > 0)
+    root["attention_bandwidth"] = hw.attentionBandwidth;
+  if (hw.attentionBackwardBandwidth > 0)
+    root["attention_backward_bandwidth"] = hw.attentionBackwardBandwidth;
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }

@@ -194,8 +194,10 @@ static std::string elementTypeName(Type t) {
 }
 
 static OpClass classify(Operation *op, CostOpInterface cost) {
-  if (isa<AttentionOp, AttentionGradOp>(op))
+  if (isa<AttentionOp>(op))
     return OpClass::Attention;
+  if (isa<AttentionGradOp>(op))
+    return OpClass::AttentionBackward;
   if (cost.getMatmulFlops() > 0)
     return OpClass::Matmul;
   if (isa<RowReductionOpInterface>(op)) {
@@ -441,8 +443,11 @@ static void applyForwardShares(SegmentCost &seg, int r) {
   }
   for (int c = 0; c < kNumOpClasses; ++c) {
     bool compute = !isBytesBound(OpClass(c));
-    double s = compute ? f.split[c].flops : f.split[c].bytes;
-    double a = s + (compute ? f.replicated[c].flops : f.replicated[c].bytes);
+    // The attention's gradients are divided as its forward is.
+    int fc =
+        OpClass(c) == OpClass::AttentionBackward ? (int)OpClass::Attention : c;
+    double s = compute ? f.split[fc].flops : f.split[fc].bytes;
+    double a = s + (compute ? f.replicated[fc].flops : f.replicated[fc].bytes);
     double share =
         a > 0 ? s / a
               : (compute ? 1.0 : (total > 0 ? totalSplit / total : 1.0));

@@ -256,6 +256,11 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
     rate[c] = isBytesBound(OpClass(c))
                   ? hardware.memoryBandwidth * hardware.efficiency[c]
                   : peak * hardware.efficiency[c];
+  // The attention kernels' per-row streaming beside their products.
+  double streamRate[kNumOpClasses] = {};
+  streamRate[(int)OpClass::Attention] = hardware.attentionBandwidth;
+  streamRate[(int)OpClass::AttentionBackward] =
+      hardware.attentionBackwardBandwidth;
   std::vector<StageCost> stages(numStages);
   // Blocking collectives per pass and micro-batch of each stage: tp's and
   // ZeRO-3's; their waits for descheduled peers are added once every
@@ -285,8 +290,10 @@ PlanCostModel::getStageCosts(const Plan &plan) const {
         const PassWork &w = seg.passes[r][p];
         for (int c = 0; c < kNumOpClasses; ++c) {
           Work rw = w.getRankWork(OpClass(c), tp, sp);
-          double t = (isBytesBound(OpClass(c)) ? rw.bytes : rw.flops) /
-                     rate[c] * scale * instances;
+          double t = (isBytesBound(OpClass(c)) ? rw.bytes : rw.flops) / rate[c];
+          if (streamRate[c] > 0)
+            t += rw.bytes / streamRate[c];
+          t *= scale * instances;
           *times[p] += t;
           st.compute[c] += t;
         }

@@ -3,10 +3,11 @@
 // Compute: OpenBLAS sgemm through the runtime's matmul kernel on square
 // matrices (the best rate is the f32 peak; the matmul efficiency is the
 // rate at the sizes small models here use over that peak), the attention
-// kernel (dense-counted FLOPs over the peak), memcpy (the memory bandwidth),
-// the add kernel and GELU with its gradient (their bandwidth over memcpy's
-// is the memory and the transcendental efficiency), the optimizer step, the
-// row-wise kernels at a layer's and a head's sizes (the row-wise
+// kernels, forward and backward (their products' rate over the peak and
+// their bytes' rate, fitted to two sequence lengths), memcpy (the memory
+// bandwidth), the add kernel and GELU with its gradient (their bandwidth over
+// memcpy's is the memory and the transcendental efficiency), the optimizer
+// step, the row-wise kernels at a layer's and a head's sizes (the row-wise
 // efficiency) and a GPT layer's kernels at two
 // batch sizes (the fixed cost per kernel). Network: all_reduce,
 // all_gather, reduce_scatter and send/recv over a range of sizes on `ranks`
@@ -361,19 +362,59 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   }
   double matmulEff = std::min(1.0, stepRate / stepShapes / peak);
 
-  // Attention: batch 1, 4 heads of 64, causal, counted dense.
-  int64_t s = options.quick ? 128 : 256, h = 4, d = 64;
-  std::vector<float> q(s * h * d, 0.1f), y(s * h * d);
-  auto attention = [&] {
-    braid_rt_attention_f32(nullptr, q.data(), q.data(), q.data(), 1, s, s, h, h,
-                           d, 1, 0.125, y.data());
+  // Attention, forward and backward: 4 heads of 64, causal, counted dense,
+  // at a short and a long sequence over the same tokens: the same rows and
+  // bytes, 4x the products. The difference is the products' rate; what the
+  // short sequence takes beyond its products at that rate, over its bytes
+  // (as the cost interface counts them), the kernel's streaming rate.
+  struct AttentionFit {
+    double rate = 0, bandwidth = 0;
   };
-  attention();
-  double attnRate = 4.0 * s * s * h * d / bestOf(reps, attention);
-  double attnEff = std::min(1.0, attnRate / peak);
-  log << formatv("calibrate: attention s={0} h={1} d={2}: {3:F2} GFLOP/s "
-                 "({4:F3} of peak)\n",
-                 s, h, d, attnRate / 1e9, attnEff);
+  auto fitAttention = [&](bool backward) {
+    int64_t h = 4, d = 64, tokens = options.quick ? 512 : 1024;
+    int64_t seqs[2] = {options.quick ? 32 : 64, options.quick ? 128 : 256};
+    size_t n = size_t(tokens * h * d);
+    std::vector<float> q(n, 0.1f), k(n, 0.2f), v(n, 0.3f), dy(n, 0.01f), y(n),
+        dq(n), dk(n), dv(n);
+    double flops[2], seconds[2];
+    for (int i = 0; i < 2; ++i) {
+      int64_t s = seqs[i], b = tokens / s;
+      auto run = [&] {
+        if (backward)
+          braid_rt_attention_grad_all_f32(nullptr, q.data(), k.data(), v.data(),
+                                          dy.data(), b, s, s, h, h, d, 1, 0.125,
+                                          dq.data(), dk.data(), dv.data());
+        else
+          braid_rt_attention_f32(nullptr, q.data(), k.data(), v.data(), b, s, s,
+                                 h, h, d, 1, 0.125, y.data());
+      };
+      run();
+      // The forward's q k^T and p v; the backward's four products.
+      flops[i] = (backward ? 8.0 : 4.0) * b * s * s * h * d;
+      seconds[i] = bestOf(reps, run);
+    }
+    // The forward reads q, k, v and writes y; the backward's three ops
+    // (dq, dk, dv) each read q, k, v and dy and write one gradient.
+    double bytes = (backward ? 15.0 : 4.0) * double(n) * sizeof(float);
+    AttentionFit fit;
+    if (seconds[1] > seconds[0]) {
+      fit.rate = (flops[1] - flops[0]) / (seconds[1] - seconds[0]);
+      double rest = seconds[0] - flops[0] / fit.rate;
+      fit.bandwidth = rest > 0 ? bytes / rest : 0;
+    } else {
+      fit.rate = flops[1] / seconds[1];
+    }
+    log << formatv("calibrate: attention {0} (h={1} d={2}, {3} tokens): "
+                   "sequence {4} {5:F3} ms, {6} {7:F3} ms: products at "
+                   "{8:F2} GFLOP/s ({9:F3} of peak), streaming {10:F2} GB/s\n",
+                   backward ? "backward" : "forward", h, d, tokens, seqs[0],
+                   seconds[0] * 1e3, seqs[1], seconds[1] * 1e3, fit.rate / 1e9,
+                   fit.rate / peak, fit.bandwidth / 1e9);
+    return fit;
+  };
+  AttentionFit attnF = fitAttention(false), attnB = fitAttention(true);
+  double attnEff = std::min(1.0, attnF.rate / peak);
+  double attnBackEff = std::min(1.0, attnB.rate / peak);
 
   // Memory: memcpy and the add kernel over arrays far larger than caches.
   int64_t elems = options.quick ? (int64_t(1) << 22) : (int64_t(1) << 24);
@@ -581,6 +622,9 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
   hw.peakFlops["f32"] = peak;
   hw.efficiency[(int)OpClass::Matmul] = matmulEff;
   hw.efficiency[(int)OpClass::Attention] = std::max(1e-3, attnEff);
+  hw.efficiency[(int)OpClass::AttentionBackward] = std::max(1e-3, attnBackEff);
+  hw.attentionBandwidth = attnF.bandwidth;
+  hw.attentionBackwardBandwidth = attnB.bandwidth;
   hw.efficiency[(int)OpClass::Memory] = memEff;
   hw.efficiency[(int)OpClass::RowWise] = std::max(1e-4, rowEff);
   hw.efficiency[(int)OpClass::Loss] = std::max(1e-4, lossEff);
@@ -903,8 +947,13 @@ llvm::Expected<Hardware> calibrateLocal(const CalibrationOptions &options,
       "does; peak_flops.f32: the best sgemm rate (runtime matmul kernel, "
       "square 64..2048); efficiency.matmul: the mean rate of a training step's "
       "products (256 tokens, hidden 128, MLP 512; F, B and W forms) over "
-      "it; efficiency.attention: the attention kernel's dense-counted rate "
-      "over it; memory_bandwidth: memcpy (read + write); efficiency.memory: "
+      "it; efficiency.attention and efficiency.attention_backward: the "
+      "attention kernels' (forward; backward, all three gradients at once) "
+      "dense-counted products' rate over it, and attention_bandwidth and "
+      "attention_backward_bandwidth their bytes' rate, both fitted to the "
+      "kernels timed at sequence 64 and 256 over 1024 tokens (4 heads of "
+      "64, causal); memory_bandwidth: memcpy (read + write); "
+      "efficiency.memory: "
       "the add kernel's bandwidth over memcpy's; efficiency.transcendental: "
       "the harmonic mean bandwidth of GELU (tanh) and its gradient over "
       "memcpy's; efficiency.rowwise: the harmonic mean bandwidth of "

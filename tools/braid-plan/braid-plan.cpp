@@ -297,7 +297,8 @@ static json::Value toJson(const PlanCost &c) {
       {"pipeline_time", c.pipelineTime},
       {"compute_time", c.computeTime},
       {"matmul_time", c.computeByClass[(int)OpClass::Matmul]},
-      {"attention_time", c.computeByClass[(int)OpClass::Attention]},
+      {"attention_time", c.computeByClass[(int)OpClass::Attention] +
+                             c.computeByClass[(int)OpClass::AttentionBackward]},
       {"memory_bound_time", c.computeByClass[(int)OpClass::Memory]},
       {"rowwise_time", c.computeByClass[(int)OpClass::RowWise]},
       {"loss_time", c.computeByClass[(int)OpClass::Loss]},

@@ -93,7 +93,8 @@ TEST(HardwareTest, LocatedErrors) {
             "description, source, peak_flops, efficiency, memory_bandwidth, "
             "device_memory, workspace_bytes, devices_per_node, "
             "concurrent_devices_per_node, kernel_overhead, descheduled_wait, "
-            "saved_activation_copies, links)");
+            "saved_activation_copies, attention_bandwidth, "
+            "attention_backward_bandwidth, links)");
   EXPECT_EQ(errorOf(replace(kValid, "\"beta\": 2e10}}}", "\"beta\": 0}}}")),
             "hw.json: hardware.links.inter_node.send_recv.beta: expected a "
             "number in (0, 1e+30], got 0");
@@ -172,6 +173,45 @@ TEST(HardwareTest, RowWiseKernelOverheadAndDescheduledWait) {
   EXPECT_TRUE(hw->sharesCores(64));
   hw->concurrentDevicesPerNode = 0;
   EXPECT_FALSE(hw->sharesCores(64));
+}
+
+TEST(HardwareTest, AttentionBackwardAndStreaming) {
+  // A file from before the attention's gradients had their own class: the
+  // attention's efficiency, and no streaming term.
+  llvm::Expected<Hardware> old = parseHardware(kValid, "hw.json");
+  ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
+  EXPECT_EQ(old->getEfficiency(OpClass::AttentionBackward), 0.25);
+  EXPECT_EQ(old->attentionBandwidth, 0);
+  EXPECT_EQ(old->attentionBackwardBandwidth, 0);
+  std::string text = replace(kValid, "\"attention\": 0.25",
+                             "\"attention\": 0.25, \"attention_backward\": "
+                             "0.125");
+  text = replace(text, "\"devices_per_node\": 8",
+                 "\"devices_per_node\": 8, \"attention_bandwidth\": 6e9, "
+                 "\"attention_backward_bandwidth\": 5e9");
+  llvm::Expected<Hardware> hw = parseHardware(text, "hw.json");
+  ASSERT_TRUE(bool(hw)) << llvm::toString(hw.takeError());
+  EXPECT_EQ(hw->getEfficiency(OpClass::Attention), 0.25);
+  EXPECT_EQ(hw->getEfficiency(OpClass::AttentionBackward), 0.125);
+  EXPECT_EQ(hw->attentionBandwidth, 6e9);
+  EXPECT_EQ(hw->attentionBackwardBandwidth, 5e9);
+  std::string written;
+  llvm::raw_string_ostream os(written);
+  writeHardware(os, *hw);
+  llvm::Expected<Hardware> again = parseHardware(written, "again.json");
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(again->getEfficiency(OpClass::AttentionBackward), 0.125);
+  EXPECT_EQ(again->attentionBandwidth, 6e9);
+  EXPECT_EQ(again->attentionBackwardBandwidth, 5e9);
+  EXPECT_NE(errorOf(replace(text, "\"attention_bandwidth\": 6e9",
+                            "\"attention_bandwidth\": 0"))
+                .find("hw.json: hardware.attention_bandwidth: expected a "
+                      "number in (0, "),
+            std::string::npos);
+  EXPECT_EQ(errorOf(replace(text, "\"attention_backward\": 0.125",
+                            "\"attention_backward\": 1.5")),
+            "hw.json: hardware.efficiency.attention_backward: expected a "
+            "number in (0, 1], got 1.5");
 }
 
 TEST(HardwareTest, UnknownName) {

@@ -70,6 +70,14 @@ TEST_F(ModelCostTest, LayerMatmulFlops) {
   // The attention core: q k^T and p v, dense: 2 * 2 b s^2 h.
   EXPECT_NEAR(none[0].getFlops(OpClass::Attention), 4 * b * s * s * h,
               b * s * h + 1);
+  // Its gradients, in their own class: four products. Full recomputation
+  // re-runs the forward core in B too.
+  EXPECT_EQ(none[1].getFlops(OpClass::Attention), 0);
+  EXPECT_NEAR(none[1].getFlops(OpClass::AttentionBackward), 8 * b * s * s * h,
+              3 * b * s * h + 1);
+  EXPECT_EQ(none[0].getFlops(OpClass::AttentionBackward), 0);
+  EXPECT_DOUBLE_EQ(full[1].getFlops(OpClass::Attention),
+                   none[0].getFlops(OpClass::Attention));
 }
 
 TEST_F(ModelCostTest, Parameters) {

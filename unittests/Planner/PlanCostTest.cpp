@@ -39,6 +39,7 @@ Hardware testHardware() {
   hw.efficiency[4] = 0.8;
   hw.efficiency[5] = 0.8;
   hw.efficiency[6] = 0.8;
+  hw.efficiency[7] = 0.25; // the attention's gradients, as its forward
   hw.memoryBandwidth = 1e11;
   hw.deviceMemory = 1e9;
   hw.workspaceBytes = 1e6;
@@ -681,6 +682,47 @@ TEST_F(PlanCostTest, RowWiseAndLossEfficiency) {
                seg->passes[0][p].replicated[(int)OpClass::RowWise].bytes);
   EXPECT_NEAR(c.compute[(int)OpClass::RowWise], (norms + rowB) / 1e10, 1e-15);
   EXPECT_NEAR(c.compute[(int)OpClass::Loss], (loss + lossGrad) / 5e9, 1e-15);
+}
+
+// The attention's forward and its gradients: their products at their own
+// efficiencies, plus their bytes at the kernels' streaming rates.
+TEST_F(PlanCostTest, AttentionStreamingAndBackwardEfficiency) {
+  Hardware hw = testHardware();
+  hw.efficiency[(int)OpClass::AttentionBackward] = 0.125;
+  hw.attentionBandwidth = 1e9;
+  hw.attentionBackwardBandwidth = 5e8;
+  PlanCostModel model(costs->getModel(), hw);
+  Plan plan;
+  plan.microBatchSize = 2;
+  PlanCost base = evaluate(plan);
+  llvm::Expected<PlanCost> c = model.evaluate(plan);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  // By hand, per layer (batch 2, sequence 16, 4 heads of 16): F's q k^T and
+  // p v, 2 x 2 b s^2 h FLOPs, reading q, k, v and writing y (4 b s h
+  // floats); B's three gradients, four products (twice F's), each reading
+  // q, k, v, dy and writing one gradient (15 b s h floats).
+  // (The cost interface adds the softmax's and its gradient's elementwise
+  // FLOPs, b s h per op.)
+  const double b = 2, s = 16, h = 64, layers = 4;
+  const PassWork *layer = costs->getModel().layers[0].passes[0];
+  double flopsF = layer[0].getFlops(OpClass::Attention);
+  double flopsB = layer[1].getFlops(OpClass::AttentionBackward);
+  EXPECT_EQ(flopsF, 4 * b * s * s * h + b * s * h);
+  EXPECT_EQ(flopsB, 8 * b * s * s * h + 3 * b * s * h);
+  double bytesF = 4 * b * s * h * 4, bytesB = 15 * b * s * h * 4;
+  EXPECT_NEAR(base.stages[0].compute[(int)OpClass::Attention],
+              layers * flopsF / 0.25e12, 1e-15);
+  EXPECT_NEAR(c->stages[0].compute[(int)OpClass::Attention],
+              layers * (flopsF / 0.25e12 + bytesF / 1e9), 1e-15);
+  EXPECT_NEAR(base.stages[0].compute[(int)OpClass::AttentionBackward],
+              layers * flopsB / 0.25e12, 1e-15);
+  EXPECT_NEAR(c->stages[0].compute[(int)OpClass::AttentionBackward],
+              layers * (flopsB / 0.125e12 + bytesB / 5e8), 1e-15);
+  // In B's pass time, not F's.
+  EXPECT_NEAR(c->stages[0].backward - base.stages[0].backward,
+              layers * (flopsB / 0.25e12 + bytesB / 5e8), 1e-12);
+  EXPECT_NEAR(c->stages[0].forward - base.stages[0].forward,
+              layers * bytesF / 1e9, 1e-12);
 }
 
 // A member of a collective that needs a core held by a rank blocking every

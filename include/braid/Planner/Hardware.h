@@ -37,7 +37,8 @@ namespace mlir::braid::plan {
 enum class OpClass {
   /// Matrix products (braid.matmul and its gradients): compute bound.
   Matmul,
-  /// The attention core (q k^T, softmax, p v and their gradients).
+  /// The attention core's forward (q k^T, softmax, p v): its products'
+  /// FLOPs at its efficiency, plus its bytes at attentionBandwidth.
   Attention,
   /// Everything else that is not row-wise or transcendental (elementwise,
   /// embedding, data movement): bound by memory bandwidth.
@@ -65,8 +66,14 @@ enum class OpClass {
   /// by bytes, at their own efficiency. On a CPU GELU's tanh makes it
   /// several times slower per byte than an add.
   Transcendental,
+  /// The attention core's gradients (braid.attention_grad: the four
+  /// products of its backward and the softmax's gradient): like Attention,
+  /// at their own efficiency and attentionBackwardBandwidth. On this CPU
+  /// the backward kernel takes 3.1 times the forward's time at every
+  /// sequence length measured (16..512), though it counts twice its FLOPs.
+  AttentionBackward,
 };
-constexpr int kNumOpClasses = 7;
+constexpr int kNumOpClasses = 8;
 llvm::StringRef getOpClassName(OpClass c);
 /// Whether a class is costed by its bytes over memory bandwidth (else by
 /// its FLOPs over peak).
@@ -112,9 +119,18 @@ struct Hardware {
   /// (the others), per op class, in (0, 1]. A file without "rowwise",
   /// "loss", "optimizer" or "transcendental" gives those the memory
   /// efficiency.
-  double efficiency[kNumOpClasses] = {1, 1, 1, 1, 1, 1, 1};
+  double efficiency[kNumOpClasses] = {1, 1, 1, 1, 1, 1, 1, 1};
   /// Device memory bandwidth, bytes/s.
   double memoryBandwidth = 1;
+  /// The rate (bytes/s) at which the attention forward and backward
+  /// kernels stream their tensors beside their products: what each query
+  /// row costs whatever the sequence (the softmax's pass over the row, its
+  /// statistics, loading and rescaling q, k, v): an attention op takes its
+  /// FLOPs over peak x efficiency plus its bytes over this rate. On this
+  /// CPU the forward at sequence 64 runs at half its rate at 256 for that
+  /// reason. 0 (no such term) in files that do not give it.
+  double attentionBandwidth = 0;
+  double attentionBackwardBandwidth = 0;
   /// Device memory, bytes.
   double deviceMemory = 0;
   /// Memory set aside per device for the runtime, library workspaces and
