@@ -253,15 +253,15 @@ llvm::Expected<Hardware> mlir::braid::plan::parseHardware(StringRef json,
   if (llvm::Error e = r.onlyKnown(**eff, "hardware.efficiency", classes))
     return std::move(e);
   for (int c = 0; c < kNumOpClasses; ++c) {
-    // Files written before row-wise ops, the optimizer and transcendental
-    // ops had their own class: the memory efficiency, as those files costed
-    // them.
-    // Files written before the attention gradients had their own class:
-    // the attention's efficiency.
+    // Files written before the attention's gradients had their own class:
+    // the attention's efficiency, as those files costed them.
     if (OpClass(c) == OpClass::AttentionBackward && !(*eff)->get(classes[c])) {
       hw.efficiency[c] = hw.efficiency[(int)OpClass::Attention];
       continue;
     }
+    // Files written before row-wise ops, the optimizer and transcendental
+    // ops had their own class: the memory efficiency, as those files costed
+    // them.
     if (OpClass(c) != OpClass::Matmul && OpClass(c) != OpClass::Attention &&
         OpClass(c) != OpClass::Memory && !(*eff)->get(classes[c])) {
       hw.efficiency[c] = hw.efficiency[(int)OpClass::Memory];

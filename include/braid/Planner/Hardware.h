@@ -118,7 +118,7 @@ struct Hardware {
   /// Achieved fraction of peak (Matmul, Attention) or of memory bandwidth
   /// (the others), per op class, in (0, 1]. A file without "rowwise",
   /// "loss", "optimizer" or "transcendental" gives those the memory
-  /// efficiency.
+  /// efficiency; one without "attention_backward", the attention's.
   double efficiency[kNumOpClasses] = {1, 1, 1, 1, 1, 1, 1, 1};
   /// Device memory bandwidth, bytes/s.
   double memoryBandwidth = 1;
@@ -127,8 +127,8 @@ struct Hardware {
   /// row costs whatever the sequence (the softmax's pass over the row, its
   /// statistics, loading and rescaling q, k, v): an attention op takes its
   /// FLOPs over peak x efficiency plus its bytes over this rate. On this
-  /// CPU the forward at sequence 64 runs at half its rate at 256 for that
-  /// reason. 0 (no such term) in files that do not give it.
+  /// CPU the forward at sequence 64 runs at two thirds of its rate at 256
+  /// for that reason. 0 (no such term) in files that do not give it.
   double attentionBandwidth = 0;
   double attentionBackwardBandwidth = 0;
   /// Device memory, bytes.
