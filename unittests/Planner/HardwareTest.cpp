@@ -32,6 +32,14 @@ constexpr const char *kValid = R"json({
       "send_recv": {"alpha": 1e-5, "beta": 2e10}}}
 })json";
 
+/// `hw` written by writeHardware and parsed again.
+llvm::Expected<Hardware> roundTrip(const Hardware &hw) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeHardware(os, hw);
+  return parseHardware(text, "again.json");
+}
+
 std::string errorOf(llvm::StringRef json) {
   llvm::Expected<Hardware> hw = parseHardware(json, "hw.json");
   if (hw)
@@ -53,10 +61,7 @@ TEST(HardwareTest, ParsesAndRoundTrips) {
   EXPECT_EQ(hw->getEfficiency(OpClass::Attention), 0.25);
   EXPECT_EQ(hw->devicesPerNode, 8);
   EXPECT_EQ(hw->interNode.get(CollectiveKind::SendRecv).alpha, 1e-5);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  writeHardware(os, *hw);
-  llvm::Expected<Hardware> again = parseHardware(text, "again.json");
+  llvm::Expected<Hardware> again = roundTrip(*hw);
   ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
   EXPECT_EQ(again->peakFlops, hw->peakFlops);
   EXPECT_EQ(again->intraNode.get(CollectiveKind::AllGather).beta, 2e11);
@@ -139,10 +144,7 @@ TEST(HardwareTest, RowWiseKernelOverheadAndDescheduledWait) {
   EXPECT_EQ(hw->getEfficiency(OpClass::Memory), 0.75);
   EXPECT_EQ(hw->kernelOverhead, 2e-6);
   EXPECT_EQ(hw->descheduledWait, 0.003);
-  std::string written;
-  llvm::raw_string_ostream os(written);
-  writeHardware(os, *hw);
-  llvm::Expected<Hardware> again = parseHardware(written, "again.json");
+  llvm::Expected<Hardware> again = roundTrip(*hw);
   ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
   EXPECT_EQ(again->getEfficiency(OpClass::RowWise), 0.125);
   EXPECT_EQ(again->getEfficiency(OpClass::Loss), 0.0625);
@@ -195,10 +197,7 @@ TEST(HardwareTest, AttentionBackwardAndStreaming) {
   EXPECT_EQ(hw->getEfficiency(OpClass::AttentionBackward), 0.125);
   EXPECT_EQ(hw->attentionBandwidth, 6e9);
   EXPECT_EQ(hw->attentionBackwardBandwidth, 5e9);
-  std::string written;
-  llvm::raw_string_ostream os(written);
-  writeHardware(os, *hw);
-  llvm::Expected<Hardware> again = parseHardware(written, "again.json");
+  llvm::Expected<Hardware> again = roundTrip(*hw);
   ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
   EXPECT_EQ(again->getEfficiency(OpClass::AttentionBackward), 0.125);
   EXPECT_EQ(again->attentionBandwidth, 6e9);
