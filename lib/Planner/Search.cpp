@@ -508,6 +508,10 @@ mlir::braid::plan::searchPlans(PlanCostModel &costModel,
   if (o.devices < 1)
     return error(
         llvm::formatv("--devices must be positive, got {0}", o.devices));
+  // A hardware description without the model's element type prices no
+  // plan: say so once rather than once per mesh.
+  if (llvm::Expected<double> peak = hw.getPeakFlops(model.dtype); !peak)
+    return peak.takeError();
   int64_t layers = model.getNumLayers();
   int64_t batch = o.globalBatch > 0 ? o.globalBatch : model.batch;
   if (o.microBatchSamples > 0 && batch % o.microBatchSamples != 0)

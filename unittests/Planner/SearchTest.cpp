@@ -482,6 +482,23 @@ TEST(SearchTest, IllegalDegreesAndUnfactorableDevices) {
   EXPECT_NE(msg.find("pp=7: the model has 2 layers"), std::string::npos) << msg;
 }
 
+// A hardware description that prices no plan of the model (no peak for its
+// element type) is one error, not one per mesh under "no plan can split".
+TEST(SearchTest, HardwareWithoutTheModelsElementType) {
+  ModelCost model = toyModel(2);
+  Hardware hw = toyHardware();
+  hw.peakFlops.clear();
+  hw.peakFlops["bf16"] = 1e12;
+  PlanCostModel cm(model, hw);
+  SearchOptions o;
+  o.devices = 2;
+  llvm::Expected<SearchResult> r = searchPlans(cm, o);
+  ASSERT_FALSE(bool(r));
+  std::string msg = llvm::toString(r.takeError());
+  EXPECT_EQ(msg, "hardware 'toy' has no peak FLOP/s for element type 'f32' "
+                 "(it has: bf16)");
+}
+
 TEST(SearchTest, FixedChoicesAndProgramBatch) {
   ModelCost model = edgeModel(8, 1.5);
   PlanCostModel cm(model, toyHardware());
