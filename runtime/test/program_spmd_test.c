@@ -415,6 +415,11 @@ static void test_progress_policy(void) {
         "progress calls %s with BRAID_PROGRESS %s", enabled ? "on" : "off",
         env ? env : "unset");
   CHECK(env || enabled, "progress calls off without BRAID_PROGRESS");
+  CHECK(braid_rt_program_progress_interval(0) == 20e-6 &&
+            braid_rt_program_progress_interval(1) == 200e-6,
+        "progress interval: %g s, and %g s where a call yields",
+        braid_rt_program_progress_interval(0),
+        braid_rt_program_progress_interval(1));
   braid_rt_program_progress(); /* nothing in flight either way */
 }
 

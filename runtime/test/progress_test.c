@@ -6,7 +6,10 @@
  * (braid_rt_progress reports none active) and give the exact sum. It then
  * prints how long the wait still took after the same compute with and
  * without progress calls (a measurement, not a check: the machine is
- * shared).
+ * shared). With many operations in flight, each progress call must test
+ * them in one MPI_Testsome per 64 and never MPI_Test each (counted through
+ * MPI's profiling interface): every MPI call that moves nothing yields the
+ * core where ranks outnumber cores.
  */
 
 #include "test_util.h"
@@ -14,9 +17,72 @@
 #include "braid/rt/mesh.h"
 #include "braid/rt/trace.h"
 
+#include <mpi.h>
 #include <stdlib.h>
 
 enum { COUNT = 1 << 22 }; /* 16 MiB of f32: many rounds of the ring */
+
+/* The runtime's tests, counted (MPI's profiling interface). */
+static long test_calls, testsome_calls;
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  ++test_calls;
+  return PMPI_Test(request, flag, status);
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount,
+                 int indices[], MPI_Status statuses[]) {
+  ++testsome_calls;
+  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+/* 70 small all_reduces in flight, progressed to completion: one
+   MPI_Testsome per 64 of those still incomplete in each call, no MPI_Test;
+   then the waits, and exact sums. */
+static void test_many_in_flight(braid_rt_comm_t *world, int rank, int size) {
+  enum { MANY = 70, SMALL = 1000 };
+  float *bufs = malloc(sizeof(float) * MANY * SMALL);
+  braid_rt_request_t *reqs[MANY];
+  CHECK(bufs, "out of memory");
+  for (size_t i = 0; i < (size_t)MANY * SMALL; ++i)
+    bufs[i] = (float)test_value(12, rank, i);
+  for (int k = 0; k < MANY; ++k)
+    CHECK_OK(braid_rt_all_reduce_sum_f32_start(world, bufs + k * SMALL, SMALL,
+                                               NULL, &reqs[k]));
+  long tests = test_calls, testsomes = testsome_calls, calls = 0;
+  int active = MANY;
+  double t0 = braid_rt_now_seconds();
+  while (active > 0) {
+    int before = active;
+    long batches = testsome_calls;
+    CHECK_OK(braid_rt_progress(test_ctx, &active));
+    ++calls;
+    CHECK(testsome_calls - batches == (before + 63) / 64,
+          "a progress call over %d in flight: %ld MPI_Testsome, expected %d",
+          before, testsome_calls - batches, (before + 63) / 64);
+    CHECK(braid_rt_now_seconds() - t0 < 30,
+          "%d of %d all_reduces incomplete after 30 s of progress calls",
+          active, MANY);
+  }
+  CHECK(test_calls == tests,
+        "%ld progress calls made %ld MPI_Test calls, expected none", calls,
+        test_calls - tests);
+  for (int k = 0; k < MANY; ++k)
+    CHECK_OK(braid_rt_request_wait(reqs[k]));
+  for (size_t i = 0; i < (size_t)MANY * SMALL; i += 7) {
+    double want = 0;
+    for (int r = 0; r < size; ++r)
+      want += test_value(12, r, i);
+    CHECK(bufs[i] == (float)want,
+          "many in flight: element %zu: %g, expected %g", i, (double)bufs[i],
+          want);
+  }
+  if (rank == 0)
+    printf("%d all_reduces in flight done after %ld progress calls, %ld "
+           "MPI_Testsome\n",
+           MANY, calls, testsome_calls - testsomes);
+  free(bufs);
+}
 
 /* About a millisecond of arithmetic that the compiler cannot drop. */
 static double compute(double *scratch, int n) {
@@ -80,6 +146,8 @@ int main(int argc, char **argv) {
   CHECK(active == 0, "%d active before any start", active);
   CHECK(braid_rt_progress(NULL, &active) == BRAID_RT_INVALID_ARGUMENT,
         "a NULL context is refused");
+
+  test_many_in_flight(world, rank, size);
 
   /* Only compute and progress until the all_reduce is done. */
   fill(buf, rank);

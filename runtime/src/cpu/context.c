@@ -44,6 +44,35 @@ static braid_rt_status_t connect_world(braid_rt_context_t *ctx) {
   return BRAID_RT_OK;
 }
 
+/* Whether a test that finds nothing to do gives the core away: OpenMPI's
+   mpi_yield_when_idle, which OpenMPI turns on when a machine's ranks
+   outnumber its cores (braid-run sets it then too), read through the MPI
+   tool interface after MPI_Init. 0 where the variable does not exist. */
+static int mpi_yields_when_idle(void) {
+  int provided, index, count, size, yields = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+    return 0;
+  char name[64], desc[1];
+  int name_len = sizeof(name), desc_len = sizeof(desc), verbosity, bind, scope;
+  MPI_Datatype type;
+  MPI_T_enum enumtype;
+  MPI_T_cvar_handle handle;
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS &&
+      MPI_T_cvar_get_info(index, name, &name_len, &verbosity, &type, &enumtype,
+                          desc, &desc_len, &bind, &scope) == MPI_SUCCESS &&
+      MPI_Type_size(type, &size) == MPI_SUCCESS && size > 0 && size <= 8 &&
+      MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
+    /* A bool (OpenMPI's MPI_C_BOOL) or an integer: nonzero is on. */
+    unsigned char value[8] = {0};
+    if (count == 1 && MPI_T_cvar_read(handle, value) == MPI_SUCCESS)
+      for (int i = 0; i < size; ++i)
+        yields |= value[i] != 0;
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return yields;
+}
+
 braid_rt_status_t braid_rt_context_create(const braid_rt_context_options_t *opts,
                                           int *argc, char ***argv,
                                           braid_rt_context_t **out_ctx) {
@@ -86,6 +115,7 @@ braid_rt_status_t braid_rt_context_create(const braid_rt_context_options_t *opts
     free(ctx);
     return status;
   }
+  ctx->progress_yields = mpi_yields_when_idle();
   *out_ctx = ctx;
   return BRAID_RT_OK;
 }

@@ -40,6 +40,10 @@ struct braid_rt_context {
   /* Started operations not yet waited for, newest first: what
      braid_rt_progress tests. */
   struct braid_rt_request *active;
+
+  /* MPI gives the core away in a test that finds nothing to do (OpenMPI's
+     mpi_yield_when_idle); read once, after MPI_Init. */
+  int progress_yields;
 };
 
 struct braid_rt_stream {

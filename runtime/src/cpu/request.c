@@ -225,20 +225,56 @@ braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active) {
     return braid_rt_fail(NULL, BRAID_RT_INVALID_ARGUMENT,
                          "braid_rt_progress: ctx is NULL");
   /* OpenMPI moves a started collective or a large message only inside MPI
-     calls: testing gives its progress engine a turn. */
+     calls: testing gives its progress engine a turn. One MPI_Testsome over
+     the requests (in batches) rather than an MPI_Test each: every MPI call
+     that moves nothing yields the core where MPI yields when idle, and a
+     ZeRO-3 stage has a gather per bucket in flight (docs/runtime.md). */
+  enum { kBatch = 64 };
+  MPI_Request mpi[kBatch];
+  braid_rt_request_t *batch[kBatch];
+  int indices[kBatch];
   int active = 0;
-  for (braid_rt_request_t *req = ctx->active; req; req = req->active_next) {
-    if (req->done)
-      continue;
-    int code = test_once(req);
+  braid_rt_request_t *req = ctx->active;
+  while (req) {
+    int n = 0;
+    for (; req && n < kBatch; req = req->active_next)
+      if (!req->done) {
+        batch[n] = req;
+        mpi[n++] = req->mpi;
+      }
+    if (n == 0)
+      break;
+    int completed = 0;
+    int code = MPI_Testsome(n, mpi, &completed, indices, MPI_STATUSES_IGNORE);
     if (code != MPI_SUCCESS) {
       char what[256];
-      describe(req, what, sizeof(what));
-      return braid_rt_fail_mpi(ctx, code, "MPI_Test", what);
+      describe(batch[0], what, sizeof(what));
+      return braid_rt_fail_mpi(ctx, code, "MPI_Testsome", what);
     }
-    active += !req->done;
+    if (completed == MPI_UNDEFINED) /* no active request among them */
+      completed = 0;
+    double now = completed > 0 && ctx->trace ? braid_rt_now_seconds() : 0;
+    for (int i = 0; i < completed; ++i) {
+      braid_rt_request_t *done = batch[indices[i]];
+      /* MPI_Testsome set the completed handles to MPI_REQUEST_NULL (a
+         persistent or non-blocking one is freed). */
+      done->mpi = mpi[indices[i]];
+      done->done = 1;
+      if (done->complete_s == 0)
+        done->complete_s = now;
+    }
+    active += n - completed;
   }
   if (out_active)
     *out_active = active;
+  return BRAID_RT_OK;
+}
+
+braid_rt_status_t braid_rt_progress_yields(braid_rt_context_t *ctx,
+                                           int *out_yields) {
+  if (!ctx || !out_yields)
+    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_progress_yields: NULL argument");
+  *out_yields = ctx->progress_yields;
   return BRAID_RT_OK;
 }

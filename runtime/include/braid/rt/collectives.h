@@ -51,9 +51,21 @@ braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
    moves a started collective or a large message only inside MPI calls, so
    a caller computing between a start and its wait calls this now and then
    (generated programs do after each op); it is a pointer test when nothing
-   is in flight. CUDA backend: NCCL progresses on its own; only the count.
+   is in flight, else one MPI_Testsome per 64 operations in flight (a call
+   that moves nothing yields the core where MPI yields when idle:
+   braid_rt_progress_yields). CUDA backend: NCCL progresses on its own; only the count.
    Thread-compatible, as the operations; the requests stay the caller's. */
 braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active);
+
+/* Sets *out_yields to 1 when a braid_rt_progress that finds nothing to do
+   gives this rank's core to another process, else 0. On the CPU backend:
+   OpenMPI's mpi_yield_when_idle (on by default when a machine's ranks
+   outnumber its cores; braid-run sets it then), under which every MPI call
+   that moves nothing calls sched_yield; a rank that computes and calls
+   braid_rt_progress between its ops then hands its core to a waiting rank
+   at each call. CUDA backend: 0 (braid_rt_progress makes no call). */
+braid_rt_status_t braid_rt_progress_yields(braid_rt_context_t *ctx,
+                                           int *out_yields);
 
 /* all_reduce: sums `count` elements of `buf` across the ranks of `comm`, in
    place. */

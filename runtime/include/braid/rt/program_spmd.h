@@ -247,7 +247,8 @@ void braid_rt_program_collective_start_f32(
 void braid_rt_program_wait(braid_rt_program_pending_t *p);
 
 /* Lets the collectives and transfers in flight progress (braid_rt_progress)
-   at most every 20 microseconds; a pointer test when none is in flight.
+   at most every braid_rt_program_progress_interval seconds; a pointer test
+   when none is in flight.
    Generated code calls it after each op of a program with started
    collectives. BRAID_PROGRESS=0 in the environment turns it off (then the
    started collectives move inside the program's other MPI calls and
@@ -261,6 +262,10 @@ int braid_rt_program_progress_enabled(void);
 
 /* The decision: 0 for env "0", else (unset or any other value) 1. */
 int braid_rt_program_progress_policy(const char *env);
+
+/* The least time between two progress calls: 20 us, or 200 us where a call
+   that moves nothing gives the core away (braid_rt_progress_yields). */
+double braid_rt_program_progress_interval(int yields);
 
 /* The blocking form: start, then wait. */
 void braid_rt_program_collective_f32(

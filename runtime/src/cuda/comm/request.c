@@ -547,6 +547,15 @@ braid_rt_status_t braid_rt_progress(braid_rt_context_t *ctx, int *out_active) {
   return BRAID_RT_OK;
 }
 
+braid_rt_status_t braid_rt_progress_yields(braid_rt_context_t *ctx,
+                                           int *out_yields) {
+  if (!ctx || !out_yields)
+    return braid_rt_fail(ctx, BRAID_RT_INVALID_ARGUMENT,
+                         "braid_rt_progress_yields: NULL argument");
+  *out_yields = 0; /* braid_rt_progress only counts */
+  return BRAID_RT_OK;
+}
+
 braid_rt_status_t braid_rt_request_test(braid_rt_request_t *request,
                                         int *out_done) {
   if (!request || !out_done)
