@@ -140,9 +140,9 @@ int braid_rt_program_progress_policy(const char *env) {
 double braid_rt_program_progress_interval(int yields) {
   /* Often enough for a transfer to move between kernels, not after every
      small op. Where each call hands the core to another rank, 10x further
-     apart: ZeRO-3 pipelines on 8 ranks over 2 cores ran 1.6-2.1x slower
-     with calls every 20 us, as fast as without calls at 200 us
-     (docs/runtime.md). */
+     apart: ZeRO-3 pipelines on 8 ranks over 2 cores ran 1.8-2.0x slower
+     with calls every 20 us than without calls, and about as fast as
+     without them at 200 us (docs/runtime.md). */
   return yields ? 200e-6 : 20e-6;
 }
 
