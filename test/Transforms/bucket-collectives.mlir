@@ -42,9 +42,9 @@ func.func @three(%a: tensor<2x3xf32>, %b: tensor<4xf32>, %c: tensor<f32>) -> (te
 // -----
 
 // Tests what ends a bucket: a use of a member's result (so the use still
-// sees the reduced value), another group (axes), another phase, and the
-// size cap (bucket-mb=0.0001 is 104 bytes: two 12-element tensors, not
-// three).
+// sees the reduced value) and the size cap (bucket-mb=0.0001 is 104 bytes:
+// two 12-element tensors, not three); another group (axes) or phase fills a
+// bucket of its own.
 braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 2>}
 
 // CHECK-LABEL: func.func @ends
@@ -72,6 +72,36 @@ func.func @ends(%a: tensor<12xf32>, %b: tensor<12xf32>) -> tensor<12xf32> {
   %s3 = braid.add %s2, %5 : (tensor<12xf32>, tensor<12xf32>) -> tensor<12xf32>
   %s4 = braid.add %s3, %6 : (tensor<12xf32>, tensor<12xf32>) -> tensor<12xf32>
   return %s4 : tensor<12xf32>
+}
+
+// -----
+
+// Tests that buckets of two groups fill side by side: a sequence-parallel
+// layer's W yields its norms' gradients summed over dp and tp between the
+// gradients summed over dp, each kept by an all_slice (ZeRO's share), which
+// moves no data and so waits below its bucket. Each fused reduction takes
+// the place of its last member.
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 2>}
+
+// CHECK-LABEL: func.func @groups
+// CHECK: %[[DP:.*]] = braid.all_reduce sum %{{.*}} on @mesh ["dp"] {braid.bucket = 2 : i64, braid.cause = "bucket of 2 all_reduces: a; c"} : tensor<24xf32>
+// CHECK: %[[BOTH:.*]] = braid.all_reduce sum %{{.*}} on @mesh ["dp", "tp"] {braid.bucket = 2 : i64, braid.cause = "bucket of 2 all_reduces: b; d"} : tensor<16xf32>
+// CHECK-NEXT: braid.slice %[[BOTH]] {limit = array<i64: 8>, start = array<i64: 0>}
+// CHECK-NEXT: %[[B:.*]] = braid.reshape
+// CHECK-NEXT: braid.all_slice %[[B]] on @mesh ["dp"]
+// CHECK-NOT: braid.all_reduce
+// CHECK: return
+// SMALL-LABEL: func.func @groups
+// OFF-LABEL: func.func @groups
+// OFF-COUNT-4: braid.all_reduce sum %{{.*}} : tensor<{{12|8}}xf32>
+func.func @groups(%a: tensor<12xf32>, %b: tensor<8xf32>, %c: tensor<12xf32>, %d: tensor<8xf32>) -> (tensor<12xf32>, tensor<4xf32>, tensor<12xf32>, tensor<4xf32>) {
+  %ra = braid.all_reduce sum %a on @mesh ["dp"] {braid.cause = "a"} : tensor<12xf32>
+  %rb = braid.all_reduce sum %b on @mesh ["dp", "tp"] {braid.cause = "b"} : tensor<8xf32>
+  %sb = braid.all_slice %rb on @mesh ["dp"] {dim = 0 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  %rc = braid.all_reduce sum %c on @mesh ["dp"] {braid.cause = "c"} : tensor<12xf32>
+  %rd = braid.all_reduce sum %d on @mesh ["dp", "tp"] {braid.cause = "d"} : tensor<8xf32>
+  %sd = braid.all_slice %rd on @mesh ["dp"] {dim = 0 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  return %ra, %sb, %rc, %sd : tensor<12xf32>, tensor<4xf32>, tensor<12xf32>, tensor<4xf32>
 }
 
 // -----

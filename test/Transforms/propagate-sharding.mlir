@@ -58,3 +58,27 @@ func.func @blocked(%x: tensor<4x8xf32> {braid.sharding = #braid.sharding<@mesh, 
   return %y : tensor<4x8xf32>
 }
 
+
+// -----
+
+// Tests that a stronger split reaching a value after a weaker one displaces
+// it. ZeRO-3's split of the weight over dp (priority -1) reaches %h first,
+// through the matmul's contraction, in the forward sweep; the batch split of
+// the labels (priority 0) reaches it later, through the cross-entropy and the
+// matmul, and takes dp: %h stays split along the batch, so no activation is
+// gathered over dp (GPT's head under ZeRO-3 did, before).
+
+// CHECK-LABEL: func.func @stronger_later
+// CHECK: braid.gelu tanh {{.*}} {braid.shardings = [#braid.sharding<@mesh, {{\[}}["dp"], []]>]}
+// CHECK: braid.matmul {{.*}} {braid.shardings = [#braid.sharding<@mesh, {{\[}}["dp"], []]>]}
+
+// WHY: remark: result #0 is #braid.sharding<@mesh, {{\[}}["dp"], []]>: propagated through 'braid.matmul' at {{.*}}:{{[0-9]+}}:8) from the annotation of argument #1
+braid.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 2>}
+func.func @stronger_later(%x: tensor<4x8xf32>, %labels: tensor<4xi32> {braid.sharding = #braid.sharding<@mesh, [["dp"]]>}) -> tensor<f32> {
+  %h = braid.gelu tanh %x : tensor<4x8xf32>
+  %w = braid.param "w" {init = #braid.init<normal(0.5)>} : tensor<8x6xf32>
+  %ws = braid.shard %w : tensor<8x6xf32> to #braid.sharding<@mesh, [["dp"], []]> {priority = -1 : i64}
+  %l = braid.matmul %h, %ws : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %loss = braid.cross_entropy %l, %labels : (tensor<4x6xf32>, tensor<4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -1,14 +1,14 @@
 //===- BucketCollectives.cpp - Fuse small gradient reductions into buckets ===//
 //
-// Fuses all_reduces that follow one another in a block into one over the
+// Fuses the all_reduces of a block over one group into one over the
 // concatenation of their flattened inputs, and likewise reduce_scatters
 // into one whose block for each rank is the concatenation of the members'
-// blocks for that rank, so that a layer's gradients go out as one message
-// instead of one per parameter (DDP's and FSDP's gradient buckets).
-// Collectives are recognised through CollectiveOpInterface. A side-effect
-// free op that only needs earlier members' results (the gradient norm's
-// sum_squares of each reduced gradient) does not end a bucket: it is moved
-// below the fused reduction, with what depends on it.
+// blocks for that rank, each kind and group in a bucket of its own, so that a
+// layer's gradients go out as one message instead of one per parameter (DDP's
+// and FSDP's gradient buckets). Collectives are recognised through
+// CollectiveOpInterface. A side-effect free op that only needs earlier members'
+// results (the gradient norm's sum_squares of each reduced gradient) does not
+// end a bucket: it is moved below the fused reduction, with what depends on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,11 +186,14 @@ struct OpenBucket {
 
 /// Whether `op` may wait below later reductions of its block when it needs
 /// an open bucket's results: it has no side effects (nested ops included),
-/// is no collective (every rank must issue those in one order) and does not
-/// end the block.
+/// is no collective that communicates (every rank must issue those in one
+/// order; an all_slice only keeps its block) and does not end the block.
 static bool isDeferrable(Operation &op) {
-  return !isa<CollectiveOpInterface>(op) &&
-         !op.hasTrait<OpTrait::IsTerminator>() && isMemoryEffectFree(&op);
+  if (op.hasTrait<OpTrait::IsTerminator>())
+    return false;
+  if (auto collective = dyn_cast<CollectiveOpInterface>(op))
+    return collective.getRingSteps(2) == 0;
+  return isMemoryEffectFree(&op);
 }
 
 /// Moves each op of `deferred` (in block order) that now uses a value
@@ -241,69 +244,74 @@ struct BucketCollectivesPass
     SmallVector<SmallVector<Operation *>> buckets;
     SmallVector<Operation *> deferred;
     getOperation().walk([&](Block *block) {
-      // One open bucket per kind: an all_reduce between reduce_scatters
-      // (ZeRO-1/2: a gradient dp does not divide) leaves the other kind's
-      // bucket open, as any other op does.
-      OpenBucket open[2];
-      // Each bucket opened in a slot gets the next generation, so that a
+      // One open bucket per kind and group (sameGroup): an all_reduce
+      // between reduce_scatters (ZeRO-1/2: a gradient dp does not divide),
+      // or one over dp and tp between those over dp (a sequence-parallel
+      // norm's gradient among a layer's), leaves the others open, as any
+      // other op does. Each bucket gets an id when it opens, so that a
       // deferred op's dependence on a closed bucket no longer counts.
-      int64_t generation[2] = {0, 0};
-      // The deferred ops of this block and, per slot, the generation of the
-      // bucket whose results each needs (-1: none), directly or through
-      // other deferred ops.
-      llvm::DenseMap<Operation *, std::array<int64_t, 2>> needs;
-      auto close = [&](int k) {
+      SmallVector<OpenBucket> open;
+      SmallVector<int64_t> ids;
+      int64_t nextId = 0;
+      // The deferred ops of this block and the ids of the buckets whose
+      // results each needs, directly or through other deferred ops.
+      llvm::DenseMap<Operation *, llvm::SmallDenseSet<int64_t, 4>> needs;
+      auto close = [&](unsigned k) {
         if (open[k].ops.size() > 1)
           buckets.push_back(open[k].ops);
-        open[k] = OpenBucket();
-        ++generation[k];
+        open.erase(open.begin() + k);
+        ids.erase(ids.begin() + k);
       };
       for (Operation &op : *block) {
         // The open buckets whose results `op` needs (nested uses count).
-        std::array<int64_t, 2> need = {-1, -1};
+        llvm::SmallDenseSet<int64_t, 4> need;
         op.walk([&](Operation *inner) {
           for (Value v : inner->getOperands()) {
             Operation *def = v.getDefiningOp();
             if (!def)
               continue;
-            for (int k = 0; k < 2; ++k) {
-              if (open[k].members.count(def))
-                need[k] = generation[k];
-              auto it = needs.find(def);
-              if (it != needs.end() && it->second[k] == generation[k])
-                need[k] = generation[k];
-            }
+            auto it = needs.find(def);
+            for (unsigned k = 0; k < open.size(); ++k)
+              if (open[k].members.count(def) ||
+                  (it != needs.end() && it->second.contains(ids[k])))
+                need.insert(ids[k]);
           }
         });
-        bool needsOpen = need[0] >= 0 || need[1] >= 0;
         // A side-effect free op waits below the buckets it needs, which
         // stay open; any other op ends them before it, so that it still
         // sees the reduced values.
-        if (needsOpen && isDeferrable(op)) {
-          needs[&op] = need;
+        if (!need.empty() && isDeferrable(op)) {
+          needs[&op] = std::move(need);
           deferred.push_back(&op);
           continue;
         }
-        for (int k = 0; k < 2; ++k)
-          if (need[k] >= 0)
+        for (unsigned k = open.size(); k-- > 0;)
+          if (need.contains(ids[k]))
             close(k);
         if (!isBucketable(&op))
           continue;
-        int k = isa<ReduceScatterOp>(op) ? 1 : 0;
-        OpenBucket &bucket = open[k];
         // The bytes each device sends into the reduction.
         double size =
             4.0 *
             cast<RankedTensorType>(op.getOperand(0).getType()).getNumElements();
-        if (!bucket.ops.empty() && (!sameGroup(bucket.ops.front(), &op) ||
-                                    bucket.bytes + size > capBytes))
+        unsigned k = 0;
+        while (k < open.size() && !sameGroup(open[k].ops.front(), &op))
+          ++k;
+        if (k < open.size() && open[k].bytes + size > capBytes) {
           close(k);
+          k = open.size();
+        }
+        if (k == open.size()) {
+          open.emplace_back();
+          ids.push_back(nextId++);
+        }
+        OpenBucket &bucket = open[k];
         bucket.ops.push_back(&op);
         bucket.members.insert(&op);
         bucket.bytes += size;
       }
-      for (int k = 0; k < 2; ++k)
-        close(k);
+      while (!open.empty())
+        close(0);
     });
     for (ArrayRef<Operation *> bucket : buckets) {
       if (isa<ReduceScatterOp>(bucket.front()))

@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <algorithm>
+#include <functional>
 #include <limits>
 
 namespace mlir::braid {
@@ -88,6 +90,16 @@ bool mergeDims(Known &to, const Known &from) {
     changed = true;
   }
   return changed;
+}
+
+/// Whether priorities `now` outrank `was`: compared strongest first, the
+/// first that differs is higher. A split that takes an axis from a weaker
+/// one outranks it; one that moves an axis at the same priority does not.
+bool isStronger(ArrayRef<int64_t> now, ArrayRef<int64_t> was) {
+  SmallVector<int64_t> a(now), b(was);
+  llvm::sort(a, std::greater<int64_t>());
+  llvm::sort(b, std::greater<int64_t>());
+  return std::lexicographical_compare(b.begin(), b.end(), a.begin(), a.end());
 }
 
 double bytesOf(Value v) {
@@ -280,18 +292,14 @@ void Propagator::visit(Operation *op, bool &changed) {
     if (!informed)
       continue;
     // A value learns a sharding once, unless a stronger annotation reaches
-    // one of its dimensions later without a weaker one taking another;
-    // priorities only grow, so this ends.
+    // it later: one that a weaker split reached first gives way (ZeRO-3's
+    // split of the head's weight over dp reaching the final norm before the
+    // batch split does). Its priorities, strongest first, only grow, so
+    // this ends.
     auto it = known.find(v);
     if (it != known.end()) {
-      if (it->second.sharding == k.sharding)
-        continue;
-      bool drops = false, rises = false;
-      for (auto [now, was] : llvm::zip(k.priority, it->second.priority)) {
-        drops |= now < was;
-        rises |= now > was;
-      }
-      if (drops || !rises)
+      if (it->second.sharding == k.sharding ||
+          !isStronger(k.priority, it->second.priority))
         continue;
     }
     k.via = op;

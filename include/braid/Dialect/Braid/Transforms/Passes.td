@@ -525,9 +525,9 @@ def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp">
     After `braid-partition`, a data-parallel program reduces each gradient
     with its own `braid.all_reduce` (or, under ZeRO, `braid.reduce_scatter`):
     a layer with 16 parameters sends 16 messages, most of them a few
-    hundred bytes, each paying the latency. This pass fuses all_reduces
-    that follow one another in a block (same mesh, axes and reduction, f32,
-    blocking) into one over the concatenation of their flattened inputs, up
+    hundred bytes, each paying the latency. This pass fuses the
+    all_reduces of a block over one group (same mesh, axes and reduction,
+    f32, blocking) into one over the concatenation of their flattened inputs, up
     to `bucket-mb` megabytes per bucket (as PyTorch DDP's `bucket_cap_mb`,
     default 25), then slices each result back out:
 
@@ -543,12 +543,14 @@ def BucketCollectivesPass : Pass<"braid-bucket-collectives", "::mlir::ModuleOp">
     transposed first when a dimension of size > 1 precedes the scattered
     one), the views are concatenated along dimension 1 and
     flattened, and each member's result is its slice of the fused block.
-    The two kinds fill separate buckets, so an all_reduce between
-    reduce_scatters does not end theirs.
+    Each kind and group fills a bucket of its own, so an all_reduce
+    between reduce_scatters, or one over dp and tp between those over dp,
+    does not end theirs.
 
     A bucket closes at an op in between that needs the result of one of
-    its members and cannot wait (an op with side effects, a collective, a
-    repeat, the terminator), so every use still sees the reduced value; a
+    its members and cannot wait (an op with side effects, a collective
+    that communicates, a repeat, the terminator; an `all_slice` moves no
+    data and waits), so every use still sees the reduced value; a
     side-effect free op that needs earlier members' results (the gradient
     norm's sum_squares of each reduced gradient) does not close it, but
     moves, with the side-effect free ops that depend on it, below the
