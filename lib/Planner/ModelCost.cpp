@@ -674,8 +674,6 @@ private:
       for (OpOperand &use : param->getUses()) {
         Operation *user = use.getOwner();
         Phase phase = getPhase(user).value_or(Phase::F);
-        if (phase == Phase::B)
-          t.backward = true;
         if (phase != Phase::F)
           continue;
         if (isa<EmbeddingOp>(user) && use.getOperandNumber() == 0) {
@@ -699,12 +697,6 @@ private:
         }
         setVocabDim(mm.getTransposeB() ? 0 : 1);
         t.heads += 1;
-        t.headInputBytes += bytesOf(mm.getLhs().getType());
-        t.headLogitBytes += bytesOf(mm.getResult().getType());
-        t.headLabelBytes += bytesOf(loss->getOperand(1).getType());
-        t.headRowBytes +=
-            cast<ShapedType>(loss->getOperand(1).getType()).getNumElements() *
-            bytesOf(loss->getResult(0).getType());
       }
     }
     for (auto &[name, t] : tables)

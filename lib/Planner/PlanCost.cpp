@@ -1071,11 +1071,12 @@ struct PipelineReduction {
 } // namespace
 
 /// In a pipeline braidc's programs reduce a rank's gradients over dp once a
-/// step, bucketed per chunk and kind: one reduction for each chunk's layers,
-/// one for the other tensors of the ops before the layers and one for those
-/// after, and a tied parameter's sum (its partials from the first and the
-/// last stage) alone on the last stage's rank, which updates it (dp2 x pp2
-/// of the GPT: wte on the last rank, wpe alone on the first).
+/// step, bucketed per chunk (braid-bucket-collectives: a bucket per group,
+/// phase and chunk): one reduction for each chunk's layers and the ops
+/// around them it holds, and a tied parameter's sum (its partials from the
+/// first and the last stage) alone on the last stage's rank, which updates
+/// it (dp2 x pp2 of the GPT: wte on the last rank, wpe with the first
+/// rank's layers).
 static PipelineReduction
 getPipelineReduction(const ModelCost &model, const Plan &plan,
                      const std::vector<StageCost> &stages, int rank) {
@@ -1087,12 +1088,12 @@ getPipelineReduction(const ModelCost &model, const Plan &plan,
     const StageCost &st = stages[s];
     r.params += st.params;
     r.tensors += st.paramTensors;
-    r.calls += st.numLayers > 0;
+    bool any = st.numLayers > 0;
     if (s == 0)
-      r.calls +=
-          model.pre.paramTensors - (tied ? model.tiedParamTensors : 0) > 0;
+      any |= model.pre.paramTensors - (tied ? model.tiedParamTensors : 0) > 0;
     if (s == numStages - 1)
-      r.calls += model.post.paramTensors > 0;
+      any |= model.post.paramTensors > 0;
+    r.calls += any;
   }
   if (tied) {
     double elements = model.tiedParams / plan.tp;
@@ -1110,14 +1111,8 @@ getPipelineReduction(const ModelCost &model, const Plan &plan,
   return r;
 }
 
-/// Whether ZeRO-3 over plan.dp divides `table` along its vocabulary: the
-/// first dimension dp divides that tp does not (tp divides a vocabulary
-/// table along its vocabulary where it can). Mirrors braid-shard's choice
-/// (ShardPass::runOnOperation's zeroSplit, lib/Dialect/Braid/Transforms/
-/// Shard.cpp), which is inline there, not a function both could call;
-/// PlanCostTest.ZeroThreeDividesTheDimensionBraidShardDoes fails if the two
-/// disagree.
-static bool isDividedAlongVocab(const VocabTable &table, const Plan &plan) {
+bool mlir::braid::plan::isDividedAlongVocab(const VocabTable &table,
+                                            const Plan &plan) {
   for (int d = 0; d < (int)table.shape.size(); ++d) {
     if (plan.tp > 1 && d == table.vocabDim && table.shape[d] % plan.tp == 0)
       continue;
@@ -1137,26 +1132,22 @@ ZeroThreeGathers PlanCostModel::getZeroThreeGathers(const Plan &plan,
     return g;
   // braid-bucket-gathers: the bytes stay, the calls are the layers'
   // (addSegment) and a bucket for each side of the layers that gathers
-  // any: in F the ops before the layers (on the first stage) and those
-  // after (on the last, with a pipeline a tied table too), in B without a
-  // pipeline the tables B gathers. Not across a repeat: it ends a bucket.
-  // braidc's dp2 ZeRO-3 GPT: per micro-batch 3 gathers a layer instance in
-  // F (its first layer norm's two alone), 2 in B, one of wpe, one of
-  // ln_f's two, one of wte in B (test_plan_collectives.py).
+  // any in F: the ops before the layers (on the first stage) and those
+  // after (on the last, a tied table too). Not across a repeat: it ends a
+  // bucket. braidc's dp2 ZeRO-3 GPT: per micro-batch 3 gathers a layer
+  // instance in F (its first layer norm's two alone), 2 in B, one of wpe,
+  // one of ln_f's two and wte (test_plan_collectives.py).
   double eb = model.elementBytes;
-  double lookupTables = 0, headTables = 0, backwardTables = 0;
-  for (const VocabTable &t : model.vocabTables) {
-    if (!isDividedAlongVocab(t, plan))
-      continue;
-    // Read as stored in F: on the first stage its lookups' table; without
-    // a pipeline the head's too.
-    if (t.lookups > 0)
+  // The tables the first stage's lookups read as stored, and whether one
+  // of them is a head's too (tied): its gather then goes with the ops after
+  // the layers, as with a pipeline the last stage's.
+  double lookupTables = 0;
+  bool headGathersTied = numStages > 1;
+  for (const VocabTable &t : model.vocabTables)
+    if (t.lookups > 0 && isDividedAlongVocab(t, plan)) {
       lookupTables += 1;
-    else if (numStages == 1)
-      headTables += 1;
-    if (numStages == 1 && t.backward)
-      backwardTables += 1;
-  }
+      headGathersTied |= t.heads > 0;
+    }
   auto side = [&](const SegmentCost &seg, double tensors, double extraBytes) {
     return getGatherBuckets(tensors,
                             seg.getRankParams(plan.tp) * eb + extraBytes);
@@ -1164,15 +1155,20 @@ ZeroThreeGathers PlanCostModel::getZeroThreeGathers(const Plan &plan,
   g.forward = st.layerForwardGathers;
   if (s == 0)
     g.forward += side(model.pre, model.pre.paramTensors - lookupTables, 0);
-  if (s == numStages - 1)
-    g.forward +=
-        numStages > 1
-            ? side(model.post, model.post.paramTensors + model.tiedParamTensors,
-                   model.tiedParams / plan.tp * eb)
-            : side(model.post, model.post.paramTensors - headTables, 0);
+  if (s == numStages - 1) {
+    double tied = headGathersTied ? model.tiedParamTensors : 0;
+    double tiedBytes = tied > 0 ? model.tiedParams / plan.tp * eb : 0;
+    // Under bf16-mixed the head gathers the tied table's working copy, a
+    // bucket of its own beside the norms' f32 parameters.
+    if (config.precision == Precision::BF16Mixed && tied > 0 &&
+        model.post.paramTensors > 0)
+      g.forward += side(model.post, model.post.paramTensors, 0) +
+                   getGatherBuckets(tied, tiedBytes / 2);
+    else
+      g.forward +=
+          side(model.post, model.post.paramTensors + tied, tiedBytes);
+  }
   g.backward = st.layerBackwardGathers;
-  if (s == 0 && numStages == 1 && backwardTables > 0)
-    g.backward += 1;
   return g;
 }
 
@@ -1186,56 +1182,31 @@ ZeroThreeGathers PlanCostModel::getZeroThreeTensorGathers(const Plan &plan,
   g.forwardBytes = st.params * eb;
   g.backward = st.backwardParamTensors;
   g.backwardBytes = st.backwardParams * eb;
-  // Without a pipeline (one stage, the ops around the layers with F and B
-  // in one function), a vocabulary table ZeRO-3 divides along its
-  // vocabulary is read as stored: F gathers not it but the dp group's ids
-  // of each lookup, and for each head the group's input rows and labels,
-  // 3 per-row statistics of the group's rows (each device's over its
-  // vocabulary block) and the group's logits for their gradient; B gathers
-  // the table for the head's input gradient. braidc's dp2 ZeRO-3 GPT:
-  // python/tests/test_plan_collectives.py.
+  // A vocabulary table ZeRO-3 divides along its vocabulary is read as
+  // stored by the first stage's lookups: F gathers the dp group's ids of
+  // each lookup, not the table. A head gathers its table in F (a tied one
+  // on the last stage, counted with the ops before the layers; without a
+  // pipeline the one gather of the stage's tensors) and B reads that
+  // gathered copy (addSegment). braidc's dp2 x pp2 ZeRO-3 GPT: per
+  // micro-batch the first stage gathers 65 parameters and the group's ids,
+  // the last 67 parameters (wte among them) in F and only the layers' 32 in
+  // B; without a pipeline 68 and the group's ids in F, 32 in B
+  // (test_plan_collectives.py).
   double group = double(plan.microBatchSize) / model.batch * plan.dp;
-  if (numStages > 1) {
-    // In a pipeline the first stage's lookups in such a table read it as
-    // stored too: F gathers the dp group's ids of each lookup, not the
-    // table. The head is not vocabulary-parallel there: the last stage's
-    // F gathers its table, a tied one (counted with the ops before the
-    // layers) as well, and its B reads that gathered copy (addSegment).
-    // braidc's dp2 x pp2 ZeRO-3 GPT: per micro-batch the first stage
-    // gathers 65 parameters and the group's ids, the last 67 parameters
-    // (wte among them) in F and only the layers' 32 in B
-    // (test_plan_collectives.py).
-    if (s == 0)
-      for (const VocabTable &t : model.vocabTables) {
-        if (t.lookups == 0 || !isDividedAlongVocab(t, plan))
-          continue;
-        g.forward -= 1;
-        g.forwardBytes -= t.getElements() * eb;
-        g.values += t.lookups;
-        g.valueBytes += group * t.lookupIdBytes;
-      }
-    if (s == numStages - 1 && model.tiedParams > 0) {
-      g.forward += model.tiedParamTensors;
-      g.forwardBytes += model.tiedParams / plan.tp * eb;
+  if (s == 0)
+    for (const VocabTable &t : model.vocabTables) {
+      if (t.lookups == 0 || !isDividedAlongVocab(t, plan))
+        continue;
+      g.values += t.lookups;
+      g.valueBytes += group * t.lookupIdBytes;
+      if (numStages == 1 && t.heads > 0)
+        continue;
+      g.forward -= 1;
+      g.forwardBytes -= t.getElements() * eb;
     }
-    return g;
-  }
-  if (s != 0)
-    return g;
-  for (const VocabTable &t : model.vocabTables) {
-    if (!isDividedAlongVocab(t, plan))
-      continue;
-    double bytes = t.getElements() * eb;
-    g.forward -= 1;
-    g.forwardBytes -= bytes;
-    if (t.backward) {
-      g.backward += 1;
-      g.backwardBytes += bytes;
-    }
-    g.values += t.lookups + 6 * t.heads;
-    g.valueBytes +=
-        group * (t.lookupIdBytes + t.headInputBytes + t.headLabelBytes +
-                 t.headLogitBytes + 3 * t.headRowBytes * plan.dp);
+  if (s == numStages - 1 && numStages > 1 && model.tiedParams > 0) {
+    g.forward += model.tiedParamTensors;
+    g.forwardBytes += model.tiedParams / plan.tp * eb;
   }
   return g;
 }
@@ -1253,15 +1224,7 @@ bool PlanCostModel::isLossInGradientBucket(const Plan &plan) const {
   if (plan.pp > 1)
     return plan.dp > 1;
   return plan.dp > 1 && plan.zero == 0 &&
-         config.gradientReductionPerMicrobatch && !hasGroupLoss(plan);
-}
-
-bool PlanCostModel::hasGroupLoss(const Plan &plan) const {
-  if (plan.pp > 1 || plan.zero != 3 || plan.dp < 2)
-    return false;
-  return llvm::any_of(model.vocabTables, [&](const VocabTable &t) {
-    return t.heads > 0 && isDividedAlongVocab(t, plan);
-  });
+         config.gradientReductionPerMicrobatch;
 }
 
 /// With ZeRO-3 each device looks up the dp group's ids in its block of a
@@ -1938,18 +1901,13 @@ PlanCostModel::getCollectives(const Plan &plan,
             (grads + loss) / owned.calls);
       }
       // The loss's mean over the dp group, per micro-batch, where the loss
-      // is computed, unless it is in the bucket. Not with ZeRO-3 over a
-      // vocabulary-parallel head without a pipeline: its table is stored
-      // divided over dp along the vocabulary (its first dimension), so braidc's
-      // program computes the cross-entropy of the dp group's rows (gathered) on
-      // every device over its share of the vocabulary, the group's whole loss.
-      // With ZeRO and no pipeline a device holds its share of the
+      // is computed, unless it is in the bucket. With ZeRO and no pipeline a device holds its share of the
       // reduce-scattered gradients: the gradient norm sums their squares
       // over dp, one all_reduce of one float a step; of one micro-batch
       // (no accumulation loop: one block) with the loss's sum in it.
       bool normSum = plan.pp == 1 && plan.zero >= 1;
       bool lossSum = rank == getRankOf(plan, numStages - 1) &&
-                     !hasGroupLoss(plan) && !isLossInGradientBucket(plan);
+                     !isLossInGradientBucket(plan);
       bool lossWithNorm = normSum && lossSum && m == 1;
       if (lossSum && !lossWithNorm)
         add(rank, "dp", "all_reduce", "loss", m, 4);

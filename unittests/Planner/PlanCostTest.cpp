@@ -234,9 +234,9 @@ TEST_F(PlanCostTest, DataParallelReduction) {
 }
 
 // In a pipeline the gradients are all_reduced once per step, whole under
-// ZeRO-1/2 too, bucketed per chunk and kind: the first of 2 stages of the
-// GPT reduces its layers' and wpe's (2), the last its layers', ln_f's and
-// the tied wte's sum (3), which it owns and updates. ZeRO-1/2 then gather
+// ZeRO-1/2 too, bucketed per chunk: the first of 2 stages of the GPT
+// reduces its layers' and wpe's (1), the last its layers' and ln_f's (1)
+// and the tied wte's sum (1), which it owns and updates. ZeRO-1/2 then gather
 // each parameter tensor a rank updated, one all_gather per tensor (1 + 2 x
 // 16 on the first, 2 x 16 + 2 + 1 on the last).
 TEST_F(PlanCostTest, ZeroOneTwoGatherEachTensor) {
@@ -254,8 +254,8 @@ TEST_F(PlanCostTest, ZeroOneTwoGatherEachTensor) {
   double tied = costs->getModel().tiedParams;
   struct {
     double params, tensors, calls;
-  } owned[] = {{z0.stages[0].params - tied, 33, 2},
-               {z0.stages[1].params + tied, 35, 3}};
+  } owned[] = {{z0.stages[0].params - tied, 33, 1},
+               {z0.stages[1].params + tied, 35, 2}};
   double reduce = 0;
   for (int r : {0, 1}) {
     auto [params, tensors, calls] = owned[r];
@@ -866,8 +866,8 @@ TEST_F(PlanCostTest, DescheduledWait) {
   auto [w0, w1] = both(two);
   EXPECT_EQ(w1.stepTime, w0.stepTime);
   // 8 ranks, dp = 2 x pp = 4 with ZeRO-1: each of the gradients'
-  // all_reduces waits at the pipeline's pace (the last rank's 3: its layer,
-  // ln_f's two tensors, the tied wte); each of its 19 gathers after the
+  // all_reduces waits at the pipeline's pace (the last rank's 2: its layer's
+  // and ln_f's two tensors' bucket, the tied wte); each of its 19 gathers after the
   // optimizer waits behind ranks that block at every tensor of their own
   // update (the optimizer's time over the tensors).
   Plan zero;
@@ -886,7 +886,7 @@ TEST_F(PlanCostTest, DescheduledWait) {
   double dpWait = expectedDescheduledWait(1e-3, interval(*z1), 3);
   EXPECT_GT(gatherWait, 0);
   EXPECT_LT(gatherWait, dpWait);
-  EXPECT_NEAR(z1->dpCommTime - z0->dpCommTime, 3 * dpWait + k * gatherWait,
+  EXPECT_NEAR(z1->dpCommTime - z0->dpCommTime, 2 * dpWait + k * gatherWait,
               1e-12);
 }
 
@@ -894,13 +894,11 @@ TEST_F(PlanCostTest, DescheduledWait) {
 // one a layer's B reads (its 6 weights and 2 norm scales: 4 x 8), one
 // collective each, not one of the stage's parameters. Without a pipeline
 // the ops around the layers run F and B in one function: B reads ln_f's
-// scale as F gathered it. The tied wte, a vocabulary table that ZeRO-3
-// divides along the vocabulary, is read as stored: F gathers not it (so
-// wpe, 4 x 16 and ln_f's 2) but the dp group's token ids for the lookup
-// and, for the head, the group's input rows and labels, the cross-entropy's
-// 3 per-row statistics and the logits for their gradient; B gathers wte
-// for the head's input gradient (braidc's dp2 ZeRO-3 GPT with --bucket-mb
-// 0, TrainingConfig::gatherBuckets off).
+// scale and the head's wte as F gathered them. The tied wte, a vocabulary
+// table that ZeRO-3 divides along the vocabulary, is read as stored by the
+// lookup, which gathers the dp group's token ids instead; the head gathers
+// it (so wpe, wte, 4 x 16 and ln_f's 2) (braidc's dp2 ZeRO-3 GPT with
+// --bucket-mb 0, TrainingConfig::gatherBuckets off).
 TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   Plan plan;
   plan.dp = 2;
@@ -915,8 +913,8 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   const ModelCost &model = costs->getModel();
   ASSERT_EQ(model.vocabTables.size(), 1u);
   const VocabTable &wte = model.vocabTables[0];
-  double k = 1 + 4 * 16 + 2;
-  double bytes = (st.params - wte.getElements()) * model.elementBytes;
+  double k = 1 + 1 + 4 * 16 + 2;
+  double bytes = st.params * model.elementBytes;
   const Hardware &hw = costs->getHardware();
   auto gathers = [&](double calls, double bytes) {
     return calls *
@@ -925,9 +923,7 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   };
   double scale = double(plan.microBatchSize) / model.batch;
   double group = 2 * scale;
-  double values =
-      group * (wte.lookupIdBytes + wte.headInputBytes + wte.headLabelBytes +
-               wte.headLogitBytes + 3 * 2 * wte.headRowBytes);
+  double values = group * wte.lookupIdBytes;
   // F also sums the embedding lookup in the divided wte: each device looks
   // up the dp group's ids (2 x the micro-batch's embeddings).
   double lookup = getCollectiveTime(
@@ -935,7 +931,7 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
       CollectiveKind::ReduceScatter, model.pre.paramLookupBytes * scale * 2, 2);
   EXPECT_EQ(model.pre.paramLookups, 1);
   EXPECT_NEAR(st.comm[(int)PassKind::Forward],
-              gathers(k, bytes) + gathers(7, values) + lookup, 1e-15);
+              gathers(k, bytes) + gathers(1, values) + lookup, 1e-15);
   EXPECT_EQ(model.layers[0].backwardParamTensors[0], 8);
   EXPECT_EQ(model.pre.backwardParamTensors[0], 0);
   EXPECT_EQ(model.post.backwardParamTensors[0], 2);
@@ -943,13 +939,11 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   EXPECT_EQ(st.backwardParamTensors, kb);
   EXPECT_LT(st.backwardParams, st.params);
   EXPECT_NEAR(st.comm[(int)PassKind::Backward],
-              gathers(kb, st.backwardParams * model.elementBytes) +
-                  gathers(1, wte.getElements() * model.elementBytes),
-              1e-15);
-  EXPECT_EQ(st.blockingPoints, k + 7 + 1 + kb + 1);
+              gathers(kb, st.backwardParams * model.elementBytes), 1e-15);
+  EXPECT_EQ(st.blockingPoints, k + 1 + 1 + kb);
   EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather"), k);
-  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-vocab"), 7);
-  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather-b"), kb + 1);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-vocab"), 1);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather-b"), kb);
   // A vocabulary that dp does not divide: ZeRO-3 divides wte along the
   // hidden dimension, and F and B gather it as any other tensor.
   ModelCost odd = model;
@@ -957,11 +951,9 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
   PlanCostModel oddCosts(odd, testHardware(), perTensor);
   llvm::Expected<PlanCost> o = oddCosts.evaluate(plan);
   ASSERT_TRUE(bool(o));
-  EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-gather"), k + 1);
+  EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-gather"), k);
   EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-vocab"), 0);
   EXPECT_EQ(count(*o, 0, "dp", "all_gather", "zero-gather-b"), kb);
-  EXPECT_FALSE(oddCosts.hasGroupLoss(plan));
-  EXPECT_TRUE(costs->hasGroupLoss(plan));
 }
 
 // TrainingConfig::gatherBuckets (braidc's default, braid-bucket-gathers):
@@ -969,8 +961,8 @@ TEST_F(PlanCostTest, ZeroThreeGathersEachTensor) {
 // layer norm's scale and bias alone (braid-zero3-prefetch starts those in
 // the instance before) and its other 14 tensors in one bucket, B its first
 // product's weight alone and the other 7 in one; wpe before the layers and
-// ln_f's two after are a bucket each (a repeat ends a bucket), B's wte
-// one; the vocabulary values as before. In a pipeline (dp2 x pp2) the last
+// ln_f's two with the head's wte after are a bucket each (a repeat ends a
+// bucket); the lookup's ids as before. In a pipeline (dp2 x pp2) the last
 // stage's F gathers ln_f's two and the tied wte in one bucket. braidc's
 // programs: test_plan_collectives.py.
 TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
@@ -990,8 +982,8 @@ TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
   };
   PlanCost c = evaluate(plan);
   EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather"), 4 * 3 + 1 + 1);
-  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather-b"), 4 * 2 + 1);
-  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-vocab"), 7);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-gather-b"), 4 * 2);
+  EXPECT_EQ(count(c, 0, "dp", "all_gather", "zero-vocab"), 1);
   TrainingConfig perTensor;
   perTensor.gatherBuckets = false;
   llvm::Expected<PlanCost> t =
@@ -1013,21 +1005,20 @@ TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
   {
     const Hardware &hw = costs->getHardware();
     const StageCost &bs = c.stages[0], &ts = t->stages[0];
-    const VocabTable &wte = model.vocabTables[0];
     double eb = model.elementBytes;
     auto beside = [](const StageCost &st, PassKind p) {
       double time = p == PassKind::Forward ? st.forward : st.backward;
       return time - st.comm[(int)p];
     };
-    double fb = (bs.params - wte.getElements()) * eb;
-    double bb = bs.backwardParams * eb + wte.getElements() * eb;
+    double fb = bs.params * eb;
+    double bb = bs.backwardParams * eb;
     EXPECT_NEAR(beside(bs, PassKind::Forward) - beside(ts, PassKind::Forward),
                 3 * fb / hw.memoryBandwidth +
                     (4 * 3 + 1 + 1 + bs.paramTensors) * hw.kernelOverhead,
                 1e-12);
     EXPECT_NEAR(beside(bs, PassKind::Backward) - beside(ts, PassKind::Backward),
                 3 * bb / hw.memoryBandwidth +
-                    (4 * 2 + 1 + bs.backwardParamTensors) * hw.kernelOverhead,
+                    (4 * 2 + bs.backwardParamTensors) * hw.kernelOverhead,
                 1e-12);
   }
 
@@ -1038,7 +1029,7 @@ TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
       PlanCostModel(model, testHardware(), noPrefetch).evaluate(plan);
   ASSERT_TRUE(bool(n));
   EXPECT_EQ(count(*n, 0, "dp", "all_gather", "zero-gather"), 4 + 1 + 1);
-  EXPECT_EQ(count(*n, 0, "dp", "all_gather", "zero-gather-b"), 4 + 1);
+  EXPECT_EQ(count(*n, 0, "dp", "all_gather", "zero-gather-b"), 4);
   // bf16-mixed: a bucket per element type, the products' working copies
   // (12 in F, 6 in B) and the norms' f32 parameters; of the first op's
   // only those no working copy stays alone (F's layer norm's two; B's first
@@ -1052,7 +1043,7 @@ TEST_F(PlanCostTest, ZeroThreeGathersBucketed) {
       PlanCostModel(model, testHardware(), bf16).evaluate(plan);
   ASSERT_TRUE(bool(b));
   EXPECT_EQ(count(*b, 0, "dp", "all_gather", "zero-gather"), 4 * 4 + 1 + 1);
-  EXPECT_EQ(count(*b, 0, "dp", "all_gather", "zero-gather-b"), 4 * 2 + 1);
+  EXPECT_EQ(count(*b, 0, "dp", "all_gather", "zero-gather-b"), 4 * 2);
 
   Plan piped = plan;
   piped.pp = 2;
@@ -1339,10 +1330,9 @@ TEST_F(PlanCostTest, StepEndCollectives) {
                   c.stepEndCommTime,
               1e-15);
   // With ZeRO and no pipeline the gradients are reduce-scattered into
-  // shares: the norm sums theirs over dp, one float once a step. With
-  // ZeRO-3 the head's table is divided over dp along the vocabulary and the
-  // cross-entropy of the dp group's rows gives every device the group's
-  // loss: no dp sum of it.
+  // shares: the norm sums theirs over dp, one float once a step; the loss
+  // is summed over dp per micro-batch (under ZeRO-3 too: the head gathers
+  // its table and computes its device's rows).
   plan.tp = 1;
   plan.zero = 1;
   PlanCost z1 = evaluate(plan);
@@ -1363,8 +1353,8 @@ TEST_F(PlanCostTest, StepEndCollectives) {
   plan.zero = 3;
   PlanCost z3 = evaluate(plan);
   EXPECT_EQ(count(z3, 0, "dp", "all_reduce", "grad-norm"), 1);
-  EXPECT_EQ(count(z3, 0, "dp", "all_reduce", "loss"), 0);
-  EXPECT_NEAR(z3.stepEndCommTime, 2e-6 + 4 / 1e10, 1e-15);
+  EXPECT_EQ(count(z3, 0, "dp", "all_reduce", "loss"), 3);
+  EXPECT_NEAR(z3.stepEndCommTime, (1 + 3) * (2e-6 + 4 / 1e10), 1e-15);
   plan.zero = 0;
   EXPECT_EQ(count(evaluate(plan), 0, "dp", "all_reduce", "grad-norm"), 0);
   // A pipeline: rank 0 sends rank 1, which computes the norm, its layers'

@@ -29,7 +29,7 @@ using namespace mlir::braid;
 // dimension ZeRO-3 divides a parameter along (Shard.cpp: the first one dp
 // divides that tp does not split): braid-shard's shardings of the test
 // GPT's tied wte (128 x 64; tp divides its vocabulary) against the
-// model's, through hasGroupLoss.
+// model's.
 TEST(ZeroShardTest, ZeroThreeDividesTheDimensionBraidShardDoes) {
   MLIRContext context;
   context.loadDialect<BraidDialect, func::FuncDialect>();
@@ -76,7 +76,8 @@ TEST(ZeroShardTest, ZeroThreeDividesTheDimensionBraidShardDoes) {
       plan.dp = dp;
       plan.tp = tp;
       plan.zero = 3;
-      EXPECT_EQ(costs.hasGroupLoss(plan), dpDim == table.vocabDim)
+      EXPECT_EQ(plan::isDividedAlongVocab(table, plan),
+                dpDim == table.vocabDim)
           << "dp " << dp << " tp " << tp << ": braid-shard divides dimension "
           << dpDim;
       checked += dpDim == table.vocabDim;

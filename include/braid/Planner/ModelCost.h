@@ -244,29 +244,19 @@ struct SegmentCost {
 /// GPT's wte, tied or not, Llama's embedding table and lm_head (hidden x
 /// vocabulary). Where ZeRO-3 divides it along that dimension (the first
 /// one dp divides that tp does not, as braid-shard picks it: not Llama's
-/// lm_head), braidc's program computes on the table as stored:
-/// no gather of it for F; each lookup gathers the dp group's ids; each head
-/// gathers the group's input rows and labels, its cross-entropy 3 per-row
-/// statistics of the group's rows over the group's vocabulary blocks, and
-/// the group's logits for their gradient (PlanCostModel).
+/// lm_head), braidc's program looks up rows in the table as stored: each
+/// lookup gathers the dp group's ids and reduce-scatters the group's rows;
+/// a head gathers the table as any parameter (PlanCostModel).
 struct VocabTable {
   llvm::SmallVector<int64_t, 2> shape;
   /// The dimension that indexes the vocabulary.
   int vocabDim = 0;
   double getElements() const;
-  /// Whether B reads it (a head's input gradient).
-  bool backward = false;
   /// Embedding lookups in it, and their ids' bytes in all.
   double lookups = 0;
   double lookupIdBytes = 0;
-  /// Heads over it and, over them all: their input's bytes (b s h), their
-  /// logits' (b s V), their labels', and one per-row statistic's (b s
-  /// elements of the loss's type).
+  /// Heads over it.
   double heads = 0;
-  double headInputBytes = 0;
-  double headLogitBytes = 0;
-  double headLabelBytes = 0;
-  double headRowBytes = 0;
 };
 
 struct ModelCost {

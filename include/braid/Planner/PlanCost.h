@@ -307,6 +307,15 @@ struct PlanCost {
 
 /// Evaluates plans of one model on one hardware description. Not
 /// thread-safe (the schedule cache).
+/// Whether ZeRO-3 over plan.dp divides `table` along its vocabulary: the
+/// first dimension dp divides that tp does not (tp divides a vocabulary
+/// table along its vocabulary where it can). Mirrors braid-shard's choice
+/// (ShardPass::runOnOperation's zeroSplit, lib/Dialect/Braid/Transforms/
+/// Shard.cpp), which is inline there, not a function both could call;
+/// ZeroShardTest.ZeroThreeDividesTheDimensionBraidShardDoes fails if the
+/// two disagree.
+bool isDividedAlongVocab(const VocabTable &table, const Plan &plan);
+
 class PlanCostModel {
 public:
   PlanCostModel(const ModelCost &model, const Hardware &hardware,
@@ -364,12 +373,6 @@ public:
   ZeroThreeGathers getZeroThreeTensorGathers(const Plan &plan,
                                              const StageCost &st, int s,
                                              int numStages) const;
-  /// Whether every device computes the dp group's loss, so that no dp sum
-  /// of it follows: ZeRO-3 without a pipeline over a vocabulary-parallel
-  /// head whose table it divides along the vocabulary (the cross-entropy
-  /// runs on the group's rows, gathered, over each device's block of the
-  /// vocabulary).
-  bool hasGroupLoss(const Plan &plan) const;
   /// ZeRO-3's reduce_scatters of stage s's embedding lookups in a divided
   /// table per micro-batch: calls, and their bytes in all.
   std::pair<double, double> getZeroThreeLookups(const Plan &plan, int s,
