@@ -37,7 +37,7 @@
 // PLAN-NEXT: dp=4    tp=2   pp=1    time:
 // PLAN-NEXT: dp=2    tp=4   pp=1    time:
 // PLAN-NEXT: dp=1    tp=8   pp=1    divisibility: tp=8 does not divide attention heads (4)
-// PLAN-NEXT: dp=4    tp=1   pp=2    time:
+// PLAN-NEXT: dp=4    tp=1   pp=2    ranked, best
 // PLAN-NEXT: dp=2    tp=2   pp=2    chosen
 // PLAN: dp=1    tp=1   pp=8    divisibility: pp=8: the model has 4 layers
 // PLAN-NEXT: the chosen plan:
