@@ -1987,13 +1987,19 @@ PlanCostModel::getCollectives(const Plan &plan,
     // norm, to every rank before the first update of another stage's
     // parameters; the returned loss and gradient norm, from the last stage
     // to every rank; the tied parameter, updated there, back to the first
-    // stage.
+    // stage: broadcast whole, or under ZeRO-3 each device's share point to
+    // point.
+    double tiedBytes = model.tiedParams / plan.tp * model.elementBytes;
+    bool tiedReturn = model.tiedParams > 0 && first != last;
     for (int rank = 0; rank < plan.pp; ++rank) {
       add(rank, "pp", "broadcast", "update-scale", 1, 4);
       add(rank, "pp", "broadcast", "returns", 2, 4);
-      if (model.tiedParams > 0 && first != last)
-        add(rank, "pp", "broadcast", "tied-param", 1,
-            model.tiedParams / plan.tp * model.elementBytes);
+      if (tiedReturn && plan.zero < 3)
+        add(rank, "pp", "broadcast", "tied-param", 1, tiedBytes);
+    }
+    if (tiedReturn && plan.zero >= 3) {
+      add(last, "pp", "send", "tied-param", 1, tiedBytes / plan.dp);
+      add(first, "pp", "recv", "tied-param", 1, tiedBytes / plan.dp);
     }
   }
   return out;

@@ -4,9 +4,10 @@
 // pieces on its own stage read in bf16 storage, whatever their chunk
 // (training.md, "bf16 storage of saved values"): under ZB-V that is the
 // activation chunk 1 hands chunk 2 and chunk 2's gradient for chunk 1 on
-// stage 1, the tied embedding's working copy chunk 0 hands chunk 3 and
-// chunk 3's gradient of it for chunk 0 on stage 0; under interleaved 1F1B
-// on two stages every hand-off between chunks crosses stages, so none.
+// stage 1; under interleaved 1F1B on two stages every hand-off between
+// chunks crosses stages, so none. The tied embedding's working copy is
+// handed nowhere: each chunk that reads it makes its own
+// (braid-pipeline-outline).
 // The values are the same: both schedules give the same losses and
 // gradient norms to the last digit (the same chunks, the same arithmetic;
 // measured identical over 5 steps, 3 checked), and they equal braid-eval's
@@ -33,7 +34,8 @@
 // STEPS-NEXT: step 2 loss
 //
 // The pieces' buffers: under ZB-V, chunk 0's F piece sends its activation
-// (f32) and hands chunk 3 the working copy in bf16; chunk 1's F piece hands
+// (f32) and hands chunk 3 nothing (chunk 3's F reads the activation it
+// receives, f32, and the tokens, then its own bf16 values); chunk 1's F piece hands
 // chunk 2's its activation in bf16; chunk 2's B piece hands chunk 1 its
 // input gradient (its last result) in bf16. Under interleaved 1F1B these
 // cross stages and stay f32. Chunk 3's W piece (18 bf16 inputs) hands
@@ -46,13 +48,13 @@
 // ZBV: void braid_forward_grad_c0_F(int32_t* {{[^,]*}}, float* {{[^,]*}}, uint16_t*
 // ZBV: void braid_forward_grad_c1_F(float* {{[^,]*}}, uint16_t*
 // ZBV: void braid_forward_grad_c2_F(uint16_t*
-// ZBV: void braid_forward_grad_c3_F(float* {{[^,]*}}, uint16_t* {{[^,]*}}, int32_t*
+// ZBV: void braid_forward_grad_c3_F(float* {{[^,]*}}, int32_t*
 // ZBV: void braid_forward_grad_c3_W({{(uint16_t[*] v[0-9]+, ){18}float[*] v[0-9]+}}, float*
 // ZBV: void braid_forward_grad_c2_B({{.*}}, uint16_t* {{[^,]*}}) {
 // ZBV: void braid_forward_grad_c0_W({{.*}}, int32_t* {{[^,]*}}, float*
 // RUN: braidc %t.mlir --precision bf16-mixed --mesh pp=2 --schedule interleaved-1f1b --microbatches 4 --lr 0.01 --emit cpp -o %t.il.cpp
 // RUN: FileCheck %s --check-prefix=IL < %t.il.cpp
-// IL: void braid_forward_grad_c0_F(int32_t* {{[^,]*}}, float* {{[^,]*}}, float*
+// IL: void braid_forward_grad_c0_F(int32_t* {{[^,]*}}, float* {{[^,]*}}, uint16_t*
 // IL: void braid_forward_grad_c1_F(float* {{[^,]*}}, float*
 // IL: void braid_forward_grad_c2_F(float*
 // IL: void braid_forward_grad_c3_W({{([^,]*, ){18}float[*] v[0-9]+}}, float*

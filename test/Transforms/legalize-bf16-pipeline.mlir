@@ -55,13 +55,13 @@
 // CHECK: call @drv.c0.B(%{{.*}}, %[[F]]#1, %[[F]]#2, %[[F]]#3, %[[F]]#4, %[[F]]#5) : (tensor<2x8xf32>, tensor<2x2x8xbf16>, tensor<2x2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
 
 // The generated GPT (1F1B, 2 micro-batches): each chunk's F piece hands
-// its B and W pieces uint16_t buffers (the activation it sends, f32, and
-// the tied embedding's working copy, read by the other chunk, excepted),
+// its B and W pieces uint16_t buffers (the activation it sends, f32,
+// excepted; each chunk makes its own working copy of the tied embedding),
 // the per-micro-batch buffers are 2-byte arena slices, and a layer's
 // packed results are written straight into the piece's out pointers (no
 // bf16 copies).
 // NOCOPY-NOT: braid_rt_copy_bf16
-// CPP: void braid_forward_grad_c0_F(int32_t* {{[^,]*}}, float* {{[^,]*}}, float* {{[^,]*}}, uint16_t*
+// CPP: void braid_forward_grad_c0_F(int32_t* {{[^,]*}}, float* {{[^,]*}}, uint16_t*
 // CPP-NOT: float*
 // CPP-SAME: {
 // CPP: void braid_forward_grad_c0_B(float* {{[^,]*}}, uint16_t*

@@ -1380,6 +1380,18 @@ TEST_F(PlanCostTest, StepEndCollectives) {
               17 * (1e-6 + 4 / 1e10) + 3 * (1e-6 + 4 / 1e10) +
                   (1e-6 + 128 * 64 * 4 / 1e10),
               1e-15);
+  // Under ZeRO-3 on dp=2 the updated wte goes back as each device's share,
+  // point to point from the last stage's rank to the first's.
+  pipe.dp = 2;
+  pipe.zero = 3;
+  PlanCost z3pipe = evaluate(pipe);
+  EXPECT_EQ(count(z3pipe, 0, "pp", "broadcast", "tied-param"), 0);
+  EXPECT_EQ(count(z3pipe, 1, "pp", "broadcast", "tied-param"), 0);
+  EXPECT_EQ(count(z3pipe, 1, "pp", "send", "tied-param"), 1);
+  EXPECT_EQ(count(z3pipe, 0, "pp", "recv", "tied-param"), 1);
+  for (const CollectiveCount &k : z3pipe.collectives)
+    if (k.what == "tied-param")
+      EXPECT_EQ(k.bytes, 128 * 64 * 4 / 2);
 }
 
 // TrainingConfig::compiledBuffers: each of braidc's buffers the planner

@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -75,6 +76,55 @@ void inheritChunks(Block &body) {
           break;
         }
     }
+  }
+}
+
+/// Gives each chunk and phase its own copy of a side-effect-free op that
+/// reads only parameters (bf16-mixed's rounded working copy of a tied
+/// weight), as parameters themselves are read where used. Left where its
+/// first user is, its result would be a piece's result: sent to another
+/// chunk with every micro-batch (GPT's head would receive the embedding's
+/// rounded wte), or kept from F for B per micro-batch in flight.
+void copyParamFunctionsPerPiece(Block &body) {
+  auto keyOf = [](Operation *op) -> std::optional<PieceKey> {
+    auto chunk = op->getAttrOfType<IntegerAttr>(kChunkAttrName);
+    std::optional<Phase> phase = getPhase(op);
+    if (!chunk || !phase)
+      return std::nullopt;
+    return PieceKey{chunk.getInt(), (int)*phase};
+  };
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (isa<ParamOp>(op) || op.getNumResults() != 1 ||
+        op.getNumOperands() == 0 || !isMemoryEffectFree(&op) ||
+        !llvm::all_of(op.getOperands(), [](Value v) {
+          return isa_and_nonnull<ParamOp>(v.getDefiningOp());
+        }))
+      continue;
+    std::optional<PieceKey> home = keyOf(&op);
+    // Per other piece: its uses and its first user in the block.
+    llvm::MapVector<PieceKey, std::pair<SmallVector<OpOperand *>, Operation *>>
+        elsewhere;
+    for (OpOperand &use : op.getResult(0).getUses()) {
+      Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+      std::optional<PieceKey> key = user ? keyOf(user) : std::nullopt;
+      if (!key || key == home)
+        continue;
+      auto &[uses, first] = elsewhere[*key];
+      uses.push_back(&use);
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    }
+    for (auto &[key, usesAndFirst] : elsewhere) {
+      auto &[uses, first] = usesAndFirst;
+      OpBuilder builder(first);
+      Operation *copy = builder.clone(op);
+      copy->setAttr(kChunkAttrName, first->getAttr(kChunkAttrName));
+      setPhase(copy, *getPhase(first));
+      for (OpOperand *use : uses)
+        use->set(copy->getResult(0));
+    }
+    if (op.use_empty())
+      op.erase();
   }
 }
 
@@ -415,6 +465,7 @@ struct PipelineOutlinePass
     }
     Block &body = grad.getBody().front();
     inheritChunks(body);
+    copyParamFunctionsPerPiece(body);
     hoistLayerReductions(grad, module);
     hoistGradientSums(grad, module);
 

@@ -775,7 +775,9 @@ def PipelineOutlinePass : Pass<"braid-pipeline-outline", "::mlir::ModuleOp"> {
     other pieces (or the gradient function's results) need. These are the
     per-chunk programs a pipeline schedule runs, and their arguments and
     results are exactly what stages send and receive. Parameters are read
-    in every piece that uses them, never passed.
+    in every piece that uses them, never passed; so is an op that reads
+    only parameters and has no side effect (bf16-mixed's working copy of a
+    tied weight): each piece that uses it gets its own copy.
 
     `@<entry>_grad` keeps its signature and becomes a driver that calls the
     pieces in dependence order (ties in program order), so it computes
