@@ -84,7 +84,8 @@ FailureOr<Tensor> Evaluator::getParameter(ParamOp op) {
   Tensor value(globalShape, dtypeFor(type));
   std::optional<TensorMap> &source = op.getState() ? optimizerState : weights;
   StringRef fileKind = op.getState() ? "optimizer-state" : "weights";
-  if (source) {
+  // Transient state is never saved, so never read: it starts as zeros.
+  if (source && !op->hasAttr(kTransientAttrName)) {
     auto w = source->find(name);
     if (w == source->end())
       return op.emitOpError() << (op.getState() ? "state" : "parameter")
@@ -198,9 +199,11 @@ TensorMap Evaluator::getParameters() const {
 
 TensorMap Evaluator::getOptimizerState() const {
   TensorMap out;
-  for (const auto &[name, t] : parameters)
-    if (declarations.lookup(name).getState())
+  for (const auto &[name, t] : parameters) {
+    ParamOp decl = declarations.lookup(name);
+    if (decl.getState() && !decl->hasAttr(kTransientAttrName))
       out.insert({name, t});
+  }
   return out;
 }
 

@@ -49,6 +49,14 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
     return optionError("grad-compression " + o.gradCompression +
                        " compresses data-parallel gradient reductions, but "
                        "dp=1: give the mesh a dp axis or drop it");
+  if (o.deferValidation && o.postValidate)
+    return optionError("defer-validation and post-validate exclude each "
+                       "other: the first validates a step during the next, "
+                       "the second within the step; pick one");
+  if (o.deferValidation && o.pp > 1)
+    return optionError("defer-validation does not support pipelines yet "
+                       "(pp=" + Twine(o.pp) +
+                       "); post-validate validates within the step");
   if (!(o.bucketMb >= 0) || !std::isfinite(o.bucketMb))
     return optionError("bucket-mb must be non-negative and finite (0: no "
                        "buckets), got " +
@@ -153,6 +161,7 @@ void mlir::braid::buildTrainingPipeline(OpPassManager &pm,
   step.decay = options.decay;
   step.clipNorm = options.clipNorm;
   step.postValidate = options.postValidate;
+  step.deferValidation = options.deferValidation;
   step.accumulation = microbatches;
   step.pipeline = options.pp > 1;
   pm.addPass(createTrainStepPass(step));

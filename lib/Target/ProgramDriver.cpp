@@ -97,9 +97,15 @@ FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
       return fn.emitError()
              << "argument '" << info.name << "' is not a ranked tensor";
     Type element = info.type.getElementType();
-    if (info.name == "step" && info.type.getRank() == 0 &&
-        (element.isInteger(32) || element.isInteger(64))) {
+    bool integer = element.isInteger(32) || element.isInteger(64);
+    if (info.name == "step" && info.type.getRank() == 0 && integer) {
       info.isStep = true;
+    } else if (info.name == "previous_step" && info.type.getRank() == 0 &&
+               integer) {
+      info.isPreviousStep = true;
+    } else if (info.name == "final" && info.type.getRank() == 0 &&
+               element.isF32()) {
+      info.isFinal = true;
     } else if (!element.isF32()) {
       auto range = fn.getArgAttrOfType<IntegerAttr>(i, "braid.range");
       if (!range || range.getInt() < 1 ||
@@ -356,7 +362,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
          << ");\n";
       frees += "  braid_rt_program_free(" + whole + ");\n";
     }
-    if (arg.isStep)
+    if (arg.isStep || arg.isPreviousStep || arg.isFinal)
       ;
     else if (element.isF32())
       os << "  braid_rt_program_init_f32(seed, \"" << arg.name
@@ -458,78 +464,152 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
             "one type, i32 or i64, with braid.range\\n\");\n"
          << "    return braid_program_exit(2);\n  }\n";
     }
-    os << "  double total_s = 0;\n"
-       << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
-       << "    braid_rt_program_set_step(in" << stepIndex << ", "
-       << (step->type.getElementType().isInteger(64) ? 8 : 4) << ", s);\n"
+    // braid-train-step's defer-validation: the step validates the
+    // previous step's update while it runs (inputs previous_step and final,
+    // results previous_grad_norm and retry).
+    int previousIndex = -1, finalIndex = -1;
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (arg.isPreviousStep)
+        previousIndex = i;
+      if (arg.isFinal)
+        finalIndex = i;
+    }
+    int retryIndex = index("retry");
+    bool deferred = previousIndex >= 0 && finalIndex >= 0 && retryIndex >= 0;
+    int lossIndex = index("loss"), lrIndex = index("lr"),
+        normIndex = index(deferred ? "previous_grad_norm" : "grad_norm");
+    int stepBytes = step->type.getElementType().isInteger(64) ? 8 : 4;
+    auto value = [&](int i) {
+      return "braid_rt_program_value(out" + std::to_string(i) + ", 0, " +
+             elementArgs(results[i].type.getElementType()) + ")";
+    };
+    // One call of the step at `stepExpr` (with `final` for the validating
+    // call of defer-validation), traced as `traceName`.
+    auto emitCall = [&](StringRef stepExpr, StringRef final,
+                        StringRef traceName) {
+      os << "    braid_rt_program_set_step(in" << stepIndex << ", "
+         << stepBytes << ", " << stepExpr << ");\n";
+      if (deferred)
+        os << "    braid_rt_program_set_step(in" << previousIndex << ", "
+           << stepBytes << ", " << stepExpr << " > 0 ? " << stepExpr
+           << " - 1 : 0);\n"
+           << "    {\n      float final_v = " << final << ";\n"
+           << "      braid_rt_program_to_device(in" << finalIndex
+           << ", &final_v, sizeof final_v, \"final\");\n    }\n";
+      if (mesh.present)
+        os << "    if (trace_file) {\n      char name[48];\n"
+           << "      snprintf(name, sizeof name, \"" << traceName
+           << "\", (long long)" << stepExpr << ");\n"
+           << "      braid_rt_program_trace_begin(name, \"step\");\n    }\n";
+      // Ids checked on a device (braid_rt_check_ids) are reported here,
+      // once per step; on the CPU a bad id has already ended the program.
+      os << "    " << call << ");\n"
+         << "    braid_rt_program_poll_bad_ids();\n";
+      if (mesh.present)
+        os << "    if (trace_file)\n      braid_rt_program_trace_end();\n";
+    };
+    // The line of a finished step (every log_every steps and the last), and
+    // a warning when its update was skipped (braid-train-step skips a step
+    // whose loss or gradient norm is not finite), every step, on one rank.
+    auto emitReport = [&](StringRef s, StringRef loss, StringRef lr,
+                          StringRef norm, StringRef ms) {
+      os << "    {\n      double loss_v = " << loss << ", lr_v = " << lr
+         << ", norm_v = " << norm << ";\n      (void)lr_v;\n";
+      if (lossIndex >= 0 && normIndex >= 0)
+        os << "      if (!isfinite(loss_v) || !isfinite(norm_v)) {\n"
+           << "        if ("
+           << (mesh.present ? "braid_rt_program_spmd_rank() == 0" : "1")
+           << ")\n"
+           << "          fprintf(stderr, \"warning: step %lld: the loss (%g) "
+              "or the gradient norm (%g) is not finite: the update was "
+              "skipped (parameters and optimizer state unchanged)\\n\", "
+              "(long long)"
+           << s << ", loss_v, norm_v);\n"
+           << "        if (stop_nonfinite) {\n"
+           << "          fprintf(stderr, \"error: step %lld: stopping on a "
+              "non-finite loss or gradient norm (--stop-on-nonfinite)\\n\", "
+              "(long long)"
+           << s << ");\n"
+           << "          fflush(stdout);\n"
+           << "          braid_rt_program_exit_error();\n        }\n"
+           << "      }\n";
+      os << "      if ((" << s << " - start_step) % log_every == 0 || " << s
+         << " == start_step + steps - 1) {\n"
+         << "        printf(\"step %lld\", (long long)" << s << ");\n";
+      if (lossIndex >= 0)
+        os << "        printf(\" loss %.17g\", loss_v);\n";
+      if (lrIndex >= 0)
+        os << "        printf(\" lr %.6g\", lr_v);\n";
+      if (normIndex >= 0)
+        os << "        printf(\" grad_norm %.6g\", norm_v);\n";
+      os << "        printf(\" ms %.2f\", 1e3 * " << ms << ");\n";
+      if (tokens)
+        os << "        printf(\" tokens/s %.0f\", " << tokens << " / " << ms
+           << ");\n";
+      os << "        printf(\"\\n\");\n      }\n    }\n";
+    };
+    auto orZero = [&](int i) { return i >= 0 ? value(i) : std::string("0"); };
+    os << "  double total_s = 0;\n";
+    if (deferred)
+      os << "  /* defer-validation: the step whose line waits for its norm. */\n"
+         << "  int have_pending = 0;\n  int64_t pending_s = 0, reruns = 0;\n"
+         << "  double pending_loss = 0, pending_lr = 0, pending_ms = 0;\n";
+    os << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
        << "    struct timespec t0, t1;\n"
        << dataFeed << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n";
-    if (mesh.present)
-      os << "    if (trace_file) {\n      char name[32];\n"
-         << "      snprintf(name, sizeof name, \"step %lld\", (long long)s);\n"
-         << "      braid_rt_program_trace_begin(name, \"step\");\n    }\n";
-    // Ids checked on a device (braid_rt_check_ids) are reported here, once
-    // per step; on the CPU a bad id has already ended the program.
-    os << "    " << call << ");\n"
-       << "    braid_rt_program_poll_bad_ids();\n";
-    if (mesh.present)
-      os << "    if (trace_file)\n      braid_rt_program_trace_end();\n";
+    emitCall("s", "0.0f", "step %lld");
+    if (deferred) {
+      // The previous step is validated: its line. A rollback changed the
+      // parameters this step's forward pass read, so the step skipped its
+      // update: run it again.
+      os << "    if (have_pending) {\n";
+      emitReport("pending_s", "pending_loss", "pending_lr", value(normIndex),
+                 "pending_ms");
+      os << "    }\n    if (" << value(retryIndex) << " != 0) {\n"
+         << "      ++reruns;\n";
+      emitCall("s", "0.0f", "step %lld (again)");
+      os << "    }\n";
+    }
     os << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
        << "    double step_s = (double)(t1.tv_sec - t0.tv_sec) +\n"
        << "                    1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);\n"
        << "    if (s > start_step || steps == 1)\n      total_s += step_s;\n";
-    // The step skipped its update when the loss or the gradient norm was
-    // not finite (braid-train-step); say so, every step, on one rank.
-    int lossIndex = index("loss"), normIndex = index("grad_norm");
-    if (lossIndex >= 0 && normIndex >= 0) {
-      auto value = [&](int i) {
-        return "braid_rt_program_value(out" + std::to_string(i) + ", 0, " +
-               elementArgs(results[i].type.getElementType()) + ")";
-      };
-      os << "    {\n      double loss_v = " << value(lossIndex)
-         << ", norm_v = " << value(normIndex) << ";\n"
-         << "      if (!isfinite(loss_v) || !isfinite(norm_v)) {\n"
-         << "        if (" << (mesh.present ? "braid_rt_program_spmd_rank() == 0" : "1")
-         << ")\n"
-         << "          fprintf(stderr, \"warning: step %lld: the loss (%g) or "
-            "the gradient norm (%g) is not finite: the update was skipped "
-            "(parameters and optimizer state unchanged)\\n\", (long long)s, "
-            "loss_v, norm_v);\n"
-         << "        if (stop_nonfinite) {\n"
-         << "          fprintf(stderr, \"error: step %lld: stopping on a "
-            "non-finite loss or gradient norm (--stop-on-nonfinite)\\n\", "
-            "(long long)s);\n"
-         << "          fflush(stdout);\n"
-         << "          braid_rt_program_exit_error();\n        }\n"
-         << "      }\n    }\n";
-    }
+    if (deferred)
+      os << "    have_pending = 1;\n    pending_s = s;\n"
+         << "    pending_loss = " << orZero(lossIndex) << ";\n"
+         << "    pending_lr = " << orZero(lrIndex) << ";\n"
+         << "    pending_ms = step_s;\n";
+    else
+      emitReport("s", orZero(lossIndex), orZero(lrIndex), orZero(normIndex),
+                 "step_s");
+    // defer-validation: a call that only validates the last step, before
+    // the checkpoint (the run's end, or --save-every) holds its update.
+    auto emitValidation = [&]() {
+      emitCall("pending_s + 1", "1.0f", "validate step %lld");
+      emitReport("pending_s", "pending_loss", "pending_lr", value(normIndex),
+                 "pending_ms");
+      os << "    have_pending = 0;\n";
+    };
     // --save-every: every step a multiple of N begins from a checkpoint
     // (steps are global, so a resumed run saves at the same steps), but
     // the last, which --save writes after the loop.
-    if (mesh.present)
+    if (mesh.present) {
       os << "    if (save_every && (s + 1) % save_every == 0 && s + 1 < "
-            "start_step + steps)\n"
-         << "      braid_rt_program_save_step(save_dir, s + 1, "
+            "start_step + steps) {\n";
+      if (deferred)
+        emitValidation();
+      os << "      braid_rt_program_save_step(save_dir, s + 1, "
             "braid_num_slots, braid_slots, braid_params, "
-            "braid_pipeline_mask);\n";
-    else
+            "braid_pipeline_mask);\n    }\n";
+    } else {
       os << "    (void)save_every;\n";
-    os
-       << "    if ((s - start_step) % log_every != 0 && s != start_step + "
-          "steps - 1)\n      continue;\n"
-       << "    printf(\"step %lld\", (long long)s);\n";
-    for (auto [name, format] :
-         {std::pair<StringRef, StringRef>{"loss", "%.17g"},
-          {"lr", "%.6g"},
-          {"grad_norm", "%.6g"}})
-      if (int i = index(name); i >= 0)
-        os << "    printf(\" " << name << " " << format
-           << "\", braid_rt_program_value(out" << i << ", 0, "
-           << elementArgs(results[i].type.getElementType()) << "));\n";
-    os << "    printf(\" ms %.2f\", 1e3 * step_s);\n";
-    if (tokens)
-      os << "    printf(\" tokens/s %.0f\", " << tokens << " / step_s);\n";
-    os << "    printf(\"\\n\");\n  }\n";
+    }
+    os << "  }\n";
+    if (deferred) {
+      os << "  if (have_pending) {\n";
+      emitValidation();
+      os << "  }\n";
+    }
     // The first step (allocation, cold caches) is left out of the mean.
     os << "  int64_t timed = steps > 1 ? steps - 1 : steps;\n"
        << "  if (timed > 0) {\n"
@@ -539,7 +619,12 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
       os << "    printf(\", %.0f tokens/s\", " << tokens
          << " * timed / total_s);\n";
     os << "    if (timed < steps)\n"
-       << "      printf(\" (step %lld excluded)\", (long long)start_step);\n"
+       << "      printf(\" (step %lld excluded)\", (long long)start_step);\n";
+    if (deferred)
+      os << "    if (reruns)\n      printf(\"; %lld step%s run again after "
+            "the previous step's rollback\", (long long)reruns, reruns == 1 "
+            "? \"\" : \"s\");\n";
+    os
        << "    printf(\"\\n\");\n  }\n";
     // The checkpoint first: a trace that cannot be written ends the program
     // and must not cost it the run's result.

@@ -427,8 +427,42 @@ static int saveState(Runner &runner) {
   return 0;
 }
 
+/// Prints the line of a finished step as braid-eval --steps does, and says
+/// when its update was skipped. Fails on that with --stop-on-nonfinite.
+static int reportStep(uint64_t step, std::optional<double> loss,
+                      std::optional<double> lr, std::optional<double> norm) {
+  llvm::outs() << "step " << step;
+  if (loss)
+    llvm::outs() << " loss " << llvm::format("%.17g", *loss);
+  if (lr)
+    llvm::outs() << " lr " << llvm::format("%.6g", *lr);
+  if (norm)
+    llvm::outs() << " grad_norm " << llvm::format("%.6g", *norm);
+  llvm::outs() << "\n";
+  // braid-train-step skipped the update of a step whose loss or gradient
+  // norm is not finite; say so, as compiled programs do.
+  double lossValue = loss.value_or(0.0), normValue = norm.value_or(0.0);
+  if (std::isfinite(lossValue) && std::isfinite(normValue))
+    return 0;
+  llvm::outs().flush();
+  llvm::errs() << "warning: step " << step << ": the loss ("
+               << llvm::format("%g", lossValue) << ") or the gradient norm ("
+               << llvm::format("%g", normValue)
+               << ") is not finite: the update was skipped (parameters "
+                  "and optimizer state unchanged)\n";
+  if (stopOnNonfinite)
+    return fail("step " + std::to_string(step) +
+                ": stopping on a non-finite loss or gradient norm "
+                "(--stop-on-nonfinite)");
+  return 0;
+}
+
 /// Runs `fn` for --steps steps, printing the loss of each, then saves what
-/// was asked for.
+/// was asked for. A step made with braid-train-step's defer-validation
+/// (inputs previous_step and final, result retry) validates the previous
+/// step's update while it runs: its line is printed after the next call,
+/// a step whose predecessor was rolled back is run again, and a last call
+/// with final = 1 validates the last step.
 static int train(Runner &runner, FunctionOpInterface fn, TensorMap given) {
   if (!findNamed(fn, "step", /*result=*/false))
     return fail("@" + fn.getName() + " has no argument named 'step' "
@@ -437,36 +471,65 @@ static int train(Runner &runner, FunctionOpInterface fn, TensorMap given) {
   std::optional<unsigned> lossIndex = findNamed(fn, "loss", true);
   std::optional<unsigned> lrIndex = findNamed(fn, "lr", true);
   std::optional<unsigned> normIndex = findNamed(fn, "grad_norm", true);
-  for (uint64_t step = startStep; step < startStep + steps; ++step) {
+  std::optional<unsigned> retryIndex = findNamed(fn, "retry", true);
+  bool deferred = retryIndex && findNamed(fn, "final", false) &&
+                  findNamed(fn, "previous_step", false);
+  if (deferred)
+    normIndex = findNamed(fn, "previous_grad_norm", true);
+  auto value = [](const SmallVector<Tensor> &results,
+                  std::optional<unsigned> index) -> std::optional<double> {
+    if (!index)
+      return std::nullopt;
+    return results[*index][0];
+  };
+  // defer-validation: the step waiting for its gradient norm.
+  struct Pending {
+    uint64_t step;
+    std::optional<double> loss, lr;
+  };
+  std::optional<Pending> pending;
+  auto call = [&](uint64_t step, bool final, bool first,
+                  SmallVector<Tensor> &results) -> LogicalResult {
+    results.clear();
     given["step"] = Tensor({}, DType::I64, static_cast<double>(step));
-    SmallVector<Tensor> results;
-    if (failed(runner.call(fn, given, results, step == startStep)))
-      return 1;
-    llvm::outs() << "step " << step;
-    if (lossIndex)
-      llvm::outs() << " loss " << llvm::format("%.17g", results[*lossIndex][0]);
-    if (lrIndex)
-      llvm::outs() << " lr " << llvm::format("%.6g", results[*lrIndex][0]);
-    if (normIndex)
-      llvm::outs() << " grad_norm "
-                   << llvm::format("%.6g", results[*normIndex][0]);
-    llvm::outs() << "\n";
-    // braid-train-step skipped the update of a step whose loss or gradient
-    // norm is not finite; say so, as compiled programs do.
-    double lossValue = lossIndex ? results[*lossIndex][0] : 0.0;
-    double normValue = normIndex ? results[*normIndex][0] : 0.0;
-    if (!std::isfinite(lossValue) || !std::isfinite(normValue)) {
-      llvm::outs().flush();
-      llvm::errs() << "warning: step " << step << ": the loss ("
-                   << llvm::format("%g", lossValue) << ") or the gradient norm ("
-                   << llvm::format("%g", normValue)
-                   << ") is not finite: the update was skipped (parameters "
-                      "and optimizer state unchanged)\n";
-      if (stopOnNonfinite)
-        return fail("step " + std::to_string(step) +
-                    ": stopping on a non-finite loss or gradient norm "
-                    "(--stop-on-nonfinite)");
+    if (deferred) {
+      given["previous_step"] =
+          Tensor({}, DType::I64, static_cast<double>(step ? step - 1 : 0));
+      given["final"] = Tensor({}, DType::F32, final ? 1.0 : 0.0);
     }
+    return runner.call(fn, given, results, first);
+  };
+  for (uint64_t step = startStep; step < startStep + steps; ++step) {
+    SmallVector<Tensor> results;
+    if (failed(call(step, /*final=*/false, step == startStep, results)))
+      return 1;
+    if (!deferred) {
+      if (int rc = reportStep(step, value(results, lossIndex),
+                              value(results, lrIndex),
+                              value(results, normIndex)))
+        return rc;
+      continue;
+    }
+    if (pending)
+      if (int rc = reportStep(pending->step, pending->loss, pending->lr,
+                              value(results, normIndex)))
+        return rc;
+    // The previous update was rolled back after this step's forward and
+    // backward pass had read it: this step's update was skipped; run it
+    // again on the validated parameters.
+    if (results[*retryIndex][0] != 0.0 &&
+        failed(call(step, /*final=*/false, /*first=*/false, results)))
+      return 1;
+    pending = Pending{step, value(results, lossIndex), value(results, lrIndex)};
+  }
+  if (pending) {
+    SmallVector<Tensor> results;
+    if (failed(call(pending->step + 1, /*final=*/true, /*first=*/false,
+                    results)))
+      return 1;
+    if (int rc = reportStep(pending->step, pending->loss, pending->lr,
+                            value(results, normIndex)))
+      return rc;
   }
   if (!saveInputs.empty() || !saveOutputs.empty())
     return fail("--save-inputs and --save-outputs do not apply to --steps");

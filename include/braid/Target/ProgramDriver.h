@@ -32,6 +32,9 @@ struct ProgramTensor {
   std::string data;
   /// The step number of a training step (an argument named 'step').
   bool isStep = false;
+  /// defer-validation's inputs (braid-train-step): the step whose update
+  /// the call validates, and 1 for a call that only validates.
+  bool isPreviousStep = false, isFinal = false;
   /// An argument with braid.block_of: each rank holds a block of it.
   bool sharded = false;
   /// With `sharded`: the whole shape and the block spec of

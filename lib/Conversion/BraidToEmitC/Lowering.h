@@ -90,6 +90,9 @@ struct ParamSlot {
   int64_t owner = -1;
   /// Optimizer state (a braid.param with `state`), for the memory report.
   bool state = false;
+  /// Held between two calls of the step only (braid.transient): not in
+  /// checkpoints.
+  bool transient = false;
 };
 
 /// What the generated code needs of its target (the pass's `target`).

@@ -137,6 +137,7 @@ FailureOr<int64_t> ModuleLowering::getSlot(Operation *op, StringRef name,
   slotOf[name] = slots.size();
   slots.push_back({name.str(), type, init, blockOf});
   slots.back().state = param && param.getState();
+  slots.back().transient = param && param->hasAttr(kTransientAttrName);
   return slots.size() - 1;
 }
 
@@ -344,7 +345,9 @@ LogicalResult ModuleLowering::collectParams(ArrayRef<func::FuncOp> functions,
                            cast<RankedTensorType>(param.getType()),
                            param.getInit())))
           return WalkResult::interrupt();
-        slots[slotOf.lookup(param.getName())].state |= param.getState();
+        ParamSlot &slot = slots[slotOf.lookup(param.getName())];
+        slot.state |= param.getState();
+        slot.transient |= param->hasAttr(kTransientAttrName);
       } else if (auto store = dyn_cast<StoreParamOp>(op)) {
         if (!slotOf.count(store.getName())) {
           store.emitOpError() << "stores '" << store.getName()
@@ -529,7 +532,9 @@ void ModuleLowering::emitInitFunction(Location loc) {
   for (auto [slot, param] : llvm::enumerate(slots))
     os << "\n    {" << quote(param.name) << ", " << param.type.getRank()
        << ", braid_slot_shape_" << slot << ", braid_slot_spec_" << slot << ", "
-       << param.owner << ", "
+       << (param.transient ? "BRAID_RT_PROGRAM_SLOT_TRANSIENT"
+                           : std::to_string(param.owner))
+       << ", "
        << (param.blockOf && !param.blockOf.getBlocks().empty()
                ? "braid_slot_blocks_" + std::to_string(slot)
                : std::string("0"))

@@ -183,8 +183,10 @@ void braid_rt_program_save(const char *dir, int64_t next_step, int64_t n,
   if (!staged && status == BRAID_RT_OK)
     status = BRAID_RT_OUT_OF_MEMORY;
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
-    if (!params[i] || (slots[i].owner >= 0 && slots[i].owner != stage))
-      continue; /* not held here, or a stale copy: another stage updates it */
+    if (!params[i] || slots[i].owner == BRAID_RT_PROGRAM_SLOT_TRANSIENT ||
+        (slots[i].owner >= 0 && slots[i].owner != stage))
+      continue; /* not held here, or a stale copy: another stage updates it;
+                   or not saved at all */
     slot_boxes_t boxes;
     slot_boxes(&slots[i], &boxes);
     float *owned, *host;
@@ -382,7 +384,7 @@ static int resume_extra(const char *path, braid_rt_checkpoint_reader_t *r,
     int64_t i = 0;
     while (i < n && strcmp(slots[i].name, name) != 0)
       ++i;
-    if (i < n)
+    if (i < n && slots[i].owner != BRAID_RT_PROGRAM_SLOT_TRANSIENT)
       continue;
     if (++extra <= 4) {
       size_t used = strlen(names);
@@ -411,8 +413,8 @@ int64_t braid_rt_program_resume(const char *dir, int64_t n,
   braid_rt_status_t status = braid_rt_checkpoint_open(s->ctx, path, &r);
   int64_t offsets[16], step = -1;
   for (int64_t i = 0; status == BRAID_RT_OK && i < n; ++i) {
-    if (!params[i])
-      continue; /* a slot another pipeline stage holds */
+    if (!params[i] || slots[i].owner == BRAID_RT_PROGRAM_SLOT_TRANSIENT)
+      continue; /* a slot another pipeline stage holds, or one never saved */
     slot_boxes_t boxes;
     slot_boxes(&slots[i], &boxes);
     int64_t count = boxes.boxes * boxes.box_count;

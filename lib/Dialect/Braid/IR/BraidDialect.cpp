@@ -110,6 +110,27 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                            "braid.param in a braid.layer");
     return success();
   }
+  if (name == "braid.pending_sum") {
+    // braid-train-step's defer-validation: a scalar state tensor each
+    // device keeps its share of, reduced where it is read (braid-partition).
+    auto type = op->getNumResults() ? op->getResult(0).getType()
+                : isa<StoreParamOp>(op) ? op->getOperand(0).getType()
+                                        : Type();
+    auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<ParamOp, StoreParamOp>(op) ||
+        !tensor || tensor.getRank() != 0)
+      return op->emitError("braid.pending_sum is a unit attribute of a "
+                           "braid.param or braid.store_param of a rank-0 "
+                           "tensor");
+    return success();
+  }
+  if (name == kTransientAttrName) {
+    auto param = dyn_cast<ParamOp>(op);
+    if (!isa<UnitAttr>(attr.getValue()) || !param || !param.getState())
+      return op->emitError("braid.transient is a unit attribute of a "
+                           "braid.param {state}");
+    return success();
+  }
   if (name == "braid.start_in_pipeline") {
     // braid-schedule-collectives: issued inside the pipeline computing its
     // operands (see the lowering of braid.pipeline).
@@ -156,7 +177,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                             "braid.cause, braid.bucket, braid.compress, "
                             "braid.powersgd, braid.chunk, braid.chunk_stages, "
                             "braid.schedule, braid.next_instance, "
-                            "braid.start_in_pipeline, braid.bf16_operands";
+                            "braid.start_in_pipeline, braid.bf16_operands, "
+                            "braid.pending_sum, braid.transient";
 }
 
 LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,

@@ -110,6 +110,9 @@ private:
   llvm::StringMap<Sharding> &layouts;
   std::string prefix;
   std::string layoutKey(StringRef name) { return prefix + "/" + name.str(); }
+  /// The per-device reads of each pending-sum state tensor
+  /// (kPendingSumAttrName), resolved once its store shows over which axes.
+  llvm::StringMap<SmallVector<ParamOp>> pendingSumReads;
   /// The op being partitioned, which any collective emitted now serves,
   /// and its phase and pipeline chunk.
   StringAttr cause;
@@ -364,6 +367,37 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     return success();
   }
   if (auto store = dyn_cast<StoreParamOp>(op)) {
+    Local stored = locals.lookup(store.getValue());
+    if (store->hasAttr(kPendingSumAttrName) && !stored.sharding.partial.empty()) {
+      // Each device keeps its share of the sum; the reads of it (before,
+      // in this step: the next step's value) reduce it, so that the
+      // reduction can overlap the work between the read and its use.
+      auto reads = pendingSumReads.find(layoutKey(store.getName()));
+      if (reads == pendingSumReads.end())
+        return store.emitOpError()
+               << "stores the pending sum '" << store.getName()
+               << "', which no braid.param {" << kPendingSumAttrName
+               << "} reads before it in this block";
+      Sharding replicated = Sharding::replicated(
+          cast<RankedTensorType>(store.getValue().getType()).getRank());
+      if (llvm::any_of(stored.sharding.dims,
+                       [](const auto &axes) { return !axes.empty(); }))
+        return store.emitOpError()
+               << "stores a pending sum that is also split; only a sum "
+                  "each device holds whole can be kept pending";
+      for (ParamOp read : reads->second) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointAfter(read);
+        Sharding share = replicated;
+        share.partial = stored.sharding.partial;
+        Value reduced = reshard(b, loc, {read.getResult(), share}, replicated);
+        read.getResult().replaceAllUsesExcept(reduced,
+                                              reduced.getDefiningOp());
+      }
+      auto local = StoreParamOp::create(b, loc, store.getName(), stored.value);
+      local->setAttr(kPendingSumAttrName, b.getUnitAttr());
+      return success();
+    }
     // The value is written in the parameter's storage layout.
     Sharding to = Sharding::replicated(
         cast<RankedTensorType>(store.getValue().getType()).getRank());
@@ -506,6 +540,8 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
     locals[op->getResult(r.getResultNumber())] = {value, s, cause};
   }
   if (auto param = dyn_cast<ParamOp>(local)) {
+    if (param->hasAttr(kPendingSumAttrName))
+      pendingSumReads[layoutKey(param.getName())].push_back(param);
     Local &result = locals[op->getResult(0)];
     auto [layout, first] =
         layouts.try_emplace(layoutKey(param.getName()), result.sharding);

@@ -9,6 +9,7 @@
 #include "braid/Dialect/Braid/IR/BraidOps.h"
 #include "braid/Dialect/Braid/Transforms/Passes.h"
 #include "braid/Dialect/Braid/Transforms/PhaseUtils.h"
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -16,6 +17,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <limits>
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_TRAINSTEPPASS
@@ -26,6 +28,9 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
+
+/// defer-validation's step-level slots.
+const std::string kPendingPrefix = "train_step.pending.";
 
 /// One gradient result of the gradient function.
 struct Gradient {
@@ -106,6 +111,33 @@ private:
                            function_ref<Value()> buildScale, Value step,
                            RankedTensorType lossType,
                            RankedTensorType stepType);
+  /// defer-validation, one parameter: validates the previous step's
+  /// optimistic update from the pending slots (keeping it where
+  /// `unclipped` is zero, else redoing it with `redo`), records the
+  /// validated state and this step's gradient in the slots, then updates
+  /// optimistically with `scale` (1, or NaN to skip).
+  void deferredUpdate(OpBuilder &b, Location loc, ParamOp decl, StringRef name,
+                      Value grad, ValueRange rates, ValueRange steps,
+                      Value unclipped, Value redo, Value scale);
+  /// defer-validation: what the previous call left to validate, read at
+  /// the start of the step: the gradients' sum of squares (per device: a
+  /// pending sum, reduced while this step's forward and backward pass
+  /// run), the loss, and whether anything is pending (1 or 0).
+  struct Pending {
+    Value sumSquares, loss, active;
+  };
+  Pending readPending(OpBuilder &b, Location loc, RankedTensorType type);
+  /// defer-validation: the previous step's validation and this step's
+  /// optimistic updates, every parameter, then what the next call
+  /// validates. Returns (previous grad norm, retry).
+  std::pair<Value, Value> buildDeferred(OpBuilder &b, Location loc,
+                                        ArrayRef<Gradient> grads,
+                                        const Pending &pending, Value step,
+                                        Value previousStep, Value final,
+                                        Value loss, Value squares, Value rate,
+                                        Value previousRate,
+                                        RankedTensorType lossType,
+                                        RankedTensorType stepType);
   /// The braid.param declaring `local` in a layer repeated with `prefix`
   /// by the gradient function, or the top-level declaration of `name`.
   ParamOp findDeclaration(func::FuncOp grad, const Gradient &g);
@@ -527,6 +559,170 @@ Value TrainStepPass::buildPostValidated(
   return rate;
 }
 
+/// The names of a parameter's pending slots (defer-validation): the state
+/// before the last optimistic update, then that update's gradient.
+static SmallVector<std::string> pendingNames(StringRef name,
+                                            ArrayRef<StringRef> suffixes) {
+  SmallVector<std::string> names{(name + ".pending").str()};
+  for (StringRef suffix : suffixes)
+    names.push_back((name + ".pending" + suffix).str());
+  names.push_back((name + ".pending.grad").str());
+  return names;
+}
+
+void TrainStepPass::deferredUpdate(OpBuilder &b, Location loc, ParamOp decl,
+                                   StringRef name, Value grad,
+                                   ValueRange rates, ValueRange steps,
+                                   Value unclipped, Value redo, Value scale) {
+  auto type = cast<RankedTensorType>(decl.getType());
+  auto zeros = InitAttr::get(b.getContext(), InitKind::zeros, APFloat(0.0),
+                             APFloat(0.0));
+  SmallVector<StringRef> suffixes;
+  if (optimizer == "adamw")
+    suffixes = {".adamw.m", ".adamw.v"};
+  else
+    suffixes = {".sgd.momentum"};
+  SmallVector<std::string> slots = pendingNames(name, suffixes);
+  SmallVector<Value> saved;
+  for (const std::string &slot : slots) {
+    auto read = ParamOp::create(b, loc, type, slot, zeros, /*state=*/true,
+                                /*block_of=*/nullptr);
+    read->setAttr(kTransientAttrName, b.getUnitAttr());
+    saved.push_back(read);
+  }
+  Value previousGrad = saved.pop_back_val();
+  // The previous step, validated: its update stands, or is redone from the
+  // state it started from (nothing pending: the slots hold zeros and
+  // `unclipped` is 0, so the current state stands).
+  SmallVector<Value> redone =
+      applyUpdate(b, loc, saved, previousGrad, rates[1], steps[1], redo);
+  SmallVector<Value> current = readState(b, loc, decl, name);
+  SmallVector<Value> validated;
+  for (auto [r, c] : llvm::zip(redone, current))
+    validated.push_back(SelectOp::create(b, loc, c.getType(), unclipped, r, c));
+  for (auto [slot, v] : llvm::zip(slots, validated))
+    StoreParamOp::create(b, loc, slot, v);
+  StoreParamOp::create(b, loc, slots.back(), grad);
+  storeState(b, loc, name,
+             applyUpdate(b, loc, validated, grad, rates[0], steps[0], scale));
+}
+
+TrainStepPass::Pending TrainStepPass::readPending(OpBuilder &b, Location loc,
+                                                  RankedTensorType type) {
+  auto zeros = InitAttr::get(b.getContext(), InitKind::zeros, APFloat(0.0),
+                             APFloat(0.0));
+  auto read = [&](StringRef what) {
+    auto param =
+        ParamOp::create(b, loc, type, (kPendingPrefix + what).str(), zeros,
+                        /*state=*/true, /*block_of=*/nullptr);
+    param->setAttr(kTransientAttrName, b.getUnitAttr());
+    return param;
+  };
+  ParamOp sumSquares = read("sum_squares");
+  sumSquares->setAttr(kPendingSumAttrName, b.getUnitAttr());
+  return {sumSquares, read("loss"), read("active")};
+}
+
+std::pair<Value, Value> TrainStepPass::buildDeferred(
+    OpBuilder &b, Location loc, ArrayRef<Gradient> grads,
+    const Pending &pending, Value step, Value previousStep, Value final,
+    Value loss, Value squares, Value rate, Value previousRate,
+    RankedTensorType lossType, RankedTensorType stepType) {
+  Type elementType = lossType.getElementType();
+  // The previous step's scale (1 when nothing is pending: the current
+  // state stands).
+  Value norm = SqrtOp::create(b, loc, pending.sumSquares);
+  Value clip =
+      clipNorm > 0.0
+          ? Value(ClipCoefficientOp::create(b, loc, norm,
+                                            APFloat(clipNorm.getValue())))
+          : scalarConstant(b, loc, elementType, 1.0);
+  Value one = scalarConstant(b, loc, elementType, 1.0);
+  Value zero = scalarConstant(b, loc, elementType, 0.0);
+  Value guard =
+      AddOp::create(b, loc, lossType, MulOp::create(b, loc, lossType, zero, norm),
+                    MulOp::create(b, loc, lossType, zero, pending.loss));
+  Value scale = SelectOp::create(b, loc, lossType, pending.active,
+                                 AddOp::create(b, loc, lossType, clip, guard),
+                                 one);
+  // As post-validate: `unclipped` is 0 exactly when the optimistic update
+  // stands; the redo's scale is NaN then (a skip).
+  Value unclipped = SubOp::create(b, loc, lossType, one, scale);
+  Value redo = AddOp::create(
+      b, loc, lossType, scale,
+      MulOp::create(b, loc, lossType, zero,
+                    DivOp::create(b, loc, lossType, one, unclipped)));
+  // A rolled-back step changed the parameters this step's forward and
+  // backward pass read: this step's update is skipped and the caller runs
+  // the step again. So is the last call's (`final`), which only validates.
+  Value retry = SelectOp::create(b, loc, lossType, unclipped, one, zero);
+  Value skip = SelectOp::create(b, loc, lossType, final, one, retry);
+  Value nan = scalarConstant(b, loc, elementType,
+                             std::numeric_limits<double>::quiet_NaN());
+  Value updateScale = SelectOp::create(b, loc, lossType, skip, nan, one);
+
+  SmallVector<Value> rates{rate, previousRate}, steps{step, previousStep};
+  using RepeatKey = std::tuple<StringRef, int64_t, int64_t>;
+  llvm::MapVector<RepeatKey, SmallVector<const Gradient *>> byRepeat;
+  for (const Gradient &g : grads) {
+    if (g.instances)
+      byRepeat[{g.prefix, g.instances->first, g.instances->second}].push_back(
+          &g);
+    else
+      deferredUpdate(b, loc, g.decl, g.name, g.value, rates, steps, unclipped,
+                     redo, updateScale);
+  }
+  func::FuncOp fn = cast<func::FuncOp>(b.getInsertionBlock()->getParentOp());
+  for (auto &entry : byRepeat) {
+    auto [prefix, first, count] = entry.first;
+    // Named, not bound: a lambda below captures it (C++17).
+    auto &group = entry.second;
+    std::string layerName = ("train_step." + prefix).str();
+    if (first != 0)
+      layerName += "." + std::to_string(first);
+    layerName += ".update";
+    SmallVector<Type> carried{lossType, lossType, stepType, stepType,
+                              lossType, lossType, lossType};
+    SmallVector<Type> layerArgs(carried);
+    for (const Gradient *g : group)
+      layerArgs.push_back(ParamOp(g->decl).getType());
+    LayerOp layer;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(fn);
+      layer = LayerOp::create(b, loc, layerName,
+                              b.getFunctionType(layerArgs, carried), nullptr,
+                              nullptr);
+      Block *lb = b.createBlock(&layer.getBody());
+      for (Type t : layerArgs)
+        lb->addArgument(t, loc);
+      ValueRange args = lb->getArguments();
+      for (auto [i, g] : llvm::enumerate(group))
+        deferredUpdate(b, loc, ParamOp(g->decl), g->local,
+                       args[carried.size() + i], args.slice(0, 2),
+                       args.slice(2, 2), args[4], args[5], args[6]);
+      YieldOp::create(b, loc, args.take_front(carried.size()));
+    }
+    SmallVector<Value> operands{rate,      previousRate, step,       previousStep,
+                                unclipped, redo,         updateScale};
+    for (const Gradient *g : group)
+      operands.push_back(g->value);
+    RepeatOp::create(b, loc, carried, layer.getSymName(), operands, prefix,
+                     count, first, b.getI64IntegerAttr(carried.size()),
+                     /*reverse=*/false, group.front()->instanceNames);
+  }
+  // What the next call validates: nothing after a skipped update. The sum
+  // of squares is stored as each device holds it (braid-partition leaves
+  // a pending sum pending and reduces it where it is read).
+  auto store = StoreParamOp::create(b, loc, kPendingPrefix + "sum_squares",
+                                    squares);
+  store->setAttr(kPendingSumAttrName, b.getUnitAttr());
+  StoreParamOp::create(b, loc, kPendingPrefix + "loss", loss);
+  StoreParamOp::create(b, loc, kPendingPrefix + "active",
+                       SelectOp::create(b, loc, lossType, skip, zero, one));
+  return {norm, retry};
+}
+
 void TrainStepPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (failed(checkOptions(module)))
@@ -561,6 +757,18 @@ void TrainStepPass::runOnOperation() {
   if (viaPipeline && deferW) {
     module.emitError("braid-train-step: defer-w does not apply to pipeline "
                      "(the schedule orders the W pieces)");
+    return signalPassFailure();
+  }
+  if (deferValidation && viaPipeline) {
+    module.emitError("braid-train-step: defer-validation does not apply to "
+                     "pipelines yet (validate within the step: "
+                     "post-validate)");
+    return signalPassFailure();
+  }
+  if (deferValidation && postValidate) {
+    module.emitError("braid-train-step: defer-validation and post-validate "
+                     "exclude each other (the first validates in the next "
+                     "call, the second within the step)");
     return signalPassFailure();
   }
   Location loc = grad.getLoc();
@@ -608,21 +816,37 @@ void TrainStepPass::runOnOperation() {
                            ? stackedType(t, microbatches)
                            : t);
   auto stepType = RankedTensorType::get({}, b.getI64Type());
+  unsigned numBatch = argTypes.size();
   argTypes.push_back(stepType);
-  SmallVector<Type> resultTypes(3, lossType);
+  // defer-validation: the step the pending update was, and whether this
+  // call only validates it (the last of a run, or before a checkpoint).
+  if (deferValidation) {
+    argTypes.push_back(stepType);
+    argTypes.push_back(lossType);
+  }
+  SmallVector<Type> resultTypes(deferValidation ? 4 : 3, lossType);
   auto fn = func::FuncOp::create(b, loc, "train_step",
                                  b.getFunctionType(argTypes, resultTypes));
   for (unsigned i = 0; i < grad.getNumArguments(); ++i)
     fn.setArgAttrs(i, grad.getArgAttrDict(i));
-  fn.setArgAttr(argTypes.size() - 1, "braid.name", b.getStringAttr("step"));
-  // A named array: the range-for would not keep an initializer list alive.
+  fn.setArgAttr(numBatch, "braid.name", b.getStringAttr("step"));
+  if (deferValidation) {
+    fn.setArgAttr(numBatch + 1, "braid.name",
+                  b.getStringAttr("previous_step"));
+    fn.setArgAttr(numBatch + 2, "braid.name", b.getStringAttr("final"));
+  }
+  // Named arrays: the range-for would not keep an initializer list alive.
   static constexpr StringLiteral resultNames[] = {"loss", "lr", "grad_norm"};
-  for (auto [i, name] : llvm::enumerate(resultNames))
+  static constexpr StringLiteral deferredNames[] = {
+      "loss", "lr", "previous_grad_norm", "retry"};
+  ArrayRef<StringLiteral> names =
+      deferValidation ? ArrayRef<StringLiteral>(deferredNames) : resultNames;
+  for (auto [i, name] : llvm::enumerate(names))
     fn.setResultAttr(i, "braid.name", b.getStringAttr(name));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToEnd(body);
-  ValueRange batch = body->getArguments().drop_back();
-  Value step = body->getArguments().back();
+  ValueRange batch = body->getArguments().take_front(numBatch);
+  Value step = body->getArgument(numBatch);
 
   FailureOr<SmallVector<Value>> sums = accumulate(b, grad, batch);
   if (failed(sums))
@@ -674,6 +898,24 @@ void TrainStepPass::runOnOperation() {
                                 APFloat(minLr * lrScale), warmupSteps,
                                 totalSteps);
   };
+  if (deferValidation) {
+    Value rate = buildRate();
+    b.setInsertionPointToStart(body);
+    Pending pending = readPending(b, loc, lossType);
+    b.setInsertionPointToEnd(body);
+    Value previousStep = body->getArgument(numBatch + 1);
+    // The rate the pending update had: the same schedule at its step.
+    Operation *previousRate = b.clone(*rate.getDefiningOp());
+    previousRate->setOperand(0, previousStep);
+    auto [previousNorm, retry] = buildDeferred(
+        b, loc, grads, pending, step, previousStep,
+        body->getArgument(numBatch + 2),
+        loss, squares, rate, previousRate->getResult(0), lossType,
+        stepType);
+    func::ReturnOp::create(b, loc,
+                           ValueRange{loss, rate, previousNorm, retry});
+    return;
+  }
   if (postValidate) {
     Value rate = buildPostValidated(b, loc, grads, buildRate, buildScale, step,
                                     lossType, stepType);

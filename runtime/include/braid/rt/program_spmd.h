@@ -131,6 +131,11 @@ typedef struct {
   const int64_t *blocks;
 } braid_rt_program_slot_t;
 
+/* The `owner` of a slot that lives from one call of the step to the next
+   only (braid.transient: defer-validation's pending update): checkpoints
+   neither write nor read it, and it starts as zeros. */
+#define BRAID_RT_PROGRAM_SLOT_TRANSIENT (-2)
+
 /* Every rank reports its own failure (if any); when any rank failed, all
    leave with status 1. Collective. */
 void braid_rt_program_checkpoint_outcome(int failed);

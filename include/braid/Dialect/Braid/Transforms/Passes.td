@@ -156,6 +156,11 @@ def TrainStepPass : Pass<"braid-train-step", "::mlir::ModuleOp"> {
            "Update optimistically (unclipped) before the gradient norm is "
            "known, then keep the update or roll it back and redo it with "
            "the clipping scale, or skip it (non-finite).">,
+    Option<"deferValidation", "defer-validation", "bool", /*default=*/"false",
+           "Validate each step's optimistic update in the next call, after "
+           "its forward and backward pass (@train_step gains the inputs "
+           "previous_step and final and the results previous_grad_norm and "
+           "retry; one device only for now).">,
   ];
   let dependentDialects = ["::mlir::braid::BraidDialect",
                            "::mlir::func::FuncDialect"];

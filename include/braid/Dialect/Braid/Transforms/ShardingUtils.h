@@ -16,6 +16,13 @@ namespace mlir::braid {
 /// The attribute on an op listing its results' shardings.
 constexpr StringLiteral kShardingsAttrName = "braid.shardings";
 
+/// On a braid.param and the braid.store_param of the same state tensor: it
+/// holds a sum that each device stores as its own share (pending over the
+/// axes the stored value is pending over) and that is reduced where it is
+/// read. braid-train-step's defer-validation keeps a step's gradient sum
+/// of squares so, so that its all_reduce runs during the next step.
+constexpr StringLiteral kPendingSumAttrName = "braid.pending_sum";
+
 struct Sharding {
   /// Per dimension, the mesh axes it is split over (major to minor).
   SmallVector<SmallVector<StringRef>> dims;
