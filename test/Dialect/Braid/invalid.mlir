@@ -1257,3 +1257,27 @@ func.func @fused_loss_use(%x: tensor<2x4xf32>, %l: tensor<2xi32>) -> tensor<2x4x
   }
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+func.func @pending_sum_not_scalar() {
+  // expected-error@+1 {{braid.pending_sum is a unit attribute of a braid.param or braid.store_param of a rank-0 tensor}}
+  %0 = braid.param "s" {init = #braid.init<zeros>, state, braid.pending_sum} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @pending_sum_on_compute(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error@+1 {{braid.pending_sum is a unit attribute of a braid.param or braid.store_param}}
+  %0 = braid.sqrt %x {braid.pending_sum} : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @transient_weight() {
+  // expected-error@+1 {{braid.transient is a unit attribute of a braid.param {state}}}
+  %0 = braid.param "w" {init = #braid.init<zeros>, braid.transient} : tensor<2xf32>
+  return
+}

@@ -110,9 +110,10 @@ private:
   llvm::StringMap<Sharding> &layouts;
   std::string prefix;
   std::string layoutKey(StringRef name) { return prefix + "/" + name.str(); }
-  /// The per-device reads of each pending-sum state tensor
-  /// (kPendingSumAttrName), resolved once its store shows over which axes.
-  llvm::StringMap<SmallVector<ParamOp>> pendingSumReads;
+  /// The reads of each pending-sum state tensor (kPendingSumAttrName), the
+  /// global value and its per-device read, resolved once its store shows
+  /// over which axes.
+  llvm::StringMap<SmallVector<std::pair<Value, ParamOp>>> pendingSumReads;
   /// The op being partitioned, which any collective emitted now serves,
   /// and its phase and pipeline chunk.
   StringAttr cause;
@@ -385,14 +386,16 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
         return store.emitOpError()
                << "stores a pending sum that is also split; only a sum "
                   "each device holds whole can be kept pending";
-      for (ParamOp read : reads->second) {
+      for (auto [global, read] : reads->second) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointAfter(read);
         Sharding share = replicated;
         share.partial = stored.sharding.partial;
         Value reduced = reshard(b, loc, {read.getResult(), share}, replicated);
+        // Uses partitioned so far, and those to come.
         read.getResult().replaceAllUsesExcept(reduced,
                                               reduced.getDefiningOp());
+        locals[global].value = reduced;
       }
       auto local = StoreParamOp::create(b, loc, store.getName(), stored.value);
       local->setAttr(kPendingSumAttrName, b.getUnitAttr());
@@ -541,7 +544,8 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
   }
   if (auto param = dyn_cast<ParamOp>(local)) {
     if (param->hasAttr(kPendingSumAttrName))
-      pendingSumReads[layoutKey(param.getName())].push_back(param);
+      pendingSumReads[layoutKey(param.getName())].push_back(
+          {op->getResult(0), param});
     Local &result = locals[op->getResult(0)];
     auto [layout, first] =
         layouts.try_emplace(layoutKey(param.getName()), result.sharding);
