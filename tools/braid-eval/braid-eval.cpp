@@ -100,7 +100,10 @@ static cl::opt<unsigned> steps(
     "steps",
     cl::desc("Train: run the entry (default train_step) N times, feeding "
              "the step number to its 'step' argument; parameters and "
-             "optimizer state carry over between steps"),
+             "optimizer state carry over between steps (a step with "
+             "defer-validation: a step's line after the next call, a step "
+             "after a rollback run again, a last call validating the last "
+             "step)"),
     cl::value_desc("N"), cl::init(0), cl::cat(category));
 static cl::opt<uint64_t>
     startStep("start-step",
