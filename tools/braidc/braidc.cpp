@@ -477,6 +477,11 @@ static std::optional<int> planMesh(ModuleOp module,
   config.optimizerBytes = model->elementBytes < 4 ? 12 : 8;
   if (options.optimizer == "sgd")
     config.optimizerBytes = model->elementBytes < 4 ? 8 : 4;
+  // --defer-validation holds, until the next step validates it, the state
+  // each update started from (the f32 parameter and its f32 optimizer
+  // state) and its f32 gradient, sharded as the optimizer state is.
+  if (options.deferValidation)
+    config.optimizerBytes += 4 + (options.optimizer == "sgd" ? 4 : 8) + 4;
   // The buckets and prefetch the compiled program will have. (Unbucketed
   // gradient reductions, --bucket-mb 0, are still priced as buckets: the
   // model has no per-tensor count for them.)
