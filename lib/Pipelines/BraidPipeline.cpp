@@ -56,7 +56,9 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
   if (o.deferValidation && o.pp > 1)
     return optionError("defer-validation does not support pipelines yet "
                        "(pp=" + Twine(o.pp) +
-                       "); post-validate validates within the step");
+                       "): the stages' sums of squares would still meet at "
+                       "the end of each step; post-validate validates "
+                       "within the step");
   if (!(o.bucketMb >= 0) || !std::isfinite(o.bucketMb))
     return optionError("bucket-mb must be non-negative and finite (0: no "
                        "buckets), got " +

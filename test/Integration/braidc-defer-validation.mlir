@@ -82,6 +82,6 @@
 // SLOTS: train_step.pending.sum_squares\22, 0, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, BRAID_RT_PROGRAM_SLOT_TRANSIENT, 0}
 //
 // RUN: not braidc %t.mlir --mesh pp=2 --defer-validation -o %t.pp 2>&1 | FileCheck %s --check-prefix=PIPE
-// PIPE: braidc: defer-validation does not support pipelines yet (pp=2); post-validate validates within the step
+// PIPE: braidc: defer-validation does not support pipelines yet (pp=2): the stages' sums of squares would still meet at the end of each step; post-validate validates within the step
 // RUN: not braidc %t.mlir --post-validate --defer-validation -o %t.both 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: braidc: defer-validation and post-validate exclude each other

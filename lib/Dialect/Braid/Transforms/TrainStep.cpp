@@ -761,8 +761,9 @@ void TrainStepPass::runOnOperation() {
   }
   if (deferValidation && viaPipeline) {
     module.emitError("braid-train-step: defer-validation does not apply to "
-                     "pipelines yet (validate within the step: "
-                     "post-validate)");
+                     "pipelines yet: the stages' sums of squares would still "
+                     "meet at the end of each step (validate within the "
+                     "step: post-validate)");
     return signalPassFailure();
   }
   if (deferValidation && postValidate) {
