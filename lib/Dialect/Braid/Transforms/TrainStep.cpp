@@ -30,7 +30,7 @@ using namespace mlir::braid;
 namespace {
 
 /// defer-validation's step-level slots.
-const std::string kPendingPrefix = "train_step.pending.";
+constexpr StringLiteral kPendingPrefix = "train_step.pending.";
 
 /// One gradient result of the gradient function.
 struct Gradient {
@@ -714,11 +714,11 @@ std::pair<Value, Value> TrainStepPass::buildDeferred(
   // What the next call validates: nothing after a skipped update. The sum
   // of squares is stored as each device holds it (braid-partition leaves
   // a pending sum pending and reduces it where it is read).
-  auto store = StoreParamOp::create(b, loc, kPendingPrefix + "sum_squares",
-                                    squares);
+  auto store = StoreParamOp::create(
+      b, loc, (kPendingPrefix + "sum_squares").str(), squares);
   store->setAttr(kPendingSumAttrName, b.getUnitAttr());
-  StoreParamOp::create(b, loc, kPendingPrefix + "loss", loss);
-  StoreParamOp::create(b, loc, kPendingPrefix + "active",
+  StoreParamOp::create(b, loc, (kPendingPrefix + "loss").str(), loss);
+  StoreParamOp::create(b, loc, (kPendingPrefix + "active").str(),
                        SelectOp::create(b, loc, lossType, skip, zero, one));
   return {norm, retry};
 }
