@@ -389,6 +389,8 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
       for (auto [global, read] : reads->second) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointAfter(read);
+        // The reduction serves the read (the previous call's value).
+        cause = describeCause(global.getDefiningOp());
         Sharding share = replicated;
         share.partial = stored.sharding.partial;
         Value reduced = reshard(b, loc, {read.getResult(), share}, replicated);
@@ -397,6 +399,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b) {
                                               reduced.getDefiningOp());
         locals[global].value = reduced;
       }
+      cause = describeCause(op);
       auto local = StoreParamOp::create(b, loc, store.getName(), stored.value);
       local->setAttr(kPendingSumAttrName, b.getUnitAttr());
       return success();
