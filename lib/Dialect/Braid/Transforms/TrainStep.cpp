@@ -49,6 +49,25 @@ struct Gradient {
   Value value;
 };
 
+/// The gradients of layer parameters, by the repeat that updates them (one
+/// per repeat, since a prefix's instances may be split over several, as
+/// between pipeline chunks); `topLevel` runs on each of the others, in
+/// order.
+using RepeatKey = std::tuple<StringRef, int64_t, int64_t>;
+using RepeatGroups = llvm::MapVector<RepeatKey, SmallVector<const Gradient *>>;
+static RepeatGroups groupByRepeat(ArrayRef<Gradient> grads,
+                                  function_ref<void(const Gradient &)> topLevel) {
+  RepeatGroups byRepeat;
+  for (const Gradient &g : grads) {
+    if (g.instances)
+      byRepeat[{g.prefix, g.instances->first, g.instances->second}].push_back(
+          &g);
+    else
+      topLevel(g);
+  }
+  return byRepeat;
+}
+
 Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
                      double value) {
   auto type = RankedTensorType::get({}, elementType);
@@ -111,6 +130,20 @@ private:
                            function_ref<Value()> buildScale, Value step,
                            RankedTensorType lossType,
                            RankedTensorType stepType);
+  /// The clipping scale of a step whose gradients' sum of squares is
+  /// `sumSquares` (its square root into `norm`), guarded by the norm and
+  /// `loss`.
+  Value buildClipScale(OpBuilder &b, Location loc, Value sumSquares,
+                       Value loss, Value &norm);
+  /// A braid.repeat @train_step.<prefix>[.<first>].update over the
+  /// instances of a layer whose parameters are `group`: each instance runs
+  /// `body` on the scalars `carried` (passed through unchanged) and its
+  /// gradients, in `group`'s order.
+  void buildUpdateRepeat(
+      OpBuilder &b, Location loc, func::FuncOp fn, StringRef prefix,
+      int64_t first, int64_t count, ArrayRef<const Gradient *> group,
+      ValueRange carried,
+      function_ref<void(ValueRange carried, ValueRange grads)> body);
   /// defer-validation, one parameter: validates the previous step's
   /// optimistic update from the pending slots (keeping it where
   /// `unclipped` is zero, else redoing it with `redo`), records the
@@ -444,16 +477,10 @@ Value TrainStepPass::buildPostValidated(
   Value rate = buildRate();
   // The updates do not wait for the norm (its all_reduce, for sharded
   // gradients): each runs unclipped and keeps the state it started from.
-  using RepeatKey = std::tuple<StringRef, int64_t, int64_t>;
-  llvm::MapVector<RepeatKey, SmallVector<const Gradient *>> byRepeat;
   DenseMap<const Gradient *, SmallVector<Value>> saved;
-  for (const Gradient &g : grads) {
-    if (g.instances)
-      byRepeat[{g.prefix, g.instances->first, g.instances->second}].push_back(
-          &g);
-    else
-      saved[&g] = optimistic(b, loc, g.decl, g.name, g.value, rate, step);
-  }
+  RepeatGroups byRepeat = groupByRepeat(grads, [&](const Gradient &g) {
+    saved[&g] = optimistic(b, loc, g.decl, g.name, g.value, rate, step);
+  });
   unsigned perParam = optimizer == "adamw" ? 3 : 2;
   auto layerName = [](StringRef prefix, int64_t first, StringRef what) {
     std::string name = ("train_step." + prefix).str();
@@ -559,6 +586,64 @@ Value TrainStepPass::buildPostValidated(
   return rate;
 }
 
+Value TrainStepPass::buildClipScale(OpBuilder &b, Location loc,
+                                    Value sumSquares, Value loss,
+                                    Value &norm) {
+  auto type = cast<RankedTensorType>(loss.getType());
+  Type elementType = type.getElementType();
+  norm = SqrtOp::create(b, loc, sumSquares);
+  Value scale =
+      clipNorm > 0.0
+          ? Value(ClipCoefficientOp::create(b, loc, norm,
+                                            APFloat(clipNorm.getValue())))
+          : scalarConstant(b, loc, elementType, 1.0);
+  // A non-finite loss or gradient norm makes the scale non-finite, which
+  // the optimizer updates take as "skip this step" (parameters and state
+  // stay). 0 * x is zero for a finite x, so a finite step is unchanged bit
+  // for bit.
+  Value zero = scalarConstant(b, loc, elementType, 0.0);
+  Value guard =
+      AddOp::create(b, loc, type, MulOp::create(b, loc, type, zero, norm),
+                    MulOp::create(b, loc, type, zero, loss));
+  return AddOp::create(b, loc, type, scale, guard);
+}
+
+void TrainStepPass::buildUpdateRepeat(
+    OpBuilder &b, Location loc, func::FuncOp fn, StringRef prefix,
+    int64_t first, int64_t count, ArrayRef<const Gradient *> group,
+    ValueRange carried,
+    function_ref<void(ValueRange carried, ValueRange grads)> body) {
+  std::string layerName = ("train_step." + prefix).str();
+  if (first != 0)
+    layerName += "." + std::to_string(first);
+  layerName += ".update";
+  SmallVector<Type> carriedTypes(carried.getTypes());
+  SmallVector<Type> layerArgs(carriedTypes);
+  for (const Gradient *g : group)
+    layerArgs.push_back(ParamOp(g->decl).getType());
+  LayerOp layer;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(fn);
+    layer = LayerOp::create(b, loc, layerName,
+                            b.getFunctionType(layerArgs, carriedTypes),
+                            nullptr, nullptr);
+    Block *lb = b.createBlock(&layer.getBody());
+    for (Type t : layerArgs)
+      lb->addArgument(t, loc);
+    ValueRange args = lb->getArguments();
+    body(args.take_front(carried.size()), args.drop_front(carried.size()));
+    YieldOp::create(b, loc, args.take_front(carried.size()));
+  }
+  SmallVector<Value> operands(carried);
+  for (const Gradient *g : group)
+    operands.push_back(g->value);
+  // The update names each instance's parameters as the forward pass did.
+  RepeatOp::create(b, loc, carriedTypes, layer.getSymName(), operands, prefix,
+                   count, first, b.getI64IntegerAttr(carried.size()),
+                   /*reverse=*/false, group.front()->instanceNames);
+}
+
 /// The names of a parameter's pending slots (defer-validation): the state
 /// before the last optimistic update, then that update's gradient.
 static SmallVector<std::string> pendingNames(StringRef name,
@@ -631,20 +716,13 @@ std::pair<Value, Value> TrainStepPass::buildDeferred(
   Type elementType = lossType.getElementType();
   // The previous step's scale (1 when nothing is pending: the current
   // state stands).
-  Value norm = SqrtOp::create(b, loc, pending.sumSquares);
-  Value clip =
-      clipNorm > 0.0
-          ? Value(ClipCoefficientOp::create(b, loc, norm,
-                                            APFloat(clipNorm.getValue())))
-          : scalarConstant(b, loc, elementType, 1.0);
+  Value norm;
+  Value guarded =
+      buildClipScale(b, loc, pending.sumSquares, pending.loss, norm);
   Value one = scalarConstant(b, loc, elementType, 1.0);
   Value zero = scalarConstant(b, loc, elementType, 0.0);
-  Value guard =
-      AddOp::create(b, loc, lossType, MulOp::create(b, loc, lossType, zero, norm),
-                    MulOp::create(b, loc, lossType, zero, pending.loss));
-  Value scale = SelectOp::create(b, loc, lossType, pending.active,
-                                 AddOp::create(b, loc, lossType, clip, guard),
-                                 one);
+  Value scale =
+      SelectOp::create(b, loc, lossType, pending.active, guarded, one);
   // As post-validate: `unclipped` is 0 exactly when the optimistic update
   // stands; the redo's scale is NaN then (a skip).
   Value unclipped = SubOp::create(b, loc, lossType, one, scale);
@@ -662,54 +740,23 @@ std::pair<Value, Value> TrainStepPass::buildDeferred(
   Value updateScale = SelectOp::create(b, loc, lossType, skip, nan, one);
 
   SmallVector<Value> rates{rate, previousRate}, steps{step, previousStep};
-  using RepeatKey = std::tuple<StringRef, int64_t, int64_t>;
-  llvm::MapVector<RepeatKey, SmallVector<const Gradient *>> byRepeat;
-  for (const Gradient &g : grads) {
-    if (g.instances)
-      byRepeat[{g.prefix, g.instances->first, g.instances->second}].push_back(
-          &g);
-    else
-      deferredUpdate(b, loc, g.decl, g.name, g.value, rates, steps, unclipped,
-                     redo, updateScale);
-  }
+  RepeatGroups byRepeat = groupByRepeat(grads, [&](const Gradient &g) {
+    deferredUpdate(b, loc, g.decl, g.name, g.value, rates, steps, unclipped,
+                   redo, updateScale);
+  });
   func::FuncOp fn = cast<func::FuncOp>(b.getInsertionBlock()->getParentOp());
   for (auto &entry : byRepeat) {
     auto [prefix, first, count] = entry.first;
-    // Named, not bound: a lambda below captures it (C++17).
+    // Named, not bound: the lambda below captures it (C++17).
     auto &group = entry.second;
-    std::string layerName = ("train_step." + prefix).str();
-    if (first != 0)
-      layerName += "." + std::to_string(first);
-    layerName += ".update";
-    SmallVector<Type> carried{lossType, lossType, stepType, stepType,
-                              lossType, lossType, lossType};
-    SmallVector<Type> layerArgs(carried);
-    for (const Gradient *g : group)
-      layerArgs.push_back(ParamOp(g->decl).getType());
-    LayerOp layer;
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(fn);
-      layer = LayerOp::create(b, loc, layerName,
-                              b.getFunctionType(layerArgs, carried), nullptr,
-                              nullptr);
-      Block *lb = b.createBlock(&layer.getBody());
-      for (Type t : layerArgs)
-        lb->addArgument(t, loc);
-      ValueRange args = lb->getArguments();
-      for (auto [i, g] : llvm::enumerate(group))
-        deferredUpdate(b, loc, ParamOp(g->decl), g->local,
-                       args[carried.size() + i], args.slice(0, 2),
-                       args.slice(2, 2), args[4], args[5], args[6]);
-      YieldOp::create(b, loc, args.take_front(carried.size()));
-    }
-    SmallVector<Value> operands{rate,      previousRate, step,       previousStep,
-                                unclipped, redo,         updateScale};
-    for (const Gradient *g : group)
-      operands.push_back(g->value);
-    RepeatOp::create(b, loc, carried, layer.getSymName(), operands, prefix,
-                     count, first, b.getI64IntegerAttr(carried.size()),
-                     /*reverse=*/false, group.front()->instanceNames);
+    buildUpdateRepeat(
+        b, loc, fn, prefix, first, count, group,
+        {rate, previousRate, step, previousStep, unclipped, redo, updateScale},
+        [&](ValueRange c, ValueRange grads) {
+          for (auto [g, grad] : llvm::zip(group, grads))
+            deferredUpdate(b, loc, ParamOp(g->decl), g->local, grad,
+                           c.slice(0, 2), c.slice(2, 2), c[4], c[5], c[6]);
+        });
   }
   // What the next call validates: nothing after a skipped update. The sum
   // of squares is stored as each device holds it (braid-partition leaves
@@ -774,7 +821,6 @@ void TrainStepPass::runOnOperation() {
   }
   Location loc = grad.getLoc();
   auto lossType = cast<RankedTensorType>(grad.getResultTypes()[0]);
-  Type elementType = lossType.getElementType();
 
   // Gradients by parameter.
   SmallVector<Gradient> grads;
@@ -870,21 +916,7 @@ void TrainStepPass::runOnOperation() {
   }
   Value norm;
   auto buildScale = [&]() -> Value {
-    norm = SqrtOp::create(b, loc, squares);
-    Value scale =
-        clipNorm > 0.0
-            ? Value(ClipCoefficientOp::create(b, loc, norm,
-                                              APFloat(clipNorm.getValue())))
-            : scalarConstant(b, loc, elementType, 1.0);
-    // A non-finite loss or gradient norm makes the scale non-finite, which
-    // the optimizer updates take as "skip this step" (parameters and state
-    // stay). 0 * x is zero for a finite x, so a finite step is unchanged bit
-    // for bit.
-    Value zero = scalarConstant(b, loc, elementType, 0.0);
-    Value guard = AddOp::create(b, loc, lossType,
-                                MulOp::create(b, loc, lossType, zero, norm),
-                                MulOp::create(b, loc, lossType, zero, loss));
-    return AddOp::create(b, loc, lossType, scale, guard);
+    return buildClipScale(b, loc, squares, loss, norm);
   };
   auto buildRate = [&]() -> Value {
     double lrScale = 1.0;
@@ -927,52 +959,20 @@ void TrainStepPass::runOnOperation() {
   Value rate = buildRate();
 
   // Updates: top-level parameters here, layer parameters in a repeat over
-  // the instances of the forward pass (one per repeat, since a prefix's
-  // instances may be split over several, as between pipeline chunks).
-  using RepeatKey = std::tuple<StringRef, int64_t, int64_t>;
-  llvm::MapVector<RepeatKey, SmallVector<const Gradient *>> byRepeat;
-  for (const Gradient &g : grads) {
-    if (g.instances)
-      byRepeat[{g.prefix, g.instances->first, g.instances->second}].push_back(
-          &g);
-    else
-      update(b, loc, g.decl, g.name, g.value, rate, step, scale);
-  }
-  for (auto &[key, group] : byRepeat) {
-    auto [prefix, first, count] = key;
-    std::string layerName = ("train_step." + prefix).str();
-    if (first != 0)
-      layerName += "." + std::to_string(first);
-    layerName += ".update";
-    SmallVector<Type> carried{lossType, stepType, lossType};
-    SmallVector<Type> layerArgs(carried);
-    for (const Gradient *g : group)
-      layerArgs.push_back(ParamOp(g->decl).getType());
-    LayerOp layer;
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(fn);
-      layer = LayerOp::create(b, loc, layerName,
-                              b.getFunctionType(layerArgs, carried), nullptr,
-                              nullptr);
-      Block *lb = b.createBlock(&layer.getBody());
-      for (Type t : layerArgs)
-        lb->addArgument(t, loc);
-      ValueRange args = lb->getArguments();
-      for (auto [i, g] : llvm::enumerate(group))
-        update(b, loc, ParamOp(g->decl), g->local, args[3 + i], args[0], args[1],
-               args[2]);
-      YieldOp::create(b, loc, args.take_front(3));
-    }
-    SmallVector<Value> operands{rate, step, scale};
-    SmallVector<Type> types(carried);
-    for (const Gradient *g : group) {
-      operands.push_back(g->value);
-    }
-    // The update names each instance's parameters as the forward pass did.
-    RepeatOp::create(b, loc, types, layer.getSymName(), operands, prefix,
-                     count, first, b.getI64IntegerAttr(3), /*reverse=*/false,
-                     group.front()->instanceNames);
+  // the instances of the forward pass.
+  RepeatGroups byRepeat = groupByRepeat(grads, [&](const Gradient &g) {
+    update(b, loc, g.decl, g.name, g.value, rate, step, scale);
+  });
+  for (auto &entry : byRepeat) {
+    auto [prefix, first, count] = entry.first;
+    // Named, not bound: the lambda below captures it (C++17).
+    auto &group = entry.second;
+    buildUpdateRepeat(b, loc, fn, prefix, first, count, group,
+                      {rate, step, scale}, [&](ValueRange c, ValueRange grads) {
+                        for (auto [g, grad] : llvm::zip(group, grads))
+                          update(b, loc, ParamOp(g->decl), g->local, grad,
+                                 c[0], c[1], c[2]);
+                      });
   }
   func::ReturnOp::create(b, loc, ValueRange{loss, rate, norm});
 }
