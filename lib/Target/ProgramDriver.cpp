@@ -484,22 +484,22 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
              elementArgs(results[i].type.getElementType()) + ")";
     };
     // One call of the step at `stepExpr` (with `final` for the validating
-    // call of defer-validation), traced as `traceName`.
+    // call of defer-validation), traced as `traceName` of `traceStep`.
     auto emitCall = [&](StringRef stepExpr, StringRef final,
-                        StringRef traceName) {
+                        StringRef traceName, StringRef traceStep) {
       os << "    braid_rt_program_set_step(in" << stepIndex << ", "
          << stepBytes << ", " << stepExpr << ");\n";
       if (deferred)
         os << "    braid_rt_program_set_step(in" << previousIndex << ", "
-           << stepBytes << ", " << stepExpr << " > 0 ? " << stepExpr
-           << " - 1 : 0);\n"
+           << stepBytes << ", (" << stepExpr << ") > 0 ? (" << stepExpr
+           << ") - 1 : 0);\n"
            << "    {\n      float final_v = " << final << ";\n"
            << "      braid_rt_program_to_device(in" << finalIndex
            << ", &final_v, sizeof final_v, \"final\");\n    }\n";
       if (mesh.present)
         os << "    if (trace_file) {\n      char name[48];\n"
            << "      snprintf(name, sizeof name, \"" << traceName
-           << "\", (long long)" << stepExpr << ");\n"
+           << "\", (long long)" << traceStep << ");\n"
            << "      braid_rt_program_trace_begin(name, \"step\");\n    }\n";
       // Ids checked on a device (braid_rt_check_ids) are reported here,
       // once per step; on the CPU a bad id has already ended the program.
@@ -557,7 +557,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     os << "  for (int64_t s = start_step; s < start_step + steps; ++s) {\n"
        << "    struct timespec t0, t1;\n"
        << dataFeed << "    clock_gettime(CLOCK_MONOTONIC, &t0);\n";
-    emitCall("s", "0.0f", "step %lld");
+    emitCall("s", "0.0f", "step %lld", "s");
     if (deferred) {
       // The previous step is validated: its line. A rollback changed the
       // parameters this step's forward pass read, so the step skipped its
@@ -567,7 +567,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
                  "pending_ms");
       os << "    }\n    if (" << value(retryIndex) << " != 0) {\n"
          << "      ++reruns;\n";
-      emitCall("s", "0.0f", "step %lld (again)");
+      emitCall("s", "0.0f", "step %lld (again)", "s");
       os << "    }\n";
     }
     os << "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
@@ -585,7 +585,7 @@ void braid::printProgramMain(raw_ostream &os, const ProgramSignature &signature,
     // defer-validation: a call that only validates the last step, before
     // the checkpoint (the run's end, or --save-every) holds its update.
     auto emitValidation = [&]() {
-      emitCall("pending_s + 1", "1.0f", "validate step %lld");
+      emitCall("pending_s + 1", "1.0f", "validate step %lld", "pending_s");
       emitReport("pending_s", "pending_loss", "pending_lr", value(normIndex),
                  "pending_ms");
       os << "    have_pending = 0;\n";

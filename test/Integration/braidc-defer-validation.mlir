@@ -43,6 +43,14 @@
 // RUN: %PYTHON %S/Inputs/trace-starts.py %t.z3dv.json --rank 1 | FileCheck %s --check-prefix=ORDER
 // ORDER-COUNT-8: step {{[0-7]}}: all_gather start x2, all_reduce start x1, reduce_scatter start x1, all_gather start x8, all_reduce start x1, all_gather start x3, reduce_scatter start x3, all_reduce wait x2{{$}}
 // ORDER-NOT: step
+// braid-trace names the repeated step and the validating call.
+// RUN: braid-trace %t.z3dv.json --csv | FileCheck %s --check-prefix=TRACE
+// TRACE: {{^}}0,3,
+// TRACE-NEXT: {{^}}0,4,
+// TRACE-NEXT: {{^}}0,4 (again),
+// TRACE-NEXT: {{^}}0,5,
+// TRACE-NEXT: {{^}}0,validate 5,
+// TRACE-NEXT: {{^}}0,all,
 //
 // RUN: braid-run -n 2 %t.z3 --steps 5 --seed 1 --save %t.ck/every --save-every 2 --log-every 3 > /dev/null
 // RUN: braid-run -n 2 %t.z3dv --steps 5 --seed 1 --save %t.ck/everydv --save-every 2 --log-every 3 > %t.every.out
