@@ -89,6 +89,20 @@ FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
   // Inputs are generated and fed (--data: 'tokens', 'labels') by name.
   if (failed(braid::verifyDistinctArgumentNames(fn)))
     return failure();
+  // braid-train-step's defer-validation adds the inputs previous_step and
+  // final (and the result retry); elsewhere those are ordinary names.
+  auto hasArgument = [&](StringRef name) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (braid::getArgumentName(fn, i) == name)
+        return true;
+    return false;
+  };
+  bool deferredStep = false;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (auto name = fn.getResultAttrOfType<StringAttr>(i, "braid.name"))
+      deferredStep |= name.getValue() == "retry";
+  deferredStep &= hasArgument("step") && hasArgument("previous_step") &&
+                  hasArgument("final");
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     ProgramTensor info;
     info.name = braid::getArgumentName(fn, i);
@@ -100,11 +114,11 @@ FailureOr<braid::ProgramSignature> braid::getProgramSignature(ModuleOp module,
     bool integer = element.isInteger(32) || element.isInteger(64);
     if (info.name == "step" && info.type.getRank() == 0 && integer) {
       info.isStep = true;
-    } else if (info.name == "previous_step" && info.type.getRank() == 0 &&
-               integer) {
+    } else if (deferredStep && info.name == "previous_step" &&
+               info.type.getRank() == 0 && integer) {
       info.isPreviousStep = true;
-    } else if (info.name == "final" && info.type.getRank() == 0 &&
-               element.isF32()) {
+    } else if (deferredStep && info.name == "final" &&
+               info.type.getRank() == 0 && element.isF32()) {
       info.isFinal = true;
     } else if (!element.isF32()) {
       auto range = fn.getArgAttrOfType<IntegerAttr>(i, "braid.range");

@@ -93,3 +93,10 @@
 // PIPE: braidc: defer-validation does not support pipelines yet (pp=2): the stages' sums of squares would still meet at the end of each step; post-validate validates within the step
 // RUN: not braidc %t.mlir --post-validate --defer-validation -o %t.both 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: braidc: defer-validation and post-validate exclude each other
+//
+// Outside such a training step, arguments named final and previous_step
+// are ordinary inputs, generated from --seed as braid-eval makes them.
+// RUN: braidc %S/Inputs/named-final.mlir -o %t.named
+// RUN: %t.named --seed 3 | cut -d' ' -f2 > %t.named.out
+// RUN: braid-eval %S/Inputs/named-final.mlir --seed 3 | grep '^result 0' | cut -d' ' -f5 > %t.named.ref
+// RUN: diff %t.named.out %t.named.ref
