@@ -53,12 +53,6 @@ llvm::Error mlir::braid::verifyTrainingOptions(const TrainingOptions &o) {
     return optionError("defer-validation and post-validate exclude each "
                        "other: the first validates a step during the next, "
                        "the second within the step; pick one");
-  if (o.deferValidation && o.pp > 1)
-    return optionError("defer-validation does not support pipelines yet "
-                       "(pp=" + Twine(o.pp) +
-                       "): the stages' sums of squares would still meet at "
-                       "the end of each step; post-validate validates "
-                       "within the step");
   if (!(o.bucketMb >= 0) || !std::isfinite(o.bucketMb))
     return optionError("bucket-mb must be non-negative and finite (0: no "
                        "buckets), got " +

@@ -265,6 +265,17 @@ static void test_pipeline(void) {
     CHECK(dst[0] == -1.0f && dst[1] == -1.0f, "pp_transfer on stage %lld",
           (long long)stage);
 
+  /* pp_local: the last stage's share is its value, every other stage's
+     zeros; summed over the pipeline, the value. */
+  float share[2] = {-1.0f, -1.0f};
+  braid_rt_program_pp_local_f32(TP, src, share, 2, s - 1);
+  if (stage == s - 1)
+    CHECK(share[0] == src[0] && share[1] == src[1], "pp_local: %g %g",
+          share[0], share[1]);
+  else
+    CHECK(share[0] == 0.0f && share[1] == 0.0f, "pp_local on stage %lld",
+          (long long)stage);
+
   /* accumulate_mean over 3 micro-batches: the f32 sum times f32(1/3). */
   float sum[2], v[3][2] = {{1.25f, -2.0f}, {0.1f, 3.0f}, {7.0f, 0.3f}};
   for (int k = 0; k < 3; ++k)

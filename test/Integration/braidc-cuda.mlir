@@ -3,7 +3,8 @@
 // Tests that braidc --target cuda compiles the main job's GPT into CUDA
 // executables (nvcc, the CUDA kernels, cuBLAS, NCCL): on one device, as
 // dp2 x tp2 x pp2 under ZB-H1, as dp2 x tp2 with ZeRO-2, and as dp2 with
-// ZeRO-3 and --defer-validation; that --emit cu
+// ZeRO-3 and --defer-validation (and dp2 x pp2 under ZB-V with it); that
+// --emit cu
 // writes the CUDA program, which calls the same runtime API as the CPU one
 // and uploads constants; and that a CUDA program on a machine without a
 // GPU says so. No GPU runs here: scripts/gpu-check.sh runs them on one.
@@ -17,7 +18,8 @@
 // Validation deferred to the next step (the final flag uploaded to the
 // device each call):
 // RUN: braidc %t.mlir --target cuda --mesh dp=2 --zero 3 --async-collectives --defer-validation --clip-norm 1.0 --lr 1e-3 -o %t.defer
-// RUN: test -x %t.defer
+// RUN: braidc %t.mlir --target cuda --mesh dp=2,pp=2 --schedule zb-v --microbatches 4 --zero 3 --async-collectives --defer-validation --clip-norm 1.0 --lr 1e-3 -o %t.deferpp
+// RUN: test -x %t.defer && test -x %t.deferpp
 //
 // Started collectives under dp=2: each of the 4 instances of @block.W
 // starts its gradient bucket on its own pending site, waited for after the

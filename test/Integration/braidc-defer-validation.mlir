@@ -11,8 +11,8 @@
 // its forward pass's all_gathers and waits for it after its gradients'
 // reduce_scatters. An injected overflow (lr 1e30) gives the plain
 // program's warnings and stops it at the same step with
-// --stop-on-nonfinite. The compile replays in braid-opt; pipelines and
-// post-validate are refused.
+// --stop-on-nonfinite. Pipelines validate the same way (below). The
+// compile replays in braid-opt; post-validate with it is refused.
 //
 // RUN: %PYTHON -m braid.models gpt --layers 2 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 4 -o %t.mlir
 // RUN: rm -rf %t.ck && mkdir -p %t.ck
@@ -89,8 +89,45 @@
 // RUN: FileCheck %s --check-prefix=SLOTS < %t.emitc.mlir
 // SLOTS: train_step.pending.sum_squares\22, 0, braid_slot_shape_{{[0-9]+}}, braid_slot_spec_{{[0-9]+}}, BRAID_RT_PROGRAM_SLOT_TRANSIENT, 0}
 //
-// RUN: not braidc %t.mlir --mesh pp=2 --defer-validation -o %t.pp 2>&1 | FileCheck %s --check-prefix=PIPE
-// PIPE: braidc: defer-validation does not support pipelines yet (pp=2): the stages' sums of squares would still meet at the end of each step; post-validate validates within the step
+//
+// Pipelines: each stage stores its share of the sum of squares and of the
+// loss (the last stage's; zeros elsewhere), and the next step sums them
+// over the pipeline (with dp under ZeRO-3: one all_reduce over dp and pp),
+// started before its first action and waited for after its last: nothing
+// moves between the stages at the end of a step to validate it. pp2 1F1B
+// and dp2 x pp2 ZeRO-3 ZB-V train as their plain programs, within 1e-5 (the
+// shares are summed in another order than the plain program's running
+// sum; the attention's key bias, whose gradient is rounding noise, within
+// 1e-4 absolute), step 3 clipped and step 4 run again.
+// RUN: braidc %t.mlir --mesh pp=2 --microbatches 4 --lr 0.01 --clip-norm 3.0 -o %t.pp
+// RUN: braidc %t.mlir --mesh pp=2 --microbatches 4 --lr 0.01 --clip-norm 3.0 --defer-validation --emit cpp -o %t.ppdv.cpp
+// RUN: FileCheck %s --check-prefix=SHARES < %t.ppdv.cpp
+// RUN: braidc %t.mlir --mesh pp=2 --microbatches 4 --lr 0.01 --clip-norm 3.0 --defer-validation -o %t.ppdv
+// RUN: braid-run -n 2 %t.pp --steps 6 --seed 1 --save %t.ck/pp > %t.pp.out
+// RUN: braid-run -n 2 %t.ppdv --steps 6 --seed 1 --save %t.ck/ppdv --trace %t.ppdv.json > %t.ppdv.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.ppdv.out %t.pp.out --rtol 1e-5 | FileCheck %s --check-prefix=LOSSES
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/ppdv/checkpoint.safetensors %t.ck/pp/checkpoint.safetensors --rtol 1e-5 --atol 1e-4 | FileCheck %s --check-prefix=CLOSE
+// RUN: FileCheck %s --check-prefix=PPCLIPPED < %t.ppdv.out
+// RUN: %PYTHON %S/Inputs/trace-starts.py %t.ppdv.json --rank 0 --actions | FileCheck %s --check-prefix=PPORDER
+// RUN: %PYTHON %S/Inputs/trace-starts.py %t.ppdv.json --rank 1 --actions | FileCheck %s --check-prefix=PPORDER
+// LOSSES: ok: 6 losses within 1e-05
+// PPCLIPPED: step 2 {{.*}} grad_norm 3.05
+// PPCLIPPED: summary: 6 steps, {{.*}}; 1 step run again after the previous step's rollback
+// CLOSE: ok: 108 tensors ({{[0-9]+}} values) within 1e-05
+// Every stage takes its share of the 36 gradients' sums of squares (no
+// point-to-point transfer of them), and of the loss.
+// SHARES-COUNT-37: braid_rt_program_pp_local_f32(
+// SHARES-NOT: braid_rt_program_pp_local_f32(
+// PPORDER-COUNT-8: step {{[0-7]}}: all_reduce start x2, recv start x4, actions x{{[^w]*}}, all_reduce wait x2{{(, (recv|send) start x1)?$}}
+// PPORDER-NOT: step
+//
+// RUN: braidc %t.mlir --mesh dp=2,pp=2 --schedule zb-v --microbatches 4 --zero 3 --async-collectives --lr 0.01 --clip-norm 3.0 -o %t.dppp
+// RUN: braidc %t.mlir --mesh dp=2,pp=2 --schedule zb-v --microbatches 4 --zero 3 --async-collectives --lr 0.01 --clip-norm 3.0 --defer-validation -o %t.dpppdv
+// RUN: braid-run -n 4 %t.dppp --steps 6 --seed 1 --save %t.ck/dppp > %t.dppp.out
+// RUN: braid-run -n 4 %t.dpppdv --steps 6 --seed 1 --save %t.ck/dpppdv > %t.dpppdv.out
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.dpppdv.out %t.dppp.out --rtol 1e-5 | FileCheck %s --check-prefix=LOSSES
+// RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/dpppdv/checkpoint.safetensors %t.ck/dppp/checkpoint.safetensors --rtol 1e-5 --atol 1e-4 | FileCheck %s --check-prefix=CLOSE
+// RUN: FileCheck %s --check-prefix=PPCLIPPED < %t.dpppdv.out
 // RUN: not braidc %t.mlir --post-validate --defer-validation -o %t.both 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: braidc: defer-validation and post-validate exclude each other
 //

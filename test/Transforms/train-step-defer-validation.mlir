@@ -9,7 +9,7 @@
 // 6 AdamW steps of which step 3 is clipped, serially and under dp2
 // ZeRO-3 and dp2 x tp2; an injected overflow (lr 1e30; AdamW and SGD with
 // momentum) skips the same steps with the same warnings; warm-up and cosine
-// decay (the redo uses the previous step's rate). Under ZeRO-3 the sum of
+// decay (the redo uses the previous step's rate); pipelines. Under ZeRO-3 the sum of
 // squares is stored as each device's share and reduced where the next step
 // reads it, at its start (braid-partition).
 //
@@ -77,6 +77,34 @@
 // RUN: braid-eval %t.cosplain.mlir --steps 6 --seed 1 --save-weights %t.cosplain.w > %t.cosplain.out
 // RUN: diff %t.cosplain.out %t.cos.out
 // RUN: cmp %t.cos.w %t.cosplain.w
+//
+// In a pipeline (pp2 1F1B, 4 micro-batches; dp2 x pp2 ZeRO-3 ZB-V) the
+// step is bit-identical to the plain pipelined step too; the loss, the
+// last stage's, is stored as a pending sum as well (braid-lower-to-emitc
+// stores each stage's share of both and sums them over the pipeline where
+// the next step reads them).
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="lr=0.01 clip-norm=3.0 accumulation=4 pipeline" --braid-pipeline-outline --braid-pipeline-schedule="schedule=1f1b microbatches=4" -o %t.pp.mlir
+// RUN: braid-opt %t.mlir --braid-pipeline-split=stages=2 --braid-autodiff --braid-train-step="lr=0.01 clip-norm=3.0 accumulation=4 pipeline defer-validation" --braid-pipeline-outline --braid-pipeline-schedule="schedule=1f1b microbatches=4" -o %t.ppdv.mlir
+// RUN: FileCheck %s --check-prefix=PIPE < %t.ppdv.mlir
+// RUN: braid-eval %t.pp.mlir --pipeline --steps 6 --seed 1 --save-weights %t.pp.w --save-optimizer-state %t.pp.s > %t.pp.out
+// RUN: braid-eval %t.ppdv.mlir --pipeline --steps 6 --seed 1 --save-weights %t.ppdv.w --save-optimizer-state %t.ppdv.s > %t.ppdv.out
+// RUN: diff %t.pp.out %t.ppdv.out
+// RUN: cmp %t.pp.w %t.ppdv.w
+// RUN: cmp %t.pp.s %t.ppdv.s
+// RUN: FileCheck %s --check-prefix=PPCLIPPED < %t.ppdv.out
+// PPCLIPPED: step 2 {{.*}} grad_norm 3.05
+// RUN: braid-opt %t.mlir --braid-pipeline-split="stages=2 chunks=2 placement=v" --braid-autodiff --braid-train-step="lr=0.01 clip-norm=3.0 accumulation=4 pipeline" --braid-shard="dp=2 zero=3" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule="schedule=zb-v microbatches=4" -o %t.dppp.mlir
+// RUN: braid-opt %t.mlir --braid-pipeline-split="stages=2 chunks=2 placement=v" --braid-autodiff --braid-train-step="lr=0.01 clip-norm=3.0 accumulation=4 pipeline defer-validation" --braid-shard="dp=2 zero=3" --braid-propagate-sharding --braid-partition --braid-pipeline-outline --braid-pipeline-schedule="schedule=zb-v microbatches=4" -o %t.dpppdv.mlir
+// RUN: braid-eval %t.dppp.mlir --pipeline --mesh mesh --steps 5 --seed 1 --save-weights %t.dppp.w > %t.dppp.out
+// RUN: braid-eval %t.dpppdv.mlir --pipeline --mesh mesh --steps 5 --seed 1 --save-weights %t.dpppdv.w > %t.dpppdv.out
+// RUN: diff %t.dppp.out %t.dpppdv.out
+// RUN: cmp %t.dppp.w %t.dpppdv.w
+// PIPE-LABEL: func.func @train_step
+// PIPE-NEXT: braid.param "train_step.pending.sum_squares" {braid.pending_sum, braid.transient
+// PIPE-NEXT: braid.param "train_step.pending.loss" {braid.pending_sum, braid.transient
+// PIPE: braid.pipeline
+// PIPE: braid.store_param "train_step.pending.sum_squares", %{{.*}} {braid.pending_sum}
+// PIPE: braid.store_param "train_step.pending.loss", %{{.*}} {braid.pending_sum}
 //
 // RUN: not braid-opt %t.mlir --braid-autodiff --braid-train-step="defer-validation post-validate" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: braid-train-step: defer-validation and post-validate exclude each other

@@ -6,6 +6,9 @@
 
 #include "Lowering.h"
 
+#include "braid/Dialect/Braid/Transforms/ShardingUtils.h"
+#include "llvm/ADT/StringSet.h"
+
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::lowering;
@@ -636,6 +639,10 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                                                : WalkResult::advance();
                                   })
                                   .wasInterrupted();
+  if (placement)
+    progress |= llvm::any_of(body.getOps<ParamOp>(), [&](ParamOp read) {
+      return isStageSharedSum(read);
+    });
   for (Operation &op : body) {
     if (loweredEarly.contains(&op))
       continue;
@@ -643,6 +650,18 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     where = describe(&op);
     current = opIndex.lookup(&op);
     donated.clear();
+    // A pending sum's reduction over the pipeline completes before its
+    // first use.
+    SmallVector<Value> summed;
+    for (auto [v, site] : stageSums)
+      if (llvm::any_of(v.getUsers(), [&](Operation *user) {
+            return body.findAncestorOpInBlock(*user) == &op;
+          }))
+        summed.push_back(v);
+    for (Value v : summed) {
+      call("braid_rt_program_wait", {stageSums.lookup(v)});
+      stageSums.erase(v);
+    }
     // Operands received point to point: the op reads the receiving stage's
     // copy, a buffer of that stage alone (the sender's stays its own).
     SmallVector<std::pair<Value, Value>> received; // (value, its buffer)
@@ -655,6 +674,15 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
                  << "needs operand " << operand << " of type " << v.getType()
                  << " from pipeline stage " << from
                  << "; generated pipelines move f32 only";
+        if (to == StagePlacement::kShare) {
+          Value share = allocate(typeOf(v));
+          call("braid_rt_program_pp_local_f32",
+               {i64(module.pipelineMask), get(v), share, i64(countOf(v)),
+                i64(from)});
+          received.push_back({v, get(v)});
+          buffers[v] = share;
+          continue;
+        }
         if (to != StagePlacement::kAll) {
           if (module.reuseBuffers)
             allocationStage = to;
@@ -737,6 +765,8 @@ LogicalResult FunctionLowering::lowerBody(Block &body, emitc::FuncOp target,
     }
     for (auto [v, buffer] : received)
       buffers[v] = buffer;
+    if (auto read = dyn_cast<ParamOp>(op); read && isStageSharedSum(read))
+      startStageSum(read);
     // A parameter stored on one stage whose pieces on other stages read it
     // (a tied weight): its new value goes from the slot there into theirs,
     // point to point; the stages that do not read it never hold it.
@@ -784,6 +814,51 @@ LogicalResult FunctionLowering::lowerEarly(Operation *op) {
   return *lowered;
 }
 
+bool FunctionLowering::isStageSharedSum(Value v) const {
+  auto read = v.getDefiningOp<ParamOp>();
+  return placement && read && read->getBlock() == body &&
+         read->hasAttr(kPendingSumAttrName);
+}
+
+/// Whether `user` sums `v` over a group of its own (the all_reduce that
+/// braid-partition puts after the read of a pending sum partial over mesh
+/// axes): the pipeline joins that group.
+static bool sumsOverGroup(Operation *user, Value v) {
+  auto collective = dyn_cast<CollectiveOpInterface>(user);
+  return collective &&
+         collective.getCollectiveKind() == CollectiveKind::all_reduce &&
+         collective.getReduction() == ReduceKind::sum &&
+         collective.getInput() == v && !user->hasAttr("braid.compress");
+}
+
+bool FunctionLowering::foldsStageSum(Operation *user, Value v) const {
+  return isStageSharedSum(v) && llvm::all_of(v.getUsers(), [&](Operation *u) {
+           return sumsOverGroup(u, v);
+         }) && sumsOverGroup(user, v);
+}
+
+void FunctionLowering::startStageSum(ParamOp read) {
+  Value v = read.getResult();
+  // The all_reduces reading it sum over the pipeline too.
+  if (!v.use_empty() && llvm::all_of(v.getUsers(), [&](Operation *u) {
+        return sumsOverGroup(u, v);
+      }))
+    return;
+  Value shares = get(v);
+  Value sum = allocate(typeOf(v));
+  Value site = module.getPendingSite(b, loc);
+  call("braid_rt_program_collective_start_f32",
+       {enumValue("braid_rt_program_collective_t",
+                  /*BRAID_RT_PROGRAM_ALL_REDUCE=*/0),
+        i64(module.pipelineMask), shares, i64(countOf(v)), i64(1), i64(1),
+        i64(1), i64(1), i64(0), sum, site, whereText()});
+  // The start reads the shares until its wait, at the sum's first use.
+  buffers[v] = sum;
+  extendTo(sum, v);
+  extendTo(shares, v);
+  stageSums[v] = site;
+}
+
 bool FunctionLowering::isAddress(Operation *e) {
   if (isa<emitc::ConstantOp, emitc::LiteralOp, emitc::GetGlobalOp,
           emitc::AddressOfOp>(e))
@@ -792,9 +867,44 @@ bool FunctionLowering::isAddress(Operation *e) {
   return call && call.getCallee().starts_with("braid_rt_program_buffer_");
 }
 
+/// An add, or a fused region of adds only (braid-fuse-elementwise groups
+/// the terms of a sum): linear in its operands, so the sum of the stages'
+/// shares of them is a share of its result.
+static bool isSumOfOperands(Operation *op) {
+  if (isa<AddOp>(op))
+    return true;
+  auto fused = dyn_cast<FusedOp>(op);
+  return fused && fused->getNumResults() == 1 &&
+         llvm::all_of(fused.getBody().front().without_terminator(),
+                      [](Operation &inner) { return isa<AddOp>(inner); });
+}
+
 LogicalResult
 FunctionLowering::placeStages(Block &body,
                               std::optional<StagePlacement> &placement) {
+  // A pending sum (braid.pending_sum) is stored as each stage's share of
+  // it, and summed over the pipeline where it is read: so are the adds
+  // whose only use is to sum its terms, and no term moves at the end of
+  // the step.
+  sumsShares.clear();
+  llvm::StringSet<> pendingSums;
+  for (ParamOp read : body.getOps<ParamOp>())
+    if (read->hasAttr(kPendingSumAttrName))
+      pendingSums.insert(read.getName());
+  for (auto store : body.getOps<StoreParamOp>()) {
+    if (!store->hasAttr(kPendingSumAttrName) &&
+        !pendingSums.contains(store.getName()))
+      continue;
+    sumsShares.insert(store);
+    SmallVector<Value> terms{store.getValue()};
+    while (!terms.empty()) {
+      Value v = terms.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (def && def->getBlock() == &body && v.hasOneUse() &&
+          isSumOfOperands(def) && sumsShares.insert(def).second)
+        llvm::append_range(terms, def->getOperands());
+    }
+  }
   // A slot's owner is the stage placed to store it, and a read of an
   // owned slot is current only there: place until the owners settle.
   std::vector<int64_t> owners(module.slots.size(), -1);
@@ -812,7 +922,8 @@ FunctionLowering::placeStages(Block &body,
         },
         [&](Operation *op, int64_t stage) {
           return module.claimSlots(op, stage);
-        });
+        },
+        [&](Operation *op) { return sumsShares.contains(op); });
     bool settled = true;
     for (auto [slot, owner] : llvm::zip(module.slots, owners)) {
       settled &= slot.owner == owner;

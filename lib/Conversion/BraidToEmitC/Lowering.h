@@ -401,6 +401,21 @@ public:
   void setEveryStage(Value buffer);
   /// The placement of the ops after this function's pipeline, or null.
   const StagePlacement *getPlacement() const { return placement; }
+  /// Whether `v` is the read of a pending sum in a function running a
+  /// pipeline: each stage holds its share of it (StagePlacement's kShare).
+  bool isStageSharedSum(Value v) const;
+  /// Whether `user`, a collective reading `v`, sums `v` over the pipeline
+  /// too (with the mesh axes it names): `v` is a stage-shared sum that only
+  /// such all_reduces read.
+  bool foldsStageSum(Operation *user, Value v) const;
+  /// After the read of a stage-shared sum: starts its all_reduce over the
+  /// pipeline, waited for before the sum's first use, unless
+  /// foldsStageSum holds for its readers.
+  void startStageSum(ParamOp read);
+  /// The started pipeline sums not yet waited for, by value: their sites.
+  DenseMap<Value, Value> stageSums;
+  /// The ops after the pipeline that sum a pending sum's shares.
+  DenseSet<Operation *> sumsShares;
   /// Lowers `op`, an op of the body after the one being lowered, as part
   /// of the latter (which runs it: a start issued inside a pipeline, see
   /// Pipelines.cpp): its buffers live from the current op on, and the body

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -13,8 +14,10 @@ using namespace mlir::braid;
 
 StagePlacement::StagePlacement(
     Block &body, llvm::function_ref<int64_t(Value)> initial,
-    llvm::function_ref<bool(Operation *, int64_t)> stagesOnly) {
+    llvm::function_ref<bool(Operation *, int64_t)> stagesOnly,
+    llvm::function_ref<bool(Operation *)> sumsShares) {
   DenseMap<Value, int64_t> where;
+  DenseSet<Value> shares; // results of ops summing shares
   auto stageOf = [&](Value v) {
     auto it = where.find(v);
     return it == where.end() ? kAll : it->second;
@@ -49,6 +52,18 @@ StagePlacement::StagePlacement(
     }
   };
   for (Operation &op : body) {
+    if (!op.hasTrait<OpTrait::IsTerminator>() && sumsShares(&op)) {
+      for (OpOperand &operand : op.getOpOperands()) {
+        Value v = operand.get();
+        if (shares.contains(v))
+          continue;
+        int64_t s = stageOf(v);
+        transfers[&op].push_back(
+            {operand.getOperandNumber(), s == kAll ? 0 : s, kShare});
+      }
+      shares.insert(op.result_begin(), op.result_end());
+      continue;
+    }
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       moveOthers(&op, kAll);
       continue;

@@ -12,7 +12,9 @@
 // clipping coefficient), a value stored to a parameter that pieces on other
 // stages read (a tied weight), and the function's results. Placement
 // follows the data: a stage updates only the parameters whose gradients it
-// computed.
+// computed. A sum the caller marks as summing shares (a pending sum's terms,
+// stored for the next step to reduce) moves nothing: every stage sums its
+// own share of it, reading the terms of other stages as zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,15 +32,24 @@ class StagePlacement {
 public:
   /// Every stage (a replicated value, or an op all stages run).
   static constexpr int64_t kAll = -1;
+  /// A transfer's destination for an operand of an op summing shares: each
+  /// stage takes its share of the operand (the value on stage `from`,
+  /// zeros on the others).
+  static constexpr int64_t kShare = -2;
 
   /// Places the ops of `body`. `initial` gives the stage of the values that
   /// start on one stage (braid.pipeline results; kAll for others);
   /// `stagesOnly(op, s)` says whether a stage-`s` op with side effects on
   /// parameters (a store, a repeat of an update layer) leaves every
   /// parameter it writes read only on stage `s`; if not, it runs on every
-  /// stage (its operands broadcast).
+  /// stage (its operands broadcast). `sumsShares(op)` says whether `op`
+  /// runs on every stage on its share of the operands (an add of a pending
+  /// sum's terms, the store of such a sum): its operands on one stage, and
+  /// those on every stage, which count as stage 0's, are read as shares
+  /// (kShare), unless an op summing shares computed them.
   StagePlacement(Block &body, llvm::function_ref<int64_t(Value)> initial,
-                 llvm::function_ref<bool(Operation *, int64_t)> stagesOnly);
+                 llvm::function_ref<bool(Operation *, int64_t)> stagesOnly,
+                 llvm::function_ref<bool(Operation *)> sumsShares);
 
   /// The stage that runs `op`, or kAll.
   int64_t getStage(Operation *op) const {
@@ -46,7 +57,8 @@ public:
     return it == stages.end() ? kAll : it->second;
   }
   /// An operand of an op that moves from stage `from` before the op runs:
-  /// to stage `to` alone, or (kAll) broadcast to every stage.
+  /// to stage `to` alone, (kAll) broadcast to every stage, or (kShare) each
+  /// stage's share.
   struct Transfer {
     unsigned operand;
     int64_t from, to;

@@ -119,6 +119,15 @@ void braid_rt_program_pp_broadcast_f32(int64_t mask, float *buf,
       where);
 }
 
+void braid_rt_program_pp_local_f32(int64_t mask, const float *src, float *dst,
+                                   int64_t count, int64_t holder) {
+  braid_rt_stream_t *stream = braid_rt_program_stream();
+  if (braid_rt_program_pp_stage(mask) == holder)
+    braid_rt_copy_f32(stream, src, count, dst);
+  else
+    braid_rt_fill_f32(stream, 0.0f, count, dst);
+}
+
 void braid_rt_program_accumulate_mean_f32(float *sum, const float *value,
                                           int64_t count, int64_t index,
                                           int64_t total) {

@@ -705,7 +705,13 @@ TrainStepPass::Pending TrainStepPass::readPending(OpBuilder &b, Location loc,
   };
   ParamOp sumSquares = read("sum_squares");
   sumSquares->setAttr(kPendingSumAttrName, b.getUnitAttr());
-  return {sumSquares, read("loss"), read("active")};
+  // In a pipeline the loss is the last stage's: as a pending sum (the
+  // other stages' shares zeros) it arrives with the sum of squares, and
+  // every stage validates without waiting for the last.
+  ParamOp pendingLoss = read("loss");
+  if (viaPipeline)
+    pendingLoss->setAttr(kPendingSumAttrName, b.getUnitAttr());
+  return {sumSquares, pendingLoss, read("active")};
 }
 
 std::pair<Value, Value> TrainStepPass::buildDeferred(
@@ -764,7 +770,10 @@ std::pair<Value, Value> TrainStepPass::buildDeferred(
   auto store = StoreParamOp::create(
       b, loc, (kPendingPrefix + "sum_squares").str(), squares);
   store->setAttr(kPendingSumAttrName, b.getUnitAttr());
-  StoreParamOp::create(b, loc, (kPendingPrefix + "loss").str(), loss);
+  auto lossStore =
+      StoreParamOp::create(b, loc, (kPendingPrefix + "loss").str(), loss);
+  if (viaPipeline)
+    lossStore->setAttr(kPendingSumAttrName, b.getUnitAttr());
   StoreParamOp::create(b, loc, (kPendingPrefix + "active").str(),
                        SelectOp::create(b, loc, lossType, skip, zero, one));
   return {norm, retry};
@@ -804,13 +813,6 @@ void TrainStepPass::runOnOperation() {
   if (viaPipeline && deferW) {
     module.emitError("braid-train-step: defer-w does not apply to pipeline "
                      "(the schedule orders the W pieces)");
-    return signalPassFailure();
-  }
-  if (deferValidation && viaPipeline) {
-    module.emitError("braid-train-step: defer-validation does not apply to "
-                     "pipelines yet: the stages' sums of squares would still "
-                     "meet at the end of each step (validate within the "
-                     "step: post-validate)");
     return signalPassFailure();
   }
   if (deferValidation && postValidate) {

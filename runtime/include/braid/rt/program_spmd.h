@@ -389,6 +389,13 @@ void braid_rt_program_pp_broadcast_f32(int64_t mask, float *buf,
                                        int64_t count, int64_t owner,
                                        const char *where);
 
+/* Stage `holder`'s share of a sum that every stage holds a share of (a
+   pending sum's terms, braid.pending_sum): `src` into `dst` on stage
+   `holder`, zeros into `dst` on the others. No transfer: each stage stores
+   its share, and the pipeline's all_reduce sums them where they are read. */
+void braid_rt_program_pp_local_f32(int64_t mask, const float *src, float *dst,
+                                   int64_t count, int64_t holder);
+
 /* Micro-batch `index` of `total` of a mean, as the evaluator's
    accumulateMean: the sum in f32 in micro-batch order, then times the f32
    of 1 / total. */

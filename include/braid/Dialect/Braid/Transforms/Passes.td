@@ -160,7 +160,7 @@ def TrainStepPass : Pass<"braid-train-step", "::mlir::ModuleOp"> {
            "Validate each step's optimistic update in the next call, after "
            "its forward and backward pass (@train_step gains the inputs "
            "previous_step and final and the results previous_grad_norm and "
-           "retry; one device only for now).">,
+           "retry).">,
   ];
   let dependentDialects = ["::mlir::braid::BraidDialect",
                            "::mlir::func::FuncDialect"];
