@@ -6,7 +6,8 @@ braidc-defer-validation.mlir); here they
 are combined, on 2, 4 and 8 ranks (8 oversubscribed on a 2-core machine):
 started collectives (--async-collectives), scheduled across repeats and
 into pipelines, bucket sizes, ZeRO 0-3 with the prefetch depth, and
-post-validation (within the step, or deferred to the next), over dp,
+post-validation (within the step, or deferred to the next, also in
+pipelines), over dp,
 dp x tp, dp x pp and dp x tp x pp meshes. Every
 combination must train like the one-rank program with the same
 micro-batches (4 AdamW steps, clipping at 1.0): each step's loss within
@@ -48,7 +49,7 @@ COMBINATIONS = [
      ["--async-collectives", "--schedule-across-repeats", "--post-validate"]),
     ("dp=2,tp=2", 4, ["--zero", "3", "--bucket-mb", "0"],
      ["--async-collectives", "--zero3-prefetch", "2"]),
-    # Validation deferred to the next step (not with pipelines yet).
+    # Validation deferred to the next step (pipelines: see below).
     ("dp=2", 2, ["--zero", "2"],
      ["--async-collectives", "--schedule-across-repeats", "--defer-validation"]),
     ("dp=2,tp=2", 4, ["--zero", "3", "--sp"],
@@ -106,6 +107,31 @@ def test_combination_trains_like_one_rank(tmp_path, mesh, ranks, plan, options):
     assert combined[1] == plain[1], "the checkpoints differ from the plain plan's"
 
     _assert_like_one_rank(serial, combined)
+
+
+# Validation deferred to the next step in pipelines: each stage stores its
+# share of the sum of squares and of the loss, summed over the pipeline
+# when the next step reads them, in another order than the plain plan's
+# running sum, so the norms (and the clipped updates: clipping at 1.0
+# clips every step here, and each step after a clipped one runs again)
+# agree with the plain plan's to rounding, not bit for bit.
+DEFERRED_PIPELINES = [
+    ("dp=2,pp=2", 4, ["--microbatches", "2", "--schedule", "zb-v", "--zero", "1"],
+     ["--async-collectives", "--defer-validation"]),
+    ("dp=2,tp=2,pp=2", 8, ["--microbatches", "2", "--zero", "3", "--sp"],
+     ["--async-collectives", "--zero3-prefetch", "1", "--defer-validation"]),
+]
+
+
+@pytest.mark.parametrize("mesh,ranks,plan,options", DEFERRED_PIPELINES,
+                         ids=[f"{m}:{' '.join(p + o)}" for m, _, p, o in DEFERRED_PIPELINES])
+def test_deferred_pipeline_trains_like_one_rank(tmp_path, mesh, ranks, plan, options):
+    serial = _train(tmp_path, _compile(tmp_path, "serial", None,
+                                       ["--microbatches", _microbatches(plan)]), 1)
+    plain = _train(tmp_path, _compile(tmp_path, "plain", mesh, plan), ranks)
+    deferred = _train(tmp_path, _compile(tmp_path, "deferred", mesh, plan + options), ranks)
+    assert deferred[0] == pytest.approx(plain[0], rel=1e-6, abs=0)
+    _assert_like_one_rank(serial, deferred)
 
 
 def _assert_like_one_rank(serial, combined, rtol=1e-5):
