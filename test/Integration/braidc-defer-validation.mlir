@@ -108,6 +108,11 @@
 // RUN: %PYTHON %S/Inputs/compare-results.py %t.ppdv.out %t.pp.out --rtol 1e-5 | FileCheck %s --check-prefix=LOSSES
 // RUN: %PYTHON %S/Inputs/compare-checkpoint.py %t.ck/ppdv/checkpoint.safetensors %t.ck/pp/checkpoint.safetensors --rtol 1e-5 --atol 1e-4 | FileCheck %s --check-prefix=CLOSE
 // RUN: FileCheck %s --check-prefix=PPCLIPPED < %t.ppdv.out
+// Each checkpoint resumes in the other program.
+// RUN: braid-run -n 2 %t.pp --steps 2 --resume %t.ck/ppdv > %t.ppresume.plain
+// RUN: braid-run -n 2 %t.ppdv --steps 2 --resume %t.ck/pp > %t.ppresume.dv
+// RUN: %PYTHON %S/Inputs/compare-results.py %t.ppresume.dv %t.ppresume.plain --rtol 1e-5 | FileCheck %s --check-prefix=RESUMEDPP
+// RESUMEDPP: ok: 2 losses within 1e-05
 // RUN: %PYTHON %S/Inputs/trace-starts.py %t.ppdv.json --rank 0 --actions | FileCheck %s --check-prefix=PPORDER
 // RUN: %PYTHON %S/Inputs/trace-starts.py %t.ppdv.json --rank 1 --actions | FileCheck %s --check-prefix=PPORDER
 // LOSSES: ok: 6 losses within 1e-05
