@@ -56,3 +56,45 @@ def guarded(measure, args):
     except OSError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+
+
+def add_run_arguments(parser, layers, hidden, batch, batch_help, steps, repeats):
+    """The model, timing and output options the round-robin benchmarks
+    (dp_scaling, comm_overlap, deferred_validation) share: a GPT or Llama
+    of --layers, --hidden, --heads, --seq, --vocab and --batch; --steps timed
+    steps, best of --repeats rounds; --csv, --check and --bin-dir."""
+    parser.add_argument("--layers", type=int, default=layers)
+    parser.add_argument("--hidden", type=int, default=hidden)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=batch, help=batch_help)
+    parser.add_argument("--steps", type=int, default=steps, help="timed steps per run")
+    parser.add_argument("--repeats", type=int, default=repeats, help="rounds (best taken)")
+    parser.add_argument("--csv", action="store_true", help="print CSV")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless every program ran with finite, consistent results")
+    parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
+
+
+def print_load(start, end, as_csv):
+    """The 1-minute load average at the start and the end of the runs."""
+    if as_csv:
+        print(f"load_average_start,{start[0]:.2f}")
+        print(f"load_average_end,{end[0]:.2f}")
+    else:
+        print(f"load average (1 min) at the start: {start[0]:.2f}, at the end: "
+              f"{end[0]:.2f} ({os.cpu_count()} CPUs)")
+
+
+def check_result(failures, check, passed):
+    """The exit status: with --check, 1 after printing each failure, else
+    `passed` printed and 0; without it, 0."""
+    if not check:
+        return 0
+    for failure in failures:
+        print(f"error: {failure}", file=sys.stderr)
+    if failures:
+        return 1
+    print(passed)
+    return 0

@@ -67,7 +67,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlib import ROOT, BenchError, guarded, parse, run, thread_env
+from benchlib import (ROOT, BenchError, add_run_arguments, check_result, guarded, parse,
+                      print_load, run, thread_env)
 
 sys.path.insert(0, str(ROOT / "python"))
 
@@ -124,21 +125,11 @@ def trace_figures(text, ranks, steps, what):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=64)
-    parser.add_argument("--vocab", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=8,
-                        help="global batch (split over dp and the micro-batches)")
+    add_run_arguments(parser, layers=4, hidden=256, batch=8,
+                      batch_help="global batch (split over dp and the micro-batches)", steps=5,
+                      repeats=2)
     parser.add_argument("--microbatches", type=int, default=2,
                         help="micro-batches of the dp2xpp2 pipeline")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per run")
-    parser.add_argument("--repeats", type=int, default=2, help="rounds (best taken)")
-    parser.add_argument("--csv", action="store_true", help="print CSV")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless every program ran with finite, consistent results")
-    parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
     parser.add_argument("--config", action="append", default=[],
                         help="run only this configuration (dp2, dp2xpp2, dp4, and "
                              "dp2xpp2-zbv, ZB-V, run only when named; repeatable)")
@@ -230,8 +221,6 @@ def measure(args):
         print("config,blocking_over_async_step,exposed_before,exposed_after")
         for config, ratio, before, after in ratios:
             print(f"{config},{ratio:.3f},{before:.4f},{after:.4f}")
-        print(f"load_average_start,{load_start[0]:.2f}")
-        print(f"load_average_end,{load_end[0]:.2f}")
     else:
         print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
               f"sequence {args.seq}, vocabulary {args.vocab}, global batch {args.batch}; AdamW, "
@@ -245,16 +234,11 @@ def measure(args):
         for config, ratio, before, after in ratios:
             print(f"{config}: blocking / async step time {ratio:.2f}x; exposed communication "
                   f"{100 * before:.1f}% -> {100 * after:.1f}%")
-        print(f"load average (1 min) at the start: {load_start[0]:.2f}, at the end: "
-              f"{load_end[0]:.2f} ({os.cpu_count()} CPUs)")
-    if args.check:
-        for failure in failures:
-            print(f"error: {failure}", file=sys.stderr)
-        if failures:
-            return 1
-        print("check: every program ran; blocking and async losses identical; trace figures "
-              "consistent; blocking dp programs overlap nothing, async ones overlap on every rank")
-    return 0
+    print_load(load_start, load_end, args.csv)
+    return check_result(failures, args.check,
+                        "check: every program ran; blocking and async losses identical; trace "
+                        "figures consistent; blocking dp programs overlap nothing, async ones "
+                        "overlap on every rank")
 
 
 if __name__ == "__main__":

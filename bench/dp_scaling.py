@@ -44,25 +44,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlib import ROOT, BenchError, guarded, parse, run, thread_env
+from benchlib import (ROOT, BenchError, add_run_arguments, check_result, guarded, parse,
+                      print_load, run, thread_env)
 
 sys.path.insert(0, str(ROOT / "python"))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=64)
-    parser.add_argument("--vocab", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=8, help="global batch (split over dp)")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per run")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds (best taken)")
-    parser.add_argument("--csv", action="store_true", help="print CSV")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless every program ran with finite, consistent results")
-    parser.add_argument("--bin-dir", default=os.environ.get("BRAID_BIN_DIR", ROOT / "build" / "bin"))
+    add_run_arguments(parser, layers=4, hidden=256, batch=8, batch_help="global batch (split over dp)", steps=10, repeats=3)
     args = parser.parse_args()
     return guarded(measure, args)
 
@@ -136,8 +126,6 @@ def measure(args):
             print(f"{name},{ranks},{t},{sec * 1e3:.3f},{tokens / sec:.1f},{speedup:.3f}")
         for k, v in ratios.items():
             print(f"{k},{v:.3f}")
-        print(f"load_average_start,{load_start[0]:.2f}")
-        print(f"load_average_end,{load_end[0]:.2f}")
     else:
         print(f"GPT training step: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
               f"sequence {args.seq}, vocabulary {args.vocab}, global batch {args.batch} "
@@ -156,15 +144,9 @@ def measure(args):
               f"{ratios['scheduled_over_blocking']:.2f}x; progress calls on / off: "
               f"{ratios['progress_over_no_progress']:.2f}x; scheduled / layer-waits: "
               f"{ratios['scheduled_over_layer_waits']:.2f}x")
-        print(f"load average (1 min) at the start: {load_start[0]:.2f}, at the end: "
-              f"{load_end[0]:.2f} ({os.cpu_count()} CPUs)")
-    if args.check:
-        for failure in failures:
-            print(f"error: {failure}", file=sys.stderr)
-        if failures:
-            return 1
-        print("check: every program ran; dp losses identical; times and ratios finite")
-    return 0
+    print_load(load_start, load_end, args.csv)
+    return check_result(failures, args.check,
+                        "check: every program ran; dp losses identical; times and ratios finite")
 
 
 if __name__ == "__main__":
