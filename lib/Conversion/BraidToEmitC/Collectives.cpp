@@ -66,10 +66,6 @@ static LogicalResult lowerAllSlice(CollectiveOpInterface op,
   if (failed(mask))
     return failure();
   Value input = op.getInput();
-  // Each pipeline stage holds its share of a pending sum: the sum over the
-  // mesh axes is over the pipeline too.
-  if (l.foldsStageSum(op.getOperation(), input))
-    *mask |= l.module.pipelineMask;
   Value from = asF32Words(l, input, l.get(input), /*reduces=*/false);
   if (!from)
     return op->emitOpError() << "slices a tensor of "

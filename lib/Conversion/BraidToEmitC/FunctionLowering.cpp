@@ -839,10 +839,9 @@ bool FunctionLowering::foldsStageSum(Operation *user, Value v) const {
 
 void FunctionLowering::startStageSum(ParamOp read) {
   Value v = read.getResult();
-  // The all_reduces reading it sum over the pipeline too.
-  if (!v.use_empty() && llvm::all_of(v.getUsers(), [&](Operation *u) {
-        return sumsOverGroup(u, v);
-      }))
+  // Unread, or the all_reduces reading it sum over the pipeline too.
+  if (llvm::all_of(v.getUsers(),
+                   [&](Operation *u) { return sumsOverGroup(u, v); }))
     return;
   Value shares = get(v);
   Value sum = allocate(typeOf(v));
