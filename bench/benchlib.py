@@ -98,3 +98,10 @@ def check_result(failures, check, passed):
         return 1
     print(passed)
     return 0
+
+
+def check_configs(parser, known, chosen):
+    """Refuses (parser.error) a --config that is not one of `known`."""
+    for name in chosen:
+        if name not in known:
+            parser.error(f"--config {name}: expected one of {', '.join(known)}")

@@ -67,8 +67,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlib import (ROOT, BenchError, add_run_arguments, check_result, guarded, parse,
-                      print_load, run, thread_env)
+from benchlib import (ROOT, BenchError, add_run_arguments, check_configs, check_result,
+                      guarded, parse, print_load, run, thread_env)
 
 sys.path.insert(0, str(ROOT / "python"))
 
@@ -136,10 +136,7 @@ def main():
     parser.add_argument("--async-flag", action="append", default=[],
                         help="an extra braidc flag for the async programs (repeatable)")
     args = parser.parse_args()
-    known = [c[0] for c in configurations(args.microbatches)]
-    for name in args.config:
-        if name not in known:
-            parser.error(f"--config {name}: expected one of {', '.join(known)}")
+    check_configs(parser, [c[0] for c in configurations(args.microbatches)], args.config)
     if args.batch % (4 * args.microbatches):
         parser.error(f"--batch {args.batch} must split over dp=4 and over dp=2 x "
                      f"{args.microbatches} micro-batches")

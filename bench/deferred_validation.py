@@ -52,8 +52,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlib import (ROOT, BenchError, add_run_arguments, check_result, guarded, parse,
-                      print_load, run, thread_env)
+from benchlib import (ROOT, BenchError, add_run_arguments, check_configs, check_result,
+                      guarded, parse, print_load, run, thread_env)
 
 sys.path.insert(0, str(ROOT / "python"))
 
@@ -109,10 +109,7 @@ def main():
     parser.add_argument("--config", action="append", default=[],
                         help="run only this configuration (repeatable)")
     args = parser.parse_args()
-    known = [c[0] for c in configurations(args.microbatches)]
-    for name in args.config:
-        if name not in known:
-            parser.error(f"--config {name}: expected one of {', '.join(known)}")
+    check_configs(parser, [c[0] for c in configurations(args.microbatches)], args.config)
     if args.batch % (2 * args.microbatches):
         parser.error(f"--batch {args.batch} must split over dp=2 and over "
                      f"{args.microbatches} micro-batches")

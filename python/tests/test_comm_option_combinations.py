@@ -94,13 +94,19 @@ def _microbatches(flags):
     return flags[flags.index("--microbatches") + 1] if "--microbatches" in flags else "1"
 
 
-@pytest.mark.parametrize("mesh,ranks,plan,options", COMBINATIONS,
-                         ids=[f"{m}:{' '.join(p + o)}" for m, _, p, o in COMBINATIONS])
-def test_combination_trains_like_one_rank(tmp_path, mesh, ranks, plan, options):
+def _train_three(tmp_path, mesh, ranks, plan, options):
+    """What one rank, the plain plan and the plan with `options` trained."""
     serial = _train(tmp_path, _compile(tmp_path, "serial", None,
                                        ["--microbatches", _microbatches(plan)]), 1)
     plain = _train(tmp_path, _compile(tmp_path, "plain", mesh, plan), ranks)
     combined = _train(tmp_path, _compile(tmp_path, "combined", mesh, plan + options), ranks)
+    return serial, plain, combined
+
+
+@pytest.mark.parametrize("mesh,ranks,plan,options", COMBINATIONS,
+                         ids=[f"{m}:{' '.join(p + o)}" for m, _, p, o in COMBINATIONS])
+def test_combination_trains_like_one_rank(tmp_path, mesh, ranks, plan, options):
+    serial, plain, combined = _train_three(tmp_path, mesh, ranks, plan, options)
 
     # The overlap options only move work: bit for bit the plain plan.
     assert combined[0] == plain[0]
@@ -126,10 +132,7 @@ DEFERRED_PIPELINES = [
 @pytest.mark.parametrize("mesh,ranks,plan,options", DEFERRED_PIPELINES,
                          ids=[f"{m}:{' '.join(p + o)}" for m, _, p, o in DEFERRED_PIPELINES])
 def test_deferred_pipeline_trains_like_one_rank(tmp_path, mesh, ranks, plan, options):
-    serial = _train(tmp_path, _compile(tmp_path, "serial", None,
-                                       ["--microbatches", _microbatches(plan)]), 1)
-    plain = _train(tmp_path, _compile(tmp_path, "plain", mesh, plan), ranks)
-    deferred = _train(tmp_path, _compile(tmp_path, "deferred", mesh, plan + options), ranks)
+    serial, plain, deferred = _train_three(tmp_path, mesh, ranks, plan, options)
     assert deferred[0] == pytest.approx(plain[0], rel=1e-6, abs=0)
     _assert_like_one_rank(serial, deferred)
 

@@ -831,17 +831,22 @@ static bool sumsOverGroup(Operation *user, Value v) {
          collective.getInput() == v && !user->hasAttr("braid.compress");
 }
 
+/// Whether every reader of `v` sums it over a group of its own (true when
+/// nothing reads it).
+static bool onlySummedOverGroups(Value v) {
+  return llvm::all_of(v.getUsers(),
+                      [&](Operation *u) { return sumsOverGroup(u, v); });
+}
+
 bool FunctionLowering::foldsStageSum(Operation *user, Value v) const {
-  return isStageSharedSum(v) && llvm::all_of(v.getUsers(), [&](Operation *u) {
-           return sumsOverGroup(u, v);
-         }) && sumsOverGroup(user, v);
+  return isStageSharedSum(v) && sumsOverGroup(user, v) &&
+         onlySummedOverGroups(v);
 }
 
 void FunctionLowering::startStageSum(ParamOp read) {
   Value v = read.getResult();
   // Unread, or the all_reduces reading it sum over the pipeline too.
-  if (llvm::all_of(v.getUsers(),
-                   [&](Operation *u) { return sumsOverGroup(u, v); }))
+  if (onlySummedOverGroups(v))
     return;
   Value shares = get(v);
   Value sum = allocate(typeOf(v));
